@@ -1,0 +1,180 @@
+//! Benchmarks: the `Bench` trait, typed parameters, and the one static
+//! registry every built-in benchmark is listed in.
+//!
+//! A benchmark is a unit struct with a name, a description of what the
+//! kernel does underneath, typed parameters with defaults, and the metrics it
+//! reports. `instantiate` turns validated parameters into an [`Instance`]
+//! that the runner asks for one sample at a time, interleaved with the other
+//! cells of a run. Adding a benchmark = one file + one line in [`BENCHES`].
+
+pub mod micro;
+pub mod params;
+
+use std::fmt;
+use std::ops::Deref;
+use std::sync::Arc;
+
+pub use params::{ParamDef, ParamType, Params, Value};
+
+/// What kind of measurement a benchmark is (DESIGN.md "Concepts").
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Kind {
+    /// Built-in timed loop.
+    Micro,
+    /// N concurrent copies of a testcase, counted ops/s.
+    Scale,
+    /// An external command.
+    Command,
+}
+
+/// Whether a smaller or a larger value of a metric is better.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Direction {
+    Lower,
+    Higher,
+}
+
+impl fmt::Display for Direction {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Direction::Lower => "lower is better",
+            Direction::Higher => "higher is better",
+        })
+    }
+}
+
+/// A metric a benchmark reports.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Metric {
+    pub name: String,
+    pub unit: String,
+    pub direction: Direction,
+}
+
+impl Metric {
+    pub fn new(name: &str, unit: &str, direction: Direction) -> Metric {
+        Metric {
+            name: name.into(),
+            unit: unit.into(),
+            direction,
+        }
+    }
+}
+
+/// One measured value: index into [`Bench::metrics`] and the value.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Measure {
+    pub metric: usize,
+    pub value: f64,
+}
+
+/// Settings of a run that benchmarks need when they are instantiated.
+#[derive(Clone, Debug)]
+pub struct RunSettings {
+    /// Target duration of one sample, seconds.
+    pub sample_time: f64,
+}
+
+/// A benchmark definition.
+pub trait Bench: Send + Sync {
+    fn name(&self) -> &str;
+    fn kind(&self) -> Kind;
+    /// One or two sentences: what is measured and what the kernel does.
+    fn description(&self) -> &str;
+    fn params(&self) -> &[ParamDef];
+    fn metrics(&self) -> Vec<Metric>;
+    /// Checks across parameters after each one was parsed (e.g. `chunk`
+    /// must be positive). The message names the parameter and value.
+    fn check(&self, _params: &Params) -> Result<(), String> {
+        Ok(())
+    }
+    /// Prepare a cell: spawn helpers, open files, calibrate lazily.
+    fn instantiate(
+        &self,
+        params: &Params,
+        settings: &RunSettings,
+    ) -> anyhow::Result<Box<dyn Instance>>;
+}
+
+/// A prepared cell. Dropping it cleans up (children reaped, files removed).
+pub trait Instance: Send {
+    /// Take one sample and push its values. The timed part must not
+    /// allocate, log or lock.
+    fn sample(&mut self, out: &mut Vec<Measure>) -> anyhow::Result<()>;
+    /// The CPUs each party actually ran on, e.g. `cpu 0` or
+    /// `writer 0, reader 1`; `None` when nothing was pinned.
+    fn placement(&self) -> Option<String> {
+        None
+    }
+    /// Facts learnt while preparing or sampling that belong with the
+    /// result, e.g. the pipe size the kernel actually granted.
+    fn notes(&self) -> Vec<(String, String)> {
+        Vec::new()
+    }
+}
+
+/// A benchmark from the static registry or one built at run time (a command
+/// from a plan, a compiled C testcase).
+#[derive(Clone)]
+pub enum BenchRef {
+    Static(&'static dyn Bench),
+    Owned(Arc<dyn Bench>),
+}
+
+impl Deref for BenchRef {
+    type Target = dyn Bench;
+    fn deref(&self) -> &Self::Target {
+        match self {
+            BenchRef::Static(b) => *b,
+            BenchRef::Owned(b) => b.as_ref(),
+        }
+    }
+}
+
+impl fmt::Debug for BenchRef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "BenchRef({})", self.name())
+    }
+}
+
+/// Every built-in benchmark, in the order `kbench list` shows them.
+pub static BENCHES: &[&dyn Bench] = &[
+    &micro::syscall::Getppid,
+    &micro::syscall::Getpid,
+    &micro::syscall::Getuid,
+    &micro::syscall::NullSyscall,
+    &micro::syscall::ClockGettime,
+    &micro::syscall::Gettimeofday,
+];
+
+/// Look up a built-in benchmark by name.
+pub fn find(name: &str) -> Option<BenchRef> {
+    BENCHES
+        .iter()
+        .find(|b| b.name() == name)
+        .map(|b| BenchRef::Static(*b))
+}
+
+/// Names of all built-in benchmarks, for error messages.
+pub fn names() -> Vec<&'static str> {
+    BENCHES.iter().map(|b| b.name()).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn registry_names_are_unique_and_described() {
+        let mut seen = std::collections::HashSet::new();
+        for b in BENCHES {
+            assert!(seen.insert(b.name()), "duplicate {}", b.name());
+            assert!(!b.description().is_empty());
+            assert!(!b.metrics().is_empty());
+            // Defaults must parse against their own types.
+            Params::resolve(&**b, &[]).unwrap();
+        }
+    }
+}

@@ -1,0 +1,101 @@
+//! Command-line definitions (clap derive); doc comments are the help text.
+
+use clap::{Args, Parser, Subcommand};
+
+/// kbench: what does this patch, boot option or flag cost? Micro and macro
+/// benchmarks, configuration matrices, a results store and ministat-exact
+/// statistics in one tool.
+#[derive(Debug, Parser)]
+#[command(name = "kbench", version, max_term_width = 100)]
+pub struct Cli {
+    /// Results store: an SQLite file path (default
+    /// $XDG_DATA_HOME/kbench/kbench.db).
+    #[arg(long, global = true, env = "KBENCH_DB", value_name = "PATH")]
+    pub db: Option<String>,
+
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run benchmarks: a plan file, or benchmarks by name with parameters
+    /// (`getppid:cpu=0`). With no argument, runs the short default suite.
+    Run(RunArgs),
+    /// List the built-in benchmarks with their parameters and metrics.
+    List {
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show the system fingerprint recorded with every run, and noise
+    /// warnings with their remedies.
+    Sysinfo {
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// List recorded runs.
+    Runs {
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Report a recorded run (default: the latest).
+    Report {
+        /// Run ids.
+        runs: Vec<i64>,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// FreeBSD ministat(1), byte for byte (`kbench ministat --help`).
+    #[command(disable_help_flag = true)]
+    Ministat {
+        /// ministat's options and files.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<std::ffi::OsString>,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// A plan file (PLAN.toml) or benchmarks as NAME[:k=v,...].
+    pub specs: Vec<String>,
+    /// Measured samples per cell (warm-ups not included) [default: 10,
+    /// or the plan's `samples`].
+    #[arg(long, value_name = "N")]
+    pub samples: Option<u32>,
+    /// Target duration of one sample in seconds; the iteration count is
+    /// calibrated to it [default: 0.2, or the plan's `sample_time`].
+    #[arg(long, value_name = "S")]
+    pub sample_time: Option<f64>,
+    /// Warm-up rounds whose samples are discarded [default: 2].
+    #[arg(long, value_name = "N")]
+    pub warmup: Option<u32>,
+    /// Seed of the shuffled sample order; the run records the seed it used,
+    /// so any order can be replayed.
+    #[arg(long, value_name = "N")]
+    pub seed: Option<u64>,
+    /// Short samples for a quick look (sample time 0.05 s, 5 samples,
+    /// 1 warm-up) unless given explicitly.
+    #[arg(long)]
+    pub quick: bool,
+    /// Print the report as JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// No progress bar.
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn verify_cli() {
+        Cli::command().debug_assert();
+    }
+}

@@ -1,0 +1,325 @@
+//! One function per subcommand; `dispatch` is the testable entry point
+//! behind `main`.
+
+use anyhow::Context;
+use clap::Parser;
+use std::ffi::OsString;
+use std::io::Write;
+use std::process::ExitCode;
+
+use crate::bench::{self, Bench};
+use crate::cli::{Cli, Command, RunArgs};
+use crate::error::bad_input;
+use crate::report::{self, RunReport};
+use crate::runner::{self, Outcome, RunOptions};
+use crate::store;
+use crate::system;
+
+/// Benchmarks of the default suite (`kbench run` with no argument).
+const DEFAULT_SUITE: &[&str] = &[
+    "getppid",
+    "getpid",
+    "getuid",
+    "null-syscall",
+    "clock-gettime",
+    "gettimeofday",
+];
+
+pub fn dispatch(args: Vec<OsString>) -> anyhow::Result<ExitCode> {
+    // ministat keeps its own getopt syntax (`-c95`, `-Anq`), so its words
+    // bypass clap entirely.
+    if args.get(1).is_some_and(|a| a == "ministat") {
+        return crate::ministat::main(&args[2..]);
+    }
+    let cli = match Cli::try_parse_from(&args) {
+        Ok(c) => c,
+        Err(e) => {
+            // Help and version go to stdout with 0; usage errors exit 2.
+            let code = if e.use_stderr() { 2 } else { 0 };
+            e.print()?;
+            return Ok(ExitCode::from(code));
+        }
+    };
+    let db = cli.db.as_deref();
+    match cli.command {
+        Command::Run(a) => run(a, db),
+        Command::List { json } => list(json),
+        Command::Sysinfo { json } => sysinfo(json),
+        Command::Runs { json } => runs(db, json),
+        Command::Report { runs, json } => report(db, &runs, json),
+        Command::Ministat { args } => crate::ministat::main(&args),
+    }
+}
+
+fn out(text: &str) -> anyhow::Result<()> {
+    let mut o = std::io::stdout().lock();
+    o.write_all(text.as_bytes())?;
+    o.flush()?;
+    Ok(())
+}
+
+fn run(a: RunArgs, db: Option<&str>) -> anyhow::Result<ExitCode> {
+    let (plan, default_suite) = match a.specs.as_slice() {
+        [] => {
+            let specs: Vec<String> = DEFAULT_SUITE.iter().map(|s| s.to_string()).collect();
+            (crate::plan::adhoc(&specs)?, true)
+        }
+        [one] if one.ends_with(".toml") => (crate::plan::load(std::path::Path::new(one))?, false),
+        many => {
+            if let Some(p) = many.iter().find(|s| s.ends_with(".toml")) {
+                return Err(bad_input!(
+                    "`{p}`: a plan file must be the only argument of `kbench run`"
+                ));
+            }
+            (crate::plan::adhoc(many)?, false)
+        }
+    };
+    let quick = a.quick || default_suite;
+    let samples = a
+        .samples
+        .or(plan.samples)
+        .unwrap_or(if quick { 5 } else { 10 });
+    let sample_time = a
+        .sample_time
+        .or(plan.sample_time)
+        .unwrap_or(if quick { 0.05 } else { 0.2 });
+    if !(sample_time > 0.0 && sample_time <= 3600.0) {
+        return Err(bad_input!(
+            "--sample-time {sample_time}: must be in (0, 3600] seconds"
+        ));
+    }
+    if samples == 0 {
+        return Err(bad_input!("--samples 0: need at least one sample"));
+    }
+    let opts = RunOptions {
+        samples,
+        sample_time,
+        warmup: a
+            .warmup
+            .or(plan.warmup)
+            .unwrap_or(if quick { 1 } else { 2 }),
+        seed: a.seed.or(plan.seed).unwrap_or_else(runner::fresh_seed),
+        quiet: a.quiet,
+        argv: std::env::args().collect(),
+    };
+    let fp = system::fingerprint();
+    if !a.quiet {
+        for w in fp.warnings() {
+            eprintln!("kbench: warning: {w}");
+        }
+    }
+    let mut st = store::open(db)?;
+    let (run_id, outcome) = runner::run(&plan, &opts, st.as_mut(), &fp)?;
+    let rep = RunReport::build(st.load_run(run_id)?);
+    if a.json {
+        out(&format!("{:#}\n", report::json::value(&rep)))?;
+    } else {
+        out(&report::text::render(&rep))?;
+    }
+    Ok(match outcome {
+        Outcome::Done => ExitCode::SUCCESS,
+        Outcome::Interrupted => {
+            eprintln!(
+                "kbench: interrupted; the samples measured so far are stored in run {run_id}"
+            );
+            ExitCode::from(1)
+        }
+        Outcome::Failed => {
+            eprintln!("kbench: some cells failed (see above); run {run_id} keeps the rest");
+            ExitCode::from(1)
+        }
+    })
+}
+
+fn list(json: bool) -> anyhow::Result<ExitCode> {
+    if json {
+        let v: Vec<serde_json::Value> = bench::BENCHES.iter().map(|b| bench_json(*b)).collect();
+        out(&format!("{:#}\n", serde_json::Value::Array(v)))?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let mut s = String::new();
+    for b in bench::BENCHES {
+        let metrics: Vec<String> = b
+            .metrics()
+            .iter()
+            .map(|m| format!("{} [{}], {}", m.name, m.unit, m.direction))
+            .collect();
+        s.push_str(&format!(
+            "{} ({:?}): {}\n",
+            b.name(),
+            b.kind(),
+            metrics.join("; ")
+        ));
+        s.push_str(&format!("    {}\n", b.description()));
+        for p in b.params() {
+            s.push_str(&format!(
+                "    {:<12} {:<24} default {:<10} {}\n",
+                p.name,
+                p.ty.describe(),
+                p.default.unwrap_or("(none)"),
+                p.help
+            ));
+        }
+    }
+    out(&s)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn bench_json(b: &dyn Bench) -> serde_json::Value {
+    serde_json::json!({
+        "name": b.name(),
+        "kind": b.kind(),
+        "description": b.description(),
+        "metrics": b.metrics().iter().map(|m| serde_json::json!({
+            "name": m.name, "unit": m.unit, "direction": m.direction,
+        })).collect::<Vec<_>>(),
+        "params": b.params().iter().map(|p| serde_json::json!({
+            "name": p.name, "type": p.ty.describe(), "default": p.default, "help": p.help,
+        })).collect::<Vec<_>>(),
+    })
+}
+
+fn sysinfo(json: bool) -> anyhow::Result<ExitCode> {
+    let fp = system::fingerprint();
+    let warnings = fp.warnings();
+    if json {
+        let mut v = serde_json::to_value(&fp)?;
+        v["warnings"] = serde_json::to_value(&warnings)?;
+        out(&format!("{v:#}\n"))?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let opt = |o: &Option<String>| o.clone().unwrap_or_else(|| "unknown".into());
+    let mut s = String::new();
+    let mut kv = |k: &str, v: String| s.push_str(&format!("{k:<16} {v}\n"));
+    kv("host", fp.hostname.clone());
+    kv("os", format!("{} ({})", fp.os, opt(&fp.os_release)));
+    kv(
+        "kernel",
+        format!("{} {}", fp.kernel_release, fp.kernel_version),
+    );
+    kv("cmdline", opt(&fp.cmdline));
+    kv("cpu", opt(&fp.cpu_model));
+    kv(
+        "cpu id",
+        format!(
+            "{} family {} model {} stepping {}",
+            opt(&fp.cpu_vendor),
+            fp.cpu_family.map_or("?".into(), |v| v.to_string()),
+            fp.cpu_model_number.map_or("?".into(), |v| v.to_string()),
+            fp.cpu_stepping.map_or("?".into(), |v| v.to_string())
+        ),
+    );
+    kv("microcode", opt(&fp.microcode));
+    kv(
+        "topology",
+        format!(
+            "{} socket(s), {} core(s), {} thread(s), online {}, SMT {}",
+            fp.sockets,
+            fp.cores,
+            fp.threads,
+            fp.online_cpus,
+            opt(&fp.smt)
+        ),
+    );
+    kv("numa nodes", fp.numa_nodes.to_string());
+    kv(
+        "memory",
+        format!("{:.1} GiB", fp.memory_bytes as f64 / (1u64 << 30) as f64),
+    );
+    kv(
+        "cpufreq",
+        format!(
+            "driver {}, governor {}",
+            opt(&fp.cpufreq_driver),
+            opt(&fp.governor)
+        ),
+    );
+    kv(
+        "boost",
+        fp.boost
+            .map_or("unknown".into(), |b| if b { "on" } else { "off" }.into()),
+    );
+    kv("thp", opt(&fp.thp));
+    kv("clocksource", opt(&fp.clocksource));
+    kv(
+        "hypervisor",
+        fp.hypervisor.clone().unwrap_or_else(|| "none".into()),
+    );
+    kv(
+        "load average",
+        format!("{} {} {}", fp.loadavg[0], fp.loadavg[1], fp.loadavg[2]),
+    );
+    s.push_str("vulnerabilities:\n");
+    for (k, v) in &fp.vulnerabilities {
+        s.push_str(&format!("  {k:<26} {v}\n"));
+    }
+    if warnings.is_empty() {
+        s.push_str("noise warnings: none\n");
+    } else {
+        s.push_str("noise warnings:\n");
+        for w in &warnings {
+            s.push_str(&format!("  - {w}\n"));
+        }
+    }
+    out(&s)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn runs(db: Option<&str>, json: bool) -> anyhow::Result<ExitCode> {
+    let st = store::open(db)?;
+    let rows = st.list_runs()?;
+    if json {
+        out(&format!("{:#}\n", serde_json::to_value(&rows)?))?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let mut s = format!(
+        "{:>5}  {:<20} {:<16} {:<23} {:>5} {:>8}  {}\n",
+        "id", "campaign", "host", "start", "cells", "samples", "status"
+    );
+    for r in rows {
+        s.push_str(&format!(
+            "{:>5}  {:<20} {:<16} {:<23} {:>5} {:>8}  {}\n",
+            r.id,
+            r.campaign.as_deref().unwrap_or("-"),
+            r.host,
+            report::text::fmt_time(r.started),
+            r.cells,
+            r.samples,
+            r.status
+        ));
+    }
+    out(&s)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn report(db: Option<&str>, ids: &[i64], json: bool) -> anyhow::Result<ExitCode> {
+    let st = store::open(db)?;
+    let ids: Vec<i64> = if ids.is_empty() {
+        vec![
+            st.last_run_id()?
+                .ok_or_else(|| bad_input!("the store has no runs yet; try `kbench run`"))?,
+        ]
+    } else {
+        ids.to_vec()
+    };
+    let mut reports = Vec::new();
+    for id in ids {
+        reports.push(RunReport::build(
+            st.load_run(id)
+                .with_context(|| format!("loading run {id}"))?,
+        ));
+    }
+    if json {
+        let v: Vec<serde_json::Value> = reports.iter().map(report::json::value).collect();
+        let v = if v.len() == 1 {
+            v.into_iter().next().expect("one")
+        } else {
+            serde_json::Value::Array(v)
+        };
+        out(&format!("{v:#}\n"))?;
+    } else {
+        let texts: Vec<String> = reports.iter().map(report::text::render).collect();
+        out(&texts.join("\n"))?;
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,50 @@
+//! Errors callers match on. Everything else travels as `anyhow::Error`; the
+//! one distinction the exit code needs is "the user gave bad input" (exit 2)
+//! versus "a run failed" (exit 1).
+
+use thiserror::Error;
+
+/// Input the user can fix: a bad plan, an unknown benchmark, a value out of
+/// range. The message names the file, line, key or value.
+#[derive(Debug, Error)]
+#[error("{0}")]
+pub struct BadInput(pub String);
+
+/// Build an `anyhow::Error` that exits with code 2.
+macro_rules! bad_input {
+    ($($arg:tt)*) => {
+        anyhow::Error::new($crate::error::BadInput(format!($($arg)*)))
+    };
+}
+pub(crate) use bad_input;
+
+/// Exit code for an error: 2 when any error in the chain is [`BadInput`].
+pub fn exit_code(err: &anyhow::Error) -> u8 {
+    if err.chain().any(|e| e.is::<BadInput>()) {
+        2
+    } else {
+        1
+    }
+}
+
+/// True when the error is a closed stdout (`kbench report | head`), which
+/// is not a failure.
+pub fn is_broken_pipe(err: &anyhow::Error) -> bool {
+    err.chain().any(|e| {
+        e.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bad_input_maps_to_2_even_with_context() {
+        let e = bad_input!("unknown benchmark `x`").context("while loading plan");
+        assert_eq!(exit_code(&e), 2);
+        let e = anyhow::anyhow!("sample failed");
+        assert_eq!(exit_code(&e), 1);
+    }
+}

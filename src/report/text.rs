@@ -1,0 +1,143 @@
+//! Plain-text report, ready to paste into e-mail: a header naming the run
+//! and the machine, then one table per benchmark and metric with ministat's
+//! columns (`N Min Max Median Avg Stddev`, `%3d %13.8g`), the factor values
+//! and swept parameters as the row label (like `pti | pcid`), placement
+//! lines, and the noise warnings of the fingerprint.
+
+use std::fmt::Write;
+
+use super::{Group, RunReport};
+use crate::stats::cfmt::fmt_g;
+
+/// ministat's header after its one-character symbol column.
+const STAT_HEADER: &str =
+    "   N           Min           Max        Median           Avg        Stddev";
+
+pub fn fmt_time(t: f64) -> String {
+    chrono::DateTime::from_timestamp(t as i64, 0)
+        .map(|d| d.format("%Y-%m-%d %H:%M:%S UTC").to_string())
+        .unwrap_or_else(|| t.to_string())
+}
+
+fn gib(bytes: u64) -> String {
+    format!("{:.1} GiB", bytes as f64 / (1u64 << 30) as f64)
+}
+
+pub fn render(r: &RunReport) -> String {
+    let mut o = String::new();
+    let run = &r.data.run;
+    let _ = writeln!(
+        o,
+        "run {} ({}) on {}, {}, {}",
+        run.id,
+        run.campaign.as_deref().unwrap_or("ad hoc"),
+        run.host,
+        fmt_time(run.started),
+        run.status
+    );
+    if let Some(fp) = &r.fingerprint {
+        let _ = writeln!(
+            o,
+            "{} {} | {} | {}s/{}c/{}t | {}",
+            fp.os,
+            fp.kernel_release,
+            fp.cpu_model.as_deref().unwrap_or("unknown CPU"),
+            fp.sockets,
+            fp.cores,
+            fp.threads,
+            gib(fp.memory_bytes)
+        );
+    }
+    let opts = &r.data.config["options"];
+    let _ = writeln!(
+        o,
+        "samples {} x {} s, warmup {}, seed {}, loop overhead {:.2} ns/iteration (not subtracted)",
+        opts["samples"], opts["sample_time"], opts["warmup"], opts["seed"], run.overhead_ns
+    );
+    for g in &r.groups {
+        o.push('\n');
+        group(&mut o, g);
+    }
+    if let Some(fp) = &r.fingerprint {
+        let w = fp.warnings();
+        if !w.is_empty() {
+            o.push_str("\nnoise warnings:\n");
+            for x in w {
+                let _ = writeln!(o, "  - {x}");
+            }
+        }
+    }
+    o
+}
+
+fn group(o: &mut String, g: &Group) {
+    let _ = writeln!(
+        o,
+        "{}: {} ({})",
+        g.bench,
+        g.metric,
+        direction_text(&g.direction)
+    );
+    // Label columns: each as wide as its name or widest value.
+    let widths: Vec<usize> = g
+        .columns
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            g.rows
+                .iter()
+                .map(|r| r.labels[i].len())
+                .chain([c.len()])
+                .max()
+                .unwrap_or(1)
+        })
+        .collect();
+    let label = |cells: &[String]| -> String {
+        if cells.is_empty() {
+            return String::new();
+        }
+        let parts: Vec<String> = cells
+            .iter()
+            .zip(&widths)
+            .map(|(c, w)| format!("{c:<w$}"))
+            .collect();
+        format!("{} |", parts.join(" | "))
+    };
+    let head = label(&g.columns);
+    let _ = writeln!(o, "{head}{STAT_HEADER}");
+    for r in &g.rows {
+        let line = label(&r.labels);
+        let _ = writeln!(
+            o,
+            "{line}{:>4} {} {} {} {} {}",
+            r.n,
+            fmt_g(r.min, 13, 8),
+            fmt_g(r.max, 13, 8),
+            fmt_g(r.median, 13, 8),
+            fmt_g(r.mean, 13, 8),
+            fmt_g(r.stddev, 13, 8)
+        );
+    }
+    let pinned: Vec<_> = g.rows.iter().filter(|r| r.placement.is_some()).collect();
+    if !pinned.is_empty() {
+        for r in pinned {
+            let who = if r.labels.is_empty() {
+                g.bench.clone()
+            } else {
+                r.labels.join(" | ")
+            };
+            let _ = writeln!(
+                o,
+                "  placement [{who}]: {}",
+                r.placement.as_deref().unwrap_or("")
+            );
+        }
+    }
+}
+
+fn direction_text(d: &str) -> &'static str {
+    match d {
+        "higher" => "higher is better",
+        _ => "lower is better",
+    }
+}

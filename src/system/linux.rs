@@ -1,0 +1,314 @@
+//! Linux: the fingerprint from /proc and /sys, and affinity through
+//! sched_setaffinity.
+
+use indexmap::IndexMap;
+use std::collections::BTreeSet;
+use std::fs;
+use std::path::Path;
+
+use super::Fingerprint;
+use crate::units::CpuSet;
+
+fn read(path: &str) -> Option<String> {
+    fs::read_to_string(path)
+        .ok()
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+}
+
+/// The word in brackets of a sysfs choice file: `always [madvise] never`.
+fn selected(s: &str) -> String {
+    s.split_whitespace()
+        .find(|w| w.starts_with('[') && w.ends_with(']'))
+        .map(|w| w.trim_matches(|c| c == '[' || c == ']').to_string())
+        .unwrap_or_else(|| s.to_string())
+}
+
+pub fn online_cpus() -> CpuSet {
+    read("/sys/devices/system/cpu/online")
+        .and_then(|s| CpuSet::parse(&s).ok())
+        .unwrap_or_else(|| {
+            // SAFETY: sysconf has no preconditions.
+            let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) }.max(1);
+            CpuSet((0..n as usize).collect())
+        })
+}
+
+pub fn set_affinity(set: &CpuSet) -> std::io::Result<()> {
+    // SAFETY: cpu_set_t is plain data; CPU_SET bounds-checks via the index
+    // we keep below CPU_SETSIZE.
+    unsafe {
+        let mut mask: libc::cpu_set_t = std::mem::zeroed();
+        for &c in &set.0 {
+            if c >= libc::CPU_SETSIZE as usize {
+                return Err(std::io::Error::from_raw_os_error(libc::EINVAL));
+            }
+            libc::CPU_SET(c, &mut mask);
+        }
+        if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mask) != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
+pub fn get_affinity() -> std::io::Result<CpuSet> {
+    // SAFETY: as above; the kernel fills the mask.
+    unsafe {
+        let mut mask: libc::cpu_set_t = std::mem::zeroed();
+        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut mask) != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(CpuSet(
+            (0..libc::CPU_SETSIZE as usize)
+                .filter(|&c| libc::CPU_ISSET(c, &mask))
+                .collect(),
+        ))
+    }
+}
+
+/// First-CPU fields of /proc/cpuinfo.
+fn cpuinfo(fp: &mut Fingerprint) {
+    let Some(text) = read("/proc/cpuinfo") else {
+        return;
+    };
+    for line in text.lines() {
+        if line.trim().is_empty() {
+            break; // only the first processor block
+        }
+        let Some((k, v)) = line.split_once(':') else {
+            continue;
+        };
+        let (k, v) = (k.trim(), v.trim().to_string());
+        match k {
+            "model name" => fp.cpu_model = Some(v),
+            "vendor_id" => fp.cpu_vendor = Some(v),
+            "cpu family" => fp.cpu_family = v.parse().ok(),
+            "model" => fp.cpu_model_number = v.parse().ok(),
+            "stepping" => fp.cpu_stepping = v.parse().ok(),
+            "microcode" => fp.microcode = Some(v),
+            "flags" => fp.cpu_flags = v.split_whitespace().map(String::from).collect(),
+            _ => {}
+        }
+    }
+}
+
+fn topology(fp: &mut Fingerprint, online: &CpuSet) {
+    let mut sockets = BTreeSet::new();
+    let mut cores = BTreeSet::new();
+    for &c in &online.0 {
+        let base = format!("/sys/devices/system/cpu/cpu{c}/topology");
+        let pkg = read(&format!("{base}/physical_package_id")).unwrap_or_default();
+        let core = read(&format!("{base}/core_id")).unwrap_or_else(|| c.to_string());
+        sockets.insert(pkg.clone());
+        cores.insert((pkg, core));
+    }
+    fp.sockets = sockets.len().max(1);
+    fp.cores = cores.len().max(1);
+    fp.threads = online.0.len();
+    fp.numa_nodes = fs::read_dir("/sys/devices/system/node")
+        .map(|d| {
+            d.filter_map(|e| e.ok())
+                .filter(|e| {
+                    let n = e.file_name().to_string_lossy().to_string();
+                    n.starts_with("node") && n[4..].chars().all(|c| c.is_ascii_digit())
+                })
+                .count()
+        })
+        .unwrap_or(0)
+        .max(1);
+}
+
+/// Per-CPU (busy, total) jiffies from /proc/stat.
+fn cpu_times() -> Vec<(usize, u64, u64)> {
+    let Some(text) = read("/proc/stat") else {
+        return Vec::new();
+    };
+    text.lines()
+        .filter_map(|l| {
+            let mut it = l.split_whitespace();
+            let name = it.next()?;
+            let cpu: usize = name.strip_prefix("cpu")?.parse().ok()?;
+            let v: Vec<u64> = it.filter_map(|x| x.parse().ok()).collect();
+            let total: u64 = v.iter().take(8).sum();
+            let idle = v.get(3).copied().unwrap_or(0) + v.get(4).copied().unwrap_or(0);
+            Some((cpu, total - idle, total))
+        })
+        .collect()
+}
+
+/// SMT sibling pairs that were both more than half busy over `window`.
+fn busy_smt_pairs(online: &CpuSet, window: std::time::Duration) -> Vec<(usize, usize)> {
+    let mut pairs = Vec::new();
+    for &c in &online.0 {
+        let list = read(&format!(
+            "/sys/devices/system/cpu/cpu{c}/topology/thread_siblings_list"
+        ));
+        if let Some(set) = list.and_then(|l| CpuSet::parse(&l).ok()) {
+            for &s in &set.0 {
+                if s > c {
+                    pairs.push((c, s));
+                }
+            }
+        }
+    }
+    if pairs.is_empty() {
+        return pairs;
+    }
+    let a = cpu_times();
+    std::thread::sleep(window);
+    let b = cpu_times();
+    let busy = |cpu: usize| -> f64 {
+        let x = a.iter().find(|t| t.0 == cpu);
+        let y = b.iter().find(|t| t.0 == cpu);
+        match (x, y) {
+            (Some(x), Some(y)) if y.2 > x.2 => (y.1 - x.1) as f64 / (y.2 - x.2) as f64,
+            _ => 0.0,
+        }
+    };
+    pairs
+        .into_iter()
+        .filter(|&(x, y)| busy(x) > 0.5 && busy(y) > 0.5)
+        .collect()
+}
+
+fn hypervisor(fp: &Fingerprint) -> Option<String> {
+    if let Some(t) = read("/sys/hypervisor/type") {
+        return Some(t);
+    }
+    if !fp.cpu_flags.iter().any(|f| f == "hypervisor") {
+        return None;
+    }
+    if let Some(v) = cpuid_hypervisor() {
+        return Some(v);
+    }
+    let vendor = read("/sys/class/dmi/id/sys_vendor");
+    let product = read("/sys/class/dmi/id/product_name");
+    Some(match (vendor, product) {
+        (Some(v), Some(p)) => format!("{v} {p}"),
+        (Some(v), None) => v,
+        (None, Some(p)) => p,
+        (None, None) => "unknown".into(),
+    })
+}
+
+/// The hypervisor's vendor signature from CPUID leaf 0x40000000
+/// (`KVMKVMKVM`, `Microsoft Hv`, `VMwareVMware`, ...).
+#[cfg(target_arch = "x86_64")]
+fn cpuid_hypervisor() -> Option<String> {
+    // SAFETY: CPUID is available on every x86_64 CPU; leaf 0x40000000 is
+    // reserved for hypervisors and reads as zeros or garbage on bare metal,
+    // which the caller only reaches when the `hypervisor` flag is set.
+    let r = unsafe { std::arch::x86_64::__cpuid(0x4000_0000) };
+    let mut b = Vec::with_capacity(12);
+    for w in [r.ebx, r.ecx, r.edx] {
+        b.extend_from_slice(&w.to_le_bytes());
+    }
+    let s: String = String::from_utf8_lossy(&b)
+        .trim_matches(char::from(0))
+        .trim()
+        .to_string();
+    (!s.is_empty() && s.chars().all(|c| c.is_ascii_graphic() || c == ' ')).then_some(s)
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn cpuid_hypervisor() -> Option<String> {
+    None
+}
+
+fn boost() -> Option<bool> {
+    if let Some(b) = read("/sys/devices/system/cpu/cpufreq/boost") {
+        return Some(b == "1");
+    }
+    read("/sys/devices/system/cpu/intel_pstate/no_turbo").map(|v| v == "0")
+}
+
+pub fn fingerprint() -> Fingerprint {
+    let online = online_cpus();
+    let mut fp = Fingerprint {
+        hostname: read("/proc/sys/kernel/hostname").unwrap_or_else(|| "unknown".into()),
+        os: read("/proc/sys/kernel/ostype").unwrap_or_else(|| "Linux".into()),
+        kernel_release: read("/proc/sys/kernel/osrelease").unwrap_or_default(),
+        kernel_version: read("/proc/sys/kernel/version").unwrap_or_default(),
+        cmdline: read("/proc/cmdline"),
+        online_cpus: online.to_string(),
+        ..Default::default()
+    };
+    fp.os_release = read("/etc/os-release").and_then(|t| {
+        t.lines()
+            .find_map(|l| l.strip_prefix("PRETTY_NAME="))
+            .map(|v| v.trim_matches('"').to_string())
+    });
+    cpuinfo(&mut fp);
+    topology(&mut fp, &online);
+    fp.smt = read("/sys/devices/system/cpu/smt/control");
+    fp.memory_bytes = read("/proc/meminfo")
+        .and_then(|t| {
+            t.lines()
+                .find_map(|l| l.strip_prefix("MemTotal:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        })
+        .map(|kb| kb * 1024)
+        .unwrap_or(0);
+    let mut vulns = IndexMap::new();
+    let dir = Path::new("/sys/devices/system/cpu/vulnerabilities");
+    if let Ok(rd) = fs::read_dir(dir) {
+        let mut names: Vec<String> = rd
+            .filter_map(|e| e.ok())
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        for n in names {
+            if let Some(v) = read(&dir.join(&n).to_string_lossy()) {
+                vulns.insert(n, v);
+            }
+        }
+    }
+    fp.vulnerabilities = vulns;
+    fp.cpufreq_driver = read("/sys/devices/system/cpu/cpu0/cpufreq/scaling_driver");
+    fp.governor = read("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor");
+    fp.boost = boost();
+    fp.thp = read("/sys/kernel/mm/transparent_hugepage/enabled").map(|s| selected(&s));
+    fp.clocksource = read("/sys/devices/system/clocksource/clocksource0/current_clocksource");
+    fp.hypervisor = hypervisor(&fp);
+    if let Some(l) = read("/proc/loadavg") {
+        let v: Vec<f64> = l
+            .split_whitespace()
+            .take(3)
+            .filter_map(|x| x.parse().ok())
+            .collect();
+        if v.len() == 3 {
+            fp.loadavg = [v[0], v[1], v[2]];
+        }
+    }
+    fp.busy_smt_pairs = busy_smt_pairs(&online, std::time::Duration::from_millis(100));
+    fp
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_this_machine() {
+        let fp = fingerprint();
+        assert!(!fp.kernel_release.is_empty());
+        assert!(fp.threads >= 1 && fp.cores >= 1 && fp.cores <= fp.threads);
+        assert!(fp.memory_bytes > 1 << 20);
+        assert_eq!(online_cpus().0.len(), fp.threads);
+    }
+
+    #[test]
+    fn selected_word() {
+        assert_eq!(selected("always [madvise] never"), "madvise");
+        assert_eq!(selected("plain"), "plain");
+    }
+
+    #[test]
+    fn affinity_round_trip() {
+        let orig = get_affinity().unwrap();
+        set_affinity(&CpuSet(vec![orig.0[0]])).unwrap();
+        assert_eq!(get_affinity().unwrap().0, vec![orig.0[0]]);
+        set_affinity(&orig).unwrap();
+    }
+}

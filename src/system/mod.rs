@@ -1,0 +1,166 @@
+//! The running system: its fingerprint (recorded with every run), noise
+//! warnings with their remedies, and CPU affinity.
+//!
+//! What is read is OS-specific and lives in one module per OS (`linux.rs`;
+//! a `freebsd.rs` reading sysctls slots in beside it). This module holds
+//! the portable types.
+
+#[cfg(target_os = "linux")]
+mod linux;
+#[cfg(target_os = "linux")]
+use linux as os;
+
+use anyhow::Context;
+use indexmap::IndexMap;
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+use crate::units::CpuSet;
+
+/// Everything recorded about the machine a run happened on. Fields that
+/// could not be read are `None`/empty; the reason is never fatal.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct Fingerprint {
+    /// Host name.
+    pub hostname: String,
+    /// `uname -s`: Linux, FreeBSD.
+    pub os: String,
+    /// OS release name (`PRETTY_NAME` of /etc/os-release).
+    pub os_release: Option<String>,
+    /// Kernel release (`uname -r`).
+    pub kernel_release: String,
+    /// Kernel version string (`uname -v`).
+    pub kernel_version: String,
+    /// Boot command line.
+    pub cmdline: Option<String>,
+    /// CPU model name.
+    pub cpu_model: Option<String>,
+    /// CPU vendor id (GenuineIntel, AuthenticAMD).
+    pub cpu_vendor: Option<String>,
+    pub cpu_family: Option<u32>,
+    pub cpu_model_number: Option<u32>,
+    pub cpu_stepping: Option<u32>,
+    /// Microcode revision as the kernel reports it (`0x...`).
+    pub microcode: Option<String>,
+    /// CPU feature flags (for probes such as `cpu.flag.pcid`).
+    pub cpu_flags: Vec<String>,
+    pub sockets: usize,
+    /// Physical cores in all sockets.
+    pub cores: usize,
+    /// Online hardware threads.
+    pub threads: usize,
+    /// Online CPUs as a list (`0-1`).
+    pub online_cpus: String,
+    /// SMT control (`on`, `off`, `notsupported`, ...).
+    pub smt: Option<String>,
+    pub numa_nodes: usize,
+    /// Total memory in bytes.
+    pub memory_bytes: u64,
+    /// Every file of /sys/devices/system/cpu/vulnerabilities.
+    pub vulnerabilities: IndexMap<String, String>,
+    pub cpufreq_driver: Option<String>,
+    pub governor: Option<String>,
+    /// `Some(true)` when turbo/boost is enabled; `None` if unknown.
+    pub boost: Option<bool>,
+    /// Transparent huge pages mode (the selected word).
+    pub thp: Option<String>,
+    pub clocksource: Option<String>,
+    /// Hypervisor vendor or `None` on bare metal.
+    pub hypervisor: Option<String>,
+    /// 1-, 5-, 15-minute load averages.
+    pub loadavg: [f64; 3],
+    /// Pairs of SMT siblings that were both busy while the fingerprint was
+    /// taken (per-CPU busy fraction over a short window).
+    pub busy_smt_pairs: Vec<(usize, usize)>,
+    /// Readings of probes a campaign used, by name.
+    #[serde(default)]
+    pub probes: IndexMap<String, String>,
+}
+
+/// A noise hazard found in the fingerprint, with its remedy.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Warning {
+    pub hazard: String,
+    pub remedy: String,
+}
+
+impl fmt::Display for Warning {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} (remedy: {})", self.hazard, self.remedy)
+    }
+}
+
+/// Read the fingerprint of the running system.
+pub fn fingerprint() -> Fingerprint {
+    os::fingerprint()
+}
+
+/// The CPUs that are online now.
+pub fn online_cpus() -> CpuSet {
+    os::online_cpus()
+}
+
+impl Fingerprint {
+    /// Noise hazards and what to do about them.
+    pub fn warnings(&self) -> Vec<Warning> {
+        let mut w = Vec::new();
+        let mut add = |hazard: String, remedy: &str| {
+            w.push(Warning {
+                hazard,
+                remedy: remedy.into(),
+            })
+        };
+        if let Some(g) = &self.governor
+            && g != "performance"
+        {
+            add(
+                format!("cpufreq governor is `{g}`: the clock speed changes under load"),
+                "cpupower frequency-set -g performance",
+            );
+        }
+        if self.boost == Some(true) {
+            add(
+                "turbo/boost is on: the clock depends on temperature and on the other cores".into(),
+                "echo 0 > /sys/devices/system/cpu/cpufreq/boost (or echo 1 > /sys/devices/system/cpu/intel_pstate/no_turbo)",
+            );
+        }
+        if let Some(h) = &self.hypervisor {
+            add(
+                format!("running under a hypervisor ({h}): steal time and vCPU wake-ups add noise"),
+                "measure on bare metal, or pin vCPUs on the host and compare only runs on the same VM",
+            );
+        }
+        let per_cpu = self.loadavg[0] / self.threads.max(1) as f64;
+        if per_cpu > 0.1 {
+            add(
+                format!(
+                    "load average {:.2} is {:.2} per CPU: other work competes for the CPUs",
+                    self.loadavg[0], per_cpu
+                ),
+                "stop other work and wait for the load to settle",
+            );
+        }
+        for (a, b) in &self.busy_smt_pairs {
+            add(
+                format!("SMT siblings CPU {a} and CPU {b} were both busy"),
+                "leave the sibling of each measuring CPU idle, or disable SMT (echo off > /sys/devices/system/cpu/smt/control)",
+            );
+        }
+        w
+    }
+}
+
+/// Pin the calling thread to one CPU.
+pub fn pin_current_thread(cpu: usize) -> anyhow::Result<()> {
+    set_affinity(&CpuSet(vec![cpu])).with_context(|| format!("cannot pin to CPU {cpu}"))
+}
+
+/// Set the calling thread's CPU affinity (inherited by children).
+pub fn set_affinity(set: &CpuSet) -> std::io::Result<()> {
+    os::set_affinity(set)
+}
+
+/// The calling thread's CPU affinity.
+pub fn get_affinity() -> std::io::Result<CpuSet> {
+    os::get_affinity()
+}
