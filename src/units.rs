@@ -30,7 +30,7 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
 pub fn fmt_size(n: u64) -> String {
     const UNITS: [(u64, &str); 3] = [(1 << 30, "g"), (1 << 20, "m"), (1 << 10, "k")];
     for (m, u) in UNITS {
-        if n >= m && n % m == 0 {
+        if n >= m && n.is_multiple_of(m) {
             return format!("{}{u}", n / m);
         }
     }

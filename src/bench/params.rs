@@ -10,6 +10,7 @@ use crate::units::{CpuSet, fmt_size, parse_size};
 
 /// The type of a parameter; parsing and validation follow from it.
 #[derive(Clone, Copy, Debug)]
+#[allow(dead_code)] // variants used by the benchmark catalogue (issue 4)
 pub enum ParamType {
     /// Integer in `min..=max`.
     Int {
@@ -203,6 +204,7 @@ pub fn raw_from_str(s: &str) -> toml::Value {
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct Params(pub IndexMap<String, Value>);
 
+#[allow(dead_code)] // getters for the benchmark catalogue (issues 4-6)
 impl Params {
     /// Defaults overlaid with `given`, each parsed against its definition,
     /// then the benchmark's own cross-checks. The error names the parameter.
@@ -291,19 +293,6 @@ impl Params {
         match self.0.get(name) {
             Some(Value::Str(s)) => Some(s),
             _ => None,
-        }
-    }
-
-    /// `name=value` pairs for the parameters in `names`, displayed with the
-    /// benchmark's types (sizes as `64k`).
-    pub fn display_value(&self, bench: &dyn Bench, name: &str) -> String {
-        let v = match self.0.get(name) {
-            Some(v) => v,
-            None => return "-".into(),
-        };
-        match bench.params().iter().find(|d| d.name == name) {
-            Some(d) => d.ty.display(v),
-            None => v.to_string(),
         }
     }
 }

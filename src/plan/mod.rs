@@ -118,6 +118,7 @@ pub struct Plan {
     pub sample_time: Option<f64>,
     pub warmup: Option<u32>,
     pub seed: Option<u64>,
+    #[allow(dead_code)] // adaptive stopping (issue 3)
     pub precision: Option<f64>,
     pub factors: Vec<Factor>,
     pub benches: Vec<BenchSpec>,
@@ -176,9 +177,35 @@ pub fn parse(text: &str, name: &str) -> anyhow::Result<Plan> {
     let file: PlanFile = toml::from_str(text).map_err(|e| {
         let msg = e.message().trim().replace('\n', " ");
         match e.span() {
-            Some(span) => src.err(span, msg),
+            Some(span) => match key_before(text, span.start) {
+                Some(key) if !msg.contains(&format!("`{key}`")) => {
+                    src.err(span, format!("`{key}`: {msg}"))
+                }
+                _ => src.err(span, msg),
+            },
             None => bad_input!("{name}: {msg}"),
         }
     })?;
     validate::validate(file, &src)
+}
+
+/// The key whose value starts at `offset`: the last bare key before the
+/// nearest `=` on that line (`samples = "x"`, `{ a = 1, b = "x" }`). TOML's
+/// type errors point at the value only; users need the key's name.
+fn key_before(text: &str, offset: usize) -> Option<String> {
+    let line_start = text[..offset.min(text.len())]
+        .rfind('\n')
+        .map_or(0, |i| i + 1);
+    let before = &text[line_start..offset.min(text.len())];
+    let eq = before.rfind('=')?;
+    let key: String = before[..eq]
+        .trim_end()
+        .chars()
+        .rev()
+        .take_while(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == '-' || *c == '.')
+        .collect::<Vec<_>>()
+        .into_iter()
+        .rev()
+        .collect();
+    (!key.is_empty()).then_some(key)
 }

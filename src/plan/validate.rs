@@ -444,6 +444,10 @@ pub fn expand(plan: &Plan) -> anyhow::Result<Vec<Cell>> {
                 let at: Vec<String> = factors.iter().map(|(k, v)| format!("{k}={v}")).collect();
                 bad_input!("bench `{}` [{}]: {e}", b.display, at.join(","))
             })?;
+            if let Some(set) = &cpus {
+                check_inside(&*b.bench, &params, set)
+                    .map_err(|e| bad_input!("bench `{}`: {e}", b.display))?;
+            }
             let mut key = b.display.clone();
             for (k, v) in &params.0 {
                 key.push_str(&format!("|{k}={v}"));
@@ -464,6 +468,29 @@ pub fn expand(plan: &Plan) -> anyhow::Result<Vec<Cell>> {
         }
     }
     Ok(cells)
+}
+
+/// A CPU named by a parameter (`cpu`, a CPU list, an explicit placement)
+/// must lie inside the cell's `cpus` factor, or the factor would be
+/// silently overridden.
+fn check_inside(bench: &dyn bench::Bench, params: &Params, set: &CpuSet) -> Result<(), String> {
+    use crate::bench::{ParamType, Value};
+    for d in bench.params() {
+        let named = match (d.ty, params.get(d.name)) {
+            (ParamType::Cpu, Some(Value::Int(c))) => vec![*c as usize],
+            (ParamType::CpuList | ParamType::Placement, Some(Value::Str(s))) => {
+                CpuSet::parse(s).map(|c| c.0).unwrap_or_default()
+            }
+            _ => continue,
+        };
+        if let Some(c) = named.iter().find(|c| !set.0.contains(c)) {
+            return Err(format!(
+                "parameter `{}` names CPU {c}, outside the cell's cpus `{set}`",
+                d.name
+            ));
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -196,10 +196,9 @@ fn hypervisor(fp: &Fingerprint) -> Option<String> {
 /// (`KVMKVMKVM`, `Microsoft Hv`, `VMwareVMware`, ...).
 #[cfg(target_arch = "x86_64")]
 fn cpuid_hypervisor() -> Option<String> {
-    // SAFETY: CPUID is available on every x86_64 CPU; leaf 0x40000000 is
-    // reserved for hypervisors and reads as zeros or garbage on bare metal,
-    // which the caller only reaches when the `hypervisor` flag is set.
-    let r = unsafe { std::arch::x86_64::__cpuid(0x4000_0000) };
+    // CPUID exists on every x86_64 CPU; leaf 0x40000000 is reserved for
+    // hypervisors and only consulted when the `hypervisor` flag is set.
+    let r = std::arch::x86_64::__cpuid(0x4000_0000);
     let mut b = Vec::with_capacity(12);
     for w in [r.ebx, r.ecx, r.edx] {
         b.extend_from_slice(&w.to_le_bytes());

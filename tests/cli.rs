@@ -1,0 +1,482 @@
+//! End-to-end tests of the core: ad-hoc runs, plans, the store, reports,
+//! sysinfo, and bad input. Each runs the real binary with its own store.
+
+mod common;
+
+use common::{kbench, plan, sqlite};
+use predicates::prelude::*;
+use std::time::{Duration, Instant};
+
+fn json(out: &[u8]) -> serde_json::Value {
+    serde_json::from_slice(out).expect("valid JSON on stdout")
+}
+
+// --- ad-hoc runs and the store -------------------------------------------
+
+#[test]
+fn adhoc_run_is_in_range_stored_and_listed() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = kbench(dir.path())
+        .args([
+            "run",
+            "getppid",
+            "null-syscall",
+            "--samples",
+            "5",
+            "--sample-time",
+            "0.05",
+            "--json",
+        ])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let v = json(&out);
+    let cells = v["cells"].as_array().unwrap();
+    assert_eq!(cells.len(), 2);
+    for c in cells {
+        for k in [
+            "bench", "params", "metric", "unit", "n", "min", "max", "median", "mean", "stddev",
+        ] {
+            assert!(c.get(k).is_some(), "cell lacks {k}: {c}");
+        }
+        assert_eq!(c["n"], 5);
+        let mean = c["mean"].as_f64().unwrap();
+        assert!(
+            (10.0..100_000.0).contains(&mean),
+            "{} mean {mean} ns",
+            c["bench"]
+        );
+        assert!(c["min"].as_f64().unwrap() <= mean && mean <= c["max"].as_f64().unwrap());
+    }
+    // Exactly 5 samples per cell in the file; warm-ups are not stored.
+    let db = sqlite(dir.path());
+    let mut st = db
+        .prepare("SELECT cell_id, COUNT(*) FROM samples GROUP BY cell_id")
+        .unwrap();
+    let counts: Vec<i64> = st
+        .query_map([], |r| r.get(1))
+        .unwrap()
+        .map(|x| x.unwrap())
+        .collect();
+    assert_eq!(counts, vec![5, 5]);
+    let fp: String = db
+        .query_row("SELECT fingerprint FROM runs", [], |r| r.get(0))
+        .unwrap();
+    assert!(fp.contains("kernel_release"));
+
+    kbench(dir.path()).arg("runs").assert().success().stdout(
+        predicate::str::contains("ad hoc")
+            .not()
+            .and(predicate::str::contains("done")),
+    );
+    kbench(dir.path())
+        .args(["report", "1"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(
+            "null-syscall: ns/op (lower is better)",
+        ))
+        .stdout(predicate::str::contains(
+            "   N           Min           Max        Median           Avg        Stddev",
+        ));
+}
+
+#[test]
+fn text_report_labels_rows_with_parameters() {
+    let dir = tempfile::tempdir().unwrap();
+    kbench(dir.path())
+        .args([
+            "run",
+            "getuid:cpu=0",
+            "getuid:cpu=1",
+            "--samples",
+            "3",
+            "--sample-time",
+            "0.02",
+        ])
+        .assert()
+        .success()
+        .stdout(predicate::str::is_match(r"(?m)^cpu \|   N ").unwrap())
+        .stdout(predicate::str::is_match(r"(?m)^0   \|   3 ").unwrap())
+        .stdout(predicate::str::contains("placement [1]: cpu 1"));
+}
+
+#[test]
+fn default_suite_uses_the_default_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = assert_cmd::Command::cargo_bin("kbench").unwrap();
+    c.env_remove("KBENCH_DB")
+        .env("XDG_DATA_HOME", dir.path())
+        .arg("run")
+        .timeout(Duration::from_secs(60))
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("getppid: ns/op"))
+        .stdout(predicate::str::contains("gettimeofday: ns/op"));
+    assert!(dir.path().join("kbench/kbench.db").exists());
+}
+
+// --- plans ------------------------------------------------------------------
+
+#[test]
+fn plan_cells_run_interleaved() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = plan(
+        dir.path(),
+        "plan.toml",
+        r#"
+name = "interleave"
+samples = 4
+sample_time = 0.01
+warmup = 1
+seed = 7
+
+[factors]
+cpus = { apply = "cpus", values = ["0", "1"], labels = ["first", "second"] }
+
+[[bench]]
+use = "spin"
+sweep = { work = [50, 100] }
+"#,
+    );
+    let out = kbench(dir.path())
+        .args(["run", p.to_str().unwrap(), "--json"])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let v = json(&out);
+    assert_eq!(v["cells"].as_array().unwrap().len(), 4);
+    let db = sqlite(dir.path());
+    let mut st = db
+        .prepare("SELECT cell_id FROM samples ORDER BY id")
+        .unwrap();
+    let order: Vec<i64> = st
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .map(|x| x.unwrap())
+        .collect();
+    assert_eq!(order.len(), 16);
+    // Every window of 4 consecutive rounds' worth holds all cells: each
+    // round samples each cell once, so no cell repeats more than twice in a
+    // row (end of one round, start of the next).
+    for round in order.chunks(4) {
+        let mut r = round.to_vec();
+        r.sort();
+        r.dedup();
+        assert_eq!(r.len(), 4, "round {round:?} of {order:?}");
+    }
+    // The order is shuffled, not the same every round.
+    assert!(order.chunks(4).any(|r| r != &order[..4]), "{order:?}");
+    // The campaign is recorded under the plan's name.
+    kbench(dir.path())
+        .arg("runs")
+        .assert()
+        .stdout(predicate::str::contains("interleave"));
+}
+
+#[test]
+fn same_seed_same_order() {
+    let run = |dir: &std::path::Path| -> Vec<String> {
+        kbench(dir)
+            .args(["run", "spin:work=10", "spin:work=20", "spin:work=30"])
+            .args([
+                "--samples",
+                "3",
+                "--sample-time",
+                "0.005",
+                "--warmup",
+                "0",
+                "--seed",
+                "42",
+            ])
+            .assert()
+            .success();
+        let db = sqlite(dir);
+        let mut st = db
+            .prepare("SELECT c.key FROM samples s JOIN cells c ON c.id = s.cell_id ORDER BY s.id")
+            .unwrap();
+        st.query_map([], |r| r.get(0))
+            .unwrap()
+            .map(|x| x.unwrap())
+            .collect()
+    };
+    let a = tempfile::tempdir().unwrap();
+    let b = tempfile::tempdir().unwrap();
+    assert_eq!(run(a.path()), run(b.path()));
+}
+
+/// Each bad plan exits 2 with one line naming file:line:column and the key.
+#[test]
+fn bad_plans_exit_2_with_position_and_key() {
+    let cases: &[(&str, &str, &str)] = &[
+        (
+            "name = \"x\"\n[[bench]]\nuse = \"nosuch\"\n",
+            "plan.toml:3:7:",
+            "nosuch",
+        ),
+        (
+            "name = \"x\"\nsamplez = 3\n[[bench]]\nuse = \"getppid\"\n",
+            "plan.toml:2:1:",
+            "samplez",
+        ),
+        (
+            "name = \"x\"\nsamples = \"many\"\n[[bench]]\nuse = \"getppid\"\n",
+            "plan.toml:2:11:",
+            "samples",
+        ),
+        (
+            "name = \"x\"\n[factors]\nc = { apply = \"cpus\", values = [] }\n[[bench]]\nuse = \"getppid\"\n",
+            "plan.toml:3:",
+            "`c`",
+        ),
+        (
+            "name = \"x\"\n[[bench]]\nuse = \"spin\"\nsweep = { work = [1, \"lots\"] }\n",
+            "plan.toml:4:22:",
+            "work",
+        ),
+        (
+            "name = \"x\"\n[[bench]]\nuse = \"spin\"\nparams = { wrk = 5 }\n",
+            "plan.toml:4:12:",
+            "wrk",
+        ),
+        (
+            "name = \"x\"\n[factors]\nc = { apply = \"cpus\", values = [\"0-99\"] }\n[[bench]]\nuse = \"getppid\"\n",
+            "plan.toml:3:",
+            "0-99",
+        ),
+        (
+            "name = \"x\"\n[[bench]]\nuse = \"getppid\"\n[[bench\n",
+            "plan.toml:4:",
+            "bench",
+        ),
+    ];
+    for (text, at, key) in cases {
+        let dir = tempfile::tempdir().unwrap();
+        let p = plan(dir.path(), "plan.toml", text);
+        let out = kbench(dir.path())
+            .current_dir(dir.path())
+            .args(["run", "plan.toml"])
+            .assert()
+            .code(2)
+            .get_output()
+            .clone();
+        let err = String::from_utf8(out.stderr).unwrap();
+        assert_eq!(err.lines().count(), 1, "one line for {text:?}: {err}");
+        assert!(err.contains(at) && err.contains(key), "{text:?} -> {err}");
+        assert!(!err.contains("panicked"));
+        assert!(out.stdout.is_empty());
+        let _ = p;
+    }
+}
+
+#[test]
+fn bad_adhoc_specs_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    for (spec, needle) in [
+        ("nosuch", "unknown benchmark `nosuch`"),
+        ("getppid:cpu=9999", "CPU 9999"),
+        ("getppid:foo=1", "unknown parameter `foo`"),
+        ("getppid:cpu", "expected k=v"),
+        ("spin:work=0", "out of range"),
+    ] {
+        kbench(dir.path())
+            .args(["run", spec])
+            .assert()
+            .code(2)
+            .stderr(predicate::str::contains(needle));
+    }
+    kbench(dir.path())
+        .args(["run", "getppid", "--sample-time", "0"])
+        .assert()
+        .code(2);
+    kbench(dir.path()).args(["report", "77"]).assert().code(2);
+    kbench(dir.path())
+        .args(["run", "missing.toml"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("missing.toml"));
+}
+
+// --- crash safety -------------------------------------------------------------
+
+/// Poll the store until it holds at least `n` samples.
+fn wait_for_samples(dir: &std::path::Path, n: i64) -> i64 {
+    let t0 = Instant::now();
+    loop {
+        if let Ok(db) = rusqlite::Connection::open(common::db(dir)) {
+            let c: i64 = db
+                .query_row("SELECT COUNT(*) FROM samples", [], |r| r.get(0))
+                .unwrap_or(0);
+            if c >= n {
+                return c;
+            }
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(60),
+            "no samples appeared"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn spawn_long_run(dir: &std::path::Path) -> std::process::Child {
+    std::process::Command::new(assert_cmd::cargo::cargo_bin("kbench"))
+        .env("KBENCH_DB", common::db(dir))
+        .args([
+            "run",
+            "getppid",
+            "spin",
+            "--samples",
+            "100000",
+            "--sample-time",
+            "0.01",
+            "--warmup",
+            "0",
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
+#[test]
+fn kill_9_keeps_every_committed_sample() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = spawn_long_run(dir.path());
+    let seen = wait_for_samples(dir.path(), 10);
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    let db = rusqlite::Connection::open(common::db(dir.path())).unwrap();
+    let ok: String = db
+        .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(ok, "ok");
+    let after: i64 = db
+        .query_row("SELECT COUNT(*) FROM samples", [], |r| r.get(0))
+        .unwrap();
+    assert!(
+        after >= seen,
+        "{after} samples after the kill, {seen} seen before"
+    );
+    let status: String = db
+        .query_row("SELECT status FROM runs", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(status, "running", "a killed run stays visibly unfinished");
+}
+
+#[test]
+fn sigint_stops_after_the_current_sample_and_keeps_data() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = spawn_long_run(dir.path());
+    let seen = wait_for_samples(dir.path(), 6);
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let t0 = Instant::now();
+    let status = child.wait().unwrap();
+    assert!(t0.elapsed() < Duration::from_secs(10));
+    assert_eq!(status.code(), Some(1));
+    let db = sqlite(dir.path());
+    let (st, n): (String, i64) = db
+        .query_row(
+            "SELECT status, (SELECT COUNT(*) FROM samples) FROM runs",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap();
+    assert_eq!(st, "interrupted");
+    assert!(n >= seen);
+}
+
+// --- list and sysinfo ---------------------------------------------------------
+
+#[test]
+fn list_shows_benchmarks_with_params_and_direction() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = kbench(dir.path())
+        .arg("list")
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let s = String::from_utf8(out).unwrap();
+    for b in [
+        "getppid",
+        "getpid",
+        "getuid",
+        "null-syscall",
+        "clock-gettime",
+        "gettimeofday",
+        "spin",
+    ] {
+        assert!(
+            s.lines().any(|l| l.starts_with(&format!("{b} ("))),
+            "{b} missing"
+        );
+    }
+    assert!(s.contains("ns/op [ns], lower is better"));
+    assert!(s.contains("cpu "));
+    let v = json(
+        &kbench(dir.path())
+            .args(["list", "--json"])
+            .assert()
+            .success()
+            .get_output()
+            .stdout,
+    );
+    assert!(
+        v.as_array()
+            .unwrap()
+            .iter()
+            .any(|b| b["name"] == "null-syscall")
+    );
+}
+
+#[test]
+fn sysinfo_reports_the_fingerprint() {
+    let dir = tempfile::tempdir().unwrap();
+    kbench(dir.path())
+        .arg("sysinfo")
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("kernel"))
+        .stdout(predicate::str::contains("vulnerabilities:"));
+    let v = json(
+        &kbench(dir.path())
+            .args(["sysinfo", "--json"])
+            .assert()
+            .success()
+            .get_output()
+            .stdout,
+    );
+    for k in [
+        "hostname",
+        "cpu_model",
+        "microcode",
+        "sockets",
+        "cores",
+        "threads",
+        "smt",
+        "numa_nodes",
+        "memory_bytes",
+        "kernel_release",
+        "kernel_version",
+        "os_release",
+        "cmdline",
+        "vulnerabilities",
+        "governor",
+        "boost",
+        "thp",
+        "clocksource",
+        "hypervisor",
+        "loadavg",
+        "warnings",
+    ] {
+        assert!(v.get(k).is_some(), "sysinfo --json lacks {k}");
+    }
+    assert!(v["threads"].as_u64().unwrap() >= 1);
+}
