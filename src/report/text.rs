@@ -71,9 +71,14 @@ pub fn render(r: &RunReport) -> String {
 }
 
 fn group(o: &mut String, g: &Group) {
+    let unit = if g.metric.contains(&g.unit) {
+        String::new()
+    } else {
+        format!(" [{}]", g.unit)
+    };
     let _ = writeln!(
         o,
-        "{}: {} ({})",
+        "{}: {}{unit} ({})",
         g.bench,
         g.metric,
         direction_text(&g.direction)
