@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Fidelity of kbench's null-syscall against a bare C loop of
+# syscall(SYS_getppid) built with cc -O2, both pinned to the same CPU and
+# run alternately so drift hits both alike. Prints each pair, the medians
+# and the ratio kbench/C (the README's Accuracy table quotes it).
+#   scripts/fidelity/run.sh [ROUNDS] [CPU]
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+kbench=${KBENCH:-$here/../../target/release/kbench}
+rounds=${1:-15}
+cpu=${2:-0}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+cc -O2 -o "$tmp/null_syscall" "$here/null_syscall.c"
+export KBENCH_DB=$tmp/k.db
+: >"$tmp/c"; : >"$tmp/k"
+for i in $(seq "$rounds"); do
+	taskset -c "$cpu" "$tmp/null_syscall" 0.2 >>"$tmp/c"
+	"$kbench" run "null-syscall:cpu=$cpu" --samples 1 --warmup 1 --sample-time 0.2 --json --quiet 2>/dev/null |
+		python3 -c 'import json,sys; print(json.load(sys.stdin)["cells"][0]["mean"])' >>"$tmp/k"
+done
+paste "$tmp/c" "$tmp/k" | sed 's/^/C, kbench ns: /'
+python3 - "$tmp/c" "$tmp/k" <<'PY'
+import statistics, sys
+c = [float(x) for x in open(sys.argv[1])]
+k = [float(x) for x in open(sys.argv[2])]
+mc, mk = statistics.median(c), statistics.median(k)
+print(f"median C {mc:.2f} ns, kbench {mk:.2f} ns, ratio kbench/C {mk/mc:.4f}")
+PY
