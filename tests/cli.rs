@@ -480,3 +480,58 @@ fn sysinfo_reports_the_fingerprint() {
     }
     assert!(v["threads"].as_u64().unwrap() >= 1);
 }
+
+// --- documentation -------------------------------------------------------------
+
+/// The plan shown in the README and the shipped smoke example are valid
+/// and run (with tiny samples).
+#[test]
+fn readme_plan_and_smoke_example_run() {
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    let start = readme.find("```toml\n").expect("a toml block") + 8;
+    let end = start + readme[start..].find("```").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let p = plan(dir.path(), "readme.toml", &readme[start..end]);
+    let smoke = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/smoke.toml");
+    for plan in [p.to_str().unwrap(), smoke] {
+        let v = json(
+            &kbench(dir.path())
+                .args([
+                    "run",
+                    plan,
+                    "--samples",
+                    "2",
+                    "--sample-time",
+                    "0.005",
+                    "--warmup",
+                    "0",
+                    "--json",
+                ])
+                .assert()
+                .success()
+                .get_output()
+                .stdout,
+        );
+        // spin x 2 cpus x 2 work + getppid x 2 cpus
+        assert_eq!(v["cells"].as_array().unwrap().len(), 6, "{plan}");
+    }
+}
+
+#[test]
+fn a_parameter_set_twice_is_rejected() {
+    let dir = tempfile::tempdir().unwrap();
+    plan(
+        dir.path(),
+        "plan.toml",
+        "name = \"x\"\n[factors]\nwork = { apply = \"param\", values = [1, 2] }\n[[bench]]\nuse = \"spin\"\nsweep = { work = [3] }\n",
+    );
+    kbench(dir.path())
+        .current_dir(dir.path())
+        .args(["run", "plan.toml"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(
+            "plan.toml:6:11: parameter `work` of `spin` is set both here and by factor `work`",
+        ));
+}

@@ -90,6 +90,38 @@ pub(super) fn validate(file: PlanFile, src: &Source) -> anyhow::Result<Plan> {
         return Err(bad_input!("{}: the plan has no [[bench]]", src.name));
     }
 
+    // A parameter is set in one place only: a factor and a fixed value or a
+    // sweep of the same parameter would silently override each other.
+    for (i, f) in factors.iter().enumerate() {
+        let Apply::Param { param } = &f.apply else {
+            continue;
+        };
+        for (b, bf) in benches.iter().zip(&file.bench) {
+            if b.fixed
+                .iter()
+                .map(|(k, _)| k)
+                .chain(b.sweep.iter().map(|(k, _)| k))
+                .any(|k| k == param)
+            {
+                let span = bf
+                    .get_ref()
+                    .params
+                    .keys()
+                    .chain(bf.get_ref().sweep.keys())
+                    .find(|k| k.get_ref() == param)
+                    .map(|k| k.span())
+                    .unwrap_or(file.factors.get_index(i).expect("same order").0.span());
+                return Err(src.err(
+                    span,
+                    format!(
+                        "parameter `{param}` of `{}` is set both here and by factor `{}`",
+                        b.display, f.name
+                    ),
+                ));
+            }
+        }
+    }
+
     // Every `param` factor must be a parameter of some benchmark, with
     // values of its type.
     for (i, f) in factors.iter().enumerate() {
