@@ -77,6 +77,21 @@ pub struct RunArgs {
     /// so any order can be replayed.
     #[arg(long, value_name = "N")]
     pub seed: Option<u64>,
+    /// Adaptive stopping: sample each cell until the 95% confidence
+    /// interval of its mean is within +/-PCT of the mean (e.g. `1%`), or a
+    /// limit is reached.
+    #[arg(long, value_name = "PCT")]
+    pub precision: Option<String>,
+    /// With adaptive stopping: at most N samples per cell [default: 100].
+    #[arg(long, value_name = "N")]
+    pub max_samples: Option<u32>,
+    /// With adaptive stopping: at most S seconds for the whole run.
+    #[arg(long, value_name = "S")]
+    pub max_time: Option<f64>,
+    /// Two variants: stop as soon as their comparison is decided, either a
+    /// difference or equivalence within the precision (default 1%).
+    #[arg(long)]
+    pub until_verdict: bool,
     /// Short samples for a quick look (sample time 0.05 s, 5 samples,
     /// 1 warm-up) unless given explicitly.
     #[arg(long)]

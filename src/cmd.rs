@@ -91,7 +91,38 @@ fn run(a: RunArgs, db: Option<&str>) -> anyhow::Result<ExitCode> {
     if samples == 0 {
         return Err(bad_input!("--samples 0: need at least one sample"));
     }
+    let precision = match &a.precision {
+        Some(p) => {
+            Some(crate::units::parse_percent(p).map_err(|e| bad_input!("--precision: {e}"))?)
+        }
+        None => plan.precision,
+    };
+    let stop = if precision.is_some() || a.until_verdict {
+        let max_samples = a.max_samples.unwrap_or(100);
+        if max_samples < 2 {
+            return Err(bad_input!("--max-samples {max_samples}: need at least 2"));
+        }
+        if let Some(t) = a.max_time
+            && !(t > 0.0)
+        {
+            return Err(bad_input!("--max-time {t}: must be positive"));
+        }
+        Some(runner::adaptive::StopRule {
+            precision: precision.unwrap_or(0.01),
+            max_samples,
+            max_time: a.max_time,
+            until_verdict: a.until_verdict,
+        })
+    } else {
+        if a.max_samples.is_some() || a.max_time.is_some() {
+            return Err(bad_input!(
+                "--max-samples and --max-time go with --precision or --until-verdict"
+            ));
+        }
+        None
+    };
     let opts = RunOptions {
+        stop,
         samples,
         sample_time,
         warmup: a

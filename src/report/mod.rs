@@ -7,6 +7,7 @@ pub mod text;
 use indexmap::IndexMap;
 use serde::Serialize;
 
+use crate::runner::adaptive::{self, StopRule, Verdict};
 use crate::stats::Summary;
 use crate::store::RunData;
 use crate::system::Fingerprint;
@@ -30,6 +31,13 @@ pub struct CellSummary {
     pub median: f64,
     pub mean: f64,
     pub stddev: f64,
+    /// Half-width of the 95% confidence interval of the mean, relative to
+    /// the mean (0.01 = +/-1%).
+    pub ci95_rel: f64,
+    /// The precision target of an adaptive run, and whether this cell
+    /// reached it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub precision_reached: Option<bool>,
     /// CPUs each party ran on, when pinned.
     pub placement: Option<String>,
     /// Facts the benchmark recorded (e.g. iterations per sample).
@@ -55,6 +63,10 @@ pub struct Group {
 #[derive(Clone, Debug)]
 pub struct RunReport {
     pub data: RunData,
+    /// The stop rule of an adaptive run.
+    pub stop: Option<StopRule>,
+    /// With `--until-verdict`: how the comparison of the two cells ended.
+    pub verdict: Option<Verdict>,
     pub fingerprint: Option<Fingerprint>,
     pub groups: Vec<Group>,
 }
@@ -83,6 +95,8 @@ fn param_label(bench_name: &str, params: &serde_json::Value, name: &str) -> Stri
 impl RunReport {
     pub fn build(data: RunData) -> RunReport {
         let fingerprint = serde_json::from_value(data.fingerprint.clone()).ok();
+        let stop: Option<StopRule> =
+            serde_json::from_value(data.config["options"]["stop"].clone()).ok();
         let mut groups: IndexMap<(String, String), Group> = IndexMap::new();
         for (cell, samples) in &data.cells {
             let factor_names: Vec<String> = cell
@@ -140,6 +154,11 @@ impl RunReport {
                     median: s.median,
                     mean: s.mean,
                     stddev: s.stddev,
+                    ci95_rel: adaptive::relative_halfwidth(&values, adaptive::PRECISION_CONFIDENCE),
+                    precision_reached: stop.map(|r| {
+                        adaptive::relative_halfwidth(&values, adaptive::PRECISION_CONFIDENCE)
+                            <= r.precision
+                    }),
                     placement: cell.placement.clone(),
                     notes: cell.notes.clone(),
                     labels: Vec::new(),
@@ -164,8 +183,30 @@ impl RunReport {
                 }
             }
         }
+        // The verdict is recomputed from the stored samples, exactly as the
+        // runner decided it.
+        let verdict = match (&stop, groups.as_slice()) {
+            (Some(r), [g]) if r.until_verdict && g.rows.len() == 2 => {
+                let vals = |i: usize| -> Vec<f64> {
+                    let (c, smp) = &data.cells[i];
+                    let m = c
+                        .metrics
+                        .first()
+                        .map(|m| m.name.clone())
+                        .unwrap_or_default();
+                    smp.iter()
+                        .filter(|s| s.metric == m)
+                        .map(|s| s.value)
+                        .collect()
+                };
+                adaptive::verdict(&vals(0), &vals(1), r.precision, adaptive::LOOK_CONFIDENCE)
+            }
+            _ => None,
+        };
         RunReport {
             data,
+            stop,
+            verdict,
             fingerprint,
             groups,
         }

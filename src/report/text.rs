@@ -57,6 +57,22 @@ pub fn render(r: &RunReport) -> String {
     for g in &r.groups {
         o.push('\n');
         group(&mut o, g);
+        if let Some(rule) = &r.stop {
+            precision_lines(&mut o, g, rule.precision);
+        }
+    }
+    if let Some(v) = &r.verdict {
+        let names: Vec<String> = r
+            .groups
+            .iter()
+            .flat_map(|g| g.rows.iter().map(|x| x.labels.join(" | ")))
+            .collect();
+        let _ = writeln!(
+            o,
+            "\nverdict ({} vs {}, Welch 99% interval at each look): {v}",
+            names.first().map_or("A", |s| s.as_str()),
+            names.get(1).map_or("B", |s| s.as_str())
+        );
     }
     if let Some(fp) = &r.fingerprint {
         let w = fp.warnings();
@@ -144,5 +160,29 @@ fn direction_text(d: &str) -> &'static str {
     match d {
         "higher" => "higher is better",
         _ => "lower is better",
+    }
+}
+
+/// Precision each cell reached in an adaptive run; cells that missed the
+/// target are flagged.
+fn precision_lines(o: &mut String, g: &Group, target: f64) {
+    for r in &g.rows {
+        let who = if r.labels.is_empty() {
+            g.bench.clone()
+        } else {
+            r.labels.join(" | ")
+        };
+        let flag = if r.precision_reached == Some(true) {
+            ""
+        } else {
+            "  NOT REACHED"
+        };
+        let _ = writeln!(
+            o,
+            "  precision [{who}]: +/-{:.2}% of the mean at 95% after {} samples (target {}%){flag}",
+            r.ci95_rel * 100.0,
+            r.n,
+            fmt_g(target * 100.0, 0, 6)
+        );
     }
 }

@@ -5,6 +5,7 @@
 //! to the store as soon as it is measured; Ctrl-C stops after the current
 //! sample and keeps what was measured.
 
+pub mod adaptive;
 mod progress;
 
 use anyhow::Context;
@@ -27,6 +28,9 @@ pub struct RunOptions {
     pub warmup: u32,
     pub seed: u64,
     pub quiet: bool,
+    /// Adaptive stopping (`--precision`, `--until-verdict`); `None` = a
+    /// fixed number of samples.
+    pub stop: Option<adaptive::StopRule>,
     /// The command line, recorded with the run.
     pub argv: Vec<String>,
 }
@@ -76,6 +80,10 @@ struct Live {
     want: u32,
     taken: u32,
     failed: Option<String>,
+    /// Values of the first metric, for adaptive stopping.
+    values: Vec<f64>,
+    /// Stopped early: precise enough.
+    done: bool,
 }
 
 /// Run every cell of `plan`; returns the run id and how it ended.
@@ -86,6 +94,12 @@ pub fn run(
     fp: &Fingerprint,
 ) -> anyhow::Result<(i64, Outcome)> {
     let cells = crate::plan::expand(plan)?;
+    if opts.stop.is_some_and(|r| r.until_verdict) && cells.len() != 2 {
+        return Err(crate::error::bad_input!(
+            "--until-verdict compares two variants; this run has {} cells",
+            cells.len()
+        ));
+    }
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         signal_hook::flag::register(sig, Arc::clone(&stop)).context("installing signal handler")?;
@@ -149,16 +163,22 @@ pub fn run(
         system::set_affinity(&home)?;
         let inst = inst.with_context(|| format!("preparing {}", cell.key))?;
         live.push(Live {
-            want: cell.samples.unwrap_or(opts.samples),
+            want: match &opts.stop {
+                Some(rule) => rule.max_samples,
+                None => cell.samples.unwrap_or(opts.samples),
+            },
             cell,
             id,
             inst,
             metrics,
             taken: 0,
             failed: None,
+            values: Vec::new(),
+            done: false,
         });
     }
 
+    let started = std::time::Instant::now();
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(opts.seed);
     let total: u64 = live.iter().map(|l| (l.want + opts.warmup) as u64).sum();
     let bar = progress::Progress::new(total, live.len(), opts.quiet);
@@ -167,7 +187,7 @@ pub fn run(
     let mut outcome = Outcome::Done;
     'rounds: loop {
         let mut order: Vec<usize> = (0..live.len())
-            .filter(|&i| live[i].failed.is_none() && live[i].taken < live[i].want)
+            .filter(|&i| live[i].failed.is_none() && !live[i].done && live[i].taken < live[i].want)
             .collect();
         if order.is_empty() {
             break;
@@ -177,6 +197,13 @@ pub fn run(
         for i in order {
             if stop.load(Ordering::Relaxed) {
                 outcome = Outcome::Interrupted;
+                break 'rounds;
+            }
+            if opts
+                .stop
+                .and_then(|r| r.max_time)
+                .is_some_and(|t| started.elapsed().as_secs_f64() >= t)
+            {
                 break 'rounds;
             }
             let l = &mut live[i];
@@ -212,6 +239,14 @@ pub fn run(
                 .collect();
             store.add_samples(run_id, &recs)?;
             l.taken += 1;
+            l.values
+                .extend(out.iter().filter(|m| m.metric == 0).map(|m| m.value));
+            if let Some(rule) = &opts.stop
+                && !rule.until_verdict
+                && adaptive::precise_enough(&l.values, rule.precision)
+            {
+                l.done = true;
+            }
             if l.taken == 1 {
                 let notes: serde_json::Map<String, serde_json::Value> = l
                     .inst
@@ -223,6 +258,22 @@ pub fn run(
             }
         }
         round += 1;
+        if let Some(rule) = &opts.stop {
+            if rule.until_verdict
+                && live.iter().all(|l| l.values.len() >= adaptive::MIN_SAMPLES)
+                && !matches!(
+                    adaptive::verdict(
+                        &live[0].values,
+                        &live[1].values,
+                        rule.precision,
+                        adaptive::LOOK_CONFIDENCE
+                    ),
+                    Some(adaptive::Verdict::Undecided { .. }) | None
+                )
+            {
+                break;
+            }
+        }
     }
     bar.finish();
     if outcome == Outcome::Done && live.iter().any(|l| l.failed.is_some()) {

@@ -1,0 +1,170 @@
+//! Adaptive stopping (`--precision`, `--until-verdict`) end to end. The
+//! tests are timing-sensitive, so they run one at a time.
+
+mod common;
+
+use common::{kbench, plan};
+use std::sync::Mutex;
+
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn run_json(dir: &std::path::Path, args: &[&str]) -> serde_json::Value {
+    let out = kbench(dir)
+        .arg("run")
+        .args(args)
+        .arg("--json")
+        .assert()
+        .success();
+    serde_json::from_slice(&out.get_output().stdout).unwrap()
+}
+
+fn cells(v: &serde_json::Value) -> Vec<serde_json::Value> {
+    v["cells"].as_array().unwrap().clone()
+}
+
+#[test]
+fn precision_target_stops_cells_or_flags_them() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let v = run_json(
+        dir.path(),
+        &[
+            "spin:work=200,cpu=0",
+            "--precision",
+            "5%",
+            "--max-samples",
+            "40",
+            "--sample-time",
+            "0.01",
+        ],
+    );
+    for c in cells(&v) {
+        let n = c["n"].as_u64().unwrap();
+        let reached = c["precision_reached"].as_bool().unwrap();
+        assert_eq!(reached, c["ci95_rel"].as_f64().unwrap() <= 0.05, "{c}");
+        // A cell stops early only when it reached the target.
+        assert!(n == 40 || reached, "{c}");
+        assert!(n >= 5, "no decision before 5 samples: {c}");
+    }
+    // An unreachable target runs to --max-samples and is flagged.
+    let out = kbench(dir.path())
+        .args([
+            "run",
+            "spin:work=50",
+            "--precision",
+            "0.0001%",
+            "--max-samples",
+            "6",
+        ])
+        .args(["--sample-time", "0.005"])
+        .assert()
+        .success();
+    let text = String::from_utf8(out.get_output().stdout.clone()).unwrap();
+    assert!(
+        text.contains("after 6 samples (target 0.0001%)  NOT REACHED"),
+        "{text}"
+    );
+}
+
+/// Welch 95% interval of (mean(b)-mean(a))/mean(a), computed here
+/// independently of kbench's code.
+fn welch_excludes_zero(a: &serde_json::Value, b: &serde_json::Value) -> bool {
+    use statrs::distribution::{ContinuousCDF, StudentsT};
+    let g = |c: &serde_json::Value, k: &str| c[k].as_f64().unwrap();
+    let (na, nb) = (g(a, "n"), g(b, "n"));
+    let (sa, sb) = (g(a, "stddev").powi(2) / na, g(b, "stddev").powi(2) / nb);
+    let df = (sa + sb).powi(2) / (sa * sa / (na - 1.0) + sb * sb / (nb - 1.0));
+    let t = StudentsT::new(0.0, 1.0, df).unwrap().inverse_cdf(0.975);
+    (g(b, "mean") - g(a, "mean")).abs() > t * (sa + sb).sqrt()
+}
+
+#[test]
+fn until_verdict_decides_a_5_percent_difference_with_half_the_samples() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let specs = ["spin:work=1000,cpu=0", "spin:work=1050,cpu=0"];
+    let fixed = run_json(
+        dir.path(),
+        &[
+            specs[0],
+            specs[1],
+            "--samples",
+            "30",
+            "--sample-time",
+            "0.02",
+        ],
+    );
+    let f = cells(&fixed);
+    assert!(
+        welch_excludes_zero(&f[0], &f[1]),
+        "30 fixed samples see the 5%: {fixed}"
+    );
+    let adaptive = run_json(
+        dir.path(),
+        &[
+            specs[0],
+            specs[1],
+            "--until-verdict",
+            "--precision",
+            "1%",
+            "--sample-time",
+            "0.02",
+        ],
+    );
+    assert_eq!(adaptive["verdict"]["verdict"], "different", "{adaptive}");
+    let delta = adaptive["verdict"]["delta"].as_f64().unwrap();
+    assert!(delta > 0.0 && delta < 0.15, "work 1050 costs more: {delta}");
+    for c in cells(&adaptive) {
+        assert!(c["n"].as_u64().unwrap() <= 15, "at most half of 30: {c}");
+    }
+}
+
+#[test]
+fn until_verdict_on_identical_cells_ends_equivalent() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    // Two labels for the same CPU set: identical work.
+    let p = plan(
+        dir.path(),
+        "same.toml",
+        r#"
+name = "same"
+[factors]
+cpus = { apply = "cpus", values = ["0", "0,0"], labels = ["a", "b"] }
+[[bench]]
+use = "spin"
+params = { work = 1000 }
+"#,
+    );
+    let v = run_json(
+        dir.path(),
+        &[
+            p.to_str().unwrap(),
+            "--until-verdict",
+            "--precision",
+            "3%",
+            "--sample-time",
+            "0.02",
+            "--max-samples",
+            "60",
+        ],
+    );
+    assert_eq!(v["verdict"]["verdict"], "equivalent", "{v}");
+    assert_eq!(v["verdict"]["margin"], 0.03);
+}
+
+#[test]
+fn until_verdict_needs_two_cells() {
+    let dir = tempfile::tempdir().unwrap();
+    kbench(dir.path())
+        .args(["run", "spin", "--until-verdict"])
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains(
+            "compares two variants; this run has 1 cells",
+        ));
+    kbench(dir.path())
+        .args(["run", "spin", "--max-samples", "5"])
+        .assert()
+        .code(2);
+}
