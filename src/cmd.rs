@@ -103,7 +103,7 @@ fn run(a: RunArgs, db: Option<&str>) -> anyhow::Result<ExitCode> {
             return Err(bad_input!("--max-samples {max_samples}: need at least 2"));
         }
         if let Some(t) = a.max_time
-            && !(t > 0.0)
+            && (t.is_nan() || t <= 0.0)
         {
             return Err(bad_input!("--max-time {t}: must be positive"));
         }

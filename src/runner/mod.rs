@@ -258,21 +258,20 @@ pub fn run(
             }
         }
         round += 1;
-        if let Some(rule) = &opts.stop {
-            if rule.until_verdict
-                && live.iter().all(|l| l.values.len() >= adaptive::MIN_SAMPLES)
-                && !matches!(
-                    adaptive::verdict(
-                        &live[0].values,
-                        &live[1].values,
-                        rule.precision,
-                        adaptive::LOOK_CONFIDENCE
-                    ),
-                    Some(adaptive::Verdict::Undecided { .. }) | None
-                )
-            {
-                break;
-            }
+        if let Some(rule) = &opts.stop
+            && rule.until_verdict
+            && live.iter().all(|l| l.values.len() >= adaptive::MIN_SAMPLES)
+            && !matches!(
+                adaptive::verdict(
+                    &live[0].values,
+                    &live[1].values,
+                    rule.precision,
+                    adaptive::LOOK_CONFIDENCE
+                ),
+                Some(adaptive::Verdict::Undecided { .. }) | None
+            )
+        {
+            break;
         }
     }
     bar.finish();
