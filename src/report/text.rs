@@ -58,6 +58,8 @@ pub fn render(r: &RunReport) -> String {
         o.push('\n');
         group(&mut o, g);
     }
+    // Scaling tables of scale benchmarks (empty otherwise).
+    o.push_str(&super::scale::render(r));
     if let Some(fp) = &r.fingerprint {
         let w = fp.warnings();
         if !w.is_empty() {
