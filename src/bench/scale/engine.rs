@@ -207,7 +207,6 @@ thread_local! {
 pub struct Task<'a> {
     /// Task number, 0-based (will-it-scale's `nr`).
     pub nr: usize,
-    pub ntasks: usize,
     /// Bump this once per operation.
     pub counter: &'a Counter,
     /// The cell's private temporary directory.
@@ -416,7 +415,6 @@ fn task_main(ctx: &Ctx, body: &dyn Body, nr: usize) {
     }
     let task = Task {
         nr,
-        ntasks: ctx.ntasks,
         counter: shared.counter(nr),
         dir: &ctx.dir,
         ctx,
@@ -1097,10 +1095,9 @@ impl Drop for ScaleCell {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bench::Bench;
+    use crate::bench::scale::{ipc, syscalls};
 
-    fn run(name: &str, extra: &[(&str, &str)]) -> (Box<dyn Instance>, Vec<f64>) {
-        let b = crate::bench::find(name).unwrap();
+    fn start(tc: &'static dyn Testcase, extra: &[(&str, &str)]) -> (ScaleCell, Vec<f64>) {
         let mut given: Vec<(String, toml::Value)> = vec![
             ("interval".into(), toml::Value::Float(0.05)),
             ("warmup".into(), toml::Value::Integer(0)),
@@ -1108,17 +1105,18 @@ mod tests {
         for (k, v) in extra {
             given.push((k.to_string(), crate::bench::params::raw_from_str(v)));
         }
-        let p = Params::resolve(&*b, &given).unwrap();
+        let b = super::super::Scale(tc);
+        let p = Params::resolve(&b, &given).unwrap();
         let s = RunSettings { sample_time: 0.05 };
-        let mut inst = b.instantiate(&p, &s).unwrap();
+        let mut cell = ScaleCell::start(tc, &p, &s).unwrap();
         let mut out = Vec::new();
-        inst.sample(&mut out).unwrap();
-        inst.sample(&mut out).unwrap();
-        (inst, out.iter().map(|m| m.value).collect())
+        cell.sample(&mut out).unwrap();
+        cell.sample(&mut out).unwrap();
+        (cell, out.iter().map(|m| m.value).collect())
     }
 
     fn alive(pid: i32) -> bool {
-        // A zombie is gone for our purpose only once reaped; check /proc.
+        // Zombies count as gone; reaping is the parent's business.
         std::fs::read_to_string(format!("/proc/{pid}/stat"))
             .map(|s| {
                 let st = s
@@ -1130,23 +1128,28 @@ mod tests {
     }
 
     #[test]
-    fn counts_and_cleans_up_in_both_modes() {
+    fn counts_parks_and_cleans_up_in_both_modes() {
         for mode in ["processes", "threads"] {
-            let (inst, v) = run("getppid1", &[("mode", mode), ("tasks", "2")]);
+            let (cell, v) = start(&syscalls::Getppid1, &[("mode", mode), ("tasks", "2")]);
             assert_eq!(v.len(), 2);
             for x in &v {
                 assert!(*x > 1e4 && *x < 1e10, "{mode}: {x} ops/s");
             }
-            let notes = inst.notes();
-            assert!(notes.iter().any(|(k, _)| k == "per-task ops/s"));
-            let cell = unsafe { &*(&*inst as *const dyn Instance as *const ScaleCell) };
+            assert!(cell.notes().iter().any(|(k, _)| k == "per-task ops/s"));
+            // Parked between samples: the counters do not move.
+            let mut a = Vec::new();
+            let mut b = Vec::new();
+            cell.snapshot(&mut a);
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            cell.snapshot(&mut b);
+            assert_eq!(a, b, "{mode}: tasks ran while parked");
             let leader = cell.leader;
             let pids: Vec<i32> = (0..2)
                 .map(|i| cell.shared.hdr().task_pid[i].load(Ordering::Relaxed))
                 .collect();
             let dir = cell.dir.clone();
             assert!(dir.exists());
-            drop(inst);
+            drop(cell);
             assert!(!alive(leader), "{mode}: cell process survived");
             for p in pids {
                 assert!(!alive(p), "{mode}: task {p} survived");
@@ -1157,10 +1160,44 @@ mod tests {
 
     #[test]
     fn helpers_are_placed_and_recorded() {
-        let (inst, v) = run("context_switch1", &[]);
+        let (cell, v) = start(&ipc::ContextSwitch1, &[]);
         assert!(v.iter().all(|x| *x > 100.0), "{v:?}");
-        let p = inst.placement().unwrap();
+        let p = cell.placement().unwrap();
         assert!(p.contains("helpers cpu"), "{p}");
+    }
+
+    #[test]
+    fn a_failing_task_aborts_the_cell_with_its_message() {
+        struct Fails;
+        impl Testcase for Fails {
+            fn name(&self) -> &str {
+                "fails"
+            }
+            fn description(&self) -> &str {
+                "fails at once"
+            }
+            fn prepare(&self, _: &Prep) -> anyhow::Result<Box<dyn Body>> {
+                Ok(Box::new(|_: &Task| -> anyhow::Result<Infallible> {
+                    anyhow::bail!("no such thing")
+                }))
+            }
+        }
+        for mode in ["processes", "threads"] {
+            let b = super::super::Scale(&Fails as &dyn Testcase);
+            let given = vec![
+                ("interval".to_string(), toml::Value::Float(0.05)),
+                ("warmup".to_string(), toml::Value::Integer(0)),
+                ("mode".to_string(), toml::Value::String(mode.into())),
+            ];
+            let p = Params::resolve(&b, &given).unwrap();
+            let s = RunSettings { sample_time: 0.05 };
+            let mut cell = ScaleCell::start(&Fails, &p, &s).unwrap();
+            let e = cell.sample(&mut Vec::new()).unwrap_err();
+            assert!(
+                format!("{e:#}").contains("task 0: no such thing"),
+                "{mode}: {e:#}"
+            );
+        }
     }
 
     #[test]
