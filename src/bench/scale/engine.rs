@@ -491,6 +491,8 @@ fn leader_main(
     unsafe {
         let mut sa: libc::sigaction = std::mem::zeroed();
         sa.sa_sigaction = on_sigchld as *const () as usize;
+        // Not for tasks stopped/continued by kbench's parking: no wake-ups.
+        sa.sa_flags = libc::SA_NOCLDSTOP;
         libc::sigemptyset(&mut sa.sa_mask);
         libc::sigaction(libc::SIGCHLD, &sa, std::ptr::null_mut());
         let mut block: libc::sigset_t = std::mem::zeroed();
