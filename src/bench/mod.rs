@@ -9,6 +9,7 @@
 
 pub mod micro;
 pub mod params;
+pub mod scale;
 
 use std::fmt;
 use std::ops::Deref;
@@ -151,6 +152,54 @@ pub static BENCHES: &[&dyn Bench] = &[
     &micro::syscall::ClockGettime,
     &micro::syscall::Gettimeofday,
     &micro::spin::Spin,
+    &scale::syscalls::Getppid1::BENCH,
+    &scale::memory::Brk1::BENCH,
+    &scale::memory::PageFault1::BENCH,
+    &scale::memory::PageFault2::BENCH,
+    &scale::memory::PageFault3::BENCH,
+    &scale::memory::Mmap1::BENCH,
+    &scale::memory::Mmap2::BENCH,
+    &scale::memory::Malloc1::BENCH,
+    &scale::memory::Malloc2::BENCH,
+    &scale::files::Read1::BENCH,
+    &scale::files::Read2::BENCH,
+    &scale::files::Pread1::BENCH,
+    &scale::files::Pread2::BENCH,
+    &scale::files::Pread3::BENCH,
+    &scale::files::Pwrite1::BENCH,
+    &scale::files::Pwrite2::BENCH,
+    &scale::files::Pwrite3::BENCH,
+    &scale::files::Write1::BENCH,
+    &scale::files::Lseek1::BENCH,
+    &scale::files::Lseek2::BENCH,
+    &scale::files::Open1::BENCH,
+    &scale::files::Open2::BENCH,
+    &scale::files::Open3::BENCH,
+    &scale::files::Dup1::BENCH,
+    &scale::files::Unlink1::BENCH,
+    &scale::files::Unlink2::BENCH,
+    &scale::files::Fallocate1::BENCH,
+    &scale::files::Poll1::BENCH,
+    &scale::files::Poll2::BENCH,
+    &scale::ipc::Pipe1::BENCH,
+    &scale::ipc::Unix1::BENCH,
+    &scale::syscalls::Eventfd1::BENCH,
+    &scale::syscalls::Futex1::BENCH,
+    &scale::syscalls::Futex2::BENCH,
+    &scale::syscalls::Futex3::BENCH,
+    &scale::syscalls::Futex4::BENCH,
+    &scale::files::Lock1::BENCH,
+    &scale::files::Lock2::BENCH,
+    &scale::syscalls::SchedYield::BENCH,
+    &scale::syscalls::Signal1::BENCH,
+    &scale::ipc::ContextSwitch1::BENCH,
+    &scale::memory::TlbFlush1::BENCH,
+    &scale::memory::TlbFlush2::BENCH,
+    &scale::memory::TlbFlush3::BENCH,
+    &scale::syscalls::PosixSemaphore1::BENCH,
+    &scale::files::Writeseek1::BENCH,
+    &scale::files::Writeseek2::BENCH,
+    &scale::files::Writeseek3::BENCH,
 ];
 
 /// Look up a built-in benchmark by name.

@@ -68,6 +68,8 @@ struct BenchFile {
     #[serde(default)]
     sweep: IndexMap<Spanned<String>, Spanned<Vec<Spanned<toml::Value>>>>,
     samples: Option<Spanned<i64>>,
+    /// A will-it-scale C testcase file, relative to the plan file.
+    testcase: Option<Spanned<String>>,
 }
 
 /// How a factor's value is applied.

@@ -290,23 +290,43 @@ fn factor(
 
 fn bench_spec(src: &Source, b: &toml::Spanned<BenchFile>) -> anyhow::Result<BenchSpec> {
     let d = b.get_ref();
+    // `testcase = "FILE.c"`: a will-it-scale C file, relative to the plan.
+    if let (Some(tc), None) = (&d.testcase, &d.use_) {
+        let base = std::path::Path::new(&src.name).parent();
+        let path = base.map_or_else(|| tc.get_ref().into(), |b| b.join(tc.get_ref()));
+        let bench = bench::scale::cfile::load_c_testcase(&path)
+            .map_err(|e| src.err(tc.span(), format!("{e:#}")))?;
+        return finish_spec(src, d, bench, tc.get_ref().clone());
+    }
     let Some(use_) = &d.use_ else {
         return Err(src.err(
             b.span(),
-            "[[bench]] needs `use = \"BENCHMARK\"` (see `kbench list`)",
+            "[[bench]] needs `use = \"BENCHMARK\"` (see `kbench list`) or `testcase = \"FILE.c\"`",
         ));
     };
+    if let Some(tc) = &d.testcase {
+        return Err(src.err(tc.span(), "`testcase` and `use` exclude each other"));
+    }
     let bench = bench::find(use_.get_ref()).ok_or_else(|| {
         src.err(
             use_.span(),
             format!("unknown benchmark `{}` (see `kbench list`)", use_.get_ref()),
         )
     })?;
+    finish_spec(src, d, bench, use_.get_ref().clone())
+}
+
+fn finish_spec(
+    src: &Source,
+    d: &BenchFile,
+    bench: bench::BenchRef,
+    default_name: String,
+) -> anyhow::Result<BenchSpec> {
     let display = d
         .name
         .as_ref()
         .map(|n| n.get_ref().clone())
-        .unwrap_or_else(|| use_.get_ref().clone());
+        .unwrap_or(default_name);
     let known = |k: &toml::Spanned<String>| -> anyhow::Result<()> {
         if bench.params().iter().any(|p| p.name == k.get_ref()) {
             Ok(())
@@ -392,12 +412,16 @@ pub fn adhoc(specs: &[String]) -> anyhow::Result<Plan> {
     let mut seen = HashSet::new();
     for s in specs {
         let (name, rest) = s.split_once(':').unwrap_or((s.as_str(), ""));
-        let bench = bench::find(name).ok_or_else(|| {
-            bad_input!(
-                "unknown benchmark `{name}` (known: {})",
-                bench::names().join(", ")
-            )
-        })?;
+        let bench = if name.ends_with(".c") {
+            bench::scale::cfile::load_c_testcase(std::path::Path::new(name))?
+        } else {
+            bench::find(name).ok_or_else(|| {
+                bad_input!(
+                    "unknown benchmark `{name}` (known: {})",
+                    bench::names().join(", ")
+                )
+            })?
+        };
         let mut fixed = Vec::new();
         for kv in rest.split(',').filter(|x| !x.is_empty()) {
             let (k, v) = kv

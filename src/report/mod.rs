@@ -2,6 +2,7 @@
 //! format (`text.rs` for e-mail, `json.rs` for scripts).
 
 pub mod json;
+pub mod scale;
 pub mod text;
 
 use indexmap::IndexMap;

@@ -74,6 +74,8 @@ pub fn render(r: &RunReport) -> String {
             names.get(1).map_or("B", |s| s.as_str())
         );
     }
+    // Scaling tables of scale benchmarks (empty otherwise).
+    o.push_str(&super::scale::render(r));
     if let Some(fp) = &r.fingerprint {
         let w = fp.warnings();
         if !w.is_empty() {

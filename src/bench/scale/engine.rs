@@ -1,0 +1,1216 @@
+//! The scalability engine: runs one cell's tasks and counts their ops/s.
+//!
+//! Shape of a cell (all of it created by `instantiate`):
+//! ```text
+//! kbench ── cell process (own process group, PDEATHSIG) ── task 0..N-1
+//!                 prepare, reap, cleanup                     (processes,
+//!                                                             or threads of
+//!                                                             the cell process)
+//! ```
+//! - The cell process is forked from kbench, so loaded C code never runs in
+//!   kbench itself, and killing that one process ends every thread of the
+//!   threads mode. It runs `prepare`, creates the tasks, tells kbench it is
+//!   ready, then waits: it reaps tasks that die (recording why), and on
+//!   kbench's request kills them, runs `cleanup` and exits.
+//! - Every process of the cell sets PR_SET_PDEATHSIG(SIGKILL), so nothing
+//!   outlives a kbench that is killed; the cell has its own process group so
+//!   kbench can stop, resume and kill all of it, helpers included, with one
+//!   signal each.
+//! - Counters live in a MAP_SHARED anonymous mapping, one per task on its
+//!   own 128-byte line, behind a header with the start line (a futex all
+//!   tasks wait on, released at once), the first error a task reported, and
+//!   the pid and CPU of every task and helper.
+//!
+//! Sampling, and why it is shaped this way: the runner interleaves cells,
+//! and the tasks of a cell must not run while another cell is measured. So
+//! each `sample()` resumes the cell (the very first one releases the start
+//! line), reads the counters every `interval` on CLOCK_MONOTONIC (absolute
+//! deadlines, each interval's real length measured, not assumed), pushes
+//! one ops/s value per measured interval, and stops the whole process group
+//! with SIGSTOP (waiting until every task is seen stopped). Stopping with a
+//! signal, not a flag, keeps the hot loop exactly will-it-scale's: operation
+//! and counter store, nothing else, and works for C testcases that loop
+//! forever. `warmup` intervals are discarded only after the first release,
+//! when processes, files and page tables are cold; later samples resume an
+//! already warm cell (the runner's own warm-up rounds discard whole samples
+//! on top of that). With `warmup=0` and a short `interval` a cell costs a
+//! fraction of a second.
+//!
+//! Ctrl-C: the runner's signal handler makes the interval sleep return
+//! EINTR; the sample then stops the cell and fails, the runner sees its stop
+//! flag, and dropping the cell kills and reaps everything.
+
+use std::cell::Cell;
+use std::convert::Infallible;
+use std::ffi::{CString, c_int, c_void};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicI32, AtomicU8, AtomicU32, Ordering};
+
+use anyhow::{Context, bail};
+
+use super::{Body, Counter, MAX_TASKS, Prep, Testcase, topology};
+use crate::bench::{Instance, Measure, Params, RunSettings};
+use crate::units::CpuSet;
+
+const ERR_LEN: usize = 2048;
+const LINE: usize = std::mem::size_of::<Counter>();
+
+/// The start of the shared mapping. Only atomics: several processes read
+/// and write it.
+#[repr(C)]
+struct Header {
+    /// The start line: 0 until the first sample releases the tasks.
+    go: AtomicU32,
+    /// Tasks that reached the start line.
+    ready: AtomicU32,
+    /// 0 no error; 1 an error is being written; 2 `err` holds it.
+    failed: AtomicU32,
+    err_len: AtomicU32,
+    err: [AtomicU8; ERR_LEN],
+    /// pid (processes) or tid (threads) of each task and helper, 0 = none.
+    task_pid: [AtomicI32; MAX_TASKS],
+    helper_pid: [AtomicI32; MAX_TASKS],
+    /// CPU + 1 each task and helper was pinned to, 0 = unpinned.
+    task_cpu: [AtomicI32; MAX_TASKS],
+    helper_cpu: [AtomicI32; MAX_TASKS],
+}
+
+/// The shared mapping: header, then one counter line per task.
+struct Shared {
+    base: *mut u8,
+    len: usize,
+    ntasks: usize,
+}
+
+// SAFETY: the mapping is only accessed through atomics.
+unsafe impl Send for Shared {}
+unsafe impl Sync for Shared {}
+
+fn counters_offset() -> usize {
+    std::mem::size_of::<Header>().div_ceil(4096) * 4096
+}
+
+impl Shared {
+    fn new(ntasks: usize) -> anyhow::Result<Shared> {
+        let len = counters_offset() + ntasks * LINE;
+        // SAFETY: a fresh anonymous mapping; checked for MAP_FAILED. It is
+        // zero-filled, which is the initial state of every field.
+        let base = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if base == libc::MAP_FAILED {
+            bail!(
+                "mmap of the shared counters: {}",
+                std::io::Error::last_os_error()
+            );
+        }
+        Ok(Shared {
+            base: base as *mut u8,
+            len,
+            ntasks,
+        })
+    }
+
+    fn hdr(&self) -> &Header {
+        // SAFETY: the mapping is page aligned, large enough, zero-initialised
+        // and Header is all atomics (valid at zero).
+        unsafe { &*(self.base as *const Header) }
+    }
+
+    fn counter(&self, i: usize) -> &Counter {
+        assert!(i < self.ntasks);
+        // SAFETY: in bounds, 128-byte aligned (page-aligned offset + i*128),
+        // and Counter is an atomic (valid at zero).
+        unsafe { &*(self.base.add(counters_offset() + i * LINE) as *const Counter) }
+    }
+
+    /// Record the cell's first error; later ones are dropped.
+    fn fail(&self, msg: &str) {
+        let h = self.hdr();
+        if h.failed
+            .compare_exchange(0, 1, Ordering::AcqRel, Ordering::Acquire)
+            .is_err()
+        {
+            return;
+        }
+        let b = msg.as_bytes();
+        let n = b.len().min(ERR_LEN);
+        for (i, &c) in b[..n].iter().enumerate() {
+            h.err[i].store(c, Ordering::Relaxed);
+        }
+        h.err_len.store(n as u32, Ordering::Relaxed);
+        h.failed.store(2, Ordering::Release);
+    }
+
+    fn error(&self) -> Option<String> {
+        let h = self.hdr();
+        match h.failed.load(Ordering::Acquire) {
+            0 => None,
+            1 => Some("a task failed (its message was still being written)".into()),
+            _ => {
+                let n = h.err_len.load(Ordering::Relaxed) as usize;
+                let b: Vec<u8> = h.err[..n]
+                    .iter()
+                    .map(|c| c.load(Ordering::Relaxed))
+                    .collect();
+                Some(String::from_utf8_lossy(&b).into_owned())
+            }
+        }
+    }
+}
+
+impl Drop for Shared {
+    fn drop(&mut self) {
+        // SAFETY: unmapping what `new` mapped, once.
+        unsafe { libc::munmap(self.base as *mut c_void, self.len) };
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Mode {
+    Processes,
+    Threads,
+}
+
+/// What tasks and helpers need to know about their cell. Lives in the cell
+/// process; forked tasks use their copy.
+struct Ctx {
+    shared: *const Shared,
+    mode: Mode,
+    ntasks: usize,
+    order: Vec<usize>,
+    dir: PathBuf,
+}
+
+impl Ctx {
+    fn shared(&self) -> &Shared {
+        // SAFETY: the Shared outlives every task (the cell process exits
+        // without dropping it; kbench drops it after killing the cell).
+        unsafe { &*self.shared }
+    }
+}
+
+thread_local! {
+    /// The task running on this thread, for helpers a C testcase starts
+    /// with `new_task()`.
+    static CURRENT: Cell<Option<(*const Ctx, usize)>> = const { Cell::new(None) };
+}
+
+/// What a task's body sees.
+pub struct Task<'a> {
+    /// Task number, 0-based (will-it-scale's `nr`).
+    pub nr: usize,
+    /// Bump this once per operation.
+    pub counter: &'a Counter,
+    /// The cell's private temporary directory.
+    pub dir: &'a Path,
+    ctx: &'a Ctx,
+}
+
+type HelperFn = Box<dyn FnOnce() -> anyhow::Result<Infallible> + Send>;
+
+impl Task<'_> {
+    /// Start this task's helper (e.g. context_switch1's partner): a process
+    /// in processes mode, a thread in threads mode, placed by the cell's
+    /// pinning policy after all tasks, and recorded. One per task.
+    pub fn spawn_helper(
+        &self,
+        f: impl FnOnce() -> anyhow::Result<Infallible> + Send + 'static,
+    ) -> anyhow::Result<()> {
+        spawn_helper(self.ctx, self.nr, Box::new(f))
+    }
+}
+
+/// `new_task()` for C testcases: a helper of the task running on this
+/// thread. Returns false outside a task.
+pub fn spawn_helper_for_current(f: Box<dyn FnOnce() + Send>) -> bool {
+    let Some((ctx, nr)) = CURRENT.with(|c| c.get()) else {
+        return false;
+    };
+    // SAFETY: CURRENT points to the Ctx of the running cell process.
+    let ctx = unsafe { &*ctx };
+    let res = spawn_helper(
+        ctx,
+        nr,
+        Box::new(move || {
+            f();
+            // A C helper that returns ends quietly, as in will-it-scale.
+            // SAFETY: leaving the helper without running Rust destructors.
+            unsafe { libc::_exit(0) }
+        }),
+    );
+    if let Err(e) = res {
+        ctx.shared().fail(&format!("task {nr}: new_task: {e:#}"));
+        return false;
+    }
+    true
+}
+
+fn spawn_helper(ctx: &Ctx, nr: usize, f: HelperFn) -> anyhow::Result<()> {
+    let cpu = topology::cpu_of(&ctx.order, ctx.ntasks + nr);
+    let shared = ctx.shared();
+    let fail_ctx = ctx as *const Ctx as usize;
+    let body = move || {
+        // SAFETY: the Ctx outlives the helper (see Ctx::shared).
+        let ctx = unsafe { &*(fail_ctx as *const Ctx) };
+        let h = ctx.shared().hdr();
+        h.helper_pid[nr].store(gettid(), Ordering::Relaxed);
+        h.helper_cpu[nr].store(cpu.map_or(0, |c| c as i32 + 1), Ordering::Relaxed);
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
+        let msg = match r {
+            Ok(Err(e)) => format!("helper of task {nr}: {e:#}"),
+            Err(p) => format!("helper of task {nr} panicked: {}", panic_text(&p)),
+        };
+        ctx.shared().fail(&msg);
+    };
+    match ctx.mode {
+        Mode::Processes => {
+            let parent = getpid();
+            // SAFETY: fork; the child only runs the helper and _exits.
+            let pid = unsafe { libc::fork() };
+            if pid < 0 {
+                bail!("fork: {}", std::io::Error::last_os_error());
+            }
+            if pid == 0 {
+                child_setup(parent, cpu);
+                body();
+                // SAFETY: leave without destructors (the parent owns them).
+                unsafe { libc::_exit(1) }
+            }
+            shared.hdr().helper_pid[nr].store(pid, Ordering::Relaxed);
+            Ok(())
+        }
+        Mode::Threads => spawn_thread(Box::new(move || {
+            if let Some(c) = cpu {
+                pin(c);
+            }
+            body();
+            park()
+        })),
+    }
+}
+
+fn getpid() -> libc::pid_t {
+    // SAFETY: no preconditions.
+    unsafe { libc::getpid() }
+}
+
+fn gettid() -> libc::pid_t {
+    // SAFETY: no preconditions.
+    unsafe { libc::gettid() }
+}
+
+fn pin(cpu: usize) {
+    // Pins the calling thread; a failure leaves it unpinned, which the
+    // recorded placement would then misstate, so it is fatal.
+    if crate::system::pin_current_thread(cpu).is_err() {
+        // SAFETY: abort the task; the cell reports the death.
+        unsafe { libc::_exit(3) }
+    }
+}
+
+/// Sleep forever (a failed thread waits for the cell to be killed).
+fn park() -> ! {
+    loop {
+        // SAFETY: pause has no preconditions.
+        unsafe { libc::pause() };
+    }
+}
+
+fn panic_text(p: &Box<dyn std::any::Any + Send>) -> String {
+    p.downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| p.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "?".into())
+}
+
+/// In every forked process of a cell: die with the parent, default signal
+/// handling, pinned.
+fn child_setup(parent: libc::pid_t, cpu: Option<usize>) {
+    // SAFETY: prctl/signal/sigprocmask calls with valid arguments.
+    unsafe {
+        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+        if libc::getppid() != parent {
+            libc::_exit(1); // the parent died before the prctl
+        }
+        for s in [libc::SIGINT, libc::SIGTERM, libc::SIGCHLD] {
+            libc::signal(s, libc::SIG_DFL);
+        }
+        let mut none: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut none);
+        libc::sigprocmask(libc::SIG_SETMASK, &none, std::ptr::null_mut());
+    }
+    if let Some(c) = cpu {
+        pin(c);
+    }
+}
+
+/// A detached pthread running `f` (raw pthreads: the cell process was
+/// forked from kbench, and this avoids std's thread bookkeeping there).
+fn spawn_thread(f: Box<dyn FnOnce() + Send>) -> anyhow::Result<()> {
+    extern "C" fn tramp(p: *mut c_void) -> *mut c_void {
+        // SAFETY: p is the Box leaked below, taken back exactly once.
+        let f = unsafe { Box::from_raw(p as *mut Box<dyn FnOnce() + Send>) };
+        f();
+        std::ptr::null_mut()
+    }
+    let p = Box::into_raw(Box::new(f)) as *mut c_void;
+    // SAFETY: valid out-pointer, default attributes, trampoline above.
+    unsafe {
+        let mut t: libc::pthread_t = std::mem::zeroed();
+        let r = libc::pthread_create(&mut t, std::ptr::null(), tramp, p);
+        if r != 0 {
+            drop(Box::from_raw(p as *mut Box<dyn FnOnce() + Send>));
+            bail!("pthread_create: {}", std::io::Error::from_raw_os_error(r));
+        }
+        libc::pthread_detach(t);
+    }
+    Ok(())
+}
+
+fn futex_wait(a: &AtomicU32, v: u32) {
+    // SAFETY: a valid futex word in shared memory; spurious wake-ups are
+    // handled by the caller's loop.
+    unsafe {
+        libc::syscall(
+            libc::SYS_futex,
+            a.as_ptr(),
+            libc::FUTEX_WAIT,
+            v,
+            std::ptr::null::<libc::timespec>(),
+        );
+    }
+}
+
+fn futex_wake_all(a: &AtomicU32) {
+    // SAFETY: as above.
+    unsafe {
+        libc::syscall(libc::SYS_futex, a.as_ptr(), libc::FUTEX_WAKE, i32::MAX);
+    }
+}
+
+/// One task: pin, record, wait at the start line, run the body.
+fn task_main(ctx: &Ctx, body: &dyn Body, nr: usize) {
+    let shared = ctx.shared();
+    let h = shared.hdr();
+    let cpu = topology::cpu_of(&ctx.order, nr);
+    if ctx.mode == Mode::Threads
+        && let Some(c) = cpu
+    {
+        pin(c);
+    }
+    h.task_pid[nr].store(gettid(), Ordering::Relaxed);
+    h.task_cpu[nr].store(cpu.map_or(0, |c| c as i32 + 1), Ordering::Relaxed);
+    CURRENT.with(|c| c.set(Some((ctx as *const Ctx, nr))));
+    h.ready.fetch_add(1, Ordering::AcqRel);
+    while h.go.load(Ordering::Acquire) == 0 {
+        futex_wait(&h.go, 0);
+    }
+    let task = Task {
+        nr,
+        counter: shared.counter(nr),
+        dir: &ctx.dir,
+        ctx,
+    };
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| body.run(&task)));
+    let msg = match r {
+        Ok(Err(e)) => format!("task {nr}: {e:#}"),
+        Err(p) => format!("task {nr} panicked: {}", panic_text(&p)),
+    };
+    shared.fail(&msg);
+}
+
+extern "C" fn on_sigchld(_: c_int) {}
+
+fn describe_status(status: c_int) -> String {
+    if libc::WIFEXITED(status) {
+        format!("exited with status {}", libc::WEXITSTATUS(status))
+    } else if libc::WIFSIGNALED(status) {
+        let s = libc::WTERMSIG(status);
+        format!("was killed by signal {s} ({})", signal_name(s))
+    } else {
+        format!("changed state ({status:#x})")
+    }
+}
+
+fn signal_name(s: c_int) -> &'static str {
+    match s {
+        libc::SIGSEGV => "SIGSEGV",
+        libc::SIGABRT => "SIGABRT, e.g. a failed assert",
+        libc::SIGBUS => "SIGBUS",
+        libc::SIGILL => "SIGILL",
+        libc::SIGFPE => "SIGFPE",
+        libc::SIGKILL => "SIGKILL",
+        libc::SIGTERM => "SIGTERM",
+        libc::SIGINT => "SIGINT",
+        libc::SIGPIPE => "SIGPIPE",
+        libc::SIGHUP => "SIGHUP",
+        _ => "signal",
+    }
+}
+
+/// The cell process: prepare, start the tasks, report ready, then reap
+/// until kbench asks it to finish. Never returns.
+fn leader_main(
+    tc: &dyn Testcase,
+    params: &Params,
+    ctx: &Ctx,
+    kbench: libc::pid_t,
+    ctrl: c_int,
+    ready: c_int,
+) -> ! {
+    child_setup(kbench, None);
+    // SAFETY: plain syscalls on our own process.
+    unsafe { libc::setpgid(0, 0) };
+    let shared = ctx.shared();
+    let prep = Prep {
+        ntasks: ctx.ntasks,
+        dir: &ctx.dir,
+        params,
+    };
+    let body = match tc.prepare(&prep) {
+        Ok(b) => b,
+        Err(e) => {
+            shared.fail(&format!("prepare: {e:#}"));
+            // SAFETY: leave without destructors (kbench owns them).
+            unsafe { libc::_exit(1) }
+        }
+    };
+    // SIGCHLD stays blocked except inside ppoll, so a task's death always
+    // wakes the wait below (no lost wake-up between reaping and sleeping).
+    let mut waitmask: libc::sigset_t;
+    // SAFETY: signal set manipulation on local sets; the handler is a no-op
+    // installed without SA_RESTART so ppoll returns EINTR.
+    unsafe {
+        let mut sa: libc::sigaction = std::mem::zeroed();
+        sa.sa_sigaction = on_sigchld as *const () as usize;
+        // Not for tasks stopped/continued by kbench's parking: no wake-ups.
+        sa.sa_flags = libc::SA_NOCLDSTOP;
+        libc::sigemptyset(&mut sa.sa_mask);
+        libc::sigaction(libc::SIGCHLD, &sa, std::ptr::null_mut());
+        let mut block: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut block);
+        libc::sigaddset(&mut block, libc::SIGCHLD);
+        waitmask = std::mem::zeroed();
+        libc::sigprocmask(libc::SIG_BLOCK, &block, &mut waitmask);
+        libc::sigdelset(&mut waitmask, libc::SIGCHLD);
+    }
+    let me = getpid();
+    let mut pids = Vec::new();
+    for nr in 0..ctx.ntasks {
+        match ctx.mode {
+            Mode::Processes => {
+                // SAFETY: fork; the child runs the task and _exits.
+                let pid = unsafe { libc::fork() };
+                if pid < 0 {
+                    shared.fail(&format!(
+                        "fork of task {nr}: {}",
+                        std::io::Error::last_os_error()
+                    ));
+                    kill_and_exit(&pids, 1);
+                }
+                if pid == 0 {
+                    child_setup(me, topology::cpu_of(&ctx.order, nr));
+                    task_main(ctx, &*body, nr);
+                    // SAFETY: the task failed (recorded); leave.
+                    unsafe { libc::_exit(1) }
+                }
+                pids.push(pid);
+            }
+            Mode::Threads => {
+                let ctx_addr = ctx as *const Ctx as usize;
+                let body_addr = &*body as *const dyn Body;
+                let body_addr = SendPtr(body_addr);
+                let r = spawn_thread(Box::new(move || {
+                    let b = body_addr;
+                    // SAFETY: ctx and body live until the process exits.
+                    let (ctx, body) = unsafe { (&*(ctx_addr as *const Ctx), &*b.0) };
+                    task_main(ctx, body, nr);
+                    park()
+                }));
+                if let Err(e) = r {
+                    shared.fail(&format!("task {nr}: {e:#}"));
+                    // SAFETY: leave; threads die with the process.
+                    unsafe { libc::_exit(1) }
+                }
+            }
+        }
+    }
+    // Wait until every task is at the start line, then tell kbench.
+    let h = shared.hdr();
+    while (h.ready.load(Ordering::Acquire) as usize) < ctx.ntasks
+        && h.failed.load(Ordering::Acquire) == 0
+    {
+        std::thread::sleep(std::time::Duration::from_millis(1));
+        reap(shared, &pids);
+    }
+    // SAFETY: writing one byte to our end of the pipe, then closing it.
+    unsafe {
+        libc::write(ready, b"r".as_ptr() as *const c_void, 1);
+        libc::close(ready);
+    }
+    loop {
+        reap(shared, &pids);
+        let mut pfd = libc::pollfd {
+            fd: ctrl,
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: one valid pollfd; waitmask is initialised above.
+        let r = unsafe { libc::ppoll(&mut pfd, 1, std::ptr::null(), &waitmask) };
+        if r > 0 {
+            break;
+        }
+    }
+    // Finish: tasks first (processes are killed even while stopped), then
+    // the testcase's cleanup; threads end with the process.
+    for &p in &pids {
+        // SAFETY: our own children.
+        unsafe { libc::kill(p, libc::SIGKILL) };
+    }
+    for &p in &pids {
+        // SAFETY: reaping our own children.
+        unsafe { libc::waitpid(p, std::ptr::null_mut(), 0) };
+    }
+    body.cleanup();
+    // SAFETY: leave without destructors.
+    unsafe { libc::_exit(0) }
+}
+
+struct SendPtr(*const dyn Body);
+// SAFETY: the Body is Sync and lives as long as the process.
+unsafe impl Send for SendPtr {}
+
+fn kill_and_exit(pids: &[libc::pid_t], code: c_int) -> ! {
+    for &p in pids {
+        // SAFETY: our own children.
+        unsafe { libc::kill(p, libc::SIGKILL) };
+    }
+    // SAFETY: leave without destructors.
+    unsafe { libc::_exit(code) }
+}
+
+/// Reap dead children of the cell process; a task or helper that died
+/// while the cell runs is the cell's failure.
+fn reap(shared: &Shared, pids: &[libc::pid_t]) {
+    loop {
+        let mut status = 0;
+        // SAFETY: non-blocking wait for any child.
+        let pid = unsafe { libc::waitpid(-1, &mut status, libc::WNOHANG) };
+        if pid <= 0 {
+            return;
+        }
+        let h = shared.hdr();
+        let who = if let Some(i) = pids.iter().position(|&p| p == pid) {
+            format!("task {i} (pid {pid})")
+        } else if let Some(i) =
+            (0..shared.ntasks).find(|&i| h.helper_pid[i].load(Ordering::Relaxed) == pid)
+        {
+            format!("helper of task {i} (pid {pid})")
+        } else {
+            format!("process {pid} started by the testcase")
+        };
+        shared.fail(&format!("{who} {}", describe_status(status)));
+    }
+}
+
+/// A running cell, as the runner holds it.
+pub struct ScaleCell {
+    name: String,
+    leader: libc::pid_t,
+    /// The leader exited and was reaped.
+    reaped: bool,
+    ctrl: c_int,
+    shared: Shared,
+    mode: Mode,
+    ntasks: usize,
+    interval_ns: u64,
+    warmup: u32,
+    intervals: u32,
+    pin: String,
+    allowed: CpuSet,
+    dir: PathBuf,
+    started: bool,
+    stats: Stats,
+}
+
+/// What the notes report: measured intervals and per-task extremes.
+#[derive(Default)]
+struct Stats {
+    intervals: u64,
+    len_min: f64,
+    len_max: f64,
+    task_min: f64,
+    task_max: f64,
+}
+
+fn now_ns() -> u64 {
+    crate::bench::micro::now_ns()
+}
+
+fn cstr(p: &Path) -> anyhow::Result<CString> {
+    CString::new(p.as_os_str().as_encoded_bytes()).context("path contains NUL")
+}
+
+/// A fresh private directory for the cell's files.
+fn make_temp_dir(name: &str) -> anyhow::Result<PathBuf> {
+    let safe: String = name
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+        .collect();
+    let tmpl = std::env::temp_dir().join(format!("kbench-{safe}-XXXXXX"));
+    let c = cstr(&tmpl)?;
+    let mut buf = c.into_bytes_with_nul();
+    // SAFETY: buf is a writable NUL-terminated template.
+    let p = unsafe { libc::mkdtemp(buf.as_mut_ptr() as *mut libc::c_char) };
+    if p.is_null() {
+        bail!(
+            "mkdtemp {}: {}",
+            tmpl.display(),
+            std::io::Error::last_os_error()
+        );
+    }
+    buf.pop();
+    Ok(PathBuf::from(String::from_utf8_lossy(&buf).into_owned()))
+}
+
+fn pipe() -> anyhow::Result<[c_int; 2]> {
+    let mut fds = [0; 2];
+    // SAFETY: valid out-array.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        bail!("pipe: {}", std::io::Error::last_os_error());
+    }
+    Ok(fds)
+}
+
+impl ScaleCell {
+    /// Create the cell process and its tasks, waiting at the start line.
+    pub fn start(
+        tc: &dyn Testcase,
+        params: &Params,
+        settings: &RunSettings,
+    ) -> anyhow::Result<ScaleCell> {
+        let mode = match params.str("mode") {
+            "threads" => Mode::Threads,
+            _ => Mode::Processes,
+        };
+        let ntasks = params.int("tasks") as usize;
+        let interval = match params.get("interval") {
+            Some(_) => params.float("interval"),
+            None => settings.sample_time,
+        };
+        let pin = params.str("pin").to_string();
+        let allowed = crate::system::get_affinity().context("reading CPU affinity")?;
+        let order = topology::order(&topology::read(&allowed), &pin);
+        let dir = make_temp_dir(tc.name())?;
+        let shared = match Shared::new(ntasks) {
+            Ok(s) => s,
+            Err(e) => {
+                let _ = std::fs::remove_dir_all(&dir);
+                return Err(e);
+            }
+        };
+        let mut cell = ScaleCell {
+            name: tc.name().to_string(),
+            leader: 0,
+            reaped: true,
+            ctrl: -1,
+            shared,
+            mode,
+            ntasks,
+            interval_ns: (interval * 1e9) as u64,
+            warmup: params.int("warmup") as u32,
+            intervals: params.int("intervals") as u32,
+            pin,
+            allowed,
+            dir,
+            started: false,
+            stats: Stats::default(),
+        };
+        let ctrl = pipe()?;
+        let ready = match pipe() {
+            Ok(r) => r,
+            Err(e) => {
+                // SAFETY: closing fds we own.
+                unsafe {
+                    libc::close(ctrl[0]);
+                    libc::close(ctrl[1]);
+                }
+                return Err(e);
+            }
+        };
+        let ctx = Ctx {
+            shared: &cell.shared as *const Shared,
+            mode,
+            ntasks,
+            order,
+            dir: cell.dir.clone(),
+        };
+        let kbench = getpid();
+        // SAFETY: fork; the child runs leader_main, which never returns.
+        let pid = unsafe { libc::fork() };
+        if pid < 0 {
+            bail!("fork: {}", std::io::Error::last_os_error());
+        }
+        if pid == 0 {
+            // The child's copy of `cell` is never dropped (leader_main
+            // _exits), so its Shared pointer stays valid.
+            leader_main(tc, params, &ctx, kbench, ctrl[0], ready[1]);
+        }
+        // SAFETY: our fds; setpgid too, so kbench can signal the group as
+        // soon as fork returns (either call may win the race).
+        unsafe {
+            libc::setpgid(pid, pid);
+            libc::close(ctrl[0]);
+            libc::close(ready[1]);
+        }
+        cell.leader = pid;
+        cell.reaped = false;
+        cell.ctrl = ctrl[1];
+        let r = cell.wait_ready(ready[0]);
+        // SAFETY: our fd.
+        unsafe { libc::close(ready[0]) };
+        r?;
+        Ok(cell)
+    }
+
+    fn wait_ready(&mut self, fd: c_int) -> anyhow::Result<()> {
+        let mut b = 0u8;
+        loop {
+            // SAFETY: reading one byte into a local.
+            let n = unsafe { libc::read(fd, &mut b as *mut u8 as *mut c_void, 1) };
+            if n == 1 {
+                break;
+            }
+            if n < 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::EINTR) {
+                continue;
+            }
+            // EOF: the cell process died or gave up.
+            self.check()?;
+            bail!(
+                "{}: the cell process ended before its tasks started",
+                self.name
+            );
+        }
+        self.check()
+    }
+
+    /// The cell's first error, if a task failed or the cell process died.
+    fn check(&mut self) -> anyhow::Result<()> {
+        if let Some(msg) = self.shared.error() {
+            bail!("{}: {msg}", self.name);
+        }
+        if !self.reaped {
+            let mut status = 0;
+            // SAFETY: non-blocking wait for our child.
+            let r = unsafe { libc::waitpid(self.leader, &mut status, libc::WNOHANG) };
+            if r == self.leader {
+                self.reaped = true;
+                if let Some(msg) = self.shared.error() {
+                    bail!("{}: {msg}", self.name);
+                }
+                bail!(
+                    "{}: the cell process (pid {}) {}{}",
+                    self.name,
+                    self.leader,
+                    describe_status(status),
+                    if self.mode == Mode::Threads {
+                        "; in threads mode that ends every task"
+                    } else {
+                        ""
+                    }
+                );
+            }
+        }
+        Ok(())
+    }
+
+    fn signal_group(&self, sig: c_int) {
+        if self.leader > 0 {
+            // SAFETY: the group is our cell's (its leader is not reaped yet,
+            // so the id cannot be reused).
+            unsafe { libc::killpg(self.leader, sig) };
+        }
+    }
+
+    fn snapshot(&self, into: &mut Vec<u64>) {
+        into.clear();
+        into.extend((0..self.ntasks).map(|i| self.shared.counter(i).get()));
+    }
+
+    /// Every process/thread of the cell, for the stopped check.
+    fn members(&self) -> Vec<PathBuf> {
+        match self.mode {
+            Mode::Threads => std::fs::read_dir(format!("/proc/{}/task", self.leader))
+                .map(|d| {
+                    d.filter_map(|e| e.ok())
+                        .map(|e| e.path().join("stat"))
+                        .collect()
+                })
+                .unwrap_or_default(),
+            Mode::Processes => {
+                let h = self.shared.hdr();
+                (0..self.ntasks)
+                    .flat_map(|i| {
+                        [
+                            h.task_pid[i].load(Ordering::Relaxed),
+                            h.helper_pid[i].load(Ordering::Relaxed),
+                        ]
+                    })
+                    .filter(|&p| p > 0)
+                    .map(|p| PathBuf::from(format!("/proc/{p}/stat")))
+                    .collect()
+            }
+        }
+    }
+
+    /// Wait (at most 200 ms) until no member of the cell is runnable, so
+    /// the next cell is measured on idle CPUs.
+    fn wait_stopped(&self) {
+        let t0 = now_ns();
+        for m in self.members() {
+            while now_ns() - t0 < 200_000_000 {
+                let Ok(s) = std::fs::read_to_string(&m) else {
+                    break; // gone
+                };
+                let state = s
+                    .rfind(')')
+                    .and_then(|i| s[i + 1..].trim_start().chars().next());
+                if matches!(state, Some('T' | 't' | 'Z' | 'X') | None) {
+                    break;
+                }
+                std::thread::sleep(std::time::Duration::from_micros(200));
+            }
+        }
+    }
+
+    fn sleep_until(&self, t: u64) -> anyhow::Result<()> {
+        let ts = libc::timespec {
+            tv_sec: (t / 1_000_000_000) as libc::time_t,
+            tv_nsec: (t % 1_000_000_000) as libc::c_long,
+        };
+        // SAFETY: valid timespec; clock_nanosleep returns the error number.
+        // Not std::thread::sleep: that retries on EINTR, and EINTR is how
+        // Ctrl-C reaches a sample in progress.
+        let r = unsafe {
+            libc::clock_nanosleep(
+                libc::CLOCK_MONOTONIC,
+                libc::TIMER_ABSTIME,
+                &ts,
+                std::ptr::null_mut(),
+            )
+        };
+        match r {
+            0 => Ok(()),
+            libc::EINTR => bail!("{}: interrupted by a signal", self.name),
+            e => bail!("clock_nanosleep: {}", std::io::Error::from_raw_os_error(e)),
+        }
+    }
+
+    fn measure(&mut self, warm: u32, out: &mut Vec<Measure>) -> anyhow::Result<()> {
+        let mut prev = Vec::with_capacity(self.ntasks);
+        let mut cur = Vec::with_capacity(self.ntasks);
+        self.snapshot(&mut prev);
+        let mut t0 = now_ns();
+        let mut deadline = t0;
+        for k in 0..warm + self.intervals {
+            deadline += self.interval_ns;
+            self.sleep_until(deadline)?;
+            let t1 = now_ns();
+            self.snapshot(&mut cur);
+            self.check()?;
+            if k >= warm {
+                let secs = (t1 - t0) as f64 / 1e9;
+                let mut total = 0u64;
+                let (mut lo, mut hi) = (u64::MAX, 0u64);
+                for (a, b) in prev.iter().zip(&cur) {
+                    let d = b.wrapping_sub(*a);
+                    total += d;
+                    lo = lo.min(d);
+                    hi = hi.max(d);
+                }
+                out.push(Measure {
+                    metric: 0,
+                    value: total as f64 / secs,
+                });
+                let s = &mut self.stats;
+                let (lo, hi) = (lo as f64 / secs, hi as f64 / secs);
+                if s.intervals == 0 {
+                    (s.len_min, s.len_max, s.task_min, s.task_max) = (secs, secs, lo, hi);
+                } else {
+                    s.len_min = s.len_min.min(secs);
+                    s.len_max = s.len_max.max(secs);
+                    s.task_min = s.task_min.min(lo);
+                    s.task_max = s.task_max.max(hi);
+                }
+                s.intervals += 1;
+            }
+            std::mem::swap(&mut prev, &mut cur);
+            t0 = t1;
+        }
+        Ok(())
+    }
+}
+
+impl Instance for ScaleCell {
+    fn sample(&mut self, out: &mut Vec<Measure>) -> anyhow::Result<()> {
+        self.check()?;
+        let warm = if self.started {
+            self.signal_group(libc::SIGCONT);
+            0
+        } else {
+            let h = self.shared.hdr();
+            h.go.store(1, Ordering::Release);
+            futex_wake_all(&h.go);
+            self.started = true;
+            self.warmup
+        };
+        let r = self.measure(warm, out);
+        self.signal_group(libc::SIGSTOP);
+        self.wait_stopped();
+        if r.is_err() {
+            out.clear();
+        }
+        r
+    }
+
+    fn placement(&self) -> Option<String> {
+        if self.pin == "none" {
+            return None;
+        }
+        let h = self.shared.hdr();
+        let list = |v: &[AtomicI32]| -> Vec<String> {
+            v[..self.ntasks]
+                .iter()
+                .map(|c| c.load(Ordering::Relaxed))
+                .filter(|&c| c > 0)
+                .map(|c| (c - 1).to_string())
+                .collect()
+        };
+        let tasks = list(&h.task_cpu);
+        let helpers = list(&h.helper_cpu);
+        let mut s = format!(
+            "{} cpu {}",
+            if self.ntasks == 1 { "task" } else { "tasks" },
+            tasks.join(",")
+        );
+        if !helpers.is_empty() {
+            s.push_str(&format!(", helpers cpu {}", helpers.join(",")));
+        }
+        s.push_str(&format!(" ({})", self.pin));
+        Some(s)
+    }
+
+    fn notes(&self) -> Vec<(String, String)> {
+        let s = &self.stats;
+        let mut v = vec![
+            ("mode".into(), format!("{:?}", self.mode).to_lowercase()),
+            ("tasks".into(), self.ntasks.to_string()),
+            ("allowed cpus".into(), self.allowed.to_string()),
+            (
+                "interval".into(),
+                format!("{} s", self.interval_ns as f64 / 1e9),
+            ),
+            ("warmup intervals".into(), self.warmup.to_string()),
+        ];
+        if s.intervals > 0 {
+            v.push((
+                "interval real length".into(),
+                format!(
+                    "{:.6}..{:.6} s over {} intervals",
+                    s.len_min, s.len_max, s.intervals
+                ),
+            ));
+            v.push((
+                "per-task ops/s".into(),
+                format!(
+                    "min {:.0}, max {:.0}{}",
+                    s.task_min,
+                    s.task_max,
+                    if s.task_min > 0.0 {
+                        format!(" (max/min {:.3})", s.task_max / s.task_min)
+                    } else {
+                        String::new()
+                    }
+                ),
+            ));
+        }
+        v
+    }
+}
+
+impl Drop for ScaleCell {
+    fn drop(&mut self) {
+        if !self.reaped {
+            // Ask the cell process to finish (kill tasks, cleanup, exit):
+            // resume it alone (tasks stay stopped in processes mode) and
+            // write the request. Then wait for it, at most 3 s.
+            // SAFETY: signalling and writing to our own child / pipe.
+            unsafe {
+                libc::kill(self.leader, libc::SIGCONT);
+                libc::write(self.ctrl, b"q".as_ptr() as *const c_void, 1);
+            }
+            let t0 = now_ns();
+            loop {
+                // SAFETY: waitid with WNOWAIT leaves the zombie in place, so
+                // the group id stays ours for the killpg below.
+                let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+                let r = unsafe {
+                    libc::waitid(
+                        libc::P_PID,
+                        self.leader as libc::id_t,
+                        &mut info,
+                        libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
+                    )
+                };
+                // SAFETY: reading the pid of a filled siginfo.
+                if r != 0 || unsafe { info.si_pid() } == self.leader {
+                    break;
+                }
+                if now_ns() - t0 > 3_000_000_000 {
+                    break;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(2));
+            }
+            // Whatever is left in the group (stragglers, processes a C
+            // testcase forked) dies now; then reap the cell process.
+            self.signal_group(libc::SIGKILL);
+            // SAFETY: blocking reap of our own child, which is dead or dying.
+            unsafe { libc::waitpid(self.leader, std::ptr::null_mut(), 0) };
+            self.reaped = true;
+        }
+        if self.ctrl >= 0 {
+            // SAFETY: our fd, closed once.
+            unsafe { libc::close(self.ctrl) };
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bench::scale::{ipc, syscalls};
+
+    fn start(tc: &'static dyn Testcase, extra: &[(&str, &str)]) -> (ScaleCell, Vec<f64>) {
+        let mut given: Vec<(String, toml::Value)> = vec![
+            ("interval".into(), toml::Value::Float(0.05)),
+            ("warmup".into(), toml::Value::Integer(0)),
+        ];
+        for (k, v) in extra {
+            given.push((k.to_string(), crate::bench::params::raw_from_str(v)));
+        }
+        let b = super::super::Scale(tc);
+        let p = Params::resolve(&b, &given).unwrap();
+        let s = RunSettings { sample_time: 0.05 };
+        let mut cell = ScaleCell::start(tc, &p, &s).unwrap();
+        let mut out = Vec::new();
+        cell.sample(&mut out).unwrap();
+        cell.sample(&mut out).unwrap();
+        (cell, out.iter().map(|m| m.value).collect())
+    }
+
+    fn alive(pid: i32) -> bool {
+        // Zombies count as gone; reaping is the parent's business.
+        std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .map(|s| {
+                let st = s
+                    .rfind(')')
+                    .and_then(|i| s[i + 1..].trim_start().chars().next());
+                !matches!(st, Some('Z' | 'X'))
+            })
+            .unwrap_or(false)
+    }
+
+    #[test]
+    fn counts_parks_and_cleans_up_in_both_modes() {
+        for mode in ["processes", "threads"] {
+            let (cell, v) = start(&syscalls::Getppid1, &[("mode", mode), ("tasks", "2")]);
+            assert_eq!(v.len(), 2);
+            for x in &v {
+                assert!(*x > 1e4 && *x < 1e10, "{mode}: {x} ops/s");
+            }
+            assert!(cell.notes().iter().any(|(k, _)| k == "per-task ops/s"));
+            // Parked between samples: the counters do not move.
+            let mut a = Vec::new();
+            let mut b = Vec::new();
+            cell.snapshot(&mut a);
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            cell.snapshot(&mut b);
+            assert_eq!(a, b, "{mode}: tasks ran while parked");
+            let leader = cell.leader;
+            let pids: Vec<i32> = (0..2)
+                .map(|i| cell.shared.hdr().task_pid[i].load(Ordering::Relaxed))
+                .collect();
+            let dir = cell.dir.clone();
+            assert!(dir.exists());
+            drop(cell);
+            assert!(!alive(leader), "{mode}: cell process survived");
+            for p in pids {
+                assert!(!alive(p), "{mode}: task {p} survived");
+            }
+            assert!(!dir.exists());
+        }
+    }
+
+    #[test]
+    fn helpers_are_placed_and_recorded() {
+        let (cell, v) = start(&ipc::ContextSwitch1, &[]);
+        assert!(v.iter().all(|x| *x > 100.0), "{v:?}");
+        let p = cell.placement().unwrap();
+        assert!(p.contains("helpers cpu"), "{p}");
+    }
+
+    #[test]
+    fn a_failing_task_aborts_the_cell_with_its_message() {
+        struct Fails;
+        impl Testcase for Fails {
+            fn name(&self) -> &str {
+                "fails"
+            }
+            fn description(&self) -> &str {
+                "fails at once"
+            }
+            fn prepare(&self, _: &Prep) -> anyhow::Result<Box<dyn Body>> {
+                Ok(Box::new(|_: &Task| -> anyhow::Result<Infallible> {
+                    anyhow::bail!("no such thing")
+                }))
+            }
+        }
+        for mode in ["processes", "threads"] {
+            let b = super::super::Scale(&Fails as &dyn Testcase);
+            let given = vec![
+                ("interval".to_string(), toml::Value::Float(0.05)),
+                ("warmup".to_string(), toml::Value::Integer(0)),
+                ("mode".to_string(), toml::Value::String(mode.into())),
+            ];
+            let p = Params::resolve(&b, &given).unwrap();
+            let s = RunSettings { sample_time: 0.05 };
+            let mut cell = ScaleCell::start(&Fails, &p, &s).unwrap();
+            let e = cell.sample(&mut Vec::new()).unwrap_err();
+            assert!(
+                format!("{e:#}").contains("task 0: no such thing"),
+                "{mode}: {e:#}"
+            );
+        }
+    }
+
+    #[test]
+    fn every_testcase_has_the_engine_params() {
+        for b in crate::bench::BENCHES
+            .iter()
+            .filter(|b| b.kind() == crate::bench::Kind::Scale)
+        {
+            for e in super::super::ENGINE_PARAMS {
+                assert!(b.params().iter().any(|p| p.name == e.name), "{}", b.name());
+            }
+        }
+    }
+}

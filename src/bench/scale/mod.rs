@@ -1,0 +1,275 @@
+//! Scalability benchmarks in the manner of will-it-scale: N copies of one
+//! testcase run concurrently as processes or as threads, each looping on one
+//! operation and bumping its own counter; the engine reads the counters
+//! every `interval` and reports total operations per second.
+//!
+//! A testcase is a small unit behind one contract ([`Testcase`]): `prepare`
+//! runs once per cell before any task exists (will-it-scale's
+//! `testcase_prepare`), and returns a [`Body`] whose `run` does the per-task
+//! setup and then the hot loop, bumping [`Task::counter`]. `run` returns only
+//! on failure. There is no per-task cleanup: tasks are killed when the cell
+//! ends, and files live in the cell's temporary directory, which the engine
+//! removes. `Body::cleanup` runs once per cell after the tasks are gone
+//! (will-it-scale's `testcase_cleanup`). All policy (fork vs threads,
+//! pinning, padded counters, start line, sampling) is the engine's
+//! (`engine.rs`), so a testcase is a few lines.
+//!
+//! Every testcase is an ordinary registry benchmark (kind `scale`, metric
+//! `ops/s`, higher is better) with the engine's parameters (`mode`,
+//! `tasks`, `interval`, `warmup`, `intervals`, `pin`) plus its own. C files
+//! written for will-it-scale are loaded unchanged by `cfile.rs`.
+
+pub mod cfile;
+pub mod engine;
+pub mod files;
+pub mod ipc;
+pub mod memory;
+pub mod syscalls;
+pub mod topology;
+
+use std::convert::Infallible;
+use std::ops::Deref;
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use super::{Bench, Direction, Instance, Kind, Metric, ParamDef, ParamType, Params, RunSettings};
+
+pub use engine::Task;
+
+/// Most tasks a cell may run (will-it-scale's MAX_TASKS).
+pub const MAX_TASKS: usize = 1024;
+
+pub const MODE: ParamDef = ParamDef {
+    name: "mode",
+    ty: ParamType::Choice(&["processes", "threads"]),
+    default: Some("processes"),
+    help: "run the tasks as forked processes or as threads of one process",
+};
+pub const TASKS: ParamDef = ParamDef {
+    name: "tasks",
+    ty: ParamType::Int {
+        min: 1,
+        max: MAX_TASKS as i64,
+    },
+    default: Some("1"),
+    help: "concurrent copies of the testcase; sweep it (e.g. 1..nproc) for a scaling curve",
+};
+pub const INTERVAL: ParamDef = ParamDef {
+    name: "interval",
+    ty: ParamType::Float {
+        min: 0.001,
+        max: 3600.0,
+    },
+    default: None,
+    help: "seconds per counted interval (default: the run's --sample-time; will-it-scale uses 1)",
+};
+pub const WARMUP: ParamDef = ParamDef {
+    name: "warmup",
+    ty: ParamType::Int { min: 0, max: 1000 },
+    default: Some("5"),
+    help: "intervals discarded when the tasks first start (will-it-scale: 5)",
+};
+pub const INTERVALS: ParamDef = ParamDef {
+    name: "intervals",
+    ty: ParamType::Int { min: 1, max: 1000 },
+    default: Some("1"),
+    help: "measured intervals per sample, each stored as one ops/s sample",
+};
+pub const PIN: ParamDef = ParamDef {
+    name: "pin",
+    ty: ParamType::Choice(&["compact", "spread", "none"]),
+    default: Some("compact"),
+    help: "one CPU per task: compact = cores in order, spread = alternate packages; SMT siblings last; none = unpinned",
+};
+
+/// The engine's parameters, shared by every testcase.
+pub const ENGINE_PARAMS: &[ParamDef] = &[MODE, TASKS, INTERVAL, WARMUP, INTERVALS, PIN];
+
+/// Engine parameters followed by a testcase's own.
+macro_rules! params_with {
+    ($($extra:expr),* $(,)?) => {{
+        const P: &[$crate::bench::ParamDef] = &[
+            $crate::bench::scale::MODE,
+            $crate::bench::scale::TASKS,
+            $crate::bench::scale::INTERVAL,
+            $crate::bench::scale::WARMUP,
+            $crate::bench::scale::INTERVALS,
+            $crate::bench::scale::PIN,
+            $($extra),*
+        ];
+        P
+    }};
+}
+pub(crate) use params_with;
+
+/// A mapping or file size parameter with a testcase's default.
+pub const fn size_param(default: &'static str, help: &'static str) -> ParamDef {
+    ParamDef {
+        name: "size",
+        ty: ParamType::Size {
+            min: 4096,
+            max: 1 << 40,
+        },
+        default: Some(default),
+        help,
+    }
+}
+
+/// A task's operation counter: one per task, alone on a 128-byte line (two
+/// 64-byte lines, because adjacent-line prefetch makes neighbours on one
+/// 128-byte pair false-share), in memory shared with the sampler. Only its
+/// task writes it, with a plain load and store (no locked instruction), as
+/// will-it-scale's `(*iterations)++` does.
+#[repr(C, align(128))]
+pub struct Counter(AtomicU64);
+
+impl Counter {
+    #[inline(always)]
+    pub fn add(&self, n: u64) {
+        self.0.store(
+            self.0.load(Ordering::Relaxed).wrapping_add(n),
+            Ordering::Relaxed,
+        );
+    }
+
+    #[inline(always)]
+    pub fn get(&self) -> u64 {
+        self.0.load(Ordering::Relaxed)
+    }
+
+    /// Raw pointer for C testcases (`unsigned long long *iterations`).
+    pub fn as_ptr(&self) -> *mut u64 {
+        self.0.as_ptr()
+    }
+}
+
+/// What `prepare` gets: the cell's shape and its private directory.
+pub struct Prep<'a> {
+    pub ntasks: usize,
+    pub dir: &'a Path,
+    pub params: &'a Params,
+}
+
+/// A prepared testcase: the per-task body, shared by all tasks (threads
+/// share it by reference; forked processes get a copy).
+pub trait Body: Send + Sync {
+    /// Per-task setup, then the hot loop. Returns only on failure; the
+    /// error aborts the cell.
+    fn run(&self, task: &Task) -> anyhow::Result<Infallible>;
+    /// Once per cell, after the tasks were stopped for good.
+    fn cleanup(&self) {}
+}
+
+impl<F> Body for F
+where
+    F: Fn(&Task) -> anyhow::Result<Infallible> + Send + Sync,
+{
+    fn run(&self, task: &Task) -> anyhow::Result<Infallible> {
+        self(task)
+    }
+}
+
+/// One testcase: its will-it-scale name, what it exercises, and how to
+/// prepare it.
+pub trait Testcase: Send + Sync {
+    fn name(&self) -> &str;
+    fn description(&self) -> &str;
+    /// All parameters: [`ENGINE_PARAMS`], or `params_with!(...)`.
+    fn params(&self) -> &[ParamDef] {
+        ENGINE_PARAMS
+    }
+    /// Once per cell, in the cell's own process, before the tasks exist.
+    fn prepare(&self, cx: &Prep) -> anyhow::Result<Box<dyn Body>>;
+}
+
+/// A testcase as a registry benchmark. `P` is `&'static dyn Testcase` for
+/// built-ins and an `Arc` for C files loaded at run time.
+pub struct Scale<P>(pub P);
+
+impl<P> Bench for Scale<P>
+where
+    P: Deref<Target = dyn Testcase> + Send + Sync + 'static,
+{
+    fn name(&self) -> &str {
+        self.0.name()
+    }
+    fn kind(&self) -> Kind {
+        Kind::Scale
+    }
+    fn description(&self) -> &str {
+        self.0.description()
+    }
+    fn params(&self) -> &[ParamDef] {
+        self.0.params()
+    }
+    fn metrics(&self) -> Vec<Metric> {
+        vec![Metric::new("ops/s", "ops/s", Direction::Higher)]
+    }
+    fn instantiate(
+        &self,
+        params: &Params,
+        settings: &RunSettings,
+    ) -> anyhow::Result<Box<dyn Instance>> {
+        Ok(Box::new(engine::ScaleCell::start(
+            &*self.0, params, settings,
+        )?))
+    }
+}
+
+/// Define a testcase: a unit struct, its name and description, its
+/// parameters (optional), and `prepare` as a closure `|cx: &Prep|`.
+macro_rules! testcase {
+    (
+        $(#[$doc:meta])*
+        $ty:ident, $name:literal, $desc:literal,
+        $(params = $params:expr,)?
+        prepare = $prep:expr
+    ) => {
+        $(#[$doc])*
+        pub struct $ty;
+
+        impl $ty {
+            /// This testcase as a registry benchmark.
+            pub const BENCH: $crate::bench::scale::Scale<
+                &'static dyn $crate::bench::scale::Testcase,
+            > = $crate::bench::scale::Scale(&$ty);
+        }
+
+        impl $crate::bench::scale::Testcase for $ty {
+            fn name(&self) -> &str {
+                $name
+            }
+            fn description(&self) -> &str {
+                $desc
+            }
+            $(
+                fn params(&self) -> &[$crate::bench::ParamDef] {
+                    $params
+                }
+            )?
+            fn prepare(
+                &self,
+                cx: &$crate::bench::scale::Prep,
+            ) -> anyhow::Result<Box<dyn $crate::bench::scale::Body>> {
+                let f: fn(
+                    &$crate::bench::scale::Prep,
+                ) -> anyhow::Result<Box<dyn $crate::bench::scale::Body>> = $prep;
+                f(cx)
+            }
+        }
+    };
+}
+pub(crate) use testcase;
+
+/// `Err` with the OS error when a libc call returned a negative value.
+#[inline(always)]
+pub fn check(ret: i64, what: &str) -> anyhow::Result<i64> {
+    if ret < 0 {
+        Err(anyhow::anyhow!(
+            "{what}: {}",
+            std::io::Error::last_os_error()
+        ))
+    } else {
+        Ok(ret)
+    }
+}
