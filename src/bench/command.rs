@@ -213,7 +213,10 @@ fn is_lone_placeholder(s: &str) -> bool {
 
 /// Walk a template: `{{`/`}}` are literal braces; `{ident}` is a
 /// placeholder; any other brace is kept as written (`awk '{print $1}'`).
-fn walk(t: &str, mut on: impl FnMut(Result<&str, &str>) -> Result<(), String>) -> Result<(), String> {
+fn walk(
+    t: &str,
+    mut on: impl FnMut(Result<&str, &str>) -> Result<(), String>,
+) -> Result<(), String> {
     let mut rest = t;
     while !rest.is_empty() {
         if let Some(r) = rest.strip_prefix("{{") {
@@ -254,9 +257,9 @@ pub fn fill(t: &str, vars: &dyn Fn(&str) -> Option<String>) -> Result<String, St
     let mut out = String::new();
     walk(t, |p| {
         match p {
-            Ok(n) => out.push_str(
-                &vars(n).ok_or_else(|| format!("placeholder `{{{n}}}` has no value"))?,
-            ),
+            Ok(n) => {
+                out.push_str(&vars(n).ok_or_else(|| format!("placeholder `{{{n}}}` has no value"))?)
+            }
             Err(lit) => out.push_str(lit),
         }
         Ok(())
@@ -350,7 +353,10 @@ impl Bench for CommandBench {
         params: &Params,
         _settings: &super::RunSettings,
     ) -> anyhow::Result<Box<dyn Instance>> {
-        Ok(Box::new(CommandInstance::new(Arc::clone(&self.spec), params)?))
+        Ok(Box::new(CommandInstance::new(
+            Arc::clone(&self.spec),
+            params,
+        )?))
     }
 }
 
@@ -542,8 +548,8 @@ impl CommandInstance {
             }
             Source::Json(ptr) => {
                 let t = text(Stream::Stdout)?;
-                let v: serde_json::Value = serde_json::from_str(&t)
-                    .map_err(|e| format!("stdout is not JSON: {e}"))?;
+                let v: serde_json::Value =
+                    serde_json::from_str(&t).map_err(|e| format!("stdout is not JSON: {e}"))?;
                 match v.pointer(ptr) {
                     Some(serde_json::Value::Number(n)) => {
                         n.as_f64().ok_or_else(|| "not a number".into())
