@@ -12,5 +12,6 @@ pub fn value(r: &RunReport) -> serde_json::Value {
         "fingerprint": r.data.fingerprint,
         "warnings": r.fingerprint.as_ref().map(|f| f.warnings()).unwrap_or_default(),
         "cells": cells,
+        "failures": r.data.failures,
     })
 }
