@@ -22,7 +22,8 @@
 //! metric paths is replaced by the cell's parameter `name` (declared in the
 //! plan's `params`/`sweep`, set by factors), `{plan_dir}` (the plan's
 //! directory) or `{tmp}` (a scratch directory per cell, removed after).
-//! `{{` and `}}` are literal braces. An argument that is exactly `{name}`
+//! `{{` is a literal `{` (`${{HOME}`); other braces are kept as written,
+//! so JSON and awk programs need no escaping. An argument that is exactly `{name}`
 //! and whose value is empty is dropped, so `flags = ""` means no flag.
 
 use std::fs::File;
@@ -190,7 +191,7 @@ impl CommandSpec {
                         self.params.iter().map(|(p, _)| p.clone()).collect();
                     names.extend(BUILTIN_VARS.iter().map(|s| s.to_string()));
                     return Err(format!(
-                        "`{key}`: unknown placeholder `{{{name}}}` (declare it in `params` or `sweep`; known: {}; write `{{{{` for a literal brace)",
+                        "`{key}`: unknown placeholder `{{{name}}}` (declare it in `params` or `sweep`; known: {}; write `{{{{` for a literal `{{`)",
                         names.join(", ")
                     ));
                 }
@@ -211,8 +212,8 @@ fn is_lone_placeholder(s: &str) -> bool {
     s.len() > 2 && s.starts_with('{') && s.ends_with('}') && is_ident(&s[1..s.len() - 1])
 }
 
-/// Walk a template: `{{`/`}}` are literal braces; `{ident}` is a
-/// placeholder; any other brace is kept as written (`awk '{print $1}'`).
+/// Walk a template: `{{` is a literal `{`; `{ident}` is a placeholder; any
+/// other brace is kept as written (`awk '{print $1}'`, JSON text).
 fn walk(
     t: &str,
     mut on: impl FnMut(Result<&str, &str>) -> Result<(), String>,
@@ -221,9 +222,6 @@ fn walk(
     while !rest.is_empty() {
         if let Some(r) = rest.strip_prefix("{{") {
             on(Err("{"))?;
-            rest = r;
-        } else if let Some(r) = rest.strip_prefix("}}") {
-            on(Err("}"))?;
             rest = r;
         } else if rest.starts_with('{')
             && let Some(end) = rest.find('}')
@@ -991,7 +989,11 @@ mod tests {
         };
         assert_eq!(fill("cc {flags} x.c", &vars).unwrap(), "cc -O2 x.c");
         assert_eq!(fill("awk '{print $1}'", &vars).unwrap(), "awk '{print $1}'");
-        assert_eq!(fill("${{HOME}}", &vars).unwrap(), "${HOME}");
+        assert_eq!(fill("${{HOME}", &vars).unwrap(), "${HOME}");
+        assert_eq!(
+            fill("{\"a\": {\"b\": 1}}", &vars).unwrap(),
+            "{\"a\": {\"b\": 1}}"
+        );
         assert!(fill("{nope}", &vars).is_err());
         let a = Argv::Exec(vec!["cc".into(), "{empty}".into(), "x{empty}".into()]);
         assert_eq!(a.fill(&vars).unwrap(), vec!["cc", "x"]);
