@@ -27,8 +27,10 @@
 //! Matching an expected value against a reading ([`matches`]):
 //! `absent` matches an absent reading; `present` matches any reading that
 //! is not absent (for `cmdline.nopti` both `nopti` and `nopti=1`);
-//! `re:PATTERN` matches when the regular expression finds a match; anything
-//! else must equal the reading exactly (both trimmed).
+//! `re:PATTERN` matches when the regular expression finds a match;
+//! `not:VALUE` matches any reading that is neither absent nor VALUE (e.g.
+//! "any microcode but the pre-fix revision"); anything else must equal the
+//! reading exactly (both trimmed).
 
 use std::fmt;
 use std::io::Read;
@@ -146,10 +148,15 @@ pub fn matches(expected: &str, reading: &str) -> bool {
     match e {
         "absent" => r == ABSENT,
         "present" => r != ABSENT,
-        _ => match e.strip_prefix("re:") {
-            Some(pat) => regex::Regex::new(pat).is_ok_and(|re| re.is_match(r)),
-            None => e == r,
-        },
+        _ => {
+            if let Some(pat) = e.strip_prefix("re:") {
+                regex::Regex::new(pat).is_ok_and(|re| re.is_match(r))
+            } else if let Some(v) = e.strip_prefix("not:") {
+                r != ABSENT && r != v.trim()
+            } else {
+                e == r
+            }
+        }
     }
 }
 
@@ -252,5 +259,8 @@ mod tests {
         assert!(matches("re:^Mitigation", "Mitigation: PTI"));
         assert!(!matches("re:^Mitigation", "Vulnerable"));
         assert!(check_expected("re:(").is_err());
+        assert!(matches("not:0x200005e", "0x1000065"));
+        assert!(!matches("not:0x200005e", "0x200005e"));
+        assert!(!matches("not:0x200005e", ABSENT));
     }
 }
