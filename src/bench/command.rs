@@ -312,10 +312,6 @@ impl CommandBench {
             description,
         }
     }
-
-    pub fn spec(&self) -> &CommandSpec {
-        &self.spec
-    }
 }
 
 impl Bench for CommandBench {

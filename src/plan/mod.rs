@@ -289,7 +289,6 @@ pub fn load(path: &Path) -> anyhow::Result<Plan> {
 }
 
 /// Parse and validate plan text; `name` is used in error positions.
-#[allow(dead_code)]
 pub fn parse(text: &str, name: &str) -> anyhow::Result<Plan> {
     parse_in(text, name, &std::env::current_dir().unwrap_or_default())
 }

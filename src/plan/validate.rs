@@ -1117,6 +1117,73 @@ use = "getuid"
     }
 
     #[test]
+    fn every_factor_kind_expands() {
+        let p = parse(
+            r#"
+name = "t"
+[factors]
+opt = { apply = "param", param = "flags", values = { none = "", o2 = "-O2" } }
+cc = { apply = "env", var = "CC", values = ["gcc", "clang"] }
+thp = { apply = "shell", values = ["never"], setup = "echo {value} > /x", teardown = "true" }
+pti = { apply = "system", probe = "cmdline.nopti", values = { on = "absent", off = "present" }, hint = { off = "boot with `nopti`" } }
+[[bench]]
+name = "build"
+command = ["make", "CFLAGS={flags}", "-j{jobs}"]
+params = { flags = "-O0" }
+sweep = { jobs = [1, 2] }
+[[bench]]
+use = "getppid"
+"#,
+            "p.toml",
+        )
+        .unwrap();
+        let cells = expand(&p).unwrap();
+        // build: 2 opt x 2 cc x 1 thp x 2 pti x 2 jobs; getppid: thp x pti.
+        assert_eq!(cells.len(), 16 + 2);
+        let c = &cells[0];
+        assert_eq!(c.params.get("flags").unwrap().to_string(), "");
+        assert_eq!(c.params.get("env.CC").unwrap().to_string(), "gcc");
+        assert_eq!(c.shell[0].setup.as_deref(), Some("echo never > /x"));
+        assert_eq!(c.expect[0].expect[0].1, "absent");
+        let off = cells.iter().find(|c| c.factors["pti"] == "off").unwrap();
+        assert_eq!(off.expect[0].hint.as_deref(), Some("boot with `nopti`"));
+        let g = cells.iter().find(|c| c.display == "getppid").unwrap();
+        assert!(!g.factors.contains_key("cc") && g.factors.contains_key("pti"));
+        assert_eq!(p.probes().len(), 1);
+        let mut r = indexmap::IndexMap::new();
+        r.insert("cmdline.nopti".to_string(), "absent".to_string());
+        assert!(c.runnable(&r));
+        assert!(!off.runnable(&r));
+    }
+
+    #[test]
+    fn factor_kind_errors() {
+        let e = err(
+            "name = \"t\"\n[factors]\ns = { apply = \"system\", values = [\"x\"] }\n[[bench]]\nuse = \"getppid\"\n",
+        );
+        assert!(e.contains("set `probe`"), "{e}");
+        let e = err(
+            "name = \"t\"\n[factors]\ns = { apply = \"shell\", values = [\"x\"] }\n[[bench]]\nuse = \"getppid\"\n",
+        );
+        assert!(e.contains("needs `setup` and/or `teardown`"), "{e}");
+        let e = err(
+            "name = \"t\"\n[factors]\ns = { apply = \"cpus\", values = [\"0\"], probe = \"smt\" }\n[[bench]]\nuse = \"getppid\"\n",
+        );
+        assert!(
+            e.contains("`probe` only goes with apply = \"system\""),
+            "{e}"
+        );
+        let e =
+            err("name = \"t\"\n[[bench]]\nname = \"x\"\ncommand = [\"true\"]\nuse = \"getppid\"\n");
+        assert!(e.contains("either `use` or `command`"), "{e}");
+        let e = err("name = \"t\"\n[[bench]]\nuse = \"getppid\"\ntimeout = 3\n");
+        assert!(
+            e.starts_with("p.toml:4:11: `timeout` goes with a command"),
+            "{e}"
+        );
+    }
+
+    #[test]
     fn errors_name_line_and_key() {
         let e = err("name = \"t\"\n[[bench]]\nuse = \"nope\"\n");
         assert!(e.starts_with("p.toml:3:7: unknown benchmark `nope`"), "{e}");

@@ -233,14 +233,14 @@ pub fn run(
         let mut failed_setup = None;
         let mut done_steps = Vec::new();
         for st in &steps {
-            if let Some(cmd) = &st.setup {
-                if let Err(e) = shell_step(cmd) {
-                    failed_setup = Some(format!(
-                        "factor `{}` = `{}`: setup `{cmd}` {e}",
-                        st.factor, st.label
-                    ));
-                    break;
-                }
+            if let Some(cmd) = &st.setup
+                && let Err(e) = shell_step(cmd)
+            {
+                failed_setup = Some(format!(
+                    "factor `{}` = `{}`: setup `{cmd}` {e}",
+                    st.factor, st.label
+                ));
+                break;
             }
             done_steps.push(st);
         }
@@ -286,6 +286,20 @@ pub fn run(
         }
     }
     bar.finish();
+    // Readings are taken once, before the first sample; a state that
+    // changed under the run would file samples under the wrong state.
+    let after = campaign::read_probes(plan);
+    if after != readings {
+        let diff: Vec<String> = after
+            .iter()
+            .filter(|(k, v)| readings.get(*k) != Some(*v))
+            .map(|(k, v)| format!("{k}: `{}` -> `{v}`", readings.get(k).map_or("?", |s| s)))
+            .collect();
+        eprintln!(
+            "kbench: warning: the system state changed during run {run_id} ({}); its samples are filed under the readings taken at its start",
+            diff.join(", ")
+        );
+    }
     if outcome == Outcome::Done && live.iter().any(|l| l.failed.is_some()) {
         outcome = Outcome::Failed;
     }
