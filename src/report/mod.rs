@@ -223,8 +223,8 @@ fn campaign_report(d: &CampaignData) -> RunReport {
     };
     RunReport::build(RunData {
         run,
-        fingerprint: serde_json::Value::Null,
-        config: serde_json::Value::Null,
+        fingerprint: d.fingerprint.clone(),
+        config: d.config.clone(),
         cells: merge_campaign(d),
         failures: d.failures.clone(),
     })
@@ -272,6 +272,7 @@ pub fn campaign_json(d: &CampaignData) -> serde_json::Value {
     }
     serde_json::json!({
         "campaign": d.campaign,
+        "fingerprint": d.fingerprint,
         "runs": d.runs,
         "states": states,
         "cells": cells,

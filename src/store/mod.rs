@@ -134,6 +134,9 @@ pub struct CampaignData {
     pub runs: Vec<RunRow>,
     pub cells: Vec<(CellRec, Vec<SampleRec>)>,
     pub failures: Vec<FailureRec>,
+    /// Fingerprint and settings of the latest run (`null` without runs).
+    pub fingerprint: serde_json::Value,
+    pub config: serde_json::Value,
 }
 
 /// The operations every backend provides.

@@ -316,7 +316,19 @@ impl Store for SqliteStore {
             .query_map([id], Self::run_row)?
             .collect::<Result<_, _>>()?;
         let cond = "c.run_id IN (SELECT id FROM runs WHERE campaign_id = ?1)";
+        let (fp, config): (String, String) = self
+            .conn
+            .query_row(
+                "SELECT fingerprint, config FROM runs WHERE campaign_id = ?1 ORDER BY id DESC LIMIT 1",
+                [id],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .optional()?
+            .unwrap_or_default();
+        let parse = |s: &str| serde_json::from_str(s).unwrap_or(serde_json::Value::Null);
         Ok(CampaignData {
+            fingerprint: parse(&fp),
+            config: parse(&config),
             campaign,
             runs,
             cells: self.cells_where(cond, id)?,
