@@ -99,8 +99,9 @@ pub struct RunArgs {
     /// No progress bar.
     #[arg(long, short)]
     pub quiet: bool,
-    /// Start a new campaign when the plan file changed since its campaign
-    /// was started (without it, kbench refuses to mix the two).
+    /// Start a new campaign: for a plan edited since its campaign began
+    /// (without it, kbench refuses to mix the two), or to measure an
+    /// unchanged plan over again. The old campaign stays in the store.
     #[arg(long)]
     pub force: bool,
 }

@@ -180,6 +180,13 @@ use = "getppid"
     let st = stdout(kbench(d).arg("status").arg(&plan));
     assert!(st.starts_with("campaign 2 `two-states`"), "{st}");
     assert!(st.contains("2 done, 0 to run now, 2 pending"), "{st}");
+    // --force on the unchanged plan starts it over; the old one stays.
+    run_force(d, &plan);
+    let st = stdout(kbench(d).arg("status").arg(&plan));
+    assert!(st.starts_with("campaign 3 `two-states`"), "{st}");
+    assert!(st.contains("2 done, 0 to run now, 2 pending"), "{st}");
+    assert_eq!(report(d, "campaign:1")["runs"].as_array().unwrap().len(), 2);
+    assert_eq!(report(d, "campaign:2")["runs"].as_array().unwrap().len(), 1);
 }
 
 fn run_force(d: &Path, plan: &Path) {

@@ -373,6 +373,53 @@ timeout = 0.5
     assert!(left.is_empty(), "orphans: {left:?}");
 }
 
+#[test]
+fn ctrl_c_kills_a_running_command_and_keeps_what_was_measured() {
+    let dir = tempfile::tempdir().unwrap();
+    let marker = format!("32.{}", std::process::id());
+    let p = write_plan(
+        dir.path(),
+        &format!(
+            r#"
+name = "interrupt"
+samples = 1
+[[bench]]
+name = "long"
+shell = "sleep {marker} & sleep {marker}; wait"
+"#
+        ),
+    );
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_kbench"))
+        .arg("--db")
+        .arg(dir.path().join("k.db"))
+        .args(["run", "-q", "--warmup", "0"])
+        .arg(&p)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait until the command runs, then interrupt kbench alone.
+    let t0 = std::time::Instant::now();
+    while processes_with(&marker).len() < 2 && t0.elapsed().as_secs() < 20 {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert!(
+        !processes_with(&marker).is_empty(),
+        "the command never started"
+    );
+    // SAFETY: signalling the child we spawned.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let t1 = std::time::Instant::now();
+    let status = child.wait().unwrap();
+    assert!(t1.elapsed().as_secs_f64() < 5.0);
+    assert_eq!(status.code(), Some(1));
+    let mut err = String::new();
+    std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut err).unwrap();
+    assert!(err.contains("interrupted"), "{err}");
+    let left = processes_with(&marker);
+    assert!(left.is_empty(), "orphans: {left:?}");
+}
+
 fn one_line_error(dir: &Path, text: &str, want: &str) {
     let p = write_plan(dir, text);
     let out = kbench(dir).args(["run", "-q"]).arg(&p).output().unwrap();

@@ -3,8 +3,10 @@
 //! edited plan is never silently mixed with results of the old one:
 //! `kbench run` refuses with a one-line message until the user either
 //! undoes the edit or passes `--force`, which starts a new campaign (the
-//! old one stays in the store, reachable by id). An unchanged plan always
-//! resumes its campaign.
+//! old one stays in the store, reachable as `campaign:ID`). An unchanged
+//! plan resumes its latest campaign; `--force` on an unchanged plan starts
+//! it over (stored hash `HASH/2`, `HASH/3`, ...), e.g. to measure the same
+//! matrix again on a new kernel.
 //!
 //! Progress is computed from the store: for every cell key, how many
 //! samples were taken under each set of probe readings. A cell is done when
@@ -28,20 +30,48 @@ pub fn read_probes(plan: &Plan) -> IndexMap<String, String> {
 
 /// The campaign id to record a run of `plan` under (see the module doc).
 pub fn resolve(store: &mut dyn Store, plan: &Plan, force: bool) -> anyhow::Result<i64> {
-    if let Some(id) = check(store, plan, force)? {
-        return Ok(id);
+    match check(store, plan, force)? {
+        Decision::Resume(id) => Ok(id),
+        Decision::New(hash) => store.campaign(&plan.name, &hash, &plan.text),
     }
-    store.campaign(&plan.name, &super::plan_hash(&plan.text), &plan.text)
 }
 
-/// The existing campaign of this plan text; `None` when a new one may be
-/// started; an error when the plan changed and `force` is not given.
-pub fn check(store: &dyn Store, plan: &Plan, force: bool) -> anyhow::Result<Option<i64>> {
+/// What a run of a plan does with campaigns.
+#[derive(Debug, PartialEq)]
+pub enum Decision {
+    /// Resume this campaign.
+    Resume(i64),
+    /// Start a new campaign with this stored hash (`HASH`, or `HASH/N` for
+    /// the N-th campaign of the same text started with `--force`).
+    New(String),
+}
+
+/// Campaigns of this exact plan text (all its generations), oldest first.
+fn same_text(store: &dyn Store, plan: &Plan) -> anyhow::Result<Vec<CampaignRow>> {
     let hash = super::plan_hash(&plan.text);
-    let named = store.campaigns(Some(&plan.name))?;
-    if let Some(c) = named.iter().find(|c| c.plan_hash == hash) {
-        return Ok(Some(c.id));
+    let gen_prefix = format!("{hash}/");
+    Ok(store
+        .campaigns(Some(&plan.name))?
+        .into_iter()
+        .filter(|c| c.plan_hash == hash || c.plan_hash.starts_with(&gen_prefix))
+        .collect())
+}
+
+/// Decide between resuming and starting a campaign; an edited plan without
+/// `force` is an error (one line, exit 2). `force` on an unchanged plan
+/// starts it over as a new campaign, e.g. to measure again after a kernel
+/// update; the old one stays in the store.
+pub fn check(store: &dyn Store, plan: &Plan, force: bool) -> anyhow::Result<Decision> {
+    let hash = super::plan_hash(&plan.text);
+    let same = same_text(store, plan)?;
+    if let Some(c) = same.last() {
+        return Ok(if force {
+            Decision::New(format!("{hash}/{}", same.len() + 1))
+        } else {
+            Decision::Resume(c.id)
+        });
     }
+    let named = store.campaigns(Some(&plan.name))?;
     if let Some(last) = named.last()
         && !force
     {
@@ -59,16 +89,12 @@ pub fn check(store: &dyn Store, plan: &Plan, force: bool) -> anyhow::Result<Opti
             last.id
         ));
     }
-    Ok(None)
+    Ok(Decision::New(hash))
 }
 
-/// The campaign of this exact plan text, if one was started.
+/// The latest campaign of this exact plan text, if one was started.
 pub fn find(store: &dyn Store, plan: &Plan) -> anyhow::Result<Option<CampaignRow>> {
-    let hash = super::plan_hash(&plan.text);
-    Ok(store
-        .campaigns(Some(&plan.name))?
-        .into_iter()
-        .find(|c| c.plan_hash == hash))
+    Ok(same_text(store, plan)?.pop())
 }
 
 /// Samples per cell key and readings (as JSON text): how far each cell got
