@@ -3,8 +3,75 @@
 //!
 //! Parsing is strict (`deny_unknown_fields`) and keeps the source span of
 //! every key and value, so every error can name `file:line:column` and the
-//! offending key. Semantic checks (unknown benchmark, parameter or factor,
-//! wrong type, empty list, duplicates) run after parsing, in `validate.rs`.
+//! offending key. Semantic checks (unknown benchmark, parameter, factor,
+//! probe or placeholder, wrong type, empty list, duplicates) run after
+//! parsing, in `validate.rs`.
+//!
+//! # Schema reference
+//!
+//! ```toml
+//! name = "mitigation-cost"      # campaign name
+//! samples = 10                  # per cell (CLI --samples wins)
+//!
+//! [factors]
+//! # param: passed to benchmarks having that parameter (`param`, default
+//! # the factor's name). `values` is a list (+ optional `labels`) or a
+//! # table label -> value, for every kind.
+//! opt  = { apply = "param", param = "flags", values = { O0 = "-O0", O2 = "-O2" } }
+//! # env: environment variable `var` of command benchmarks (and their
+//! # prepare/cleanup); the cell's parameter `env.VAR`.
+//! sw   = { apply = "env", var = "CFLAGS", values = ["", "-Wa,-mbranches-within-32B-boundaries"] }
+//! # cpus: CPU affinity of the cell (inherited by commands).
+//! cpus = { apply = "cpus", values = ["0", "0-1"], labels = ["UP", "2way"] }
+//! # shell: `setup` before a value's cells, `teardown` after them; cells
+//! # sharing shell values run as one block; `{value}` is the value. A
+//! # failing setup fails the block's cells with the command's stderr.
+//! thp  = { apply = "shell", values = ["never", "always"],
+//!          setup = "echo {value} > /sys/kernel/mm/transparent_hugepage/enabled" }
+//! # system: kbench cannot apply it; a probe reads the running system and a
+//! # cell runs only when every reading matches. A value is the expected
+//! # reading of `probe`, or a table probe -> expected reading.
+//! pti  = { apply = "system", values = { on = { "vuln.meltdown" = "Mitigation: PTI" },
+//!                                       off = { "cmdline.nopti" = "present" } },
+//!          hint = { off = "boot with `nopti`" } }
+//! mode = { apply = "system", probe = ["cat", "/etc/mode"], values = ["a", "b"] }
+//!
+//! [reboot]                      # printed by `kbench status`, never run
+//! command = "grub-reboot nopti && reboot"
+//!
+//! [[bench]]
+//! use = "getppid"               # a built-in benchmark (`kbench list`)
+//!
+//! [[bench]]                     # a command benchmark
+//! name = "build"                # required
+//! command = ["make", "-j{jobs}", "CFLAGS={flags}"]   # or shell = "..."
+//! params = { flags = "-O2" }    # declares {flags} with its default
+//! sweep = { jobs = [1, 2] }     # declares {jobs}, one cell per value
+//! cwd = "src"                   # relative to the plan's directory
+//! env = { LC_ALL = "C" }
+//! timeout = 60                  # s; kills the whole process group
+//! prepare = "make clean"        # string: sh -c; list: argv
+//! cleanup = ["rm", "-rf", "{tmp}/out"]
+//! per = "sample"                # prepare/cleanup per "cell" (default) or "sample"
+//! on_failure = "continue"       # or "stop" (default)
+//! measure = ["real", "user", "sys"]   # default all: + maxrss vcsw ivcsw
+//! metrics = [
+//!   { name = "matches", regex = "(\\d+) matches", from = "stdout", unit = "lines", direction = "higher" },
+//!   { name = "mean", json = "/results/0/mean", unit = "s" },
+//!   { name = "bin_size", file = "{tmp}/a.out" },           # bytes
+//!   { name = "code_size", elf = "{tmp}/a.out" },           # size(1) text
+//!   { name = "text", elf = "{tmp}/a.out", section = ".text" },
+//!   { name = "compile_time", timer = "real" },             # a rusage metric renamed
+//! ]
+//! ```
+//!
+//! Placeholders: `{param}`, `{env.VAR}`, `{plan_dir}`, `{tmp}` (a scratch
+//! directory per cell); `{{` is a literal `{`; an argument that is exactly
+//! a placeholder with an empty value is dropped. Unknown names are errors.
+//!
+//! Probe names and matching rules (`absent`, `present`, `re:`, `not:`,
+//! exact) are documented in `system/probe.rs`; campaign rules (resume,
+//! `--force`, states) in `runner/campaign.rs`.
 
 mod validate;
 
