@@ -156,6 +156,12 @@ use = "getppid"
         .collect();
     assert_eq!(runs.len(), 2);
     assert_ne!(runs[0], runs[1]);
+    for c in rep["cells"].as_array().unwrap() {
+        assert_eq!(
+            c["values"].as_array().unwrap().len() as u64,
+            c["n"].as_u64().unwrap()
+        );
+    }
     // The run's fingerprint carries the readings.
     let last: Value = serde_json::from_str(&stdout(kbench(d).args(["report", "--json"]))).unwrap();
     assert_eq!(last["fingerprint"]["probes"][&probe], "off");

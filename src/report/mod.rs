@@ -37,6 +37,8 @@ pub struct CellSummary {
     /// Probe readings the samples were taken under (`{}` without
     /// `system` factors).
     pub readings: serde_json::Value,
+    /// The sample values, in the order they were taken.
+    pub values: Vec<f64>,
     /// Row label: factor labels then label parameters, in column order.
     #[serde(skip)]
     pub labels: Vec<String>,
@@ -150,6 +152,7 @@ impl RunReport {
                     } else {
                         cell.readings.clone()
                     },
+                    values: values.clone(),
                     labels: Vec::new(),
                 });
                 let row = g.rows.last_mut().expect("pushed");
