@@ -41,10 +41,22 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Report a recorded run (default: the latest).
+    /// Show a plan's campaign: done cells, cells to run now, and pending
+    /// cells grouped by the system state (boot options, microcode) they
+    /// need, with the plan's `[reboot]` command.
+    Status {
+        /// The plan file.
+        plan: String,
+        /// Print a systemd unit (and a cron @reboot line) that resumes the
+        /// campaign after every boot.
+        #[arg(long)]
+        resume_unit: bool,
+    },
+    /// Report recorded runs or campaigns (default: the latest run).
     Report {
-        /// Run ids.
-        runs: Vec<i64>,
+        /// Run ids, campaign names (the latest campaign of that name),
+        /// `campaign:ID`, or a plan file (its campaign).
+        runs: Vec<String>,
         /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
@@ -102,6 +114,11 @@ pub struct RunArgs {
     /// No progress bar.
     #[arg(long, short)]
     pub quiet: bool,
+    /// Start a new campaign: for a plan edited since its campaign began
+    /// (without it, kbench refuses to mix the two), or to measure an
+    /// unchanged plan over again. The old campaign stays in the store.
+    #[arg(long)]
+    pub force: bool,
 }
 
 #[cfg(test)]

@@ -46,6 +46,7 @@ pub fn dispatch(args: Vec<OsString>) -> anyhow::Result<ExitCode> {
         Command::List { json } => list(json),
         Command::Sysinfo { json } => sysinfo(json),
         Command::Runs { json } => runs(db, json),
+        Command::Status { plan, resume_unit } => status(db, &plan, resume_unit),
         Command::Report { runs, json } => report(db, &runs, json),
         Command::Ministat { args } => crate::ministat::main(&args),
     }
@@ -131,16 +132,43 @@ fn run(a: RunArgs, db: Option<&str>) -> anyhow::Result<ExitCode> {
             .unwrap_or(if quick { 1 } else { 2 }),
         seed: a.seed.or(plan.seed).unwrap_or_else(runner::fresh_seed),
         quiet: a.quiet,
+        force: a.force,
         argv: std::env::args().collect(),
     };
+    let mut st = store::open(db)?;
+    if plan.path.is_some() {
+        // An edited plan is refused before anything is measured or printed.
+        runner::campaign::check(st.as_ref(), &plan, a.force)?;
+    }
     let fp = system::fingerprint();
     if !a.quiet {
         for w in fp.warnings() {
             eprintln!("kbench: warning: {w}");
         }
     }
-    let mut st = store::open(db)?;
-    let (run_id, outcome) = runner::run(&plan, &opts, st.as_mut(), &fp)?;
+    let (summary, outcome) = runner::run(&plan, &opts, st.as_mut(), &fp)?;
+    let plan_arg = a.specs.first().cloned().unwrap_or_default();
+    if summary.pending > 0 && !a.quiet {
+        eprintln!(
+            "kbench: {} cell(s) wait for another system state; `kbench status {plan_arg}` says what they need",
+            summary.pending
+        );
+    }
+    let Some(run_id) = summary.run_id else {
+        // Nothing left to measure on this system: say where the campaign
+        // stands instead of recording an empty run.
+        eprintln!(
+            "kbench: nothing to run here: {} cell(s) done, {} pending",
+            summary.done, summary.pending
+        );
+        if a.json
+            && let Some(c) = runner::campaign::find(st.as_ref(), &plan)?
+        {
+            let d = st.load_campaign(c.id)?;
+            out(&format!("{:#}\n", report::campaign_json(&d)))?;
+        }
+        return Ok(ExitCode::SUCCESS);
+    };
     let rep = RunReport::build(st.load_run(run_id)?);
     if a.json {
         out(&format!("{:#}\n", report::json::value(&rep)))?;
@@ -323,15 +351,69 @@ fn runs(db: Option<&str>, json: bool) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn report(db: Option<&str>, ids: &[i64], json: bool) -> anyhow::Result<ExitCode> {
+fn status(db: Option<&str>, plan_arg: &str, resume_unit: bool) -> anyhow::Result<ExitCode> {
+    let plan = crate::plan::load(std::path::Path::new(plan_arg))?;
+    if resume_unit {
+        let path = db
+            .map(std::path::PathBuf::from)
+            .unwrap_or_else(store::default_path);
+        out(&runner::campaign::resume_unit(&plan, &path)?)?;
+        return Ok(ExitCode::SUCCESS);
+    }
     let st = store::open(db)?;
-    let ids: Vec<i64> = if ids.is_empty() {
+    let s = runner::campaign::status(st.as_ref(), &plan, plan.samples.unwrap_or(10))?;
+    out(&runner::campaign::render(&s, &plan, plan_arg))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// A campaign named on the command line: `campaign:ID`, a plan file, or a
+/// name (its latest campaign).
+fn find_campaign(st: &dyn store::Store, spec: &str) -> anyhow::Result<i64> {
+    if let Some(id) = spec.strip_prefix("campaign:") {
+        return id
+            .parse()
+            .map_err(|_| bad_input!("`{spec}`: expected campaign:ID"));
+    }
+    if spec.ends_with(".toml") {
+        let plan = crate::plan::load(std::path::Path::new(spec))?;
+        return runner::campaign::find(st, &plan)?
+            .map(|c| c.id)
+            .ok_or_else(|| {
+                bad_input!("{spec}: no campaign for this plan yet; `kbench run {spec}` starts it")
+            });
+    }
+    st.campaigns(Some(spec))?
+        .last()
+        .map(|c| c.id)
+        .ok_or_else(|| bad_input!("no run or campaign `{spec}` in the store (see `kbench runs`)"))
+}
+
+fn report(db: Option<&str>, specs: &[String], json: bool) -> anyhow::Result<ExitCode> {
+    let st = store::open(db)?;
+    if let [one] = specs
+        && one.parse::<i64>().is_err()
+    {
+        let d = st.load_campaign(find_campaign(st.as_ref(), one)?)?;
+        if json {
+            out(&format!("{:#}\n", report::campaign_json(&d)))?;
+        } else {
+            out(&report::campaign_text(&d))?;
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    let ids: Vec<i64> = if specs.is_empty() {
         vec![
             st.last_run_id()?
                 .ok_or_else(|| bad_input!("the store has no runs yet; try `kbench run`"))?,
         ]
     } else {
-        ids.to_vec()
+        specs
+            .iter()
+            .map(|s| {
+                s.parse::<i64>()
+                    .map_err(|_| bad_input!("`{s}`: give run ids, or one campaign alone"))
+            })
+            .collect::<anyhow::Result<_>>()?
     };
     let mut reports = Vec::new();
     for id in ids {

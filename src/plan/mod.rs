@@ -3,8 +3,75 @@
 //!
 //! Parsing is strict (`deny_unknown_fields`) and keeps the source span of
 //! every key and value, so every error can name `file:line:column` and the
-//! offending key. Semantic checks (unknown benchmark, parameter or factor,
-//! wrong type, empty list, duplicates) run after parsing, in `validate.rs`.
+//! offending key. Semantic checks (unknown benchmark, parameter, factor,
+//! probe or placeholder, wrong type, empty list, duplicates) run after
+//! parsing, in `validate.rs`.
+//!
+//! # Schema reference
+//!
+//! ```toml
+//! name = "mitigation-cost"      # campaign name
+//! samples = 10                  # per cell (CLI --samples wins)
+//!
+//! [factors]
+//! # param: passed to benchmarks having that parameter (`param`, default
+//! # the factor's name). `values` is a list (+ optional `labels`) or a
+//! # table label -> value, for every kind.
+//! opt  = { apply = "param", param = "flags", values = { O0 = "-O0", O2 = "-O2" } }
+//! # env: environment variable `var` of command benchmarks (and their
+//! # prepare/cleanup); the cell's parameter `env.VAR`.
+//! sw   = { apply = "env", var = "CFLAGS", values = ["", "-Wa,-mbranches-within-32B-boundaries"] }
+//! # cpus: CPU affinity of the cell (inherited by commands).
+//! cpus = { apply = "cpus", values = ["0", "0-1"], labels = ["UP", "2way"] }
+//! # shell: `setup` before a value's cells, `teardown` after them; cells
+//! # sharing shell values run as one block; `{value}` is the value. A
+//! # failing setup fails the block's cells with the command's stderr.
+//! thp  = { apply = "shell", values = ["never", "always"],
+//!          setup = "echo {value} > /sys/kernel/mm/transparent_hugepage/enabled" }
+//! # system: kbench cannot apply it; a probe reads the running system and a
+//! # cell runs only when every reading matches. A value is the expected
+//! # reading of `probe`, or a table probe -> expected reading.
+//! pti  = { apply = "system", values = { on = { "vuln.meltdown" = "Mitigation: PTI" },
+//!                                       off = { "cmdline.nopti" = "present" } },
+//!          hint = { off = "boot with `nopti`" } }
+//! mode = { apply = "system", probe = ["cat", "/etc/mode"], values = ["a", "b"] }
+//!
+//! [reboot]                      # printed by `kbench status`, never run
+//! command = "grub-reboot nopti && reboot"
+//!
+//! [[bench]]
+//! use = "getppid"               # a built-in benchmark (`kbench list`)
+//!
+//! [[bench]]                     # a command benchmark
+//! name = "build"                # required
+//! command = ["make", "-j{jobs}", "CFLAGS={flags}"]   # or shell = "..."
+//! params = { flags = "-O2" }    # declares {flags} with its default
+//! sweep = { jobs = [1, 2] }     # declares {jobs}, one cell per value
+//! cwd = "src"                   # relative to the plan's directory
+//! env = { LC_ALL = "C" }
+//! timeout = 60                  # s; kills the whole process group
+//! prepare = "make clean"        # string: sh -c; list: argv
+//! cleanup = ["rm", "-rf", "{tmp}/out"]
+//! per = "sample"                # prepare/cleanup per "cell" (default) or "sample"
+//! on_failure = "continue"       # or "stop" (default)
+//! measure = ["real", "user", "sys"]   # default all: + maxrss vcsw ivcsw
+//! metrics = [
+//!   { name = "matches", regex = "(\\d+) matches", from = "stdout", unit = "lines", direction = "higher" },
+//!   { name = "mean", json = "/results/0/mean", unit = "s" },
+//!   { name = "bin_size", file = "{tmp}/a.out" },           # bytes
+//!   { name = "code_size", elf = "{tmp}/a.out" },           # size(1) text
+//!   { name = "text", elf = "{tmp}/a.out", section = ".text" },
+//!   { name = "compile_time", timer = "real" },             # a rusage metric renamed
+//! ]
+//! ```
+//!
+//! Placeholders: `{param}`, `{env.VAR}`, `{plan_dir}`, `{tmp}` (a scratch
+//! directory per cell); `{{` is a literal `{`; an argument that is exactly
+//! a placeholder with an empty value is dropped. Unknown names are errors.
+//!
+//! Probe names and matching rules (`absent`, `present`, `re:`, `not:`,
+//! exact) are documented in `system/probe.rs`; campaign rules (resume,
+//! `--force`, states) in `runner/campaign.rs`.
 
 mod validate;
 
@@ -15,6 +82,7 @@ use toml::Spanned;
 
 use crate::bench::{BenchRef, Params};
 use crate::error::bad_input;
+use crate::system::probe::Probe;
 use crate::units::CpuSet;
 
 pub use validate::{adhoc, expand};
@@ -36,9 +104,15 @@ struct PlanFile {
     /// Report layout; read by the reports issue, accepted now.
     #[allow(dead_code)]
     report: Option<toml::Value>,
-    /// Command that arms the next boot; read by campaigns, accepted now.
-    #[allow(dead_code)]
-    reboot: Option<toml::Value>,
+    /// How to arm the next boot for a pending system state (printed by
+    /// `kbench status`).
+    reboot: Option<Spanned<RebootFile>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RebootFile {
+    command: Spanned<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -50,11 +124,17 @@ struct FactorFile {
     /// For `param`: the parameter set (default: the factor's name).
     param: Option<Spanned<String>>,
     /// For `env`: the variable set (default: the factor's name).
-    #[allow(dead_code)]
-    var: Option<String>,
-    /// For `system`: what reads the running state.
-    #[allow(dead_code)]
-    probe: Option<toml::Value>,
+    var: Option<Spanned<String>>,
+    /// For `system`: what reads the running state (a probe name or a
+    /// command).
+    probe: Option<Spanned<toml::Value>>,
+    /// For `system`: how to reach each value (label -> text), e.g.
+    /// "boot with `nopti`".
+    hint: Option<Spanned<IndexMap<String, String>>>,
+    /// For `shell`: run before a value's cells (`{value}` is the value).
+    setup: Option<Spanned<String>>,
+    /// For `shell`: run after a value's cells.
+    teardown: Option<Spanned<String>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -70,6 +150,38 @@ struct BenchFile {
     samples: Option<Spanned<i64>>,
     /// A will-it-scale C testcase file, relative to the plan file.
     testcase: Option<Spanned<String>>,
+    // Command benchmarks (instead of `use`).
+    command: Option<Spanned<Vec<String>>>,
+    shell: Option<Spanned<String>>,
+    cwd: Option<Spanned<String>>,
+    #[serde(default)]
+    env: IndexMap<String, String>,
+    timeout: Option<Spanned<f64>>,
+    prepare: Option<Spanned<toml::Value>>,
+    cleanup: Option<Spanned<toml::Value>>,
+    per: Option<Spanned<String>>,
+    on_failure: Option<Spanned<String>>,
+    measure: Option<Spanned<Vec<String>>>,
+    #[serde(default)]
+    metrics: Vec<Spanned<MetricFile>>,
+}
+
+/// A custom metric of a command benchmark: exactly one source key.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct MetricFile {
+    name: Spanned<String>,
+    unit: Option<String>,
+    direction: Option<Spanned<String>>,
+    regex: Option<Spanned<String>>,
+    /// `stdout` (default) or `stderr`, for `regex`.
+    from: Option<Spanned<String>>,
+    json: Option<Spanned<String>>,
+    file: Option<Spanned<String>>,
+    elf: Option<Spanned<String>>,
+    /// For `elf`: `text` (default), `data`, `bss` or a section name.
+    section: Option<Spanned<String>>,
+    timer: Option<Spanned<String>>,
 }
 
 /// How a factor's value is applied.
@@ -79,6 +191,18 @@ pub enum Apply {
     Param { param: String },
     /// The CPU affinity of the benchmark (inherited by its children).
     Cpus,
+    /// The environment variable `var` of command benchmarks (the cell's
+    /// parameter `env.VAR`).
+    Env { var: String },
+    /// Commands run before (`setup`) and after (`teardown`) the cells of a
+    /// value; `{value}` in them is the value.
+    Shell {
+        setup: Option<String>,
+        teardown: Option<String>,
+    },
+    /// Not applied by kbench: probes read the running system and the cell
+    /// runs only when every reading matches its expected value.
+    System,
 }
 
 /// One value of a factor.
@@ -88,6 +212,10 @@ pub struct Level {
     pub raw: toml::Value,
     /// For `cpus` factors: the parsed set.
     pub cpus: Option<CpuSet>,
+    /// For `system` factors: probe -> expected reading.
+    pub expect: Vec<(Probe, String)>,
+    /// For `system` factors: how to get there ("boot with `nopti`").
+    pub hint: Option<String>,
 }
 
 #[derive(Clone, Debug)]
@@ -95,6 +223,15 @@ pub struct Factor {
     pub name: String,
     pub apply: Apply,
     pub levels: Vec<Level>,
+}
+
+/// A `shell` factor's commands for one cell, already filled.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct ShellStep {
+    pub factor: String,
+    pub label: String,
+    pub setup: Option<String>,
+    pub teardown: Option<String>,
 }
 
 /// One `[[bench]]` (or one ad-hoc `BENCH:k=v` argument).
@@ -124,6 +261,25 @@ pub struct Plan {
     pub precision: Option<f64>,
     pub factors: Vec<Factor>,
     pub benches: Vec<BenchSpec>,
+    /// `[reboot] command`: arms the next boot for a pending state.
+    pub reboot: Option<String>,
+}
+
+impl Plan {
+    /// Every probe the plan's `system` factors read, once each.
+    pub fn probes(&self) -> Vec<Probe> {
+        let mut out: Vec<Probe> = Vec::new();
+        for f in &self.factors {
+            for lv in &f.levels {
+                for (p, _) in &lv.expect {
+                    if !out.contains(p) {
+                        out.push(p.clone());
+                    }
+                }
+            }
+        }
+        out
+    }
 }
 
 /// One benchmark under one combination of factor values and sweep points.
@@ -140,12 +296,41 @@ pub struct Cell {
     pub samples: Option<u32>,
     /// Stable identity: bench, parameters and factor labels.
     pub key: String,
+    /// What the running system must read for this cell to run (its
+    /// `system` factors), with each factor's name, label and hint.
+    pub expect: Vec<SystemNeed>,
+    /// `shell` factor commands around this cell's samples, in plan order.
+    pub shell: Vec<ShellStep>,
+}
+
+/// One `system` factor value a cell needs.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SystemNeed {
+    pub factor: String,
+    pub label: String,
+    pub expect: Vec<(Probe, String)>,
+    pub hint: Option<String>,
+}
+
+impl Cell {
+    /// Does the running system (probe readings by key) suit this cell?
+    pub fn runnable(&self, readings: &IndexMap<String, String>) -> bool {
+        self.expect.iter().all(|n| {
+            n.expect.iter().all(|(p, want)| {
+                readings
+                    .get(&p.key())
+                    .is_some_and(|r| crate::system::probe::matches(want, r))
+            })
+        })
+    }
 }
 
 /// Source positions for errors: `file:line:column`.
 pub(crate) struct Source<'a> {
     pub name: String,
     pub text: &'a str,
+    /// Directory command benchmarks run in.
+    pub dir: PathBuf,
 }
 
 impl Source<'_> {
@@ -161,20 +346,29 @@ impl Source<'_> {
     }
 }
 
-/// Load and validate a plan file.
+/// Load and validate a plan file. Command benchmarks run in (and resolve
+/// relative paths from) the plan's directory.
 pub fn load(path: &Path) -> anyhow::Result<Plan> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| bad_input!("{}: cannot read plan: {e}", path.display()))?;
-    let mut plan = parse(&text, &path.display().to_string())?;
-    plan.path = Some(path.to_path_buf());
+    let abs = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    let dir = abs.parent().map(Path::to_path_buf).unwrap_or_default();
+    let mut plan = parse_in(&text, &path.display().to_string(), &dir)?;
+    plan.path = Some(abs);
     Ok(plan)
 }
 
 /// Parse and validate plan text; `name` is used in error positions.
 pub fn parse(text: &str, name: &str) -> anyhow::Result<Plan> {
+    parse_in(text, name, &std::env::current_dir().unwrap_or_default())
+}
+
+/// Parse and validate plan text whose commands run in `dir`.
+pub fn parse_in(text: &str, name: &str, dir: &Path) -> anyhow::Result<Plan> {
     let src = Source {
         name: name.to_string(),
         text,
+        dir: dir.to_path_buf(),
     };
     let file: PlanFile = toml::from_str(text).map_err(|e| {
         let msg = e.message().trim().replace('\n', " ");

@@ -3,9 +3,17 @@
 use indexmap::IndexMap;
 use std::collections::HashSet;
 
-use super::{Apply, BenchFile, BenchSpec, Cell, Factor, FactorFile, Level, Plan, PlanFile, Source};
-use crate::bench::{self, Params, params::raw_from_str};
+use super::{
+    Apply, BenchFile, BenchSpec, Cell, Factor, FactorFile, Level, MetricFile, Plan, PlanFile,
+    ShellStep, Source, SystemNeed,
+};
+use crate::bench::command::{
+    Argv, BUILTINS, CommandBench, CommandSpec, CustomMetric, OnFailure, Per, Source as MSource,
+    Stream,
+};
+use crate::bench::{self, BenchRef, Direction, Params, params::raw_from_str};
 use crate::error::bad_input;
+use crate::system::probe::{self, Probe};
 use crate::units::{CpuSet, parse_percent};
 
 fn label_of(v: &toml::Value) -> String {
@@ -65,10 +73,17 @@ pub(super) fn validate(file: PlanFile, src: &Source) -> anyhow::Result<Plan> {
         factors.push(factor(src, fname, fdef)?);
     }
 
+    let env_vars: Vec<String> = factors
+        .iter()
+        .filter_map(|f| match &f.apply {
+            Apply::Env { var } => Some(var.clone()),
+            _ => None,
+        })
+        .collect();
     let mut benches = Vec::new();
     let mut names = HashSet::new();
     for b in &file.bench {
-        let spec = bench_spec(src, b)?;
+        let spec = bench_spec(src, b, &env_vars)?;
         if !names.insert(spec.display.clone()) {
             let span = b
                 .get_ref()
@@ -162,6 +177,26 @@ pub(super) fn validate(file: PlanFile, src: &Source) -> anyhow::Result<Plan> {
         }
     }
 
+    for (i, f) in factors.iter().enumerate() {
+        let (fname, _) = file.factors.get_index(i).expect("same order");
+        if matches!(f.apply, Apply::Env { .. })
+            && !benches
+                .iter()
+                .any(|b| b.bench.kind() == bench::Kind::Command)
+        {
+            return Err(src.err(
+                fname.span(),
+                format!(
+                    "factor `{}`: apply = \"env\" sets the environment of commands, but the plan has no command [[bench]]",
+                    f.name
+                ),
+            ));
+        }
+    }
+    let reboot = file
+        .reboot
+        .as_ref()
+        .map(|r| r.get_ref().command.get_ref().clone());
     let plan = Plan {
         name,
         path: None,
@@ -173,6 +208,7 @@ pub(super) fn validate(file: PlanFile, src: &Source) -> anyhow::Result<Plan> {
         precision,
         factors,
         benches,
+        reboot,
     };
     // Expanding resolves every cell's parameters: the benchmark's own
     // cross-checks run now, before anything is measured.
@@ -196,12 +232,39 @@ fn factor(
                 .unwrap_or_else(|| name.clone()),
         },
         "cpus" => Apply::Cpus,
-        kind @ ("env" | "shell" | "system") => {
-            return Err(src.err(
-                d.apply.span(),
-                format!("factor `{name}`: apply = \"{kind}\" is not supported yet"),
-            ));
+        "env" => {
+            let var = d
+                .var
+                .as_ref()
+                .map(|v| v.get_ref().clone())
+                .unwrap_or_else(|| name.clone());
+            let ok = !var.is_empty()
+                && var.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+                && !var.starts_with(|c: char| c.is_ascii_digit());
+            if !ok {
+                let span = d.var.as_ref().map_or(fname.span(), |v| v.span());
+                return Err(src.err(
+                    span,
+                    format!(
+                        "factor `{name}`: `{var}` is not an environment variable name (set `var`)"
+                    ),
+                ));
+            }
+            Apply::Env { var }
         }
+        "shell" => {
+            if d.setup.is_none() && d.teardown.is_none() {
+                return Err(src.err(
+                    d.apply.span(),
+                    format!("factor `{name}`: apply = \"shell\" needs `setup` and/or `teardown`"),
+                ));
+            }
+            Apply::Shell {
+                setup: d.setup.as_ref().map(|x| x.get_ref().clone()),
+                teardown: d.teardown.as_ref().map(|x| x.get_ref().clone()),
+            }
+        }
+        "system" => Apply::System,
         other => {
             return Err(src.err(
                 d.apply.span(),
@@ -209,26 +272,90 @@ fn factor(
             ));
         }
     };
-    if let Some(p) = &d.param
-        && !matches!(apply, Apply::Param { .. })
-    {
-        return Err(src.err(
-            p.span(),
-            format!("factor `{name}`: `param` only goes with apply = \"param\""),
-        ));
-    }
-    let values = match d.values.get_ref() {
-        toml::Value::Array(a) => a.clone(),
-        other => {
+    let only = |key: &str, span: Option<std::ops::Range<usize>>, ok: bool, kind: &str| match span {
+        Some(sp) if !ok => Err(src.err(
+            sp,
+            format!("factor `{name}`: `{key}` only goes with apply = \"{kind}\""),
+        )),
+        _ => Ok(()),
+    };
+    only(
+        "param",
+        d.param.as_ref().map(|x| x.span()),
+        matches!(apply, Apply::Param { .. }),
+        "param",
+    )?;
+    only(
+        "var",
+        d.var.as_ref().map(|x| x.span()),
+        matches!(apply, Apply::Env { .. }),
+        "env",
+    )?;
+    let sys = apply == Apply::System;
+    only("probe", d.probe.as_ref().map(|x| x.span()), sys, "system")?;
+    only("hint", d.hint.as_ref().map(|x| x.span()), sys, "system")?;
+    let shell = matches!(apply, Apply::Shell { .. });
+    only("setup", d.setup.as_ref().map(|x| x.span()), shell, "shell")?;
+    only(
+        "teardown",
+        d.teardown.as_ref().map(|x| x.span()),
+        shell,
+        "shell",
+    )?;
+    let probe = match d.probe.as_ref().map(|p| (p, p.get_ref())) {
+        None => None,
+        Some((p, toml::Value::String(n))) => {
+            Some(Probe::parse(n).map_err(|e| src.err(p.span(), format!("factor `{name}`: {e}")))?)
+        }
+        Some((p, toml::Value::Array(a))) => {
+            let argv: Option<Vec<String>> =
+                a.iter().map(|x| x.as_str().map(String::from)).collect();
+            match argv {
+                Some(v) if !v.is_empty() => Some(Probe::Command(v)),
+                _ => {
+                    return Err(src.err(
+                        p.span(),
+                        format!(
+                            "factor `{name}`: a probe command must be a non-empty list of strings"
+                        ),
+                    ));
+                }
+            }
+        }
+        Some((p, other)) => {
             return Err(src.err(
-                d.values.span(),
+                p.span(),
                 format!(
-                    "factor `{name}`: `values` must be a list, found {}",
+                    "factor `{name}`: `probe` must be a probe name or a command list, found {}",
                     other.type_str()
                 ),
             ));
         }
     };
+    // `values` is a list, or a table label -> value (for `system`, the
+    // value may itself be a table probe -> expected reading).
+    let (values, table_labels) = match d.values.get_ref() {
+        toml::Value::Array(a) => (a.clone(), None),
+        toml::Value::Table(t) => (
+            t.values().cloned().collect(),
+            Some(t.keys().cloned().collect::<Vec<String>>()),
+        ),
+        other => {
+            return Err(src.err(
+                d.values.span(),
+                format!(
+                    "factor `{name}`: `values` must be a list or a table, found {}",
+                    other.type_str()
+                ),
+            ));
+        }
+    };
+    if let (Some(_), Some(l)) = (&table_labels, &d.labels) {
+        return Err(src.err(
+            l.span(),
+            format!("factor `{name}`: `labels` goes with a list of values; a table's keys are already labels"),
+        ));
+    }
     if values.is_empty() {
         return Err(src.err(
             d.values.span(),
@@ -247,11 +374,68 @@ fn factor(
             ));
         }
         Some(l) => l.get_ref().clone(),
-        None => values.iter().map(label_of).collect(),
+        None => table_labels.unwrap_or_else(|| values.iter().map(label_of).collect()),
     };
     let mut seen = HashSet::new();
     let mut levels = Vec::new();
     for (v, label) in values.into_iter().zip(labels) {
+        let mut expect = Vec::new();
+        if sys {
+            let bad = |m: String| {
+                src.err(
+                    d.values.span(),
+                    format!("factor `{name}` value `{label}`: {m}"),
+                )
+            };
+            match (&v, &probe) {
+                (toml::Value::Table(t), _) => {
+                    for (k, want) in t {
+                        let p = Probe::parse(k).map_err(&bad)?;
+                        let want = match want {
+                            toml::Value::String(w) => w.clone(),
+                            other => other.to_string(),
+                        };
+                        probe::check_expected(&want).map_err(&bad)?;
+                        expect.push((p, want));
+                    }
+                    if expect.is_empty() {
+                        return Err(bad("an empty table expects nothing".into()));
+                    }
+                }
+                (toml::Value::Array(_), _) => {
+                    return Err(bad("expected a reading or a table probe -> reading".into()));
+                }
+                (scalar, Some(p)) => {
+                    let want = label_of(scalar);
+                    probe::check_expected(&want).map_err(&bad)?;
+                    expect.push((p.clone(), want));
+                }
+                (_, None) => {
+                    return Err(bad(
+                        "set `probe`, or give the value as a table probe -> expected reading"
+                            .into(),
+                    ));
+                }
+            }
+            if !seen.insert(label.clone()) {
+                return Err(src.err(
+                    d.values.span(),
+                    format!("factor `{name}`: duplicate value `{label}`"),
+                ));
+            }
+            let hint = d
+                .hint
+                .as_ref()
+                .and_then(|h| h.get_ref().get(&label).cloned());
+            levels.push(Level {
+                label,
+                raw: v,
+                cpus: None,
+                expect,
+                hint,
+            });
+            continue;
+        }
         if matches!(v, toml::Value::Array(_) | toml::Value::Table(_)) {
             return Err(src.err(
                 d.values.span(),
@@ -279,7 +463,19 @@ fn factor(
             label,
             raw: v,
             cpus,
+            expect,
+            hint: None,
         });
+    }
+    if let Some(h) = &d.hint {
+        for k in h.get_ref().keys() {
+            if !levels.iter().any(|l| &l.label == k) {
+                return Err(src.err(
+                    h.span(),
+                    format!("factor `{name}`: `hint` for unknown value `{k}`"),
+                ));
+            }
+        }
     }
     Ok(Factor {
         name,
@@ -288,8 +484,33 @@ fn factor(
     })
 }
 
-fn bench_spec(src: &Source, b: &toml::Spanned<BenchFile>) -> anyhow::Result<BenchSpec> {
+fn bench_spec(
+    src: &Source,
+    b: &toml::Spanned<BenchFile>,
+    env_vars: &[String],
+) -> anyhow::Result<BenchSpec> {
     let d = b.get_ref();
+    if d.command.is_some() || d.shell.is_some() {
+        return command_spec(src, b, env_vars);
+    }
+    // Keys that only make sense for a command.
+    for (key, span) in [
+        ("cwd", d.cwd.as_ref().map(|x| x.span())),
+        ("timeout", d.timeout.as_ref().map(|x| x.span())),
+        ("prepare", d.prepare.as_ref().map(|x| x.span())),
+        ("cleanup", d.cleanup.as_ref().map(|x| x.span())),
+        ("per", d.per.as_ref().map(|x| x.span())),
+        ("on_failure", d.on_failure.as_ref().map(|x| x.span())),
+        ("measure", d.measure.as_ref().map(|x| x.span())),
+        ("metrics", d.metrics.first().map(|x| x.span())),
+    ] {
+        if let Some(sp) = span {
+            return Err(src.err(
+                sp,
+                format!("`{key}` goes with a command benchmark (`command` or `shell`)"),
+            ));
+        }
+    }
     // `testcase = "FILE.c"`: a will-it-scale C file, relative to the plan.
     if let (Some(tc), None) = (&d.testcase, &d.use_) {
         let base = std::path::Path::new(&src.name).parent();
@@ -301,7 +522,7 @@ fn bench_spec(src: &Source, b: &toml::Spanned<BenchFile>) -> anyhow::Result<Benc
     let Some(use_) = &d.use_ else {
         return Err(src.err(
             b.span(),
-            "[[bench]] needs `use = \"BENCHMARK\"` (see `kbench list`) or `testcase = \"FILE.c\"`",
+            "[[bench]] needs `use = \"BENCHMARK\"` (see `kbench list`), `testcase = \"FILE.c\"`, or `command`/`shell`",
         ));
     };
     if let Some(tc) = &d.testcase {
@@ -406,6 +627,373 @@ fn finish_spec(
     })
 }
 
+/// A command or hook: a string runs through `sh -c`, a list is an argv.
+fn argv_of(src: &Source, key: &str, v: &toml::Spanned<toml::Value>) -> anyhow::Result<Argv> {
+    match v.get_ref() {
+        toml::Value::String(s) if !s.trim().is_empty() => Ok(Argv::Shell(s.clone())),
+        toml::Value::Array(a) if !a.is_empty() => {
+            let argv: Option<Vec<String>> =
+                a.iter().map(|x| x.as_str().map(String::from)).collect();
+            argv.map(Argv::Exec).ok_or_else(|| {
+                src.err(
+                    v.span(),
+                    format!("`{key}`: every argument must be a string"),
+                )
+            })
+        }
+        _ => Err(src.err(
+            v.span(),
+            format!("`{key}` must be a shell string or a non-empty list of arguments"),
+        )),
+    }
+}
+
+fn command_spec(
+    src: &Source,
+    b: &toml::Spanned<BenchFile>,
+    env_vars: &[String],
+) -> anyhow::Result<BenchSpec> {
+    let d = b.get_ref();
+    if let Some(u) = &d.use_ {
+        return Err(src.err(
+            u.span(),
+            "a [[bench]] has either `use` or `command`/`shell`, not both",
+        ));
+    }
+    let run = match (&d.command, &d.shell) {
+        (Some(c), Some(_)) => {
+            return Err(src.err(c.span(), "give `command` or `shell`, not both"));
+        }
+        (Some(c), None) => {
+            if c.get_ref().is_empty() {
+                return Err(src.err(c.span(), "`command` is empty"));
+            }
+            Argv::Exec(c.get_ref().clone())
+        }
+        (None, Some(s)) => {
+            if s.get_ref().trim().is_empty() {
+                return Err(src.err(s.span(), "`shell` is empty"));
+            }
+            Argv::Shell(s.get_ref().clone())
+        }
+        (None, None) => unreachable!("checked by the caller"),
+    };
+    let Some(name) = &d.name else {
+        return Err(src.err(
+            b.span(),
+            "a command [[bench]] needs a `name` (it names the rows of the report)",
+        ));
+    };
+    let name = name.get_ref().clone();
+    // Declared parameters: `params` (with defaults), then sweep-only ones.
+    let mut params: Vec<(String, Option<String>)> = Vec::new();
+    for (k, v) in &d.params {
+        let val = match v.get_ref() {
+            toml::Value::String(s) => s.clone(),
+            toml::Value::Integer(_) | toml::Value::Float(_) | toml::Value::Boolean(_) => {
+                v.get_ref().to_string()
+            }
+            other => {
+                return Err(src.err(
+                    v.span(),
+                    format!(
+                        "parameter `{}`: expected a scalar, found {}",
+                        k.get_ref(),
+                        other.type_str()
+                    ),
+                ));
+            }
+        };
+        if k.get_ref().starts_with("env.")
+            || crate::bench::command::BUILTIN_VARS.contains(&k.get_ref().as_str())
+        {
+            return Err(src.err(
+                k.span(),
+                format!("parameter name `{}` is reserved", k.get_ref()),
+            ));
+        }
+        params.push((k.get_ref().clone(), Some(val)));
+    }
+    let mut sweep = Vec::new();
+    for (k, vals) in &d.sweep {
+        if vals.get_ref().is_empty() {
+            return Err(src.err(vals.span(), format!("sweep `{}` is empty", k.get_ref())));
+        }
+        let mut seen = HashSet::new();
+        for v in vals.get_ref() {
+            if matches!(v.get_ref(), toml::Value::Array(_) | toml::Value::Table(_)) {
+                return Err(src.err(
+                    v.span(),
+                    format!("sweep `{}`: values must be scalars", k.get_ref()),
+                ));
+            }
+            if !seen.insert(label_of(v.get_ref())) {
+                return Err(src.err(
+                    v.span(),
+                    format!("sweep `{}`: duplicate value", k.get_ref()),
+                ));
+            }
+        }
+        if !params.iter().any(|(p, _)| p == k.get_ref()) {
+            params.push((k.get_ref().clone(), None));
+        }
+        sweep.push((
+            k.get_ref().clone(),
+            vals.get_ref().iter().map(|v| v.get_ref().clone()).collect(),
+        ));
+    }
+    let timeout = match &d.timeout {
+        Some(t) if !(*t.get_ref() > 0.0 && *t.get_ref() <= 1e6) => {
+            return Err(src.err(
+                t.span(),
+                format!(
+                    "`timeout` must be a positive number of seconds, found {}",
+                    t.get_ref()
+                ),
+            ));
+        }
+        t => t
+            .as_ref()
+            .map(|t| std::time::Duration::from_secs_f64(*t.get_ref())),
+    };
+    let prepare = d
+        .prepare
+        .as_ref()
+        .map(|p| argv_of(src, "prepare", p))
+        .transpose()?;
+    let cleanup = d
+        .cleanup
+        .as_ref()
+        .map(|p| argv_of(src, "cleanup", p))
+        .transpose()?;
+    let per = match d.per.as_ref().map(|p| (p.span(), p.get_ref().as_str())) {
+        None | Some((_, "cell")) => Per::Cell,
+        Some((_, "sample")) => Per::Sample,
+        Some((sp, other)) => {
+            return Err(src.err(
+                sp,
+                format!("`per` must be \"cell\" or \"sample\", found `{other}`"),
+            ));
+        }
+    };
+    let on_failure = match d
+        .on_failure
+        .as_ref()
+        .map(|p| (p.span(), p.get_ref().as_str()))
+    {
+        None | Some((_, "stop")) => OnFailure::Stop,
+        Some((_, "continue")) => OnFailure::Continue,
+        Some((sp, other)) => {
+            return Err(src.err(
+                sp,
+                format!("`on_failure` must be \"stop\" or \"continue\", found `{other}`"),
+            ));
+        }
+    };
+    let builtin = |n: &str| BUILTINS.iter().position(|(b, _)| *b == n);
+    let builtin_names = || {
+        BUILTINS
+            .iter()
+            .map(|(b, _)| *b)
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let measure = match &d.measure {
+        None => (0..BUILTINS.len()).collect(),
+        Some(m) => {
+            let mut out = Vec::new();
+            for n in m.get_ref() {
+                let i = builtin(n).ok_or_else(|| {
+                    src.err(
+                        m.span(),
+                        format!(
+                            "`measure`: unknown metric `{n}` (known: {})",
+                            builtin_names()
+                        ),
+                    )
+                })?;
+                out.push(i);
+            }
+            out
+        }
+    };
+    let mut custom = Vec::new();
+    let mut metric_names: HashSet<String> =
+        measure.iter().map(|&i| BUILTINS[i].0.to_string()).collect();
+    for m in &d.metrics {
+        let c = custom_metric(src, m, &builtin, &builtin_names())?;
+        if !metric_names.insert(c.name.clone()) {
+            return Err(src.err(
+                m.get_ref().name.span(),
+                format!("duplicate metric `{}`", c.name),
+            ));
+        }
+        custom.push(c);
+    }
+    if measure.is_empty() && custom.is_empty() {
+        return Err(src.err(
+            b.span(),
+            "the command measures nothing: `measure` is empty and there are no `metrics`",
+        ));
+    }
+    let spec = CommandSpec {
+        name: name.clone(),
+        run,
+        cwd: d.cwd.as_ref().map(|c| c.get_ref().clone()),
+        env: d.env.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+        timeout,
+        prepare,
+        cleanup,
+        per,
+        on_failure,
+        measure,
+        custom,
+        base_dir: src.dir.clone(),
+        params,
+        env_vars: env_vars.to_vec(),
+    };
+    spec.check_placeholders()
+        .map_err(|e| src.err(b.span(), format!("command `{name}`: {e}")))?;
+    let label_params = sweep.iter().map(|(k, _)| k.clone()).collect();
+    Ok(BenchSpec {
+        display: name,
+        bench: BenchRef::Owned(std::sync::Arc::new(CommandBench::new(spec))),
+        fixed: Vec::new(),
+        sweep,
+        label_params,
+        samples: positive(src, &d.samples, "samples", 1)?,
+    })
+}
+
+fn custom_metric(
+    src: &Source,
+    m: &toml::Spanned<MetricFile>,
+    builtin: &dyn Fn(&str) -> Option<usize>,
+    builtin_names: &str,
+) -> anyhow::Result<CustomMetric> {
+    let d = m.get_ref();
+    let name = d.name.get_ref().trim().to_string();
+    if name.is_empty() {
+        return Err(src.err(d.name.span(), "metric `name` is empty"));
+    }
+    let err =
+        |sp: std::ops::Range<usize>, msg: String| src.err(sp, format!("metric `{name}`: {msg}"));
+    let given: Vec<&str> = [
+        ("regex", d.regex.is_some()),
+        ("json", d.json.is_some()),
+        ("file", d.file.is_some()),
+        ("elf", d.elf.is_some()),
+        ("timer", d.timer.is_some()),
+    ]
+    .iter()
+    .filter(|(_, on)| *on)
+    .map(|(k, _)| *k)
+    .collect();
+    if given.len() != 1 {
+        return Err(err(
+            m.span(),
+            format!(
+                "give exactly one of `regex`, `json`, `file`, `elf`, `timer` (found {})",
+                if given.is_empty() {
+                    "none".into()
+                } else {
+                    given.join(", ")
+                }
+            ),
+        ));
+    }
+    if let Some(f) = &d.from
+        && d.regex.is_none()
+    {
+        return Err(err(f.span(), "`from` goes with `regex`".into()));
+    }
+    if let Some(s) = &d.section
+        && d.elf.is_none()
+    {
+        return Err(err(s.span(), "`section` goes with `elf`".into()));
+    }
+    let (source, default_unit) = if let Some(r) = &d.regex {
+        let re = regex::Regex::new(r.get_ref()).map_err(|e| {
+            err(
+                r.span(),
+                format!("bad regex: {}", e.to_string().lines().last().unwrap_or("")),
+            )
+        })?;
+        let stream = match d.from.as_ref().map(|f| (f.span(), f.get_ref().as_str())) {
+            None | Some((_, "stdout")) => Stream::Stdout,
+            Some((_, "stderr")) => Stream::Stderr,
+            Some((sp, o)) => {
+                return Err(err(
+                    sp,
+                    format!("`from` must be stdout or stderr, found `{o}`"),
+                ));
+            }
+        };
+        (MSource::Regex { re, stream }, None)
+    } else if let Some(j) = &d.json {
+        if !(j.get_ref().is_empty() || j.get_ref().starts_with('/')) {
+            return Err(err(
+                j.span(),
+                "a JSON pointer starts with `/` (e.g. /results/0/mean)".into(),
+            ));
+        }
+        (MSource::Json(j.get_ref().clone()), None)
+    } else if let Some(f) = &d.file {
+        (MSource::File(f.get_ref().clone()), Some("bytes"))
+    } else if let Some(e) = &d.elf {
+        let section = d
+            .section
+            .as_ref()
+            .map_or("text".to_string(), |s| s.get_ref().clone());
+        (
+            MSource::Elf {
+                path: e.get_ref().clone(),
+                section,
+            },
+            Some("bytes"),
+        )
+    } else {
+        let t = d.timer.as_ref().expect("one source");
+        let i = builtin(t.get_ref()).ok_or_else(|| {
+            err(
+                t.span(),
+                format!("unknown timer `{}` (known: {builtin_names})", t.get_ref()),
+            )
+        })?;
+        (MSource::Timer(i), Some(BUILTINS[i].1))
+    };
+    let unit = match (&d.unit, default_unit) {
+        (Some(u), _) => u.clone(),
+        (None, Some(u)) => u.to_string(),
+        (None, None) => {
+            return Err(err(
+                m.span(),
+                "`unit` is required for `regex` and `json` metrics".into(),
+            ));
+        }
+    };
+    let direction = match d
+        .direction
+        .as_ref()
+        .map(|x| (x.span(), x.get_ref().as_str()))
+    {
+        None | Some((_, "lower")) => Direction::Lower,
+        Some((_, "higher")) => Direction::Higher,
+        Some((sp, o)) => {
+            return Err(err(
+                sp,
+                format!("`direction` must be lower or higher, found `{o}`"),
+            ));
+        }
+    };
+    Ok(CustomMetric {
+        name,
+        unit,
+        direction,
+        source,
+    })
+}
+
 /// A plan from command-line arguments such as `getppid:cpu=0 getuid`.
 pub fn adhoc(specs: &[String]) -> anyhow::Result<Plan> {
     let mut benches = Vec::new();
@@ -454,6 +1042,7 @@ pub fn adhoc(specs: &[String]) -> anyhow::Result<Plan> {
         precision: None,
         factors: Vec::new(),
         benches,
+        reboot: None,
     })
 }
 
@@ -468,7 +1057,11 @@ pub fn expand(plan: &Plan) -> anyhow::Result<Vec<Cell>> {
             .iter()
             .filter(|f| match &f.apply {
                 Apply::Param { param } => b.bench.params().iter().any(|d| d.name == param),
-                Apply::Cpus => true,
+                Apply::Env { var } => {
+                    let p = format!("env.{var}");
+                    b.bench.params().iter().any(|d| d.name == p)
+                }
+                Apply::Cpus | Apply::Shell { .. } | Apply::System => true,
             })
             .collect();
         // Dimensions: factor levels, then sweep points.
@@ -485,12 +1078,34 @@ pub fn expand(plan: &Plan) -> anyhow::Result<Vec<Cell>> {
             let mut given = b.fixed.clone();
             let mut factors = IndexMap::new();
             let mut cpus = None;
+            let mut expect = Vec::new();
+            let mut shell = Vec::new();
             for (f, &li) in applicable.iter().zip(&pick) {
                 let lv = &f.levels[li];
                 factors.insert(f.name.clone(), lv.label.clone());
                 match &f.apply {
                     Apply::Param { param } => given.push((param.clone(), lv.raw.clone())),
                     Apply::Cpus => cpus = lv.cpus.clone(),
+                    Apply::Env { var } => {
+                        given.push((format!("env.{var}"), toml::Value::String(label_of(&lv.raw))))
+                    }
+                    Apply::Shell { setup, teardown } => {
+                        let v = label_of(&lv.raw);
+                        let fill =
+                            |t: &Option<String>| t.as_ref().map(|t| t.replace("{value}", &v));
+                        shell.push(ShellStep {
+                            factor: f.name.clone(),
+                            label: lv.label.clone(),
+                            setup: fill(setup),
+                            teardown: fill(teardown),
+                        });
+                    }
+                    Apply::System => expect.push(SystemNeed {
+                        factor: f.name.clone(),
+                        label: lv.label.clone(),
+                        expect: lv.expect.clone(),
+                        hint: lv.hint.clone(),
+                    }),
                 }
             }
             for ((k, vals), &vi) in b.sweep.iter().zip(&pick[applicable.len()..]) {
@@ -520,6 +1135,8 @@ pub fn expand(plan: &Plan) -> anyhow::Result<Vec<Cell>> {
                 label_params: b.label_params.clone(),
                 samples: b.samples,
                 key,
+                expect,
+                shell,
             });
         }
     }
@@ -580,6 +1197,73 @@ use = "getuid"
         assert_eq!(cells[0].label_params, vec!["cpu"]);
         let keys: std::collections::HashSet<_> = cells.iter().map(|c| &c.key).collect();
         assert_eq!(keys.len(), 4);
+    }
+
+    #[test]
+    fn every_factor_kind_expands() {
+        let p = parse(
+            r#"
+name = "t"
+[factors]
+opt = { apply = "param", param = "flags", values = { none = "", o2 = "-O2" } }
+cc = { apply = "env", var = "CC", values = ["gcc", "clang"] }
+thp = { apply = "shell", values = ["never"], setup = "echo {value} > /x", teardown = "true" }
+pti = { apply = "system", probe = "cmdline.nopti", values = { on = "absent", off = "present" }, hint = { off = "boot with `nopti`" } }
+[[bench]]
+name = "build"
+command = ["make", "CFLAGS={flags}", "-j{jobs}"]
+params = { flags = "-O0" }
+sweep = { jobs = [1, 2] }
+[[bench]]
+use = "getppid"
+"#,
+            "p.toml",
+        )
+        .unwrap();
+        let cells = expand(&p).unwrap();
+        // build: 2 opt x 2 cc x 1 thp x 2 pti x 2 jobs; getppid: thp x pti.
+        assert_eq!(cells.len(), 16 + 2);
+        let c = &cells[0];
+        assert_eq!(c.params.get("flags").unwrap().to_string(), "");
+        assert_eq!(c.params.get("env.CC").unwrap().to_string(), "gcc");
+        assert_eq!(c.shell[0].setup.as_deref(), Some("echo never > /x"));
+        assert_eq!(c.expect[0].expect[0].1, "absent");
+        let off = cells.iter().find(|c| c.factors["pti"] == "off").unwrap();
+        assert_eq!(off.expect[0].hint.as_deref(), Some("boot with `nopti`"));
+        let g = cells.iter().find(|c| c.display == "getppid").unwrap();
+        assert!(!g.factors.contains_key("cc") && g.factors.contains_key("pti"));
+        assert_eq!(p.probes().len(), 1);
+        let mut r = indexmap::IndexMap::new();
+        r.insert("cmdline.nopti".to_string(), "absent".to_string());
+        assert!(c.runnable(&r));
+        assert!(!off.runnable(&r));
+    }
+
+    #[test]
+    fn factor_kind_errors() {
+        let e = err(
+            "name = \"t\"\n[factors]\ns = { apply = \"system\", values = [\"x\"] }\n[[bench]]\nuse = \"getppid\"\n",
+        );
+        assert!(e.contains("set `probe`"), "{e}");
+        let e = err(
+            "name = \"t\"\n[factors]\ns = { apply = \"shell\", values = [\"x\"] }\n[[bench]]\nuse = \"getppid\"\n",
+        );
+        assert!(e.contains("needs `setup` and/or `teardown`"), "{e}");
+        let e = err(
+            "name = \"t\"\n[factors]\ns = { apply = \"cpus\", values = [\"0\"], probe = \"smt\" }\n[[bench]]\nuse = \"getppid\"\n",
+        );
+        assert!(
+            e.contains("`probe` only goes with apply = \"system\""),
+            "{e}"
+        );
+        let e =
+            err("name = \"t\"\n[[bench]]\nname = \"x\"\ncommand = [\"true\"]\nuse = \"getppid\"\n");
+        assert!(e.contains("either `use` or `command`"), "{e}");
+        let e = err("name = \"t\"\n[[bench]]\nuse = \"getppid\"\ntimeout = 3\n");
+        assert!(
+            e.starts_with("p.toml:4:11: `timeout` goes with a command"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -14,5 +14,6 @@ pub fn value(r: &RunReport) -> serde_json::Value {
         "cells": cells,
         "stop": r.stop,
         "verdict": r.verdict,
+        "failures": r.data.failures,
     })
 }

@@ -10,7 +10,7 @@ use serde::Serialize;
 
 use crate::runner::adaptive::{self, StopRule, Verdict};
 use crate::stats::Summary;
-use crate::store::RunData;
+use crate::store::{CampaignData, CellRec, RunData, SampleRec};
 use crate::system::Fingerprint;
 
 /// One row: a cell's summary for one metric.
@@ -43,6 +43,11 @@ pub struct CellSummary {
     pub placement: Option<String>,
     /// Facts the benchmark recorded (e.g. iterations per sample).
     pub notes: serde_json::Value,
+    /// Probe readings the samples were taken under (`{}` without
+    /// `system` factors).
+    pub readings: serde_json::Value,
+    /// The sample values, in the order they were taken.
+    pub values: Vec<f64>,
     /// Row label: factor labels then label parameters, in column order.
     #[serde(skip)]
     pub labels: Vec<String>,
@@ -162,6 +167,12 @@ impl RunReport {
                     }),
                     placement: cell.placement.clone(),
                     notes: cell.notes.clone(),
+                    readings: if cell.readings.is_null() {
+                        serde_json::json!({})
+                    } else {
+                        cell.readings.clone()
+                    },
+                    values: values.clone(),
                     labels: Vec::new(),
                 });
                 let row = g.rows.last_mut().expect("pushed");
@@ -212,4 +223,147 @@ impl RunReport {
             groups,
         }
     }
+}
+
+/// A campaign's cells merged across its runs: one entry per cell key and
+/// probe readings (a cell measured under two system states appears twice,
+/// each with only its own samples), with the ids of the runs that measured
+/// it in `notes.runs`.
+pub fn merge_campaign(d: &CampaignData) -> Vec<(CellRec, Vec<SampleRec>)> {
+    let mut merged: IndexMap<(String, String), (CellRec, Vec<SampleRec>)> = IndexMap::new();
+    for (c, samples) in &d.cells {
+        let k = (c.key.clone(), c.readings.to_string());
+        let e = merged.entry(k).or_insert_with(|| {
+            let mut c = c.clone();
+            c.notes["runs"] = serde_json::json!([]);
+            (c, Vec::new())
+        });
+        if let Some(runs) = e.0.notes["runs"].as_array_mut()
+            && !samples.is_empty()
+        {
+            runs.push(c.run_id.into());
+        }
+        if e.0.placement.is_none() {
+            e.0.placement = c.placement.clone();
+        }
+        e.1.extend(samples.iter().cloned());
+    }
+    merged.into_values().collect()
+}
+
+/// The report model of a campaign: a run-shaped view over its merged
+/// cells, with the fingerprint of its latest run.
+fn campaign_report(d: &CampaignData) -> RunReport {
+    let last = d.runs.last();
+    let run = crate::store::RunRow {
+        id: last.map_or(0, |r| r.id),
+        campaign: Some(d.campaign.name.clone()),
+        host: last.map_or_else(String::new, |r| r.host.clone()),
+        started: d.runs.first().map_or(d.campaign.created, |r| r.started),
+        ended: last.and_then(|r| r.ended),
+        status: format!("{} run(s)", d.runs.len()),
+        cells: d.cells.len() as i64,
+        samples: d.cells.iter().map(|(_, s)| s.len() as i64).sum(),
+        overhead_ns: last.map_or(0.0, |r| r.overhead_ns),
+    };
+    RunReport::build(RunData {
+        run,
+        fingerprint: d.fingerprint.clone(),
+        config: d.config.clone(),
+        cells: merge_campaign(d),
+        failures: d.failures.clone(),
+    })
+}
+
+/// Cells of the campaign's plan that have no sample yet, with the system
+/// state each needs.
+fn campaign_pending(d: &CampaignData) -> Vec<serde_json::Value> {
+    let Ok(plan) = crate::plan::parse(&d.campaign.plan_text, &d.campaign.name) else {
+        return Vec::new();
+    };
+    let Ok(cells) = crate::plan::expand(&plan) else {
+        return Vec::new();
+    };
+    let measured: std::collections::HashSet<&str> = d
+        .cells
+        .iter()
+        .filter(|(_, s)| !s.is_empty())
+        .map(|(c, _)| c.key.as_str())
+        .collect();
+    cells
+        .iter()
+        .filter(|c| !measured.contains(c.key.as_str()))
+        .map(|c| {
+            serde_json::json!({
+                "bench": c.display,
+                "factors": c.factors,
+                "needs": c.expect.iter().map(crate::runner::campaign::describe_need).collect::<Vec<_>>(),
+            })
+        })
+        .collect()
+}
+
+/// `kbench report CAMPAIGN --json`: the campaign, its runs, every state's
+/// cells with their own samples and readings, failures, and what is still
+/// pending.
+pub fn campaign_json(d: &CampaignData) -> serde_json::Value {
+    let rep = campaign_report(d);
+    let cells: Vec<&CellSummary> = rep.groups.iter().flat_map(|g| &g.rows).collect();
+    let mut states: Vec<&serde_json::Value> = Vec::new();
+    for (c, _) in &d.cells {
+        if !states.contains(&&c.readings) {
+            states.push(&c.readings);
+        }
+    }
+    serde_json::json!({
+        "campaign": d.campaign,
+        "fingerprint": d.fingerprint,
+        "runs": d.runs,
+        "states": states,
+        "cells": cells,
+        "failures": d.failures,
+        "pending": campaign_pending(d),
+    })
+}
+
+/// `kbench report CAMPAIGN` as text: the run-style tables over all the
+/// campaign's cells, then the system states they were measured under.
+pub fn campaign_text(d: &CampaignData) -> String {
+    let rep = campaign_report(d);
+    let mut o = format!(
+        "campaign {} `{}` (plan hash {}), {} run(s)\n",
+        d.campaign.id,
+        d.campaign.name,
+        d.campaign.plan_hash,
+        d.runs.len()
+    );
+    o.push_str(&text::render(&rep));
+    let mut states: Vec<&serde_json::Value> = Vec::new();
+    for (c, _) in &d.cells {
+        if c.readings.as_object().is_some_and(|m| !m.is_empty()) && !states.contains(&&c.readings) {
+            states.push(&c.readings);
+        }
+    }
+    if !states.is_empty() {
+        o.push_str("\nsystem states measured:\n");
+        for s in states {
+            let parts: Vec<String> = s
+                .as_object()
+                .map(|m| {
+                    m.iter()
+                        .map(|(k, v)| format!("{k}={}", json_label(v)))
+                        .collect()
+                })
+                .unwrap_or_default();
+            o.push_str(&format!("  {}\n", parts.join(", ")));
+        }
+    }
+    let pending = campaign_pending(d);
+    if !pending.is_empty() {
+        o.push_str(&format!(
+            "\n{} cell(s) pending (see `kbench status PLAN`)\n",
+            pending.len()
+        ));
+    }
+    o
 }

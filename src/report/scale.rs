@@ -287,6 +287,7 @@ mod tests {
                 }],
                 placement: None,
                 notes: serde_json::json!({}),
+                readings: serde_json::json!({}),
             },
             vals.iter()
                 .map(|&v| SampleRec {
@@ -317,6 +318,7 @@ mod tests {
             fingerprint: serde_json::json!({}),
             config: serde_json::json!({}),
             cells,
+            failures: Vec::new(),
         })
     }
 

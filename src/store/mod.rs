@@ -60,6 +60,10 @@ pub struct CellRec {
     pub metrics: Vec<MetricRec>,
     pub placement: Option<String>,
     pub notes: serde_json::Value,
+    /// Probe readings (probe -> reading) the cell's samples were taken
+    /// under; `{}` when the plan has no `system` factor.
+    #[serde(default)]
+    pub readings: serde_json::Value,
 }
 
 /// One stored sample.
@@ -95,6 +99,44 @@ pub struct RunData {
     pub fingerprint: serde_json::Value,
     pub config: serde_json::Value,
     pub cells: Vec<(CellRec, Vec<SampleRec>)>,
+    /// Failed samples of the run.
+    pub failures: Vec<FailureRec>,
+}
+
+/// A failed sample: how it failed (exit status, timeout, stderr tail).
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct FailureRec {
+    pub run_id: i64,
+    pub cell_id: i64,
+    pub round: u32,
+    /// Unix time, seconds.
+    pub t: f64,
+    pub message: String,
+}
+
+/// A campaign: a plan's matrix, identified by name and content hash.
+#[derive(Clone, Debug, Serialize)]
+pub struct CampaignRow {
+    pub id: i64,
+    pub name: String,
+    pub plan_hash: String,
+    #[serde(skip)]
+    pub plan_text: String,
+    /// Unix time, seconds.
+    pub created: f64,
+}
+
+/// Everything stored for a campaign: its runs, and every cell of every
+/// run with its samples (a cell key appears once per run that measured it).
+#[derive(Clone, Debug)]
+pub struct CampaignData {
+    pub campaign: CampaignRow,
+    pub runs: Vec<RunRow>,
+    pub cells: Vec<(CellRec, Vec<SampleRec>)>,
+    pub failures: Vec<FailureRec>,
+    /// Fingerprint and settings of the latest run (`null` without runs).
+    pub fingerprint: serde_json::Value,
+    pub config: serde_json::Value,
 }
 
 /// The operations every backend provides.
@@ -117,6 +159,12 @@ pub trait Store {
     fn list_runs(&self) -> anyhow::Result<Vec<RunRow>>;
     fn load_run(&self, run_id: i64) -> anyhow::Result<RunData>;
     fn last_run_id(&self) -> anyhow::Result<Option<i64>>;
+    /// Campaigns, oldest first; only those named `name` when given.
+    fn campaigns(&self, name: Option<&str>) -> anyhow::Result<Vec<CampaignRow>>;
+    /// A campaign with all its runs, cells and samples.
+    fn load_campaign(&self, id: i64) -> anyhow::Result<CampaignData>;
+    /// Record a failed sample.
+    fn add_failure(&mut self, f: &FailureRec) -> anyhow::Result<()>;
 }
 
 /// Where the store lives when neither `--db` nor `KBENCH_DB` is given:

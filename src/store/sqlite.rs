@@ -7,10 +7,13 @@ use anyhow::{Context, bail};
 use rusqlite::{Connection, OptionalExtension, params};
 use std::path::Path;
 
-use super::{CellRec, NewRun, RunData, RunRow, SampleRec, Store};
+use super::{
+    CampaignData, CampaignRow, CellRec, FailureRec, NewRun, RunData, RunRow, SampleRec, Store,
+};
 
 /// Schema migrations, applied in order; index + 1 = user_version after it.
-const MIGRATIONS: &[&str] = &[r#"
+const MIGRATIONS: &[&str] = &[
+    r#"
 CREATE TABLE campaigns (
     id INTEGER PRIMARY KEY,
     name TEXT NOT NULL,
@@ -57,7 +60,24 @@ CREATE TABLE samples (
 );
 CREATE INDEX samples_cell ON samples(cell_id);
 CREATE INDEX samples_run ON samples(run_id);
-"#];
+"#,
+    // 2: campaigns across reboots. A cell remembers the probe readings its
+    // samples were taken under; failed samples are kept with their cause.
+    r#"
+ALTER TABLE cells ADD COLUMN readings TEXT NOT NULL DEFAULT '{}';
+CREATE INDEX cells_key ON cells(key);
+CREATE INDEX runs_campaign ON runs(campaign_id);
+CREATE TABLE failures (
+    id INTEGER PRIMARY KEY,
+    run_id INTEGER NOT NULL REFERENCES runs(id),
+    cell_id INTEGER NOT NULL REFERENCES cells(id),
+    round INTEGER NOT NULL,
+    t REAL NOT NULL,
+    message TEXT NOT NULL
+);
+CREATE INDEX failures_run ON failures(run_id);
+"#,
+];
 
 pub struct SqliteStore {
     conn: Connection,
@@ -166,8 +186,8 @@ impl Store for SqliteStore {
 
     fn add_cell(&mut self, c: &CellRec) -> anyhow::Result<i64> {
         self.conn.execute(
-            "INSERT INTO cells (run_id, key, bench, source, kind, params, factors, label_params, metrics, placement, notes)
-             VALUES (?1, ?2, ?3, ?11, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+            "INSERT INTO cells (run_id, key, bench, source, kind, params, factors, label_params, metrics, placement, notes, readings)
+             VALUES (?1, ?2, ?3, ?11, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?12)",
             params![
                 c.run_id,
                 c.key,
@@ -179,7 +199,12 @@ impl Store for SqliteStore {
                 json_text(&c.metrics),
                 c.placement,
                 json_text(&c.notes),
-                c.source
+                c.source,
+                if c.readings.is_null() {
+                    "{}".to_string()
+                } else {
+                    json_text(&c.readings)
+                }
             ],
         )?;
         Ok(self.conn.last_insert_rowid())
@@ -250,12 +275,90 @@ impl Store for SqliteStore {
             [run_id],
             |r| Ok((r.get(0)?, r.get(1)?)),
         )?;
+        let cells = self.cells_where("c.run_id = ?1", run_id)?;
+        let failures = self.failures_where("f.run_id = ?1", run_id)?;
+        Ok(RunData {
+            run,
+            fingerprint: serde_json::from_str(&fp).unwrap_or(serde_json::Value::Null),
+            config: serde_json::from_str(&config).unwrap_or(serde_json::Value::Null),
+            cells,
+            failures,
+        })
+    }
+
+    fn campaigns(&self, name: Option<&str>) -> anyhow::Result<Vec<CampaignRow>> {
         let mut st = self.conn.prepare(
-            "SELECT id, run_id, key, bench, kind, params, factors, label_params, metrics, placement, notes, source
-             FROM cells WHERE run_id = ?1 ORDER BY id",
+            "SELECT id, name, plan_hash, plan_text, created FROM campaigns
+             WHERE ?1 IS NULL OR name = ?1 ORDER BY id",
         )?;
+        let rows = st.query_map([name], |r| {
+            Ok(CampaignRow {
+                id: r.get(0)?,
+                name: r.get(1)?,
+                plan_hash: r.get(2)?,
+                plan_text: r.get(3)?,
+                created: r.get(4)?,
+            })
+        })?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    fn load_campaign(&self, id: i64) -> anyhow::Result<CampaignData> {
+        let campaign = self
+            .campaigns(None)?
+            .into_iter()
+            .find(|c| c.id == id)
+            .ok_or_else(|| crate::error::bad_input!("no campaign {id} in the store"))?;
+        let mut st = self.conn.prepare(&format!(
+            "{RUN_SELECT} WHERE r.campaign_id = ?1 ORDER BY r.id"
+        ))?;
+        let runs = st
+            .query_map([id], Self::run_row)?
+            .collect::<Result<_, _>>()?;
+        let cond = "c.run_id IN (SELECT id FROM runs WHERE campaign_id = ?1)";
+        let (fp, config): (String, String) = self
+            .conn
+            .query_row(
+                "SELECT fingerprint, config FROM runs WHERE campaign_id = ?1 ORDER BY id DESC LIMIT 1",
+                [id],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .optional()?
+            .unwrap_or_default();
+        let parse = |s: &str| serde_json::from_str(s).unwrap_or(serde_json::Value::Null);
+        Ok(CampaignData {
+            fingerprint: parse(&fp),
+            config: parse(&config),
+            campaign,
+            runs,
+            cells: self.cells_where(cond, id)?,
+            failures: self.failures_where(
+                "f.run_id IN (SELECT id FROM runs WHERE campaign_id = ?1)",
+                id,
+            )?,
+        })
+    }
+
+    fn add_failure(&mut self, f: &FailureRec) -> anyhow::Result<()> {
+        self.conn.execute(
+            "INSERT INTO failures (run_id, cell_id, round, t, message) VALUES (?1, ?2, ?3, ?4, ?5)",
+            params![f.run_id, f.cell_id, f.round, f.t, f.message],
+        )?;
+        Ok(())
+    }
+}
+
+impl SqliteStore {
+    /// Cells matching `cond` (on alias `c`, one `?1` parameter) with their
+    /// samples, in insertion order.
+    fn cells_where(&self, cond: &str, arg: i64) -> anyhow::Result<Vec<(CellRec, Vec<SampleRec>)>> {
+        let mut st = self.conn.prepare(&format!(
+            "SELECT c.id, c.run_id, c.key, c.bench, c.kind, c.params, c.factors, c.label_params,
+                    c.metrics, c.placement, c.notes, c.source, c.readings
+             FROM cells c WHERE {cond} ORDER BY c.id"
+        ))?;
         let cells: Vec<CellRec> = st
-            .query_map([run_id], |r| {
+            .query_map([arg], |r| {
                 let j = |i: usize| -> rusqlite::Result<serde_json::Value> {
                     let s: String = r.get(i)?;
                     Ok(serde_json::from_str(&s).unwrap_or(serde_json::Value::Null))
@@ -275,14 +378,16 @@ impl Store for SqliteStore {
                     placement: r.get(9)?,
                     notes: j(10)?,
                     source: r.get(11)?,
+                    readings: j(12)?,
                 })
             })?
             .collect::<Result<_, _>>()?;
-        let mut st = self.conn.prepare(
-            "SELECT cell_id, metric, unit, value, round, t FROM samples WHERE run_id = ?1 ORDER BY id",
-        )?;
+        let mut st = self.conn.prepare(&format!(
+            "SELECT s.cell_id, s.metric, s.unit, s.value, s.round, s.t
+             FROM samples s JOIN cells c ON c.id = s.cell_id WHERE {cond} ORDER BY s.id"
+        ))?;
         let mut samples: Vec<SampleRec> = st
-            .query_map([run_id], |r| {
+            .query_map([arg], |r| {
                 Ok(SampleRec {
                     cell_id: r.get(0)?,
                     metric: r.get(1)?,
@@ -293,19 +398,30 @@ impl Store for SqliteStore {
                 })
             })?
             .collect::<Result<_, _>>()?;
-        let cells = cells
+        Ok(cells
             .into_iter()
             .map(|c| {
                 let mine: Vec<SampleRec> = samples.extract_if(.., |s| s.cell_id == c.id).collect();
                 (c, mine)
             })
-            .collect();
-        Ok(RunData {
-            run,
-            fingerprint: serde_json::from_str(&fp).unwrap_or(serde_json::Value::Null),
-            config: serde_json::from_str(&config).unwrap_or(serde_json::Value::Null),
-            cells,
-        })
+            .collect())
+    }
+
+    fn failures_where(&self, cond: &str, arg: i64) -> anyhow::Result<Vec<FailureRec>> {
+        let mut st = self.conn.prepare(&format!(
+            "SELECT f.run_id, f.cell_id, f.round, f.t, f.message FROM failures f
+             WHERE {cond} ORDER BY f.id"
+        ))?;
+        let rows = st.query_map([arg], |r| {
+            Ok(FailureRec {
+                run_id: r.get(0)?,
+                cell_id: r.get(1)?,
+                round: r.get(2)?,
+                t: r.get(3)?,
+                message: r.get(4)?,
+            })
+        })?;
+        Ok(rows.collect::<Result<_, _>>()?)
     }
 }
 
@@ -342,6 +458,7 @@ mod tests {
                 metrics: vec![],
                 placement: None,
                 notes: serde_json::json!({}),
+                readings: serde_json::json!({"cmdline.nopti": "absent"}),
             })
             .unwrap();
         let smp = SampleRec {
@@ -359,6 +476,7 @@ mod tests {
         let d = s.load_run(run).unwrap();
         assert_eq!(d.run.samples, 2);
         assert_eq!(d.cells[0].1.len(), 2);
+        assert_eq!(d.cells[0].0.readings["cmdline.nopti"], "absent");
         let v: i64 = s
             .conn
             .pragma_query_value(None, "user_version", |r| r.get(0))

@@ -284,6 +284,58 @@ pub fn fingerprint() -> Fingerprint {
     fp
 }
 
+/// Read a built-in probe (see `probe.rs` for the names); `None` when
+/// there is nothing to read. Command probes never reach here.
+pub fn read_probe(p: &super::probe::Probe) -> Option<String> {
+    use super::probe::Probe;
+    match p {
+        Probe::KernelRelease => read("/proc/sys/kernel/osrelease"),
+        Probe::KernelVersion => read("/proc/sys/kernel/version"),
+        Probe::Cmdline(param) => {
+            let line = read("/proc/cmdline")?;
+            // Words after a lone `--` belong to init, not to the kernel.
+            line.split_whitespace()
+                .take_while(|w| *w != "--")
+                .find_map(|w| match w.split_once('=') {
+                    Some((k, v)) if k == param => Some(v.to_string()),
+                    None if w == param => Some("present".to_string()),
+                    _ => None,
+                })
+        }
+        Probe::Vuln(name) => read(&format!("/sys/devices/system/cpu/vulnerabilities/{name}")),
+        Probe::CpuFlag(flag) => {
+            let text = fs::read_to_string("/proc/cpuinfo").ok()?;
+            let flags = text
+                .lines()
+                .find_map(|l| l.split_once(':').filter(|(k, _)| k.trim() == "flags"))?
+                .1;
+            flags
+                .split_whitespace()
+                .any(|f| f == flag)
+                .then(|| "present".to_string())
+        }
+        Probe::Microcode => {
+            let text = fs::read_to_string("/proc/cpuinfo").ok()?;
+            text.lines()
+                .find_map(|l| l.split_once(':').filter(|(k, _)| k.trim() == "microcode"))
+                .map(|(_, v)| v.trim().to_string())
+        }
+        Probe::Sysctl(name) => {
+            // `kernel.pid_max` -> /proc/sys/kernel/pid_max; names never
+            // contain `/` (checked when parsed), so this stays in /proc/sys.
+            if name.split('.').any(|part| part.is_empty() || part == "..") {
+                return None;
+            }
+            read(&format!("/proc/sys/{}", name.replace('.', "/")))
+        }
+        Probe::Smt => read("/sys/devices/system/cpu/smt/control"),
+        Probe::Thp => read("/sys/kernel/mm/transparent_hugepage/enabled").map(|s| selected(&s)),
+        Probe::Governor => read("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor"),
+        Probe::OnlineCpus => Some(online_cpus().to_string()),
+        Probe::Command(_) => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

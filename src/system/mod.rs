@@ -7,6 +7,7 @@
 
 #[cfg(target_os = "linux")]
 mod linux;
+pub mod probe;
 #[cfg(target_os = "linux")]
 use linux as os;
 

@@ -1,0 +1,249 @@
+//! Campaigns end to end: a plan whose `system` factor matches this machine
+//! for one value and not the other. The matching cells run, the others are
+//! pending with what they need; re-running adds nothing; faking the probe
+//! (a custom probe command reading a file the test changes) completes the
+//! campaign; the campaign report shows each state's cells with their own
+//! samples and readings.
+
+use assert_cmd::Command;
+use serde_json::Value;
+use std::path::Path;
+
+fn kbench(dir: &Path) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_kbench"));
+    c.arg("--db").arg(dir.join("k.db")).env("NO_COLOR", "1");
+    c
+}
+
+fn stdout(c: &mut Command) -> String {
+    let out = c.output().unwrap();
+    assert!(
+        out.status.success(),
+        "stderr: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+fn report(dir: &Path, what: &str) -> Value {
+    serde_json::from_str(&stdout(kbench(dir).args(["report", what, "--json"]))).unwrap()
+}
+
+/// Samples per (cell factors, metric) in a campaign report.
+fn counts(rep: &Value, metric: &str) -> Vec<(String, u64, String)> {
+    let mut v: Vec<(String, u64, String)> = rep["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["metric"] == metric)
+        .map(|c| {
+            (
+                format!("{}:{}", c["bench"].as_str().unwrap(), c["factors"]),
+                c["n"].as_u64().unwrap(),
+                c["readings"].to_string(),
+            )
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn a_campaign_spans_two_system_states() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let state = d.join("state");
+    std::fs::write(&state, "on\n").unwrap();
+    let plan = d.join("campaign.toml");
+    std::fs::write(
+        &plan,
+        format!(
+            r#"
+name = "two-states"
+samples = 3
+warmup = 0
+
+[factors]
+mode = {{ apply = "system", probe = ["cat", "{}"], values = {{ on = "on", off = "off" }}, hint = {{ off = "boot with `nomode`" }} }}
+
+[reboot]
+command = "grub-reboot nomode && reboot"
+
+[[bench]]
+name = "true"
+command = ["true"]
+measure = ["real", "user"]
+
+[[bench]]
+use = "getppid"
+"#,
+            state.display()
+        ),
+    )
+    .unwrap();
+    let run = |d: &Path| {
+        stdout(
+            kbench(d)
+                .args(["run", "-q", "--sample-time", "0.01"])
+                .arg(&plan),
+        )
+    };
+
+    run(d);
+    let st = stdout(kbench(d).arg("status").arg(&plan));
+    assert!(
+        st.contains("4 cells: 2 done, 0 to run now, 2 pending"),
+        "{st}"
+    );
+    let probe = format!("cmd:cat {}", state.display());
+    assert!(
+        st.contains(&format!("needs mode=off: boot with `nomode` ({probe}=off)")),
+        "{st}"
+    );
+    assert!(st.contains(&format!("now: {probe} is `on`")), "{st}");
+    assert!(
+        st.contains("to arm the next boot: grub-reboot nomode && reboot"),
+        "{st}"
+    );
+
+    // Nothing left for this state: no new run, no new samples.
+    let before = counts(&report(d, "two-states"), "real");
+    let out = kbench(d).args(["run", "-q"]).arg(&plan).output().unwrap();
+    assert!(out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains("nothing to run here: 2 cell(s) done, 2 pending")
+    );
+    assert_eq!(counts(&report(d, "two-states"), "real"), before);
+    assert_eq!(report(d, "two-states")["runs"].as_array().unwrap().len(), 1);
+
+    // "Reboot" into the other state.
+    std::fs::write(&state, "off\n").unwrap();
+    run(d);
+    let st = stdout(kbench(d).arg("status").arg(&plan));
+    assert!(
+        st.contains("4 cells: 4 done, 0 to run now, 0 pending"),
+        "{st}"
+    );
+
+    let rep = report(d, "two-states");
+    assert_eq!(rep["runs"].as_array().unwrap().len(), 2);
+    assert_eq!(rep["states"].as_array().unwrap().len(), 2);
+    assert_eq!(rep["pending"].as_array().unwrap().len(), 0);
+    let on = format!("{{\"{probe}\":\"on\"}}");
+    let off = format!("{{\"{probe}\":\"off\"}}");
+    assert_eq!(
+        counts(&rep, "real"),
+        vec![
+            ("true:{\"mode\":\"off\"}".to_string(), 3, off.clone()),
+            ("true:{\"mode\":\"on\"}".to_string(), 3, on.clone()),
+        ]
+    );
+    assert_eq!(
+        counts(&rep, "ns/op"),
+        vec![
+            ("getppid:{\"mode\":\"off\"}".to_string(), 3, off),
+            ("getppid:{\"mode\":\"on\"}".to_string(), 3, on),
+        ]
+    );
+    // Each state's cells came from their own run.
+    let runs: Vec<Value> = rep["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["metric"] == "real")
+        .map(|c| c["notes"]["runs"].clone())
+        .collect();
+    assert_eq!(runs.len(), 2);
+    assert_ne!(runs[0], runs[1]);
+    for c in rep["cells"].as_array().unwrap() {
+        assert_eq!(
+            c["values"].as_array().unwrap().len() as u64,
+            c["n"].as_u64().unwrap()
+        );
+    }
+    // The run's fingerprint carries the readings.
+    let last: Value = serde_json::from_str(&stdout(kbench(d).args(["report", "--json"]))).unwrap();
+    assert_eq!(last["fingerprint"]["probes"][&probe], "off");
+
+    // Running again in either state adds nothing.
+    std::fs::write(&state, "on\n").unwrap();
+    run(d);
+    assert_eq!(report(d, "two-states")["runs"].as_array().unwrap().len(), 2);
+
+    // Editing the plan is refused in one line; --force starts a new campaign.
+    let text = std::fs::read_to_string(&plan).unwrap();
+    std::fs::write(&plan, text.replace("samples = 3", "samples = 2")).unwrap();
+    let out = kbench(d).args(["run", "-q"]).arg(&plan).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("changed since campaign 1 started") && err.contains("--force"),
+        "{err}"
+    );
+    run_force(d, &plan);
+    let st = stdout(kbench(d).arg("status").arg(&plan));
+    assert!(st.starts_with("campaign 2 `two-states`"), "{st}");
+    assert!(st.contains("2 done, 0 to run now, 2 pending"), "{st}");
+    // --force on the unchanged plan starts it over; the old one stays.
+    run_force(d, &plan);
+    let st = stdout(kbench(d).arg("status").arg(&plan));
+    assert!(st.starts_with("campaign 3 `two-states`"), "{st}");
+    assert!(st.contains("2 done, 0 to run now, 2 pending"), "{st}");
+    assert_eq!(report(d, "campaign:1")["runs"].as_array().unwrap().len(), 2);
+    assert_eq!(report(d, "campaign:2")["runs"].as_array().unwrap().len(), 1);
+}
+
+fn run_force(d: &Path, plan: &Path) {
+    stdout(
+        kbench(d)
+            .args(["run", "-q", "--force", "--sample-time", "0.01"])
+            .arg(plan),
+    );
+}
+
+#[test]
+fn builtin_probes_decide_which_cells_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap();
+    let plan = d.join("p.toml");
+    std::fs::write(
+        &plan,
+        format!(
+            r#"
+name = "builtin"
+samples = 2
+warmup = 0
+[factors]
+kernel = {{ apply = "system", probe = "kernel.release", values = {{ this = "{}", other = "0.0.0-none" }} }}
+pti = {{ apply = "system", values = {{ on = {{ "cmdline.nopti_kbench_test" = "absent" }}, off = {{ "cmdline.nopti_kbench_test" = "present", "vuln.meltdown" = "re:^Vuln" }} }}, hint = {{ off = "boot with `nopti_kbench_test`" }} }}
+[[bench]]
+name = "t"
+command = ["true"]
+measure = ["real"]
+"#,
+            release.trim()
+        ),
+    )
+    .unwrap();
+    stdout(kbench(d).args(["run", "-q"]).arg(&plan));
+    let st = stdout(kbench(d).arg("status").arg(&plan));
+    assert!(
+        st.contains("4 cells: 1 done, 0 to run now, 3 pending"),
+        "{st}"
+    );
+    assert!(st.contains("t [kernel=this, pti=on] (2/2 samples)"), "{st}");
+    assert!(
+        st.contains("needs kernel=other (kernel.release=0.0.0-none); pti=off: boot with `nopti_kbench_test` (cmdline.nopti_kbench_test=present, vuln.meltdown=re:^Vuln)"),
+        "{st}"
+    );
+    let unit = stdout(kbench(d).args(["status", "--resume-unit"]).arg(&plan));
+    assert!(
+        unit.contains("ExecStart=") && unit.contains(" run ") && unit.contains("p.toml"),
+        "{unit}"
+    );
+    assert!(unit.contains("@reboot"), "{unit}");
+    assert!(unit.contains("WantedBy=multi-user.target"), "{unit}");
+}
