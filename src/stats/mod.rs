@@ -4,6 +4,7 @@
 //! bootstrap and adaptive stopping.)
 
 pub mod cfmt;
+pub mod student;
 
 use serde::Serialize;
 
