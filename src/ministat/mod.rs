@@ -558,40 +558,31 @@ fn run(version: Version, words: &[Vec<u8>], env: &Env, stdin: &mut dyn Read) -> 
 /// the baseline `rs`, with the version's arithmetic.
 fn relative(out: &mut Vec<u8>, version: Version, ds: &Vitals, rs: &Vitals, ci: usize) {
     let libc = version.libc();
-    let (nd, nr) = (ds.n, rs.n);
-    let t = student::table()
-        .t(nd + nr - 2, ci)
-        .expect("df >= 4 and a valid level");
-    let mut spool = (nd - 1) as f64 * ds.var + (nr - 1) as f64 * rs.var;
-    spool /= (nd + nr - 2) as f64;
-    spool = spool.sqrt();
-    let s = spool * (1.0 / nd as f64 + 1.0 / nr as f64).sqrt();
-    let d = ds.avg - rs.avg;
-    let e = t * s;
+    let m = |v: &Vitals| student::Moments {
+        n: v.n,
+        mean: v.avg,
+        var: v.var,
+    };
+    let formula = match version {
+        Version::FreeBsdMain => student::RelativeFormula::FreeBsdMain,
+        Version::Debian2015 => student::RelativeFormula::Debian2015,
+    };
+    let r = student::ministat_diff(m(rs), m(ds), ci, formula);
     let label = student::LEVEL_LABELS[ci];
-    if d.abs() > e {
-        let rel = match version {
-            Version::Debian2015 => e,
-            Version::FreeBsdMain => {
-                let mut re = (nd - 1) as f64 * ds.var
-                    + (nr - 1) as f64 * rs.var * (ds.avg * ds.avg) / (rs.avg * rs.avg);
-                re *= (nd + nr) as f64 / ((nd * nr) as f64 * ((nd + nr) as f64 - 2.0));
-                t * re.sqrt()
-            }
-        };
+    if r.significant {
         let mut l = String::new();
         l.push_str("Difference at ");
         l.push_str(label);
         l.push_str("% confidence\n\t");
-        write_g(&mut l, d, 0, 6, libc);
+        write_g(&mut l, r.diff, 0, 6, libc);
         l.push_str(" +/- ");
-        write_g(&mut l, e, 0, 6, libc);
+        write_g(&mut l, r.half_width, 0, 6, libc);
         l.push_str("\n\t");
-        write_g(&mut l, d * 100.0 / rs.avg, 0, 6, libc);
+        write_g(&mut l, r.rel_diff_pct, 0, 6, libc);
         l.push_str("% +/- ");
-        write_g(&mut l, rel * 100.0 / rs.avg, 0, 6, libc);
+        write_g(&mut l, r.rel_half_width_pct, 0, 6, libc);
         l.push_str("%\n\t(Student's t, pooled s = ");
-        write_g(&mut l, spool, 0, 6, libc);
+        write_g(&mut l, r.pooled_s, 0, 6, libc);
         l.push_str(")\n");
         out.extend_from_slice(l.as_bytes());
     } else {

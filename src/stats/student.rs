@@ -8,6 +8,8 @@
 
 use std::sync::OnceLock;
 
+use super::{Confidence, Interval, Sample, TooFew, TwoSample};
+
 /// The confidence levels (percent) of the table's columns, in order.
 pub const LEVELS: [f64; 6] = [80.0, 90.0, 95.0, 98.0, 99.0, 99.5];
 
@@ -89,9 +91,161 @@ impl StudentTable {
     }
 }
 
+/// The three numbers ministat keeps of a set.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Moments {
+    pub n: usize,
+    pub mean: f64,
+    /// Sample variance (n-1).
+    pub var: f64,
+}
+
+impl Moments {
+    /// FreeBSD main's moments of a sample (input-order mean, two-pass
+    /// variance).
+    pub fn of(s: &Sample) -> Moments {
+        Moments {
+            n: s.len(),
+            mean: s.mean(),
+            var: s.variance(),
+        }
+    }
+}
+
+/// How ministat turns the half-width into a percentage of the baseline.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RelativeFormula {
+    /// FreeBSD main: the half-width of the ratio's interval, `re`, which
+    /// propagates the contender's variance scaled by (mean2/mean1)^2.
+    FreeBsdMain,
+    /// Debian 2015: the absolute half-width `e` over mean1.
+    Debian2015,
+}
+
+/// ministat's comparison of a contender with the baseline ("Difference at
+/// 95.0% confidence ... (Student's t, pooled s = ...)"), computed with the
+/// same operations in the same order as ministat's `Relative()` so the
+/// printed digits agree.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MinistatDiff {
+    /// Baseline size.
+    pub n1: usize,
+    /// Contender size.
+    pub n2: usize,
+    /// Degrees of freedom, n1 + n2 - 2.
+    pub df: usize,
+    /// The level, as an index into [`LEVELS`].
+    pub level: usize,
+    /// t from the table (the `inf` row above df 100): the statistic the
+    /// difference is measured against.
+    pub t: f64,
+    /// Pooled standard deviation.
+    pub pooled_s: f64,
+    /// Difference of means, mean2 - mean1.
+    pub diff: f64,
+    /// Half-width of the difference's interval, `t * s`.
+    pub half_width: f64,
+    /// `diff +/- half_width`.
+    pub interval: Interval,
+    /// The difference in percent of mean1.
+    pub rel_diff_pct: f64,
+    /// The half-width in percent of mean1, by the chosen formula.
+    pub rel_half_width_pct: f64,
+    /// `|diff| > half_width`: ministat prints "Difference at ...".
+    pub significant: bool,
+    /// Set when df is 0 (one value in each set).
+    pub too_few: Option<TooFew>,
+}
+
+/// ministat's Student's t comparison of `b` (contender) against `a`
+/// (baseline) at `LEVELS[level]`.
+///
+/// # Panics
+/// If `level` is not an index into [`LEVELS`].
+pub fn ministat_diff(a: Moments, b: Moments, level: usize, formula: RelativeFormula) -> MinistatDiff {
+    let (ds, rs) = (b, a);
+    let (nd, nr) = (ds.n, rs.n);
+    let df = (nd + nr).saturating_sub(2);
+    let confidence = Confidence::percent(LEVELS[level]);
+    let t = table().t(df, level).unwrap_or(f64::NAN);
+    let mut spool = (nd - 1) as f64 * ds.var + (nr - 1) as f64 * rs.var;
+    spool /= (nd + nr - 2) as f64;
+    spool = spool.sqrt();
+    let s = spool * (1.0 / nd as f64 + 1.0 / nr as f64).sqrt();
+    let d = ds.mean - rs.mean;
+    let e = t * s;
+    let rel = match formula {
+        RelativeFormula::Debian2015 => e,
+        RelativeFormula::FreeBsdMain => {
+            let mut re = (nd - 1) as f64 * ds.var
+                + (nr - 1) as f64 * rs.var * (ds.mean * ds.mean) / (rs.mean * rs.mean);
+            re *= (nd + nr) as f64 / ((nd * nr) as f64 * ((nd + nr) as f64 - 2.0));
+            t * re.sqrt()
+        }
+    };
+    MinistatDiff {
+        n1: nr,
+        n2: nd,
+        df,
+        level,
+        t,
+        pooled_s: spool,
+        diff: d,
+        half_width: e,
+        interval: Interval { lo: d - e, hi: d + e },
+        rel_diff_pct: d * 100.0 / rs.mean,
+        rel_half_width_pct: rel * 100.0 / rs.mean,
+        significant: d.abs() > e,
+        too_few: (df == 0).then_some(TooFew {
+            need: 2,
+            confidence,
+        }),
+    }
+}
+
+impl TwoSample for MinistatDiff {
+    fn sizes(&self) -> (usize, usize) {
+        (self.n1, self.n2)
+    }
+    /// ministat reports no p-value.
+    fn p_value(&self) -> Option<f64> {
+        None
+    }
+    fn relative_interval(&self) -> Option<Interval> {
+        let c = self.rel_diff_pct / 100.0;
+        let h = self.rel_half_width_pct.abs() / 100.0;
+        Some(Interval { lo: c - h, hi: c + h })
+    }
+    fn too_few(&self) -> Option<TooFew> {
+        self.too_few
+    }
+    fn significant(&self) -> bool {
+        self.significant
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ministat_diff_reproduces_spec_example_case01() {
+        let x = [165.20, 165.35, 165.98, 166.34, 165.76, 164.82, 165.78, 166.38, 165.44, 164.84];
+        let y = [366.20, 366.20, 365.52, 366.59, 365.54, 365.66, 366.79, 366.16, 366.07, 366.76];
+        let a = Moments::of(&Sample::new(&x).unwrap());
+        let b = Moments::of(&Sample::new(&y).unwrap());
+        let d = ministat_diff(a, b, DEFAULT_LEVEL, RelativeFormula::FreeBsdMain);
+        let g = |v: f64| super::super::cfmt::fmt_g(v, 0, 6);
+        // FreeBSD main: 200.56 +/- 0.484557, 121.119% +/- 0.528982%,
+        // pooled s = 0.515708.
+        assert_eq!(
+            (g(d.diff), g(d.half_width), g(d.rel_diff_pct), g(d.rel_half_width_pct), g(d.pooled_s)),
+            ("200.56".into(), "0.484557".into(), "121.119".into(), "0.528982".into(), "0.515708".into())
+        );
+        assert!(d.significant);
+        let d = ministat_diff(a, b, DEFAULT_LEVEL, RelativeFormula::Debian2015);
+        assert_eq!(g(d.rel_half_width_pct), "0.292626");
+    }
 
     #[test]
     fn table_matches_ministat_source() {
