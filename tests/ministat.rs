@@ -61,7 +61,10 @@ fn diff(what: &str, got: &[u8], want: &[u8]) -> Option<String> {
     let w = String::from_utf8_lossy(want);
     for (i, (a, b)) in g.lines().zip(w.lines()).enumerate() {
         if a != b {
-            return Some(format!("{what} line {}:\n  got:  {a:?}\n  want: {b:?}", i + 1));
+            return Some(format!(
+                "{what} line {}:\n  got:  {a:?}\n  want: {b:?}",
+                i + 1
+            ));
         }
     }
     Some(format!(
@@ -170,7 +173,12 @@ fn spec_examples_both_modes() {
             checked += 1;
         }
     }
-    assert!(failures.is_empty(), "{} of {checked} runs differ:\n{}", failures.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} of {checked} runs differ:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
 }
 
 #[test]
@@ -202,8 +210,16 @@ fn debian_golden_cases() {
         let want_rc = doc["rc"].as_i64().unwrap() as i32;
         let name = case.file_name().unwrap().to_string_lossy().to_string();
         for d in [
-            diff("stdout", &got.stdout, &latin1(doc["stdout"].as_str().unwrap())),
-            diff("stderr", &got.stderr, &latin1(doc["stderr"].as_str().unwrap())),
+            diff(
+                "stdout",
+                &got.stdout,
+                &latin1(doc["stdout"].as_str().unwrap()),
+            ),
+            diff(
+                "stderr",
+                &got.stderr,
+                &latin1(doc["stderr"].as_str().unwrap()),
+            ),
             (got.rc != want_rc).then(|| format!("rc {} want {}", got.rc, want_rc)),
         ]
         .into_iter()
@@ -248,9 +264,17 @@ fn freebsd_mode_specifics() {
     );
     let r = kbench_ministat(&dir, false, &["-Z".into()], b"");
     assert_eq!(r.rc, 2);
-    assert!(String::from_utf8_lossy(&r.stderr).starts_with("ministat: illegal option -- Z\nUnknown option\n"));
+    assert!(
+        String::from_utf8_lossy(&r.stderr)
+            .starts_with("ministat: illegal option -- Z\nUnknown option\n")
+    );
     // -q keeps the plot and the comparison, drops names and header.
-    let r = kbench_ministat(&dir, false, &["-q".into(), "-n".into(), x.clone(), x.clone()], b"");
+    let r = kbench_ministat(
+        &dir,
+        false,
+        &["-q".into(), "-n".into(), x.clone(), x.clone()],
+        b"",
+    );
     assert_eq!(
         String::from_utf8_lossy(&r.stdout),
         "x   5       1394.45       1407.08       1398.99      1400.916     5.5563774\n\

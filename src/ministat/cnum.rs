@@ -47,7 +47,11 @@ pub fn strtod(s: &[u8]) -> (f64, usize) {
     let rest = &s[i..];
     // inf / infinity
     if starts_with_ci(rest, b"inf") {
-        let n = if starts_with_ci(rest, b"infinity") { 8 } else { 3 };
+        let n = if starts_with_ci(rest, b"infinity") {
+            8
+        } else {
+            3
+        };
         return (apply(f64::INFINITY), i + n);
     }
     // nan / nan(n-char-sequence)
@@ -107,7 +111,11 @@ pub fn strtod(s: &[u8]) -> (f64, usize) {
 /// total should that ever change.
 fn parse_fallback(text: &str) -> f64 {
     let t = text.trim_start_matches('+');
-    let t = if let Some(x) = t.strip_suffix('.') { x } else { t };
+    let t = if let Some(x) = t.strip_suffix('.') {
+        x
+    } else {
+        t
+    };
     t.parse().unwrap_or(0.0)
 }
 
@@ -321,7 +329,8 @@ mod tests {
         let txt = String::from_utf8_lossy(s);
         assert_eq!(n, m, "consumed for {txt:?}");
         assert!(
-            a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan() && a.is_sign_negative() == b.is_sign_negative()),
+            a.to_bits() == b.to_bits()
+                || (a.is_nan() && b.is_nan() && a.is_sign_negative() == b.is_sign_negative()),
             "value for {txt:?}: {a:e} vs {b:e}"
         );
     }
@@ -329,16 +338,71 @@ mod tests {
     #[test]
     fn forms_ministat_accepts() {
         for s in [
-            "0x1p3", "+5", "1e9", "inf", "-inf", "INFINITY", "infinit", "nan", "-nan", "NaN(123)",
-            "nan(", "nan(abc", "nan()", "5.", ".5", ".", "+.", "-", "+", "1e", "1e+", "1e+5x", "0x",
-            "0x.", "0x.8p1", "0X1P-1074", "0x1p-1075", "0x1.8p-1074", "0x1.fffffffffffff8p1023",
-            "0x1.fffffffffffffp1023", "0x3p-1076", "0x1p1024", "0x123456789abcdef123p0",
-            "0x1.00000000000008p0", "0x1.000000000000080000001p0", "0x1.00000000000018p0", "  7",
-            "\t-3.25", "1e-400", "1e400", "2.4703282292062327e-324", "2.4703282292062328e-324",
-            "1.7976931348623158e308", "1.7976931348623159e308", "12ms", "abc", "", "0", "-0",
-            "00012.5000", "1_000", "1,5", "0x1p", "0x1p+", "0e0", "4.9406564584124654e-324",
-            "0.1e-2147483648", "1e99999999999999999999", "123456789012345678901234567890",
-            "0.000000000000000000000000000000000000001", "0xg", "0x.p1", "infx", "nanx", "0x1P3",
+            "0x1p3",
+            "+5",
+            "1e9",
+            "inf",
+            "-inf",
+            "INFINITY",
+            "infinit",
+            "nan",
+            "-nan",
+            "NaN(123)",
+            "nan(",
+            "nan(abc",
+            "nan()",
+            "5.",
+            ".5",
+            ".",
+            "+.",
+            "-",
+            "+",
+            "1e",
+            "1e+",
+            "1e+5x",
+            "0x",
+            "0x.",
+            "0x.8p1",
+            "0X1P-1074",
+            "0x1p-1075",
+            "0x1.8p-1074",
+            "0x1.fffffffffffff8p1023",
+            "0x1.fffffffffffffp1023",
+            "0x3p-1076",
+            "0x1p1024",
+            "0x123456789abcdef123p0",
+            "0x1.00000000000008p0",
+            "0x1.000000000000080000001p0",
+            "0x1.00000000000018p0",
+            "  7",
+            "\t-3.25",
+            "1e-400",
+            "1e400",
+            "2.4703282292062327e-324",
+            "2.4703282292062328e-324",
+            "1.7976931348623158e308",
+            "1.7976931348623159e308",
+            "12ms",
+            "abc",
+            "",
+            "0",
+            "-0",
+            "00012.5000",
+            "1_000",
+            "1,5",
+            "0x1p",
+            "0x1p+",
+            "0e0",
+            "4.9406564584124654e-324",
+            "0.1e-2147483648",
+            "1e99999999999999999999",
+            "123456789012345678901234567890",
+            "0.000000000000000000000000000000000000001",
+            "0xg",
+            "0x.p1",
+            "infx",
+            "nanx",
+            "0x1P3",
         ] {
             same(s.as_bytes());
         }
@@ -372,9 +436,22 @@ mod tests {
     #[test]
     fn strtol_matches_libc() {
         for s in [
-            "12", "-3", "+7", " 42", "2x", "", " ", "-", "99999999999", "9223372036854775807",
-            "9223372036854775808", "-9223372036854775808", "-9223372036854775809",
-            "123456789012345678901234567890", "0x10", "007",
+            "12",
+            "-3",
+            "+7",
+            " 42",
+            "2x",
+            "",
+            " ",
+            "-",
+            "99999999999",
+            "9223372036854775807",
+            "9223372036854775808",
+            "-9223372036854775808",
+            "-9223372036854775809",
+            "123456789012345678901234567890",
+            "0x10",
+            "007",
         ] {
             assert_eq!(strtol(s.as_bytes()), c_strtol(s.as_bytes()), "{s:?}");
         }

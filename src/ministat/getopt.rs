@@ -59,7 +59,11 @@ impl<'a> Getopt<'a> {
     /// The operands, in the order the program sees them after the scan.
     pub fn operands(self) -> Vec<Vec<u8>> {
         let mut out = self.skipped;
-        out.extend(self.args[self.optind.min(self.args.len())..].iter().cloned());
+        out.extend(
+            self.args[self.optind.min(self.args.len())..]
+                .iter()
+                .cloned(),
+        );
         out
     }
 

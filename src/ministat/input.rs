@@ -139,10 +139,16 @@ mod tests {
     #[test]
     fn columns_comments_and_blank_lines() {
         let p = Parser::new(8192, 1, b" \t");
-        assert_eq!(read(&p, b"1\n# c\n\n  \n2 # note\n3\r\n"), Ok(vec![1.0, 2.0, 3.0]));
+        assert_eq!(
+            read(&p, b"1\n# c\n\n  \n2 # note\n3\r\n"),
+            Ok(vec![1.0, 2.0, 3.0])
+        );
         let p2 = Parser::new(8192, 2, b" \t");
         assert_eq!(read(&p2, b"1 2\n3\n12 #x\n4\t5 6\n"), Ok(vec![2.0, 5.0]));
-        assert_eq!(read(&p, b"1\n2\nabc\n"), Err(ReadError::InvalidData { line: 3 }));
+        assert_eq!(
+            read(&p, b"1\n2\nabc\n"),
+            Err(ReadError::InvalidData { line: 3 })
+        );
         assert_eq!(read(&p, b"1\n\x002\n3"), Ok(vec![1.0, 3.0]));
         let pc = Parser::new(8192, 2, b",");
         assert_eq!(read(&pc, b"a,1 \nb,,2\n"), Ok(vec![1.0, 2.0]));

@@ -157,7 +157,11 @@ pub fn main(args: &[OsString]) -> anyhow::Result<ExitCode> {
     if o.crash {
         // A terminal would have shown the complete lines printed so far.
         if env.stdout_is_tty {
-            let keep = o.stdout.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+            let keep = o
+                .stdout
+                .iter()
+                .rposition(|&b| b == b'\n')
+                .map_or(0, |i| i + 1);
             let _ = std::io::stdout().write_all(&o.stdout[..keep]);
         }
         // SAFETY: restoring the default action and raising a signal on
@@ -204,9 +208,7 @@ fn usage(version: Version, whine: &str) -> Outcome {
         );
     }
     e.extend_from_slice(b"\t-s : print avg/median/stddev bars on separate lines\n");
-    e.extend_from_slice(
-        b"\t-w : width of graph/test output (default 74 or terminal width)\n",
-    );
+    e.extend_from_slice(b"\t-w : width of graph/test output (default 74 or terminal width)\n");
     Outcome::fail(2, e)
 }
 
@@ -307,10 +309,17 @@ fn vitals(version: Version, s: &DataSet) -> Vitals {
     let n = p.len();
     let avg = s.sy / n as f64;
     let (median, var) = match version {
-        Version::Debian2015 => (p[n / 2], (s.syy - s.sy * s.sy / n as f64) / (n as f64 - 1.0)),
+        Version::Debian2015 => (
+            p[n / 2],
+            (s.syy - s.sy * s.sy / n as f64) / (n as f64 - 1.0),
+        ),
         Version::FreeBsdMain => {
             let m = n / 2;
-            let median = if n % 2 == 0 { (p[m] + p[m - 1]) / 2.0 } else { p[m] };
+            let median = if n.is_multiple_of(2) {
+                (p[m] + p[m - 1]) / 2.0
+            } else {
+                p[m]
+            };
             let mut ss = 0.0;
             for &x in p {
                 ss += (x - avg) * (x - avg);
@@ -612,11 +621,27 @@ mod tests {
             String::from_utf8(o.stdout).unwrap(),
             "x <stdin>\n    N           Min           Max        Median           Avg        Stddev\nx   3             1             3             2             2             1\n"
         );
-        let o = run(Version::Debian2015, &[b"-q".to_vec()], &env(), &mut &b""[..]);
+        let o = run(
+            Version::Debian2015,
+            &[b"-q".to_vec()],
+            &env(),
+            &mut &b""[..],
+        );
         assert_eq!(o.code, 2);
-        assert!(o.stderr.starts_with(b"ministat: invalid option -- 'q'\nUnknown option\n"));
-        let o = run(Version::FreeBsdMain, &[b"-c".to_vec(), b"97".to_vec()], &env(), &mut &b""[..]);
-        assert!(o.stderr.starts_with(b"No support for confidence level\nUsage"));
+        assert!(
+            o.stderr
+                .starts_with(b"ministat: invalid option -- 'q'\nUnknown option\n")
+        );
+        let o = run(
+            Version::FreeBsdMain,
+            &[b"-c".to_vec(), b"97".to_vec()],
+            &env(),
+            &mut &b""[..],
+        );
+        assert!(
+            o.stderr
+                .starts_with(b"No support for confidence level\nUsage")
+        );
     }
 
     #[test]
@@ -624,15 +649,25 @@ mod tests {
         let mut e = env();
         e.columns = Some(b"40".to_vec());
         let o = run(Version::FreeBsdMain, &[], &e, &mut &b"1\n2\n3\n"[..]);
-        assert!(o.stdout.windows(76).any(|w| w.starts_with(b"+---") && w[75] == b'+'));
+        assert!(
+            o.stdout
+                .windows(76)
+                .any(|w| w.starts_with(b"+---") && w[75] == b'+')
+        );
         e.stdout_is_tty = true;
         let o = run(Version::FreeBsdMain, &[], &e, &mut &b"1\n2\n3\n"[..]);
         let s = String::from_utf8(o.stdout).unwrap();
-        assert!(s.lines().any(|l| l.len() == 42 && l.starts_with("+-")), "{s}");
+        assert!(
+            s.lines().any(|l| l.len() == 42 && l.starts_with("+-")),
+            "{s}"
+        );
         e.columns = None;
         e.ws_col = Some(30);
         let o = run(Version::FreeBsdMain, &[], &e, &mut &b"1\n2\n3\n"[..]);
         let s = String::from_utf8(o.stdout).unwrap();
-        assert!(s.lines().any(|l| l.len() == 30 && l.starts_with("+-")), "{s}");
+        assert!(
+            s.lines().any(|l| l.len() == 30 && l.starts_with("+-")),
+            "{s}"
+        );
     }
 }

@@ -176,7 +176,11 @@ impl Plot {
         for i in 1..self.height {
             out.push(b'|');
             let r = (self.height - i) as usize * w;
-            out.extend(self.data[r..r + w].iter().map(|&k| SYMBOL[(k & 7) as usize]));
+            out.extend(
+                self.data[r..r + w]
+                    .iter()
+                    .map(|&k| SYMBOL[(k & 7) as usize]),
+            );
             out.extend_from_slice(b"|\n");
         }
         for b in self.bars.iter().flatten() {

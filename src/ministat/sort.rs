@@ -48,7 +48,7 @@ pub fn sort_points(v: &mut [f64], libc: Qsort) {
             }
         }
     }
-    if !nan && !(pos0 && neg0) {
+    if !(nan || pos0 && neg0) {
         // Equal elements are bit-identical here, so any sort agrees.
         v.sort_unstable_by(|a, b| a.partial_cmp(b).unwrap_or(Ordering::Equal));
         return;
@@ -266,7 +266,11 @@ mod tests {
         // SAFETY: gnu_get_libc_version returns a static C string.
         let v = unsafe { std::ffi::CStr::from_ptr(gnu_get_libc_version()) };
         let v = v.to_string_lossy();
-        let minor: u32 = v.split('.').nth(1).and_then(|m| m.parse().ok()).unwrap_or(99);
+        let minor: u32 = v
+            .split('.')
+            .nth(1)
+            .and_then(|m| m.parse().ok())
+            .unwrap_or(99);
         v.starts_with("2.") && minor < 37
     }
 

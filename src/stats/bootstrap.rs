@@ -104,7 +104,10 @@ impl Bootstrap {
         confidence: Confidence,
     ) -> BootResult {
         let observed = stat(a.sorted(), b.sorted());
-        let too_few = (a.len() < 2 || b.len() < 2).then_some(TooFew { need: 2, confidence });
+        let too_few = (a.len() < 2 || b.len() < 2).then_some(TooFew {
+            need: 2,
+            confidence,
+        });
         let mut dist = self.two_sample_distribution(a, b, &mut stat);
         dist.retain(|v| !v.is_nan());
         dist.sort_unstable_by(f64::total_cmp);
@@ -175,7 +178,7 @@ impl TwoSample for BootResult {
     }
     /// For a ratio statistic (`null` = 1): the interval minus 1.
     fn relative_interval(&self) -> Option<Interval> {
-        (self.null == 1.0).then(|| Interval {
+        (self.null == 1.0).then_some(Interval {
             lo: self.interval.lo - 1.0,
             hi: self.interval.hi - 1.0,
         })

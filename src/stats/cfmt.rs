@@ -190,7 +190,11 @@ fn exact_digits(a: f64, want: usize) -> (Vec<u8>, i32, bool) {
     }
     let mut x = digits.len() as i32 - 1; // exponent of digits[0] if any
     // Fraction numerator over 2^fbits.
-    let mut f = Big::from_u64(if fbits >= 64 { m } else { m & ((1u64 << fbits) - 1) });
+    let mut f = Big::from_u64(if fbits >= 64 {
+        m
+    } else {
+        m & ((1u64 << fbits) - 1)
+    });
     // Leading zeros of the fraction (only counted while no digit is seen).
     let mut lead_zero_pos = -1i32; // exponent of the next fraction digit
     while !f.is_zero() && digits.len() < want {

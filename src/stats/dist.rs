@@ -14,7 +14,9 @@ pub fn normal_sf(z: f64) -> f64 {
 
 /// Standard normal quantile.
 pub fn normal_quantile(p: f64) -> f64 {
-    Normal::new(0.0, 1.0).expect("standard normal").inverse_cdf(p)
+    Normal::new(0.0, 1.0)
+        .expect("standard normal")
+        .inverse_cdf(p)
 }
 
 /// Quantile of Student's t with `df` (> 0, may be fractional) degrees of

@@ -79,7 +79,9 @@ impl fmt::Display for Display {
             Verdict::Different => write!(f, "different (beyond ±{m}%)"),
             Verdict::DifferentWithinMargin => write!(f, "different, but within ±{m}%"),
             Verdict::Equivalent => write!(f, "equivalent within ±{m}%"),
-            Verdict::Inconclusive => write!(f, "no difference proven, not shown equivalent within ±{m}%"),
+            Verdict::Inconclusive => {
+                write!(f, "no difference proven, not shown equivalent within ±{m}%")
+            }
             Verdict::TooFew => write!(f, "too few samples to decide"),
         }
     }
@@ -97,11 +99,17 @@ mod tests {
     #[test]
     fn four_outcomes() {
         assert_eq!(verdict(iv(0.03, 0.07), 0.01), Verdict::Different);
-        assert_eq!(verdict(iv(0.002, 0.006), 0.01), Verdict::DifferentWithinMargin);
+        assert_eq!(
+            verdict(iv(0.002, 0.006), 0.01),
+            Verdict::DifferentWithinMargin
+        );
         assert_eq!(verdict(iv(-0.004, 0.006), 0.01), Verdict::Equivalent);
         assert_eq!(verdict(iv(-0.02, 0.03), 0.01), Verdict::Inconclusive);
         assert!(!Verdict::Inconclusive.decided() && Verdict::Equivalent.decided());
-        assert_eq!(Display(Verdict::Equivalent, 0.01).to_string(), "equivalent within ±1%");
+        assert_eq!(
+            Display(Verdict::Equivalent, 0.01).to_string(),
+            "equivalent within ±1%"
+        );
     }
 
     #[test]

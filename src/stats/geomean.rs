@@ -50,7 +50,8 @@ pub fn geomean_of_ratios(ratios: &[f64], confidence: Confidence) -> Result<Geome
     let m = logs.iter().sum::<f64>() / k as f64;
     let interval = (k >= 2).then(|| {
         let var = logs.iter().map(|l| (l - m) * (l - m)).sum::<f64>() / (k - 1) as f64;
-        let h = t_quantile(confidence.upper_tail_quantile(), (k - 1) as f64) * (var / k as f64).sqrt();
+        let h =
+            t_quantile(confidence.upper_tail_quantile(), (k - 1) as f64) * (var / k as f64).sqrt();
         Interval {
             lo: (m - h).exp(),
             hi: (m + h).exp(),
@@ -84,6 +85,9 @@ mod tests {
         let one = geomean_of_ratios(&[1.05], Confidence::default()).unwrap();
         assert_eq!((one.geomean, one.interval), (1.05, None));
         assert!(geomean_of_ratios(&[1.0, 0.0], Confidence::default()).is_err());
-        assert_eq!(geomean_of_ratios(&[], Confidence::default()), Err(GeomeanError::Empty));
+        assert_eq!(
+            geomean_of_ratios(&[], Confidence::default()),
+            Err(GeomeanError::Empty)
+        );
     }
 }

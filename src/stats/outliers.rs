@@ -51,7 +51,13 @@ pub fn modified_z(values: &[f64], threshold: f64) -> Outliers {
     };
     let scores: Vec<f64> = values
         .iter()
-        .map(|x| if scale > 0.0 { (x - median) / scale } else { 0.0 })
+        .map(|x| {
+            if scale > 0.0 {
+                (x - median) / scale
+            } else {
+                0.0
+            }
+        })
         .collect();
     let flagged = scores
         .iter()

@@ -188,7 +188,10 @@ mod tests {
         ));
         let s = Sample::new(&[4.0, 1.0, 3.0, 2.0]).unwrap();
         assert_eq!(s.sorted(), &[1.0, 2.0, 3.0, 4.0]);
-        assert_eq!((s.min(), s.max(), s.mean(), s.median()), (1.0, 4.0, 2.5, 2.5));
+        assert_eq!(
+            (s.min(), s.max(), s.mean(), s.median()),
+            (1.0, 4.0, 2.5, 2.5)
+        );
         assert!((s.stddev() - 1.2909944487358056).abs() < 1e-15);
         assert_eq!(s.quantile(0.0), 1.0);
         assert_eq!(s.quantile(0.25), 1.75);
@@ -207,7 +210,9 @@ mod tests {
         let ci = s.mean_ci(Confidence::percent(95.0)).unwrap();
         assert!((ci.lo - -0.5297804).abs() < 1e-6, "{ci:?}");
         assert!((ci.hi - 2.0297804).abs() < 1e-6, "{ci:?}");
-        let rel = s.mean_ci_relative_half_width(Confidence::percent(95.0)).unwrap();
+        let rel = s
+            .mean_ci_relative_half_width(Confidence::percent(95.0))
+            .unwrap();
         assert!((rel - 1.2797804 / 0.75).abs() < 1e-6);
     }
 }

@@ -48,7 +48,7 @@ impl StudentTable {
     /// levels, an `inf` row and rows `1..=100`.
     pub fn parse(text: &str) -> Result<StudentTable, String> {
         let mut rows = vec![[f64::NAN; 6]; MAX_DF + 1];
-        let mut seen = vec![false; MAX_DF + 1];
+        let mut seen = [false; MAX_DF + 1];
         for (lineno, line) in text.lines().enumerate() {
             let line = line.trim_end();
             if line.is_empty() || line.starts_with('#') || line.starts_with("df\t") {
@@ -65,7 +65,10 @@ impl StudentTable {
                 }
             };
             let vals: Vec<f64> = f
-                .map(|v| v.parse::<f64>().map_err(|e| format!("line {}: {e}", lineno + 1)))
+                .map(|v| {
+                    v.parse::<f64>()
+                        .map_err(|e| format!("line {}: {e}", lineno + 1))
+                })
                 .collect::<Result<_, _>>()?;
             if vals.len() != 6 {
                 return Err(format!("line {}: expected 6 values", lineno + 1));
@@ -162,7 +165,12 @@ pub struct MinistatDiff {
 ///
 /// # Panics
 /// If `level` is not an index into [`LEVELS`].
-pub fn ministat_diff(a: Moments, b: Moments, level: usize, formula: RelativeFormula) -> MinistatDiff {
+pub fn ministat_diff(
+    a: Moments,
+    b: Moments,
+    level: usize,
+    formula: RelativeFormula,
+) -> MinistatDiff {
     let (ds, rs) = (b, a);
     let (nd, nr) = (ds.n, rs.n);
     let df = (nd + nr).saturating_sub(2);
@@ -192,7 +200,10 @@ pub fn ministat_diff(a: Moments, b: Moments, level: usize, formula: RelativeForm
         pooled_s: spool,
         diff: d,
         half_width: e,
-        interval: Interval { lo: d - e, hi: d + e },
+        interval: Interval {
+            lo: d - e,
+            hi: d + e,
+        },
         rel_diff_pct: d * 100.0 / rs.mean,
         rel_half_width_pct: rel * 100.0 / rs.mean,
         significant: d.abs() > e,
@@ -214,7 +225,10 @@ impl TwoSample for MinistatDiff {
     fn relative_interval(&self) -> Option<Interval> {
         let c = self.rel_diff_pct / 100.0;
         let h = self.rel_half_width_pct.abs() / 100.0;
-        Some(Interval { lo: c - h, hi: c + h })
+        Some(Interval {
+            lo: c - h,
+            hi: c + h,
+        })
     }
     fn too_few(&self) -> Option<TooFew> {
         self.too_few
@@ -230,8 +244,12 @@ mod tests {
 
     #[test]
     fn ministat_diff_reproduces_spec_example_case01() {
-        let x = [165.20, 165.35, 165.98, 166.34, 165.76, 164.82, 165.78, 166.38, 165.44, 164.84];
-        let y = [366.20, 366.20, 365.52, 366.59, 365.54, 365.66, 366.79, 366.16, 366.07, 366.76];
+        let x = [
+            165.20, 165.35, 165.98, 166.34, 165.76, 164.82, 165.78, 166.38, 165.44, 164.84,
+        ];
+        let y = [
+            366.20, 366.20, 365.52, 366.59, 365.54, 365.66, 366.79, 366.16, 366.07, 366.76,
+        ];
         let a = Moments::of(&Sample::new(&x).unwrap());
         let b = Moments::of(&Sample::new(&y).unwrap());
         let d = ministat_diff(a, b, DEFAULT_LEVEL, RelativeFormula::FreeBsdMain);
@@ -239,8 +257,20 @@ mod tests {
         // FreeBSD main: 200.56 +/- 0.484557, 121.119% +/- 0.528982%,
         // pooled s = 0.515708.
         assert_eq!(
-            (g(d.diff), g(d.half_width), g(d.rel_diff_pct), g(d.rel_half_width_pct), g(d.pooled_s)),
-            ("200.56".into(), "0.484557".into(), "121.119".into(), "0.528982".into(), "0.515708".into())
+            (
+                g(d.diff),
+                g(d.half_width),
+                g(d.rel_diff_pct),
+                g(d.rel_half_width_pct),
+                g(d.pooled_s)
+            ),
+            (
+                "200.56".into(),
+                "0.484557".into(),
+                "121.119".into(),
+                "0.528982".into(),
+                "0.515708".into()
+            )
         );
         assert!(d.significant);
         let d = ministat_diff(a, b, DEFAULT_LEVEL, RelativeFormula::Debian2015);

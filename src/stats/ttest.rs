@@ -68,7 +68,10 @@ fn test(kind: TKind, a: &Sample, b: &Sample, confidence: Confidence) -> TTest {
     let (v1, v2) = (a.variance(), b.variance());
     let (f1, f2) = (n1 as f64, n2 as f64);
     let diff = m2 - m1;
-    let too_few = (n1 < 2 || n2 < 2).then_some(TooFew { need: 2, confidence });
+    let too_few = (n1 < 2 || n2 < 2).then_some(TooFew {
+        need: 2,
+        confidence,
+    });
     let (se, df) = match kind {
         TKind::Student => {
             let df = f1 + f2 - 2.0;
@@ -80,7 +83,11 @@ fn test(kind: TKind, a: &Sample, b: &Sample, confidence: Confidence) -> TTest {
             let se2 = q1 + q2;
             let den = q1 * q1 / (f1 - 1.0) + q2 * q2 / (f2 - 1.0);
             // Both variances zero: fall back to the pooled df.
-            let df = if den > 0.0 { se2 * se2 / den } else { f1 + f2 - 2.0 };
+            let df = if den > 0.0 {
+                se2 * se2 / den
+            } else {
+                f1 + f2 - 2.0
+            };
             (se2.sqrt(), df)
         }
     };

@@ -93,7 +93,8 @@ impl UTest {
             (exact_p(n1, n2, u), UMethod::Exact)
         } else {
             let mu = f1 * f2 / 2.0;
-            let var = f1 * f2 / 12.0 * ((n as f64 + 1.0) - tie_term / (n as f64 * (n as f64 - 1.0)));
+            let var =
+                f1 * f2 / 12.0 * ((n as f64 + 1.0) - tie_term / (n as f64 * (n as f64 - 1.0)));
             let p = if var <= 0.0 {
                 1.0
             } else {
@@ -154,7 +155,9 @@ fn binomial(n: usize, k: usize) -> f64 {
 
 /// Smallest equal set size whose most extreme outcome reaches `alpha`.
 fn need_per_set(alpha: f64) -> usize {
-    (1..).find(|&k| 2.0 / binomial(2 * k, k) < alpha).expect("some k")
+    (1..)
+        .find(|&k| 2.0 / binomial(2 * k, k) < alpha)
+        .expect("some k")
 }
 
 /// Exact two-sided p of U = `u` (no ties): 2 * min(P(U <= u), P(U >= u)).
@@ -230,7 +233,11 @@ mod tests {
         assert_eq!(u_counts(3, 3), vec![1, 1, 2, 3, 3, 3, 3, 2, 1, 1]);
         assert_eq!(u_counts(2, 4).iter().sum::<i128>(), 15);
         // Completely separated sets of 4: p = 2/70.
-        let r = UTest::new(&s(&[1.0, 2.0, 3.0, 4.0]), &s(&[5.0, 6.0, 7.0, 8.0]), Confidence::default());
+        let r = UTest::new(
+            &s(&[1.0, 2.0, 3.0, 4.0]),
+            &s(&[5.0, 6.0, 7.0, 8.0]),
+            Confidence::default(),
+        );
         assert_eq!(r.statistic, 16.0);
         assert!((r.p - 2.0 / 70.0).abs() < 1e-15);
         assert!(r.significant());
@@ -240,7 +247,11 @@ mod tests {
     #[test]
     fn too_few_to_detect() {
         // n = 3 + 3: the best possible p is 2/20 = 0.1 >= 0.05.
-        let r = UTest::new(&s(&[1.0, 2.0, 3.0]), &s(&[7.0, 8.0, 9.0]), Confidence::percent(95.0));
+        let r = UTest::new(
+            &s(&[1.0, 2.0, 3.0]),
+            &s(&[7.0, 8.0, 9.0]),
+            Confidence::percent(95.0),
+        );
         assert_eq!(r.too_few.map(|t| t.need), Some(4));
         assert!(!r.significant());
         assert_eq!(
@@ -248,7 +259,11 @@ mod tests {
             "need >= 4 samples in each set to detect a difference at 95% confidence"
         );
         // At 80% (alpha 0.2) the same sets can show it.
-        let r = UTest::new(&s(&[1.0, 2.0, 3.0]), &s(&[7.0, 8.0, 9.0]), Confidence::percent(80.0));
+        let r = UTest::new(
+            &s(&[1.0, 2.0, 3.0]),
+            &s(&[7.0, 8.0, 9.0]),
+            Confidence::percent(80.0),
+        );
         assert!(r.too_few.is_none() && r.significant());
     }
 
@@ -259,7 +274,11 @@ mod tests {
         // U_b = 23 - 10 = 13, mu = 8, tie term = 24 + 24 = 48,
         // var = 16/12 * (9 - 48/56) = 10.857142..., z = (13 - 8 - 0.5)/sqrt(var)
         // = 1.365698..., p = 2 * (1 - Phi(z)) = erfc(z/sqrt 2) = 0.172034...
-        let r = UTest::new(&s(&[1.0, 2.0, 2.0, 3.0]), &s(&[2.0, 3.0, 3.0, 4.0]), Confidence::default());
+        let r = UTest::new(
+            &s(&[1.0, 2.0, 2.0, 3.0]),
+            &s(&[2.0, 3.0, 3.0, 4.0]),
+            Confidence::default(),
+        );
         assert!(r.ties);
         assert_eq!(r.method, UMethod::Normal);
         assert_eq!(r.statistic, 13.0);
