@@ -1,9 +1,46 @@
-//! Statistics: summaries of samples and C-compatible number formatting.
+//! Statistics for comparing benchmark samples, and ministat's arithmetic.
 //!
-//! (Issue 3 grows this into ministat-exact Student's t, Welch, Mann-Whitney,
-//! bootstrap and adaptive stopping.)
+//! Layers, after golang/perf's benchmath and criterion's stats:
+//!
+//! - [`Sample`]: validated, sorted measurements with summaries (mean,
+//!   median, stddev, CV, quantiles, MAD) and the confidence interval of the
+//!   mean that adaptive stopping targets.
+//! - Two-sample tests, each returning a result struct with documented
+//!   fields (`n1`, `n2`, `statistic`, `df`, `p`, `interval`) and a
+//!   [`TooFew`] note when the samples are too small to ever show a
+//!   difference: ministat's table-based Student's t ([`student`]), Student's
+//!   and Welch's t with exact quantiles ([`ttest`]), Mann-Whitney U
+//!   ([`utest`]), bootstrap intervals of ratios ([`bootstrap`]).
+//! - Across benchmarks: the geometric mean of ratios ([`geomean`]);
+//!   within one sample: outlier flags ([`outliers`]).
+//! - [`equivalence`]: turns an interval into a verdict, so "no difference
+//!   proven" is never read as "equal".
+//! - [`cfmt`]: C's `%g`, for ministat-identical output.
+//!
+//! Convention: sample 1 (`a`) is the baseline, sample 2 (`b`) the
+//! contender; differences are `b - a`, ratios `b / a`.
+//!
+//! References: Student (1908); Welch (1947), Satterthwaite df; Mann &
+//! Whitney (1947), tie correction as in Hollander & Wolfe (1973); Efron &
+//! Tibshirani (1993) percentile bootstrap; Iglewicz & Hoaglin (1993)
+//! modified z-score; Schuirmann (1987) two one-sided tests for equivalence.
 
+// Parts of this API serve `kbench compare` and adaptive stopping (issue 3,
+// parts 3 and 4), which build on it; until they land some items are unused.
+#![allow(dead_code, unused_imports)]
+
+pub mod bootstrap;
 pub mod cfmt;
+pub mod dist;
+pub mod equivalence;
+pub mod geomean;
+pub mod outliers;
+pub mod sample;
+pub mod student;
+pub mod ttest;
+pub mod utest;
+
+pub use sample::{Sample, SampleError};
 
 use serde::Serialize;
 
@@ -22,6 +59,9 @@ pub struct Summary {
 
 impl Summary {
     /// Summarise values (any order). `None` when empty.
+    ///
+    /// Computed as FreeBSD main's ministat does: the mean from the sum in
+    /// input order, the variance in two passes over the sorted values.
     pub fn of(values: &[f64]) -> Option<Summary> {
         if values.is_empty() {
             return None;
@@ -30,11 +70,7 @@ impl Summary {
         v.sort_by(|a, b| a.total_cmp(b));
         let n = v.len();
         let mean = values.iter().sum::<f64>() / n as f64;
-        let median = if n % 2 == 1 {
-            v[n / 2]
-        } else {
-            (v[n / 2 - 1] + v[n / 2]) / 2.0
-        };
+        let median = sample::median_sorted(&v);
         let var = if n > 1 {
             v.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / (n - 1) as f64
         } else {
@@ -51,6 +87,121 @@ impl Summary {
     }
 }
 
+/// A two-sided confidence level, e.g. 95%.
+#[derive(Clone, Copy, Debug, PartialEq, PartialOrd, Serialize)]
+pub struct Confidence(f64);
+
+impl Confidence {
+    /// From a percentage in (0, 100): `Confidence::percent(95.0)`.
+    ///
+    /// # Panics
+    /// Outside (0, 100).
+    pub fn percent(p: f64) -> Confidence {
+        assert!(p > 0.0 && p < 100.0, "confidence {p}% outside (0, 100)");
+        Confidence(p / 100.0)
+    }
+
+    /// From a fraction in (0, 1): `Confidence::fraction(0.95)`.
+    ///
+    /// # Panics
+    /// Outside (0, 1).
+    pub fn fraction(f: f64) -> Confidence {
+        assert!(f > 0.0 && f < 1.0, "confidence {f} outside (0, 1)");
+        Confidence(f)
+    }
+
+    /// The level as a fraction (0.95).
+    pub fn level(self) -> f64 {
+        self.0
+    }
+
+    /// The level in percent (95).
+    pub fn as_percent(self) -> f64 {
+        self.0 * 100.0
+    }
+
+    /// Significance level alpha = 1 - level (0.05).
+    pub fn alpha(self) -> f64 {
+        1.0 - self.0
+    }
+
+    /// The quantile bounding a two-sided interval: 1 - alpha/2 (0.975).
+    pub fn upper_tail_quantile(self) -> f64 {
+        1.0 - (1.0 - self.0) / 2.0
+    }
+}
+
+impl Default for Confidence {
+    fn default() -> Self {
+        Confidence(0.95)
+    }
+}
+
+/// A closed interval `[lo, hi]`.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct Interval {
+    pub lo: f64,
+    pub hi: f64,
+}
+
+impl Interval {
+    pub fn contains(&self, x: f64) -> bool {
+        self.lo <= x && x <= self.hi
+    }
+
+    /// Half the width.
+    pub fn half_width(&self) -> f64 {
+        (self.hi - self.lo) / 2.0
+    }
+
+    /// Scale both ends (e.g. divide by the baseline to get a relative
+    /// interval).
+    pub fn scale(&self, k: f64) -> Interval {
+        let (a, b) = (self.lo * k, self.hi * k);
+        Interval {
+            lo: a.min(b),
+            hi: a.max(b),
+        }
+    }
+}
+
+/// The samples are too small for the test to ever call a difference
+/// significant at the requested level (benchmath's "need >= N samples").
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct TooFew {
+    /// Samples needed in each set.
+    pub need: usize,
+    /// The confidence level asked for.
+    pub confidence: Confidence,
+}
+
+impl std::fmt::Display for TooFew {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "need >= {} samples in each set to detect a difference at {}% confidence",
+            self.need,
+            self.confidence.as_percent()
+        )
+    }
+}
+
+/// What every two-sample test result offers, for code that renders any of
+/// them (`kbench compare --test ...`).
+pub trait TwoSample {
+    /// Sizes of the baseline and the contender.
+    fn sizes(&self) -> (usize, usize);
+    /// Two-sided p-value, when the test has one.
+    fn p_value(&self) -> Option<f64>;
+    /// The interval of the relative change `b/a - 1` (0.05 = +5%), when the
+    /// test gives one.
+    fn relative_interval(&self) -> Option<Interval>;
+    /// Set when the samples cannot show a difference at this level.
+    fn too_few(&self) -> Option<TooFew>;
+    /// Whether the test calls the difference significant.
+    fn significant(&self) -> bool;
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -64,5 +215,15 @@ mod tests {
         );
         assert!((s.stddev - 1.2909944487358056).abs() < 1e-12);
         assert!(Summary::of(&[]).is_none());
+        let smp = Sample::new(&[4.0, 1.0, 3.0, 2.0]).unwrap();
+        assert_eq!(smp.summary(), s);
+    }
+
+    #[test]
+    fn confidence_conversions() {
+        let c = Confidence::percent(95.0);
+        assert!((c.alpha() - 0.05).abs() < 1e-12);
+        assert!((c.upper_tail_quantile() - 0.975).abs() < 1e-12);
+        assert_eq!(Confidence::fraction(0.995).as_percent(), 99.5);
     }
 }

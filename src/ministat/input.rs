@@ -1,0 +1,172 @@
+//! Reading one data set the way ministat's `ReadSet` does.
+//!
+//! C reads with `fgets(buf, BUFSIZ)` (a line longer than BUFSIZ-1 bytes
+//! arrives as several "lines", each counted), cuts at the first NUL
+//! (`strlen`), strips trailing `isspace`, splits with `strtok(buf, delim)`,
+//! walks to token number `column` unless a token starting with `#` comes
+//! first, and parses it with `strtod`, which must consume the whole token.
+//!
+//! Here the whole input is read into memory once and scanned in place: no
+//! allocation per line, a 256-entry delimiter table, and kbench's own
+//! `strtod` (see [`super::cnum`]).
+
+use super::cnum::{is_c_space, strtod};
+
+/// A data set as ministat holds it.
+#[derive(Debug, Clone)]
+pub struct DataSet {
+    /// The name ministat prints (`x.txt`, `<stdin>`, `-`).
+    pub name: Vec<u8>,
+    /// The points, in file order until [`super::sort`] sorts them.
+    pub points: Vec<f64>,
+    /// Sum of the points in file order.
+    pub sy: f64,
+    /// Sum of squares in file order (Debian's one-pass variance).
+    pub syy: f64,
+}
+
+/// Why a set could not be read.
+#[derive(Debug, PartialEq, Eq)]
+pub enum ReadError {
+    /// `strtod` did not consume the whole token on this line (1-based,
+    /// counting `fgets` pieces).
+    InvalidData { line: u64 },
+}
+
+/// How to cut lines and pick the column.
+pub struct Parser {
+    /// `BUFSIZ`: 8192 with glibc, 1024 with FreeBSD libc.
+    pub bufsiz: usize,
+    /// 1-based column.
+    pub column: i64,
+    delim: [bool; 256],
+}
+
+impl Parser {
+    pub fn new(bufsiz: usize, column: i64, delims: &[u8]) -> Parser {
+        let mut delim = [false; 256];
+        for &d in delims {
+            delim[d as usize] = true;
+        }
+        Parser {
+            bufsiz,
+            column,
+            delim,
+        }
+    }
+
+    /// Parse a whole input into a data set named `name`.
+    pub fn read(&self, name: Vec<u8>, data: &[u8]) -> Result<DataSet, ReadError> {
+        let mut points = Vec::with_capacity(data.len() / 8 + 4);
+        let (mut sy, mut syy) = (0.0f64, 0.0f64);
+        let max = self.bufsiz - 1;
+        let mut pos = 0usize;
+        let mut line = 0u64;
+        while pos < data.len() {
+            // One fgets() call: up to BUFSIZ-1 bytes, through a newline.
+            let window = &data[pos..data.len().min(pos + max)];
+            let len = match window.iter().position(|&b| b == b'\n') {
+                Some(k) => k + 1,
+                None => window.len(),
+            };
+            let piece = &window[..len];
+            pos += len;
+            line += 1;
+            // strlen(): a NUL ends the C string early.
+            let piece = match piece.iter().position(|&b| b == 0) {
+                Some(k) => &piece[..k],
+                None => piece,
+            };
+            let mut end = piece.len();
+            while end > 0 && is_c_space(piece[end - 1]) {
+                end -= 1;
+            }
+            let Some(tok) = self.pick(&piece[..end]) else {
+                continue;
+            };
+            let (d, used) = strtod(tok);
+            if used != tok.len() {
+                return Err(ReadError::InvalidData { line });
+            }
+            points.push(d);
+            sy += d;
+            syy += d * d;
+        }
+        Ok(DataSet {
+            name,
+            points,
+            sy,
+            syy,
+        })
+    }
+
+    /// The `column`-th strtok token of `line`, or `None` when the line has
+    /// fewer tokens or a token starting with `#` comes first.
+    #[inline]
+    fn pick<'a>(&self, line: &'a [u8]) -> Option<&'a [u8]> {
+        let mut i = 0;
+        let mut col = 1i64;
+        loop {
+            while i < line.len() && self.delim[line[i] as usize] {
+                i += 1;
+            }
+            if i >= line.len() {
+                return None;
+            }
+            let start = i;
+            while i < line.len() && !self.delim[line[i] as usize] {
+                i += 1;
+            }
+            if line[start] == b'#' {
+                return None;
+            }
+            if col == self.column {
+                return Some(&line[start..i]);
+            }
+            col += 1;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read(p: &Parser, s: &[u8]) -> Result<Vec<f64>, ReadError> {
+        p.read(b"t".to_vec(), s).map(|d| d.points)
+    }
+
+    #[test]
+    fn columns_comments_and_blank_lines() {
+        let p = Parser::new(8192, 1, b" \t");
+        assert_eq!(
+            read(&p, b"1\n# c\n\n  \n2 # note\n3\r\n"),
+            Ok(vec![1.0, 2.0, 3.0])
+        );
+        let p2 = Parser::new(8192, 2, b" \t");
+        assert_eq!(read(&p2, b"1 2\n3\n12 #x\n4\t5 6\n"), Ok(vec![2.0, 5.0]));
+        assert_eq!(
+            read(&p, b"1\n2\nabc\n"),
+            Err(ReadError::InvalidData { line: 3 })
+        );
+        assert_eq!(read(&p, b"1\n\x002\n3"), Ok(vec![1.0, 3.0]));
+        let pc = Parser::new(8192, 2, b",");
+        assert_eq!(read(&pc, b"a,1 \nb,,2\n"), Ok(vec![1.0, 2.0]));
+    }
+
+    #[test]
+    fn long_lines_split_like_fgets() {
+        // 1023 bytes then a newline: with BUFSIZ 1024 the newline comes
+        // back as an empty second "line".
+        let mut s = vec![b' '; 1022];
+        s.push(b'7');
+        s.extend_from_slice(b"\nx\n");
+        let p = Parser::new(1024, 1, b" \t");
+        assert_eq!(read(&p, &s), Err(ReadError::InvalidData { line: 3 }));
+        let mut s = vec![b'1'; 1500];
+        s.push(b'\n');
+        let p = Parser::new(1024, 1, b" \t");
+        let v = read(&p, &s).unwrap();
+        assert_eq!(v.len(), 2);
+    }
+}

@@ -1,0 +1,56 @@
+//! Distribution functions the tests need, through statrs.
+
+use statrs::distribution::{ContinuousCDF, Normal, StudentsT};
+
+/// Standard normal CDF.
+pub fn normal_cdf(z: f64) -> f64 {
+    Normal::new(0.0, 1.0).expect("standard normal").cdf(z)
+}
+
+/// Upper tail of the standard normal, 1 - CDF, without cancellation.
+pub fn normal_sf(z: f64) -> f64 {
+    Normal::new(0.0, 1.0).expect("standard normal").sf(z)
+}
+
+/// Standard normal quantile.
+pub fn normal_quantile(p: f64) -> f64 {
+    Normal::new(0.0, 1.0)
+        .expect("standard normal")
+        .inverse_cdf(p)
+}
+
+/// Quantile of Student's t with `df` (> 0, may be fractional) degrees of
+/// freedom; the standard normal's for infinite df.
+pub fn t_quantile(p: f64, df: f64) -> f64 {
+    if df.is_infinite() {
+        return normal_quantile(p);
+    }
+    StudentsT::new(0.0, 1.0, df).expect("df > 0").inverse_cdf(p)
+}
+
+/// Two-sided p-value of a t statistic: P(|T| >= |t|).
+pub fn t_two_sided_p(t: f64, df: f64) -> f64 {
+    if t.is_nan() {
+        return f64::NAN;
+    }
+    let sf = if df.is_infinite() {
+        normal_sf(t.abs())
+    } else {
+        StudentsT::new(0.0, 1.0, df).expect("df > 0").sf(t.abs())
+    };
+    (2.0 * sf).min(1.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn known_quantiles() {
+        // Tables: t(0.975, 18) = 2.100922, t(0.995, 4) = 4.604095.
+        assert!((t_quantile(0.975, 18.0) - 2.100922).abs() < 1e-6);
+        assert!((t_quantile(0.995, 4.0) - 4.604095).abs() < 1e-6);
+        assert!((normal_quantile(0.975) - 1.959964).abs() < 1e-6);
+        assert!((t_two_sided_p(2.100922, 18.0) - 0.05).abs() < 1e-6);
+    }
+}
