@@ -12,7 +12,6 @@
 //! excludes 0; equivalence when it lies inside +/- the precision.
 
 use serde::Serialize;
-use statrs::distribution::{ContinuousCDF, StudentsT};
 
 /// No stopping decision before this many samples per cell.
 pub const MIN_SAMPLES: usize = 5;
@@ -36,9 +35,7 @@ pub struct StopRule {
 
 /// Two-sided Student t quantile for `confidence` and `df` degrees of freedom.
 pub fn t_quantile(confidence: f64, df: f64) -> f64 {
-    StudentsT::new(0.0, 1.0, df)
-        .map(|t| t.inverse_cdf(0.5 + confidence / 2.0))
-        .unwrap_or(f64::INFINITY)
+    crate::stats::dist::t_quantile(0.5 + confidence / 2.0, df)
 }
 
 fn mean_var(v: &[f64]) -> (f64, f64) {
