@@ -61,6 +61,30 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Compare recorded results: ministat's table and difference block for
+    /// each benchmark, metric and cell, then a summary with a geomean row.
+    /// Operands: run ids, campaigns (name, campaign:ID or PLAN.toml), each
+    /// optionally narrowed as `NAME:factor=value,...`; the first is the
+    /// baseline.
+    Compare {
+        /// Baseline, then contenders.
+        #[arg(required = true, num_args = 2..)]
+        operands: Vec<String>,
+        /// Test behind each difference.
+        #[arg(long, value_enum, default_value = "student")]
+        test: crate::report::compare::Test,
+        /// Confidence level in percent, 80..99.5 (ministat's Student's t
+        /// accepts 80, 90, 95, 98, 99, 99.5).
+        #[arg(long, default_value_t = 95.0, value_name = "PCT")]
+        confidence: f64,
+        /// Equivalence margin for the verdicts: a change whose interval
+        /// lies within +/-PCT is "equivalent".
+        #[arg(long, default_value = "1%", value_name = "PCT")]
+        margin: String,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
     /// FreeBSD ministat(1), byte for byte (`kbench ministat --help`).
     #[command(disable_help_flag = true)]
     Ministat {

@@ -48,6 +48,13 @@ pub fn dispatch(args: Vec<OsString>) -> anyhow::Result<ExitCode> {
         Command::Runs { json } => runs(db, json),
         Command::Status { plan, resume_unit } => status(db, &plan, resume_unit),
         Command::Report { runs, json } => report(db, &runs, json),
+        Command::Compare {
+            operands,
+            test,
+            confidence,
+            margin,
+            json,
+        } => compare(db, &operands, test, confidence, &margin, json),
         Command::Ministat { args } => crate::ministat::main(&args),
     }
 }
@@ -433,6 +440,44 @@ fn report(db: Option<&str>, specs: &[String], json: bool) -> anyhow::Result<Exit
     } else {
         let texts: Vec<String> = reports.iter().map(report::text::render).collect();
         out(&texts.join("\n"))?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn compare(
+    db: Option<&str>,
+    operands: &[String],
+    test: report::compare::Test,
+    confidence: f64,
+    margin: &str,
+    json: bool,
+) -> anyhow::Result<ExitCode> {
+    use report::compare::{Selection, filter, parse_operand};
+    if !(80.0..=99.5).contains(&confidence) {
+        return Err(bad_input!(
+            "--confidence {confidence}: must be within 80..99.5"
+        ));
+    }
+    let margin = crate::units::parse_percent(margin).map_err(|e| bad_input!("--margin: {e}"))?;
+    let st = store::open(db)?;
+    let mut sels = Vec::new();
+    for spec in operands {
+        let (name, filters) = parse_operand(spec)?;
+        let cells = match name.parse::<i64>() {
+            Ok(id) => st.load_run(id)?.cells,
+            Err(_) => st.load_campaign(find_campaign(st.as_ref(), &name)?)?.cells,
+        };
+        sels.push(Selection {
+            name: spec.clone(),
+            fixed: filters.iter().map(|(k, _)| k.clone()).collect(),
+            cells: filter(spec, cells, &filters)?,
+        });
+    }
+    let c = report::compare::compare(&sels, test, confidence, margin)?;
+    if json {
+        out(&format!("{:#}\n", serde_json::to_value(&c)?))?;
+    } else {
+        out(&report::compare::render_text(&c))?;
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -566,17 +566,30 @@ fn run(version: Version, words: &[Vec<u8>], env: &Env, stdin: &mut dyn Read) -> 
 /// ministat's `Relative(ds, rs, confidx)`: Student's t of set `ds` against
 /// the baseline `rs`, with the version's arithmetic.
 fn relative(out: &mut Vec<u8>, version: Version, ds: &Vitals, rs: &Vitals, ci: usize) {
-    let libc = version.libc();
     let m = |v: &Vitals| student::Moments {
         n: v.n,
         mean: v.avg,
         var: v.var,
     };
+    out.extend_from_slice(difference_block(version, m(rs), m(ds), ci).as_bytes());
+}
+
+/// ministat's comparison block of `ds` (contender) against `rs` (the
+/// baseline) at `LEVELS[ci]`: "Difference at 95.0% confidence ..." or "No
+/// difference proven ...", byte for byte as `version` prints it. `kbench
+/// compare` prints the same block.
+pub fn difference_block(
+    version: Version,
+    rs: student::Moments,
+    ds: student::Moments,
+    ci: usize,
+) -> String {
+    let libc = version.libc();
     let formula = match version {
         Version::FreeBsdMain => student::RelativeFormula::FreeBsdMain,
         Version::Debian2015 => student::RelativeFormula::Debian2015,
     };
-    let r = student::ministat_diff(m(rs), m(ds), ci, formula);
+    let r = student::ministat_diff(rs, ds, ci, formula);
     let label = student::LEVEL_LABELS[ci];
     if r.significant {
         let mut l = String::new();
@@ -593,9 +606,9 @@ fn relative(out: &mut Vec<u8>, version: Version, ds: &Vitals, rs: &Vitals, ci: u
         l.push_str("%\n\t(Student's t, pooled s = ");
         write_g(&mut l, r.pooled_s, 0, 6, libc);
         l.push_str(")\n");
-        out.extend_from_slice(l.as_bytes());
+        l
     } else {
-        out.extend_from_slice(format!("No difference proven at {label}% confidence\n").as_bytes());
+        format!("No difference proven at {label}% confidence\n")
     }
 }
 

@@ -1,6 +1,7 @@
 //! Reports: one model built from stored results, rendered by one module per
 //! format (`text.rs` for e-mail, `json.rs` for scripts).
 
+pub mod compare;
 pub mod json;
 pub mod scale;
 pub mod text;

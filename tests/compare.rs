@@ -1,0 +1,163 @@
+//! `kbench compare` end to end: ministat-identical blocks, the other tests,
+//! JSON, and bad operands.
+
+mod common;
+
+use common::kbench;
+use predicates::prelude::*;
+
+/// A store with the smoke plan run once (spin work 1000/1050 on cpu0/cpu1,
+/// getppid on cpu0/cpu1).
+fn smoke_store() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let smoke = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/smoke.toml");
+    kbench(dir.path())
+        .args([
+            "run",
+            smoke,
+            "--samples",
+            "6",
+            "--sample-time",
+            "0.01",
+            "--warmup",
+            "0",
+        ])
+        .assert()
+        .success();
+    dir
+}
+
+fn values(dir: &std::path::Path, work: i64, cpus: &str) -> Vec<f64> {
+    let db = common::sqlite(dir);
+    let mut st = db
+        .prepare(
+            "SELECT s.value FROM samples s JOIN cells c ON c.id = s.cell_id
+             WHERE json_extract(c.params, '$.work') = ?1 AND json_extract(c.factors, '$.cpus') = ?2
+             ORDER BY s.id",
+        )
+        .unwrap();
+    st.query_map(rusqlite::params![work, cpus], |r| r.get(0))
+        .unwrap()
+        .map(|x| x.unwrap())
+        .collect()
+}
+
+#[test]
+fn student_blocks_are_byte_identical_to_kbench_ministat() {
+    let dir = smoke_store();
+    let out = kbench(dir.path())
+        .args(["compare", "smoke:work=1000", "smoke:work=1050"])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let text = String::from_utf8(out).unwrap();
+    let block: Vec<&str> = text
+        .split("\n\n")
+        .find(|b| b.starts_with("spin ns/op [cpus=cpu0]"))
+        .expect("a block for cpu0")
+        .lines()
+        .collect();
+    // ministat on the same numbers, written as files.
+    let write = |name: &str, v: &[f64]| {
+        let p = dir.path().join(name);
+        let s: String = v.iter().map(|x| format!("{x:?}\n")).collect();
+        std::fs::write(&p, s).unwrap();
+        p
+    };
+    let a = write("a.txt", &values(dir.path(), 1000, "cpu0"));
+    let b = write("b.txt", &values(dir.path(), 1050, "cpu0"));
+    assert_eq!(values(dir.path(), 1000, "cpu0").len(), 6);
+    let m = kbench(dir.path())
+        .args(["ministat", "-A"])
+        .arg(&a)
+        .arg(&b)
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let m = String::from_utf8(m).unwrap();
+    let ministat: Vec<&str> = m.lines().skip(2).collect();
+    // Title, then `x NAME`, `+ NAME`; from the header on, identical.
+    assert_eq!(block[3..], ministat[..], "\n{}\n---\n{m}", block.join("\n"));
+    assert!(text.contains("summary (Student at 95% confidence"));
+    assert!(text.contains("geomean (smoke:work=1050)"));
+}
+
+#[test]
+fn other_tests_and_json() {
+    let dir = smoke_store();
+    for test in ["welch", "mwu", "bootstrap"] {
+        let out = kbench(dir.path())
+            .args([
+                "compare",
+                "smoke:cpus=cpu0",
+                "smoke:cpus=cpu1",
+                "--test",
+                test,
+                "--json",
+            ])
+            .assert()
+            .success()
+            .get_output()
+            .stdout
+            .clone();
+        let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+        let rows = v["rows"].as_array().unwrap();
+        // spin at two work values and getppid, paired across the CPUs.
+        assert_eq!(rows.len(), 3, "{test}: {v}");
+        for r in rows {
+            let vs = &r["versus"][0];
+            let p = vs["p"].as_f64().unwrap();
+            assert!((0.0..=1.0).contains(&p), "{test}: p = {p}");
+            assert_eq!(vs["n1"], 6);
+            assert!(vs["verdict"].is_string());
+        }
+        assert_eq!(v["geomean"][0]["k"], 3);
+    }
+    // 97% is not in ministat's table but fine for Welch.
+    kbench(dir.path())
+        .args([
+            "compare",
+            "smoke:cpus=cpu0",
+            "smoke:cpus=cpu1",
+            "--test",
+            "welch",
+            "--confidence",
+            "97",
+        ])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("Welch's t at 97% confidence"));
+}
+
+#[test]
+fn bad_operands_exit_2() {
+    let dir = smoke_store();
+    for (args, needle) in [
+        (
+            vec!["smoke:nosuch=1", "smoke:work=1050"],
+            "no factor or parameter `nosuch`",
+        ),
+        (vec!["smoke:work=7", "smoke:work=1050"], "selects no cells"),
+        (vec!["nosuch", "smoke"], "no run or campaign `nosuch`"),
+        (
+            vec!["smoke:work=1000", "smoke:work=1050", "--confidence", "97"],
+            "ministat's Student's t",
+        ),
+        (
+            vec!["smoke:work=1000", "smoke:work=1050", "--confidence", "70"],
+            "80..99.5",
+        ),
+        (vec!["smoke:work", "smoke"], "expected k=v"),
+    ] {
+        kbench(dir.path())
+            .arg("compare")
+            .args(&args)
+            .assert()
+            .code(2)
+            .stderr(predicate::str::contains(needle));
+    }
+}
