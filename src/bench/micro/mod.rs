@@ -8,6 +8,13 @@
 //! recorded with every run; nothing is subtracted.
 
 pub mod spin;
+pub mod common;
+pub mod file;
+pub mod memory;
+pub mod party;
+pub mod pipe;
+pub mod process;
+pub mod socket;
 pub mod syscall;
 
 use std::hint::black_box;
