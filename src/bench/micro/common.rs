@@ -402,7 +402,11 @@ pub mod testing {
             inst.sample(&mut out)
                 .unwrap_or_else(|e| panic!("{}: {e:#}", b.name()));
         }
-        let v = out.iter().filter(|m| m.metric == 0).map(|m| m.value).collect();
+        let v = out
+            .iter()
+            .filter(|m| m.metric == 0)
+            .map(|m| m.value)
+            .collect();
         (v, inst)
     }
 
@@ -422,7 +426,9 @@ pub mod testing {
 
     /// Whether at least two CPUs are allowed (for `cross` tests).
     pub fn two_cpus() -> bool {
-        crate::system::get_affinity().map(|s| s.0.len() >= 2).unwrap_or(false)
+        crate::system::get_affinity()
+            .map(|s| s.0.len() >= 2)
+            .unwrap_or(false)
     }
 }
 
@@ -445,7 +451,7 @@ mod tests {
     #[test]
     fn calibrate_amount_scales_to_target() {
         // A fake run costing 1 ns per unit.
-        let a = calibrate_amount(50_000_000, 1000, 512, |a| Ok(a)).unwrap();
+        let a = calibrate_amount(50_000_000, 1000, 512, Ok).unwrap();
         assert!((49_000_000..=51_000_000).contains(&a), "{a}");
         assert_eq!(a % 512, 0);
     }

@@ -9,7 +9,9 @@ use std::path::Path;
 
 use super::common::{TempFile, WithNotes, c_path, fs_type, keep};
 use super::{CPU_PARAM, LoopInstance};
-use crate::bench::{Bench, Direction, Instance, Kind, Metric, ParamDef, ParamType, Params, RunSettings};
+use crate::bench::{
+    Bench, Direction, Instance, Kind, Metric, ParamDef, ParamType, Params, RunSettings,
+};
 
 fn ns_per_op() -> Vec<Metric> {
     vec![Metric::new("ns/op", "ns", Direction::Lower)]
@@ -57,7 +59,10 @@ fn target(p: &Params, size: u64) -> anyhow::Result<(CString, Option<TempFile>, (
             (t.path.clone(), Some(t))
         }
     };
-    let note = ("file".into(), format!("{} on {}", path.display(), fs_type(&path)));
+    let note = (
+        "file".into(),
+        format!("{} on {}", path.display(), fs_type(&path)),
+    );
     Ok((c_path(&path), tmp, note))
 }
 

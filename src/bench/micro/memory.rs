@@ -8,7 +8,9 @@ use std::os::fd::AsRawFd;
 
 use super::common::{PageBuf, RateLoop, TempFile, WithNotes, calibrate_amount, fs_type, page_size};
 use super::{CPU_PARAM, LoopInstance, now_ns};
-use crate::bench::{Bench, Direction, Instance, Kind, Measure, Metric, ParamDef, ParamType, Params, RunSettings};
+use crate::bench::{
+    Bench, Direction, Instance, Kind, Measure, Metric, ParamDef, ParamType, Params, RunSettings,
+};
 
 fn cpu_of(p: &Params) -> Option<usize> {
     p.opt_int("cpu").map(|c| c as usize)
@@ -418,7 +420,11 @@ mod tests {
         assert!(anon > 50.0 && anon < 1e6, "anon {anon} ns/page");
         let f: f64 = note(&*inst, "faults per page").parse().unwrap();
         assert!((0.9..1.1).contains(&f), "anon write faults per page {f}");
-        let (file, inst) = run(&PageFault, &[("size", "4m"), ("type", "file"), ("access", "read")], 2);
+        let (file, inst) = run(
+            &PageFault,
+            &[("size", "4m"), ("type", "file"), ("access", "read")],
+            2,
+        );
         let file = median(&file);
         assert!(file > 1.0 && file < 1e6, "file {file} ns/page");
         let f: f64 = note(&*inst, "faults per page").parse().unwrap();

@@ -7,7 +7,6 @@
 //! the loop itself is measured separately by [`loop_overhead_ns`] and
 //! recorded with every run; nothing is subtracted.
 
-pub mod spin;
 pub mod common;
 pub mod file;
 pub mod memory;
@@ -15,6 +14,7 @@ pub mod party;
 pub mod pipe;
 pub mod process;
 pub mod socket;
+pub mod spin;
 pub mod syscall;
 
 use std::hint::black_box;

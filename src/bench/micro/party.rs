@@ -83,7 +83,9 @@ pub fn resolve_in(
                     "placement=cross needs at least 2 CPUs but only CPU {set} is allowed (by a `cpus` factor or taskset); use placement=same or none"
                 ));
             }
-            (0..parties).map(|i| Some(allowed[i % allowed.len()])).collect()
+            (0..parties)
+                .map(|i| Some(allowed[i % allowed.len()]))
+                .collect()
         }
         list => {
             let cpus = ordered_list(list)?;
@@ -324,7 +326,6 @@ impl Parties {
             })
             .collect()
     }
-
 }
 
 impl Drop for Parties {
@@ -520,9 +521,12 @@ impl Flow {
             };
             let wbuf = PageBuf::new(spec.write_size, 0x5a)?;
             let (wfd, mode) = (w.as_raw_fd(), spec.write_mode);
-            parties.spawn(&format!("writer{suffix}"), cpus[2 * i], &[wfd], move |link| {
-                writer_body(link, wfd, &wbuf, mode)
-            })?;
+            parties.spawn(
+                &format!("writer{suffix}"),
+                cpus[2 * i],
+                &[wfd],
+                move |link| writer_body(link, wfd, &wbuf, mode),
+            )?;
             let rbuf = PageBuf::new(spec.read_size, 0)?;
             let (rfd, mode, nfd) = (r.as_raw_fd(), spec.read_mode, null.as_raw_fd());
             parties.spawn(
@@ -575,7 +579,6 @@ impl Flow {
         self.bytes += amount * self.pairs as u64;
         Ok(end.saturating_sub(t0).max(1))
     }
-
 }
 
 impl Instance for Flow {
@@ -767,7 +770,10 @@ mod tests {
     fn placements_resolve_inside_the_allowed_set() {
         let two = [0, 1];
         assert_eq!(resolve_in("same", 2, &two).unwrap(), vec![Some(0), Some(0)]);
-        assert_eq!(resolve_in("cross", 2, &two).unwrap(), vec![Some(0), Some(1)]);
+        assert_eq!(
+            resolve_in("cross", 2, &two).unwrap(),
+            vec![Some(0), Some(1)]
+        );
         assert_eq!(
             resolve_in("cross", 4, &two).unwrap(),
             vec![Some(0), Some(1), Some(0), Some(1)]

@@ -8,7 +8,9 @@ use std::os::fd::{AsRawFd, OwnedFd};
 
 use super::common::pipe_cloexec;
 use super::party::{Ends, Flow, FlowSpec, PingPong, ReadMode, WriteMode, placement_param};
-use crate::bench::{Bench, Direction, Instance, Kind, Metric, ParamDef, ParamType, Params, RunSettings};
+use crate::bench::{
+    Bench, Direction, Instance, Kind, Metric, ParamDef, ParamType, Params, RunSettings,
+};
 use crate::units::fmt_size;
 
 const SIZE: ParamType = ParamType::Size {
@@ -400,7 +402,10 @@ mod tests {
         assert_eq!(n, ps as isize);
         buf.as_mut_slice().fill(b'B');
         let mut out = vec![0u8; ps];
-        assert!(super::super::common::read_exact_raw(r.as_raw_fd(), &mut out));
+        assert!(super::super::common::read_exact_raw(
+            r.as_raw_fd(),
+            &mut out
+        ));
         assert!(out.iter().all(|&b| b == b'B'), "vmsplice copied the page");
     }
 
@@ -438,7 +443,10 @@ mod tests {
         }
         let (sw, _) = run(&CtxSwitch, &[], 3);
         let sw = median(&sw);
-        assert!(sw > 100.0 && sw < same, "switch {sw} ns, round trip {same} ns");
+        assert!(
+            sw > 100.0 && sw < same,
+            "switch {sw} ns, round trip {same} ns"
+        );
     }
 
     #[test]
@@ -460,7 +468,9 @@ mod tests {
 
     #[test]
     fn sweep_sizes_of_seed_001_parse() {
-        for s in ["2k", "4k", "6k", "8k", "12k", "16k", "24k", "32k", "64k", "128k"] {
+        for s in [
+            "2k", "4k", "6k", "8k", "12k", "16k", "24k", "32k", "64k", "128k",
+        ] {
             params(&PipeBw, &[("chunk", s)]).unwrap();
             params(&Pipeflex, &[("read_size", s)]).unwrap();
         }

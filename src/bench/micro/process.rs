@@ -13,7 +13,9 @@ use std::os::unix::fs::PermissionsExt;
 
 use super::common::{PageBuf, TempFile, WithNotes, errno, keep};
 use super::{CPU_PARAM, LoopInstance};
-use crate::bench::{Bench, Direction, Instance, Kind, Metric, ParamDef, ParamType, Params, RunSettings};
+use crate::bench::{
+    Bench, Direction, Instance, Kind, Metric, ParamDef, ParamType, Params, RunSettings,
+};
 
 fn ns_per_op() -> Vec<Metric> {
     vec![Metric::new("ns/op", "ns", Direction::Lower)]
@@ -123,7 +125,11 @@ fn program(p: &Params) -> anyhow::Result<(ExecArgs, Option<TempFile>, String)> {
     let t = TempFile::create(None, 0, 0o700)?;
     std::fs::write(&t.path, &elf)?;
     std::fs::set_permissions(&t.path, std::fs::Permissions::from_mode(0o700))?;
-    let desc = format!("built-in static exit(0), {} bytes, at {}", elf.len(), t.path.display());
+    let desc = format!(
+        "built-in static exit(0), {} bytes, at {}",
+        elf.len(),
+        t.path.display()
+    );
     Ok((ExecArgs::new(t.c_path()), Some(t), desc))
 }
 
@@ -192,7 +198,9 @@ fn check_runs(f: impl Fn() -> i32, what: &str) -> anyhow::Result<()> {
         }
         std::thread::sleep(std::time::Duration::from_millis(10));
     }
-    bail!("{what} exited with {code} (127: could not be executed; a noexec temporary directory? try program=/bin/true)")
+    bail!(
+        "{what} exited with {code} (127: could not be executed; a noexec temporary directory? try program=/bin/true)"
+    )
 }
 
 fn check_program(p: &Params) -> Result<(), String> {
@@ -206,7 +214,9 @@ fn check_program(p: &Params) -> Result<(), String> {
     if ok {
         Ok(())
     } else {
-        Err(format!("program `{prog}` is not an executable file (use `static` or a path such as /bin/true)"))
+        Err(format!(
+            "program `{prog}` is not an executable file (use `static` or a path such as /bin/true)"
+        ))
     }
 }
 
@@ -395,11 +405,19 @@ mod tests {
         let (exec, inst) = run(&ForkExec, &[], 2);
         let (spawn, _) = run(&PosixSpawn, &[], 2);
         let (thread, _) = run(&ThreadCreate, &[], 2);
-        let (fork, exec, spawn, thread) = (median(&fork), median(&exec), median(&spawn), median(&thread));
+        let (fork, exec, spawn, thread) = (
+            median(&fork),
+            median(&exec),
+            median(&spawn),
+            median(&thread),
+        );
         assert!(fork > 5_000.0 && fork < 1e8, "fork {fork}");
         assert!(exec > fork && exec < 1e8, "exec {exec} fork {fork}");
         assert!(spawn > 5_000.0 && spawn < 1e8, "spawn {spawn}");
-        assert!(thread > 1_000.0 && thread < fork, "thread {thread} fork {fork}");
+        assert!(
+            thread > 1_000.0 && thread < fork,
+            "thread {thread} fork {fork}"
+        );
         assert!(note(&*inst, "program").contains("static"));
     }
 
@@ -415,7 +433,10 @@ mod tests {
     fn a_missing_program_is_an_error() {
         let e = super::super::common::testing::params(&ForkExec, &[("program", "/nonexistent/x")])
             .unwrap_err();
-        assert!(e.contains("/nonexistent/x") && e.contains("not an executable"), "{e}");
+        assert!(
+            e.contains("/nonexistent/x") && e.contains("not an executable"),
+            "{e}"
+        );
         super::super::common::testing::params(&PosixSpawn, &[("program", "/bin/sh")]).unwrap();
     }
 }

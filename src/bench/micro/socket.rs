@@ -9,7 +9,9 @@ use std::os::unix::net::{UnixDatagram, UnixStream};
 
 use super::party::{Ends, Flow, FlowSpec, PingPong, ReadMode, WriteMode, placement_param};
 use super::pipe::bytes_per_s;
-use crate::bench::{Bench, Direction, Instance, Kind, Metric, ParamDef, ParamType, Params, RunSettings};
+use crate::bench::{
+    Bench, Direction, Instance, Kind, Metric, ParamDef, ParamType, Params, RunSettings,
+};
 use crate::units::fmt_size;
 
 const CHUNK: ParamDef = ParamDef {
@@ -115,8 +117,15 @@ fn flow(kind: &str, p: &Params, s: &RunSettings) -> anyhow::Result<Box<dyn Insta
         sample_time: s.sample_time,
     };
     let mut f = Flow::start(spec, vec![(a, b)])?;
-    f.extra_notes
-        .push(("socket".into(), if kind == "tcp" { "tcp 127.0.0.1, TCP_NODELAY" } else { kind }.into()));
+    f.extra_notes.push((
+        "socket".into(),
+        if kind == "tcp" {
+            "tcp 127.0.0.1, TCP_NODELAY"
+        } else {
+            kind
+        }
+        .into(),
+    ));
     Ok(Box::new(f))
 }
 
@@ -261,11 +270,18 @@ mod tests {
         let _g = serial();
         for (b, given) in [
             (&UnixBw as &dyn Bench, vec![("placement", "none")]),
-            (&UnixBw, vec![("type", "dgram"), ("chunk", "8k"), ("placement", "none")]),
+            (
+                &UnixBw,
+                vec![("type", "dgram"), ("chunk", "8k"), ("placement", "none")],
+            ),
             (&TcpBw, vec![("placement", "none")]),
         ] {
             let (v, _) = run(b, &given, 2);
-            assert!(v.iter().all(|&x| x > 1e6 && x < 1e12), "{} {given:?}: {v:?}", b.name());
+            assert!(
+                v.iter().all(|&x| x > 1e6 && x < 1e12),
+                "{} {given:?}: {v:?}",
+                b.name()
+            );
         }
     }
 
