@@ -7,6 +7,13 @@
 //! the loop itself is measured separately by [`loop_overhead_ns`] and
 //! recorded with every run; nothing is subtracted.
 
+pub mod common;
+pub mod file;
+pub mod memory;
+pub mod party;
+pub mod pipe;
+pub mod process;
+pub mod socket;
 pub mod spin;
 pub mod syscall;
 

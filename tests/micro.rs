@@ -1,0 +1,383 @@
+//! End-to-end tests of the micro-benchmark catalogue with the real binary:
+//! every benchmark is listed and runs in a sane range, bad parameters exit
+//! 2 with one line, the seed 001 plan is valid, and no child process
+//! outlives a run, also when the run is interrupted with SIGINT.
+
+mod common;
+
+use common::{kbench, plan};
+use std::collections::HashSet;
+use std::os::unix::process::CommandExt;
+use std::time::{Duration, Instant};
+
+const MICRO: &[&str] = &[
+    "pipe-bw",
+    "pipeflex",
+    "pipe-lat",
+    "ctx-switch",
+    "unix-bw",
+    "unix-lat",
+    "tcp-bw",
+    "tcp-lat",
+    "fork-exit",
+    "fork-exec",
+    "posix-spawn",
+    "thread-create",
+    "mmap-munmap",
+    "page-fault",
+    "brk",
+    "memcpy-bw",
+    "read",
+    "open-close",
+    "stat",
+    "lseek",
+    "write-dev-null",
+];
+
+/// Benchmarks with more than one party, and their default placement.
+const MULTI: &[(&str, &str)] = &[
+    ("pipe-bw", "cross"),
+    ("pipeflex", "cross"),
+    ("pipe-lat", "cross"),
+    ("ctx-switch", "same"),
+    ("unix-bw", "cross"),
+    ("unix-lat", "cross"),
+    ("tcp-bw", "cross"),
+    ("tcp-lat", "cross"),
+];
+
+fn json(out: &[u8]) -> serde_json::Value {
+    serde_json::from_slice(out).expect("valid JSON on stdout")
+}
+
+fn two_cpus() -> bool {
+    std::thread::available_parallelism().map_or(false, |n| n.get() >= 2)
+}
+
+#[test]
+fn list_shows_every_benchmark_with_its_default_placement() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = kbench(dir.path())
+        .args(["list", "--json"])
+        .assert()
+        .success();
+    let v = json(&out.get_output().stdout);
+    let list = v.as_array().unwrap();
+    for name in MICRO {
+        let b = list
+            .iter()
+            .find(|b| b["name"] == *name)
+            .unwrap_or_else(|| panic!("{name} not listed"));
+        assert!(b["description"].as_str().unwrap().len() > 80, "{name}");
+        assert!(!b["metrics"].as_array().unwrap().is_empty());
+    }
+    for (name, default) in MULTI {
+        let b = list.iter().find(|b| b["name"] == *name).unwrap();
+        let p = b["params"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["name"] == "placement")
+            .unwrap_or_else(|| panic!("{name} has no placement param"));
+        assert_eq!(p["default"], *default, "{name}");
+        let desc = b["description"].as_str().unwrap();
+        assert!(
+            desc.contains(&format!("placement {default}")),
+            "{name}: the description must explain the default placement: {desc}"
+        );
+    }
+    let text = kbench(dir.path()).arg("list").assert().success();
+    let text = String::from_utf8_lossy(&text.get_output().stdout).to_string();
+    for name in MICRO {
+        assert!(text.contains(&format!("{name} (Micro)")), "{name}");
+    }
+    assert!(text.contains("bytes/s [B/s], higher is better"));
+}
+
+#[test]
+fn every_benchmark_runs_in_a_sane_range() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut args = vec![
+        "run",
+        "--samples",
+        "2",
+        "--sample-time",
+        "0.02",
+        "--warmup",
+        "0",
+    ];
+    args.extend(["--json", "--quiet"]);
+    // Cross placement needs two CPUs; on one CPU run the parties together.
+    let specs: Vec<String> = MICRO
+        .iter()
+        .map(|n| {
+            if !two_cpus() && MULTI.iter().any(|(m, _)| m == n) {
+                format!("{n}:placement=same")
+            } else {
+                n.to_string()
+            }
+        })
+        .collect();
+    args.extend(specs.iter().map(|s| s.as_str()));
+    let out = kbench(dir.path()).args(&args).assert().success();
+    let v = json(&out.get_output().stdout);
+    let cells = v["cells"].as_array().unwrap();
+    assert_eq!(cells.len(), MICRO.len());
+    for c in cells {
+        let name = c["bench"].as_str().unwrap();
+        assert_eq!(c["n"], 2, "{name}");
+        let med = c["median"].as_f64().unwrap();
+        let (lo, hi) = match c["unit"].as_str().unwrap() {
+            "B/s" => (1e6, 1e13),
+            "ns" => (1.0, 1e9),
+            u => panic!("{name}: unexpected unit {u}"),
+        };
+        assert!(med > lo && med < hi, "{name}: median {med}");
+        if MULTI.iter().any(|(m, _)| *m == name) {
+            let pl = c["placement"].as_str().unwrap_or_else(|| panic!("{name}"));
+            assert!(pl.contains("cpu "), "{name}: placement {pl}");
+        }
+    }
+    let pipe = cells.iter().find(|c| c["bench"] == "pipe-bw").unwrap();
+    assert!(
+        pipe["notes"]["pipe size"]
+            .as_str()
+            .unwrap()
+            .starts_with("65536"),
+        "{}",
+        pipe["notes"]
+    );
+}
+
+#[test]
+fn bad_parameters_exit_2_with_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let max: u64 = std::fs::read_to_string("/proc/sys/fs/pipe-max-size")
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let too_big = format!("pipe-bw:pipe_size={}", max * 2);
+    for (spec, says) in [
+        ("pipe-bw:chunk=0", "chunk"),
+        (too_big.as_str(), "above the system maximum"),
+        ("pipe-bw:bogus=1", "unknown parameter `bogus`"),
+        ("pipeflex:copies=0", "copies"),
+        ("pipe-lat:placement=sideways", "placement"),
+        ("unix-bw:type=dgram,chunk=1m", "too large for a datagram"),
+        ("fork-exec:program=/nonexistent", "not an executable"),
+        ("stat:path=/nonexistent", "does not exist"),
+        ("mmap-munmap:size=0", "size"),
+    ] {
+        let out = kbench(dir.path()).args(["run", spec]).assert().code(2);
+        let err = String::from_utf8_lossy(&out.get_output().stderr).to_string();
+        assert_eq!(err.trim_end().lines().count(), 1, "{spec}: {err}");
+        assert!(err.contains(says), "{spec}: {err}");
+    }
+}
+
+#[test]
+fn cross_placement_on_one_allowed_cpu_is_a_clear_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = plan(
+        dir.path(),
+        "up.toml",
+        "name = \"up\"\n[factors]\ncpus = { apply = \"cpus\", values = [\"0\"] }\n[[bench]]\nuse = \"pipe-lat\"\n",
+    );
+    let out = kbench(dir.path())
+        .args(["run", p.to_str().unwrap(), "--samples", "1", "-q"])
+        .assert()
+        .code(2);
+    let err = String::from_utf8_lossy(&out.get_output().stderr).to_string();
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    assert!(
+        err.contains("placement=cross needs at least 2 CPUs"),
+        "{err}"
+    );
+}
+
+#[test]
+fn the_pipe_patches_example_is_valid_and_runs() {
+    if !two_cpus() {
+        return; // its `cpus` factor names CPUs 0 and 1
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let ex = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/pipe-patches.toml");
+    let out = kbench(dir.path())
+        .args(["run", ex, "--samples", "1", "--sample-time", "0.005"])
+        .args(["--warmup", "0", "--json", "--quiet"])
+        .assert()
+        .success();
+    let v = json(&out.get_output().stdout);
+    let cells = v["cells"].as_array().unwrap();
+    // 2 pipe sizes x 2 copy modes x 2 CPU sets x 10 sizes x 2 benchmarks.
+    assert_eq!(cells.len(), 160);
+    for c in cells {
+        let granted = c["notes"]["pipe size"].as_str().unwrap();
+        let want = c["params"]["pipe_size"].as_i64().unwrap();
+        assert!(granted.starts_with(&want.to_string()), "{granted}");
+        if c["factors"]["zero_copy"] == "zc" {
+            assert!(
+                c["notes"]["writer"]
+                    .as_str()
+                    .unwrap()
+                    .starts_with("vmsplice")
+            );
+        }
+        if c["factors"]["cpus"] == "UP" {
+            assert!(
+                c["placement"].as_str().unwrap().contains("unpinned in 0,"),
+                "{}",
+                c["placement"]
+            );
+        }
+    }
+}
+
+// --- no child left behind ---------------------------------------------------
+
+/// `(pid, start time)` of every process whose parent is `parent`.
+fn children_of(parent: i32) -> Vec<(i32, u64)> {
+    let mut v = Vec::new();
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return v;
+    };
+    for e in dir.flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        if let Some((ppid, start)) = stat(pid)
+            && ppid == parent
+        {
+            v.push((pid, start));
+        }
+    }
+    v
+}
+
+/// Parent and start time of a process, if it exists (zombies included).
+fn stat(pid: i32) -> Option<(i32, u64)> {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let rest = &s[s.rfind(')')? + 2..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    Some((f[1].parse().ok()?, f[19].parse().ok()?))
+}
+
+fn still_there(seen: &HashSet<(i32, u64)>) -> Vec<(i32, u64)> {
+    seen.iter()
+        .filter(|(pid, start)| stat(*pid).is_some_and(|(_, s)| s == *start))
+        .copied()
+        .collect()
+}
+
+/// Orphans are re-parented to this test process instead of init, so a
+/// child kbench failed to reap stays visible (as a zombie) after kbench
+/// exits, even when PR_SET_PDEATHSIG killed it.
+fn become_subreaper() {
+    // SAFETY: a process attribute of the test binary.
+    unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1) };
+}
+
+fn spawn(dir: &std::path::Path, args: &[&str]) -> std::process::Child {
+    std::process::Command::new(assert_cmd::cargo::cargo_bin("kbench"))
+        .env("KBENCH_DB", common::db(dir))
+        .args(args)
+        .process_group(0)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
+fn placement() -> &'static str {
+    if two_cpus() { "cross" } else { "same" }
+}
+
+#[test]
+fn no_child_is_left_behind_after_a_run() {
+    become_subreaper();
+    let dir = tempfile::tempdir().unwrap();
+    let pl = placement();
+    let specs = [
+        format!("pipe-bw:placement={pl}"),
+        format!("pipeflex:copies=2,placement={pl}"),
+        format!("pipe-lat:placement={pl}"),
+        format!("unix-lat:placement={pl}"),
+        format!("tcp-bw:placement={pl}"),
+    ];
+    let mut args = vec!["run", "--samples", "5", "--sample-time", "0.02", "-q"];
+    args.extend(specs.iter().map(|s| s.as_str()));
+    let mut child = spawn(dir.path(), &args);
+    let kpid = child.id() as i32;
+    let mut seen = HashSet::new();
+    let t0 = Instant::now();
+    let status = loop {
+        seen.extend(children_of(kpid));
+        if let Some(st) = child.try_wait().unwrap() {
+            break st;
+        }
+        assert!(t0.elapsed() < Duration::from_secs(120), "run hangs");
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    assert!(status.success());
+    // 2 + 4 + 1 + 1 + 2 party children.
+    assert!(seen.len() >= 10, "saw only {} children", seen.len());
+    let left = still_there(&seen);
+    assert!(left.is_empty(), "children left behind: {left:?}");
+}
+
+#[test]
+fn no_child_is_left_behind_after_sigint() {
+    become_subreaper();
+    let dir = tempfile::tempdir().unwrap();
+    let pl = placement();
+    let specs = [
+        format!("pipe-bw:placement={pl}"),
+        format!("pipeflex:copies=2,placement={pl}"),
+        format!("pipe-lat:placement={pl}"),
+    ];
+    let mut args = vec!["run", "--samples", "100000", "--sample-time", "0.02", "-q"];
+    args.extend(specs.iter().map(|s| s.as_str()));
+    let mut child = spawn(dir.path(), &args);
+    let kpid = child.id() as i32;
+    let mut seen = HashSet::new();
+    let t0 = Instant::now();
+    // All 7 parties exist and sampling has begun.
+    loop {
+        seen.extend(children_of(kpid));
+        let samples: i64 = rusqlite::Connection::open(common::db(dir.path()))
+            .and_then(|db| db.query_row("SELECT COUNT(*) FROM samples", [], |r| r.get(0)))
+            .unwrap_or(0);
+        if seen.len() >= 7 && samples >= 3 {
+            break;
+        }
+        assert!(child.try_wait().unwrap().is_none(), "kbench ended early");
+        assert!(
+            t0.elapsed() < Duration::from_secs(60),
+            "no samples appeared"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    // Ctrl-C at a terminal: SIGINT to the whole process group.
+    // SAFETY: signalling the process group of our own child.
+    unsafe { libc::kill(-kpid, libc::SIGINT) };
+    let t1 = Instant::now();
+    let status = loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            break st;
+        }
+        assert!(
+            t1.elapsed() < Duration::from_secs(20),
+            "no stop after SIGINT"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    assert_eq!(status.code(), Some(1), "interrupted runs exit 1");
+    let left = still_there(&seen);
+    assert!(left.is_empty(), "children left behind: {left:?}");
+    let st: String = rusqlite::Connection::open(common::db(dir.path()))
+        .unwrap()
+        .query_row("SELECT status FROM runs", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(st, "interrupted");
+}
