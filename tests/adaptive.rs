@@ -78,56 +78,81 @@ fn welch_excludes_zero(a: &serde_json::Value, b: &serde_json::Value) -> bool {
     (g(b, "mean") - g(a, "mean")).abs() > t * (sa + sb).sqrt()
 }
 
+/// Timing on a shared VM can be disturbed by other guests: an acceptance
+/// check gets three attempts, and must pass all its conditions in one.
+fn attempts(n: usize, mut f: impl FnMut() -> Result<(), String>) {
+    let mut errors = Vec::new();
+    for _ in 0..n {
+        match f() {
+            Ok(()) => return,
+            Err(e) => errors.push(e),
+        }
+    }
+    panic!("failed {n} times:\n{}", errors.join("\n"));
+}
+
 #[test]
 fn until_verdict_decides_a_5_percent_difference_with_half_the_samples() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let dir = tempfile::tempdir().unwrap();
     let specs = ["spin:work=1000,cpu=0", "spin:work=1050,cpu=0"];
-    let fixed = run_json(
-        dir.path(),
-        &[
-            specs[0],
-            specs[1],
-            "--samples",
-            "30",
-            "--sample-time",
-            "0.02",
-        ],
-    );
-    let f = cells(&fixed);
-    assert!(
-        welch_excludes_zero(&f[0], &f[1]),
-        "30 fixed samples see the 5%: {fixed}"
-    );
-    let adaptive = run_json(
-        dir.path(),
-        &[
-            specs[0],
-            specs[1],
-            "--until-verdict",
-            "--precision",
-            "1%",
-            "--sample-time",
-            "0.02",
-        ],
-    );
-    assert_eq!(adaptive["verdict"]["verdict"], "different", "{adaptive}");
-    let delta = adaptive["verdict"]["delta"].as_f64().unwrap();
-    assert!(delta > 0.0 && delta < 0.15, "work 1050 costs more: {delta}");
-    for c in cells(&adaptive) {
-        assert!(c["n"].as_u64().unwrap() <= 15, "at most half of 30: {c}");
-    }
+    attempts(3, || {
+        let dir = tempfile::tempdir().unwrap();
+        let fixed = run_json(
+            dir.path(),
+            &[
+                specs[0],
+                specs[1],
+                "--samples",
+                "30",
+                "--sample-time",
+                "0.02",
+            ],
+        );
+        let f = cells(&fixed);
+        if !welch_excludes_zero(&f[0], &f[1]) {
+            return Err(format!(
+                "30 fixed samples did not see the 5%: means {} {}",
+                f[0]["mean"], f[1]["mean"]
+            ));
+        }
+        let adaptive = run_json(
+            dir.path(),
+            &[
+                specs[0],
+                specs[1],
+                "--until-verdict",
+                "--precision",
+                "1%",
+                "--sample-time",
+                "0.02",
+            ],
+        );
+        if adaptive["verdict"]["verdict"] != "different" {
+            return Err(format!("verdict {}", adaptive["verdict"]));
+        }
+        let delta = adaptive["verdict"]["delta"].as_f64().unwrap();
+        if !(delta > 0.0 && delta < 0.15) {
+            return Err(format!("work 1050 should cost more: delta {delta}"));
+        }
+        for c in cells(&adaptive) {
+            if c["n"].as_u64().unwrap() > 15 {
+                return Err(format!("more than half of 30 samples: n = {}", c["n"]));
+            }
+        }
+        Ok(())
+    });
 }
 
 #[test]
 fn until_verdict_on_identical_cells_ends_equivalent() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let dir = tempfile::tempdir().unwrap();
-    // Two labels for the same CPU set: identical work.
-    let p = plan(
-        dir.path(),
-        "same.toml",
-        r#"
+    attempts(3, || {
+        let dir = tempfile::tempdir().unwrap();
+        // Two labels for the same CPU set: identical work.
+        let p = plan(
+            dir.path(),
+            "same.toml",
+            r#"
 name = "same"
 [factors]
 cpus = { apply = "cpus", values = ["0", "0,0"], labels = ["a", "b"] }
@@ -135,22 +160,25 @@ cpus = { apply = "cpus", values = ["0", "0,0"], labels = ["a", "b"] }
 use = "spin"
 params = { work = 1000 }
 "#,
-    );
-    let v = run_json(
-        dir.path(),
-        &[
-            p.to_str().unwrap(),
-            "--until-verdict",
-            "--precision",
-            "3%",
-            "--sample-time",
-            "0.02",
-            "--max-samples",
-            "60",
-        ],
-    );
-    assert_eq!(v["verdict"]["verdict"], "equivalent", "{v}");
-    assert_eq!(v["verdict"]["margin"], 0.03);
+        );
+        let v = run_json(
+            dir.path(),
+            &[
+                p.to_str().unwrap(),
+                "--until-verdict",
+                "--precision",
+                "3%",
+                "--sample-time",
+                "0.02",
+                "--max-samples",
+                "60",
+            ],
+        );
+        if v["verdict"]["verdict"] != "equivalent" || v["verdict"]["margin"] != 0.03 {
+            return Err(format!("verdict {}", v["verdict"]));
+        }
+        Ok(())
+    });
 }
 
 #[test]

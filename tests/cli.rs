@@ -489,7 +489,10 @@ fn sysinfo_reports_the_fingerprint() {
 fn readme_plan_and_smoke_example_run() {
     let readme =
         std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
-    let start = readme.find("```toml\nname = \"smoke\"").expect("the plan example") + 8;
+    let start = readme
+        .find("```toml\nname = \"smoke\"")
+        .expect("the plan example")
+        + 8;
     let end = start + readme[start..].find("```").unwrap();
     let dir = tempfile::tempdir().unwrap();
     let p = plan(dir.path(), "readme.toml", &readme[start..end]);

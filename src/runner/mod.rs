@@ -286,8 +286,19 @@ pub fn run(
             }
             Outcome::Failed
         };
-        // Instances go (their per-cell cleanup runs) before the teardown.
+        // Instances go (their per-cell cleanup runs) before the teardown;
+        // what they learnt over all samples (e.g. per-task imbalance) is
+        // recorded first.
         for &i in &members {
+            if let Some(inst) = &live[i].inst
+                && live[i].taken > 0
+            {
+                store.update_cell(
+                    live[i].id,
+                    inst.placement().as_deref(),
+                    &notes_json(inst.as_ref()),
+                )?;
+            }
             live[i].inst = None;
         }
         for st in done_steps.iter().rev() {
@@ -484,12 +495,11 @@ fn sample_group(
                 l.done = true;
             }
             if l.taken == 1 {
-                let notes: serde_json::Map<String, serde_json::Value> = inst
-                    .notes()
-                    .into_iter()
-                    .map(|(k, v)| (k, serde_json::Value::String(v)))
-                    .collect();
-                store.update_cell(l.id, inst.placement().as_deref(), &notes.into())?;
+                store.update_cell(
+                    l.id,
+                    inst.placement().as_deref(),
+                    &notes_json(inst.as_ref()),
+                )?;
             }
         }
         round += 1;
@@ -512,6 +522,16 @@ fn sample_group(
             return Ok(Outcome::Done);
         }
     }
+}
+
+/// An instance's notes as a JSON object.
+fn notes_json(inst: &dyn Instance) -> serde_json::Value {
+    let m: serde_json::Map<String, serde_json::Value> = inst
+        .notes()
+        .into_iter()
+        .map(|(k, v)| (k, serde_json::Value::String(v)))
+        .collect();
+    m.into()
 }
 
 /// Content hash of a plan (FNV-1a 64, hex): part of a campaign's identity.
