@@ -461,12 +461,18 @@ fn compare(
     let margin = crate::units::parse_percent(margin).map_err(|e| bad_input!("--margin: {e}"))?;
     let st = store::open(db)?;
     let mut sels = Vec::new();
+    // Operands often narrow the same run or campaign: load each once.
+    let mut loaded: std::collections::HashMap<String, Vec<_>> = Default::default();
     for spec in operands {
         let (name, filters) = parse_operand(spec)?;
-        let cells = match name.parse::<i64>() {
-            Ok(id) => st.load_run(id)?.cells,
-            Err(_) => st.load_campaign(find_campaign(st.as_ref(), &name)?)?.cells,
-        };
+        if !loaded.contains_key(&name) {
+            let cells = match name.parse::<i64>() {
+                Ok(id) => st.load_run(id)?.cells,
+                Err(_) => st.load_campaign(find_campaign(st.as_ref(), &name)?)?.cells,
+            };
+            loaded.insert(name.clone(), cells);
+        }
+        let cells = loaded[&name].clone();
         sels.push(Selection {
             name: spec.clone(),
             fixed: filters.iter().map(|(k, _)| k.clone()).collect(),

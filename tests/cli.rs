@@ -498,8 +498,10 @@ fn readme_plan_and_smoke_example_run() {
     let p = plan(dir.path(), "readme.toml", &readme[start..end]);
     let smoke = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/smoke.toml");
     for plan in [p.to_str().unwrap(), smoke] {
+        // Both are named `smoke`: each gets its own store.
+        let store = tempfile::tempdir().unwrap();
         let v = json(
-            &kbench(dir.path())
+            &kbench(store.path())
                 .args([
                     "run",
                     plan,

@@ -14,10 +14,14 @@ trap 'rm -rf "$tmp"' EXIT
 cc -O2 -o "$tmp/null_syscall" "$here/null_syscall.c"
 export KBENCH_DB=$tmp/k.db
 : >"$tmp/c"; : >"$tmp/k"
-for i in $(seq "$rounds"); do
-	taskset -c "$cpu" "$tmp/null_syscall" 0.2 >>"$tmp/c"
+c_run() { taskset -c "$cpu" "$tmp/null_syscall" 0.2 >>"$tmp/c"; }
+k_run() {
 	"$kbench" run "null-syscall:cpu=$cpu" --samples 1 --warmup 1 --sample-time 0.2 --json --quiet 2>/dev/null |
 		python3 -c 'import json,sys; print(json.load(sys.stdin)["cells"][0]["mean"])' >>"$tmp/k"
+}
+# Alternate which goes first, so an order effect cancels out.
+for i in $(seq "$rounds"); do
+	if [ $((i % 2)) = 1 ]; then c_run; k_run; else k_run; c_run; fi
 done
 paste "$tmp/c" "$tmp/k" | sed 's/^/C, kbench ns: /'
 python3 - "$tmp/c" "$tmp/k" <<'PY'

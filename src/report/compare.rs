@@ -148,7 +148,7 @@ fn values(sel: &Selection) -> IndexMap<PairKey, Pooled> {
             e.2.extend(
                 samples
                     .iter()
-                    .filter(|s| s.metric == m.name)
+                    .filter(|s| *s.metric == *m.name)
                     .map(|s| s.value),
             );
         }

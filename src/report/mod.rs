@@ -125,7 +125,7 @@ impl RunReport {
             for m in &cell.metrics {
                 let values: Vec<f64> = samples
                     .iter()
-                    .filter(|s| s.metric == m.name)
+                    .filter(|s| *s.metric == *m.name)
                     .map(|s| s.value)
                     .collect();
                 let Some(s) = Summary::of(&values) else {
@@ -208,7 +208,7 @@ impl RunReport {
                         .map(|m| m.name.clone())
                         .unwrap_or_default();
                     smp.iter()
-                        .filter(|s| s.metric == m)
+                        .filter(|s| *s.metric == *m)
                         .map(|s| s.value)
                         .collect()
                 };

@@ -92,7 +92,7 @@ pub fn build(r: &RunReport) -> Vec<Scaling> {
         }
         let values: Vec<f64> = samples
             .iter()
-            .filter(|s| s.metric == "ops/s")
+            .filter(|s| &*s.metric == "ops/s")
             .map(|s| s.value)
             .collect();
         acc.entry((cell.bench.clone(), context))

@@ -106,7 +106,7 @@ pub fn sample_counts(d: &CampaignData) -> HashMap<String, HashMap<String, u32>> 
         let Some(first) = c.metrics.first() else {
             continue;
         };
-        let n = samples.iter().filter(|s| s.metric == first.name).count() as u32;
+        let n = samples.iter().filter(|s| *s.metric == *first.name).count() as u32;
         *m.entry(c.key.clone())
             .or_default()
             .entry(c.readings.to_string())

@@ -477,8 +477,8 @@ fn sample_group(
                 .iter()
                 .map(|m| SampleRec {
                     cell_id: l.id,
-                    metric: l.metrics[m.metric].name.clone(),
-                    unit: l.metrics[m.metric].unit.clone(),
+                    metric: l.metrics[m.metric].name.as_str().into(),
+                    unit: l.metrics[m.metric].unit.as_str().into(),
                     value: m.value,
                     round: round - opts.warmup,
                     t: now,

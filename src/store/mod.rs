@@ -70,8 +70,8 @@ pub struct CellRec {
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct SampleRec {
     pub cell_id: i64,
-    pub metric: String,
-    pub unit: String,
+    pub metric: std::sync::Arc<str>,
+    pub unit: std::sync::Arc<str>,
     pub value: f64,
     pub round: u32,
     /// Unix time, seconds.

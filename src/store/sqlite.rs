@@ -392,11 +392,25 @@ impl SqliteStore {
         let mut by_cell: std::collections::HashMap<i64, Vec<SampleRec>> =
             std::collections::HashMap::with_capacity(cells.len());
         let mut rows = st.query([arg])?;
+        // Metric and unit names repeat on every row: share one allocation.
+        let mut names: Vec<std::sync::Arc<str>> = Vec::new();
+        let mut intern = |s: &str| -> std::sync::Arc<str> {
+            match names.iter().find(|n| &***n == s) {
+                Some(n) => n.clone(),
+                None => {
+                    let n: std::sync::Arc<str> = s.into();
+                    names.push(n.clone());
+                    n
+                }
+            }
+        };
         while let Some(r) = rows.next()? {
+            let metric = intern(r.get_ref(1)?.as_str()?);
+            let unit = intern(r.get_ref(2)?.as_str()?);
             by_cell.entry(r.get(0)?).or_default().push(SampleRec {
                 cell_id: r.get(0)?,
-                metric: r.get(1)?,
-                unit: r.get(2)?,
+                metric,
+                unit,
                 value: r.get(3)?,
                 round: r.get(4)?,
                 t: r.get(5)?,
