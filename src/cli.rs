@@ -128,8 +128,8 @@ pub struct RunArgs {
     /// difference or equivalence within the precision (default 1%).
     #[arg(long)]
     pub until_verdict: bool,
-    /// Short samples for a quick look (sample time 0.05 s, 5 samples,
-    /// 1 warm-up) unless given explicitly.
+    /// A quick look: at most 5 samples of 0.05 s and 1 warm-up round,
+    /// also for a plan that asks for more; explicit flags still win.
     #[arg(long)]
     pub quick: bool,
     /// Print the report as JSON.

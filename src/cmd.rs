@@ -83,14 +83,16 @@ fn run(a: RunArgs, db: Option<&str>) -> anyhow::Result<ExitCode> {
         }
     };
     let quick = a.quick || default_suite;
-    let samples = a
-        .samples
-        .or(plan.samples)
-        .unwrap_or(if quick { 5 } else { 10 });
-    let sample_time = a
-        .sample_time
-        .or(plan.sample_time)
-        .unwrap_or(if quick { 0.05 } else { 0.2 });
+    // --quick caps the plan's settings (a first look at a big plan);
+    // explicit flags still win.
+    let samples = a.samples.unwrap_or(match (quick, plan.samples) {
+        (true, p) => p.unwrap_or(5).min(5),
+        (false, p) => p.unwrap_or(10),
+    });
+    let sample_time = a.sample_time.unwrap_or(match (quick, plan.sample_time) {
+        (true, p) => p.unwrap_or(0.05).min(0.05),
+        (false, p) => p.unwrap_or(0.2),
+    });
     if !(sample_time > 0.0 && sample_time <= 3600.0) {
         return Err(bad_input!(
             "--sample-time {sample_time}: must be in (0, 3600] seconds"
@@ -133,10 +135,10 @@ fn run(a: RunArgs, db: Option<&str>) -> anyhow::Result<ExitCode> {
         stop,
         samples,
         sample_time,
-        warmup: a
-            .warmup
-            .or(plan.warmup)
-            .unwrap_or(if quick { 1 } else { 2 }),
+        warmup: a.warmup.unwrap_or(match (quick, plan.warmup) {
+            (true, p) => p.unwrap_or(1).min(1),
+            (false, p) => p.unwrap_or(2),
+        }),
         seed: a.seed.or(plan.seed).unwrap_or_else(runner::fresh_seed),
         quiet: a.quiet,
         force: a.force,
