@@ -89,7 +89,8 @@ pub fn render(r: &RunReport) -> String {
 }
 
 fn group(o: &mut String, g: &Group) {
-    let unit = if g.metric.contains(&g.unit) {
+    // `ns/op` and `ops/s` carry their unit; `real` or `user` do not.
+    let unit = if g.metric == g.unit || g.metric.split('/').any(|p| p == g.unit) {
         String::new()
     } else {
         format!(" [{}]", g.unit)
