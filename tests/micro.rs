@@ -51,7 +51,7 @@ fn json(out: &[u8]) -> serde_json::Value {
 }
 
 fn two_cpus() -> bool {
-    std::thread::available_parallelism().map_or(false, |n| n.get() >= 2)
+    std::thread::available_parallelism().is_ok_and(|n| n.get() >= 2)
 }
 
 #[test]

@@ -416,6 +416,12 @@ pub mod testing {
         s[s.len() / 2]
     }
 
+    /// The least value: the run least disturbed by other work, for
+    /// comparing two benchmarks on a shared machine.
+    pub fn least(v: &[f64]) -> f64 {
+        v.iter().copied().fold(f64::INFINITY, f64::min)
+    }
+
     pub fn note(inst: &dyn Instance, key: &str) -> String {
         inst.notes()
             .into_iter()

@@ -344,7 +344,46 @@ impl Bench for Brk {
                 libc::syscall(libc::SYS_brk, cur);
             }
         };
-        Ok(Box::new(LoopInstance::new(op, cpu_of(p), s.sample_time)))
+        single_threaded()?;
+        Ok(Box::new(BrkInstance(LoopInstance::new(
+            op,
+            cpu_of(p),
+            s.sample_time,
+        ))))
+    }
+}
+
+/// Threads of this process (/proc/self/stat field 20).
+fn threads() -> Option<usize> {
+    let s = std::fs::read_to_string("/proc/self/stat").ok()?;
+    s[s.rfind(')')? + 2..]
+        .split_whitespace()
+        .nth(17)?
+        .parse()
+        .ok()
+}
+
+/// brk moves the heap malloc uses: another thread allocating meanwhile
+/// would corrupt it, so the benchmark refuses to run beside one.
+fn single_threaded() -> anyhow::Result<()> {
+    match threads() {
+        Some(1) | None => Ok(()),
+        Some(n) => anyhow::bail!("brk needs kbench to be single-threaded, but it has {n} threads"),
+    }
+}
+
+struct BrkInstance<I: Instance>(I);
+
+impl<I: Instance> Instance for BrkInstance<I> {
+    fn sample(&mut self, out: &mut Vec<Measure>) -> anyhow::Result<()> {
+        single_threaded()?;
+        self.0.sample(out)
+    }
+    fn placement(&self) -> Option<String> {
+        self.0.placement()
+    }
+    fn notes(&self) -> Vec<(String, String)> {
+        self.0.notes()
     }
 }
 
@@ -437,28 +476,33 @@ mod tests {
         let _g = serial();
         // brk moves the heap that malloc uses: run it in a child so the
         // test harness's other threads cannot allocate meanwhile.
-        // SAFETY: the child only runs the benchmark loop (no allocation in
-        // the timed op after instantiation) and exits.
-        let (brk, _) = {
-            let p = crate::bench::Params::resolve(&Brk, &[]).unwrap();
-            let mut inst = Brk
-                .instantiate(&p, &RunSettings { sample_time: 0.02 })
-                .unwrap();
+        let p = crate::bench::Params::resolve(&Brk, &[]).unwrap();
+        let settings = RunSettings { sample_time: 0.02 };
+        if threads().unwrap_or(1) > 1 {
+            let e = Brk.instantiate(&p, &settings).err().unwrap();
+            assert!(e.to_string().contains("single-threaded"), "{e}");
+        }
+        let (r, w) = super::super::common::pipe_cloexec().unwrap();
+        // SAFETY: the child (single-threaded, as kbench is) runs the
+        // benchmark, sends one value and _exits; glibc's malloc is usable
+        // after fork.
+        let pid = unsafe { libc::fork() };
+        if pid == 0 {
             let mut out = Vec::with_capacity(4);
-            let (r, w) = super::super::common::pipe_cloexec().unwrap();
-            let pid = unsafe { libc::fork() };
-            if pid == 0 {
-                let ok = inst.sample(&mut out).is_ok() && inst.sample(&mut out).is_ok();
-                let v = if ok { out[1].value.to_bits() } else { 0 };
-                super::super::common::send_words(w.as_raw_fd(), &[v]);
-                unsafe { libc::_exit(0) };
-            }
-            drop(w);
-            let mut m = [0u64; 1];
-            assert!(super::super::common::recv_words(r.as_raw_fd(), &mut m));
-            unsafe { libc::waitpid(pid, std::ptr::null_mut(), 0) };
-            (f64::from_bits(m[0]), ())
-        };
+            let ok = Brk.instantiate(&p, &settings).is_ok_and(|mut inst| {
+                inst.sample(&mut out).is_ok() && inst.sample(&mut out).is_ok()
+            });
+            let v = if ok { out[1].value.to_bits() } else { 0 };
+            super::super::common::send_words(w.as_raw_fd(), &[v]);
+            // SAFETY: leaving the child.
+            unsafe { libc::_exit(0) };
+        }
+        drop(w);
+        let mut m = [0u64; 1];
+        assert!(super::super::common::recv_words(r.as_raw_fd(), &mut m));
+        // SAFETY: reaping the child.
+        unsafe { libc::waitpid(pid, std::ptr::null_mut(), 0) };
+        let brk = f64::from_bits(m[0]);
         assert!(brk > 50.0 && brk < 1e6, "brk {brk} ns");
         let (bw, _) = run(&MemcpyBw, &[("size", "8m")], 2);
         let bw = median(&bw);

@@ -303,7 +303,18 @@ impl Parties {
             if r == c.pid {
                 c.reaped = true;
                 let how = if libc::WIFEXITED(st) {
-                    format!("exited with status {}", libc::WEXITSTATUS(st))
+                    let code = libc::WEXITSTATUS(st);
+                    let why = match code {
+                        1 => " (kbench's process went away)",
+                        2 => " (could not pin itself to its CPU)",
+                        3 => " (could not report to kbench)",
+                        10 => " (write failed)",
+                        11 => " (vmsplice failed)",
+                        20 => " (its channel was closed early)",
+                        21 => " (read or splice failed)",
+                        _ => "",
+                    };
+                    format!("exited with status {code}{why}")
                 } else if libc::WIFSIGNALED(st) {
                     format!("was killed by signal {}", libc::WTERMSIG(st))
                 } else {
