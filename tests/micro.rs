@@ -226,7 +226,10 @@ fn the_pipe_patches_example_is_valid_and_runs() {
         }
         if c["factors"]["cpus"] == "UP" {
             assert!(
-                c["placement"].as_str().unwrap().contains("unpinned in 0,"),
+                c["placement"]
+                    .as_str()
+                    .unwrap()
+                    .contains("unpinned in 0 (last on cpu 0)"),
                 "{}",
                 c["placement"]
             );

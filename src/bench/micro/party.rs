@@ -148,6 +148,16 @@ fn close_other_fds(keep: &mut [RawFd]) {
     close_range(next, u32::MAX);
 }
 
+/// The CPU a process last ran on (field 39 of /proc/PID/stat).
+pub fn last_cpu(pid: libc::pid_t) -> Option<usize> {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    s[s.rfind(')')? + 2..]
+        .split_whitespace()
+        .nth(36)?
+        .parse()
+        .ok()
+}
+
 /// The child's end of its link to kbench: a control pipe to read commands
 /// from and a report pipe to answer on. EOF on control = exit.
 #[derive(Clone, Copy)]
@@ -327,13 +337,15 @@ impl Parties {
         anyhow!("the {} process (pid {}) stopped answering", c.role, c.pid)
     }
 
-    /// `role cpu N` for pinned children, `role unpinned in SET` for others.
+    /// `role cpu N` for pinned children; `role unpinned in SET, last on
+    /// cpu N` for the others (where the scheduler last ran them).
     pub fn describe(&self, allowed: &CpuSet) -> Vec<String> {
         self.children
             .iter()
-            .map(|c| match c.pinned {
-                Some(_) => format!("{} cpu {}", c.role, c.ran_on),
-                None => format!("{} unpinned in {allowed}", c.role),
+            .map(|c| match (c.pinned, last_cpu(c.pid)) {
+                (Some(_), _) => format!("{} cpu {}", c.role, c.ran_on),
+                (None, Some(l)) => format!("{} unpinned in {allowed} (last on cpu {l})", c.role),
+                (None, None) => format!("{} unpinned in {allowed}", c.role),
             })
             .collect()
     }
@@ -403,7 +415,7 @@ pub struct Flow {
     pairs: usize,
     amount: Option<u64>,
     target_ns: u64,
-    placement: String,
+    allowed: CpuSet,
     /// Totals over all transfers: write/vmsplice calls, bytes moved by
     /// vmsplice, reader calls.
     write_calls: u64,
@@ -550,14 +562,13 @@ impl Flow {
         // Only the children hold the channel ends now, so a dead writer is
         // EOF for its reader and a dead reader EPIPE for its writer.
         drop(channels);
-        let placement = parties.describe(&allowed).join(", ");
         Ok(Flow {
             parties,
             target_ns: (spec.sample_time * 1e9) as u64,
             amount: spec.total,
             spec,
             pairs,
-            placement,
+            allowed,
             write_calls: 0,
             vmsplice_calls: 0,
             vmsplice_bytes: 0,
@@ -614,7 +625,7 @@ impl Instance for Flow {
     }
 
     fn placement(&self) -> Option<String> {
-        Some(self.placement.clone())
+        Some(self.parties.describe(&self.allowed).join(", "))
     }
 
     fn notes(&self) -> Vec<(String, String)> {
@@ -746,6 +757,7 @@ impl Instance for PingPong {
         }
         // SAFETY: sched_getcpu has no preconditions.
         self.ran_on = Some(unsafe { libc::sched_getcpu() } as usize);
+        // (for an unpinned ping this is where the loop ended)
         out.push(Measure {
             metric: 0,
             value: ns as f64 / iters as f64 / self.divisor,
@@ -757,7 +769,11 @@ impl Instance for PingPong {
         let me = match (self.my_cpu, self.ran_on) {
             (Some(_), Some(c)) => format!("ping (kbench) cpu {c}"),
             (Some(c), None) => format!("ping (kbench) cpu {c}"),
-            (None, _) => format!("ping (kbench) unpinned in {}", self.allowed),
+            (None, Some(c)) => format!(
+                "ping (kbench) unpinned in {} (last on cpu {c})",
+                self.allowed
+            ),
+            (None, None) => format!("ping (kbench) unpinned in {}", self.allowed),
         };
         let mut v = vec![me];
         v.extend(self.parties.describe(&self.allowed));

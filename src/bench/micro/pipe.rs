@@ -420,6 +420,7 @@ mod tests {
         assert!(v.iter().all(|&x| x > 1e6 && x < 1e12), "{v:?}");
         let pl = inst.placement().unwrap();
         assert!(pl.contains("writer 2") && pl.contains("unpinned"), "{pl}");
+        assert_eq!(pl.matches("(last on cpu ").count(), 4, "{pl}");
     }
 
     #[test]
