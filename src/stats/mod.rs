@@ -25,8 +25,8 @@
 //! Tibshirani (1993) percentile bootstrap; Iglewicz & Hoaglin (1993)
 //! modified z-score; Schuirmann (1987) two one-sided tests for equivalence.
 
-// Parts of this API serve `kbench compare` and adaptive stopping (issue 3,
-// parts 3 and 4), which build on it; until they land some items are unused.
+// The statistics API is broader than what the commands call today (outlier
+// flags, one-sample bootstrap, ...); every item is unit-tested here.
 #![allow(dead_code, unused_imports)]
 
 pub mod bootstrap;
