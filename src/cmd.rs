@@ -40,7 +40,8 @@ pub fn dispatch(args: Vec<OsString>) -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::from(code));
         }
     };
-    let db = cli.db.as_deref();
+    // An empty KBENCH_DB= means "not set", not an anonymous temporary store.
+    let db = cli.db.as_deref().filter(|s| !s.is_empty());
     match cli.command {
         Command::Run(a) => run(a, db),
         Command::List { json } => list(json),

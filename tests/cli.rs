@@ -107,7 +107,7 @@ fn text_report_labels_rows_with_parameters() {
 fn default_suite_uses_the_default_store() {
     let dir = tempfile::tempdir().unwrap();
     let mut c = assert_cmd::Command::cargo_bin("kbench").unwrap();
-    c.env_remove("KBENCH_DB")
+    c.env("KBENCH_DB", "")
         .env("XDG_DATA_HOME", dir.path())
         .arg("run")
         .timeout(Duration::from_secs(60))
