@@ -1162,8 +1162,10 @@ mod tests {
 
     #[test]
     fn helpers_are_placed_and_recorded() {
-        let (cell, v) = start(&ipc::ContextSwitch1, &[]);
-        assert!(v.iter().all(|x| *x > 100.0), "{v:?}");
+        let (cell, v) = start(&ipc::ContextSwitch1, &[("interval", "0.1")]);
+        // Both parties must have run (the CPUs may be busy with other
+        // tests, so no rate is asserted here).
+        assert!(v.iter().any(|x| *x > 0.0), "{v:?}");
         let p = cell.placement().unwrap();
         assert!(p.contains("helpers cpu"), "{p}");
     }
@@ -1194,7 +1196,11 @@ mod tests {
             let p = Params::resolve(&b, &given).unwrap();
             let s = RunSettings { sample_time: 0.05 };
             let mut cell = ScaleCell::start(&Fails, &p, &s).unwrap();
-            let e = cell.sample(&mut Vec::new()).unwrap_err();
+            // The task fails as soon as it is scheduled, which on a busy
+            // machine may take more than one interval.
+            let e = (0..100)
+                .find_map(|_| cell.sample(&mut Vec::new()).err())
+                .expect("the failure was never reported");
             assert!(
                 format!("{e:#}").contains("task 0: no such thing"),
                 "{mode}: {e:#}"
