@@ -350,7 +350,7 @@ fn c_testcase_runs_in_both_modes_and_leaves_nothing_behind() {
         assert!(mean > lo && mean < 1e10, "{cell}");
         if pingpong {
             let p = cell["placement"].as_str().unwrap();
-            assert!(p.contains("helpers cpu"), "{p}");
+            assert!(p.contains("helpers cpu 0,1"), "{p}");
         }
     }
     // 2 tasks x 2 modes recorded themselves; all are gone, and cleanup

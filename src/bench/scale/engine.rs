@@ -1002,7 +1002,12 @@ impl Instance for ScaleCell {
             tasks.join(",")
         );
         if !helpers.is_empty() {
-            s.push_str(&format!(", helpers cpu {}", helpers.join(",")));
+            let who = if helpers.len() == 1 {
+                "helper"
+            } else {
+                "helpers"
+            };
+            s.push_str(&format!(", {who} cpu {}", helpers.join(",")));
         }
         s.push_str(&format!(" ({})", self.pin));
         Some(s)
@@ -1167,7 +1172,7 @@ mod tests {
         // tests, so no rate is asserted here).
         assert!(v.iter().any(|x| *x > 0.0), "{v:?}");
         let p = cell.placement().unwrap();
-        assert!(p.contains("helpers cpu"), "{p}");
+        assert!(p.contains("helper cpu"), "{p}");
     }
 
     #[test]
