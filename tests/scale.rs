@@ -591,3 +591,71 @@ int main(int argc, char **argv)
     );
     assert!((0.97..=1.03).contains(&med), "ratio {med}");
 }
+
+/// will-it-scale's shape of "same file open/close": prepare creates the
+/// file, cleanup removes it, the loop asserts every open succeeds.
+const SAMEOPEN_C: &str = r#"
+#include <assert.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+char *testcase_description = "open/close of one file made by prepare";
+
+static char name[4096];
+
+void testcase_prepare(unsigned long nr_tasks)
+{
+	snprintf(name, sizeof(name), "%s/same.%d", getenv("KB_TEST_DIR"), (int)getpid());
+	int fd = open(name, O_RDWR | O_CREAT, 0600);
+	assert(fd >= 0);
+	close(fd);
+}
+
+void testcase_cleanup(void)
+{
+	unlink(name);
+	usleep(20000); /* a cleanup that takes a while (many files, frees) */
+}
+
+void testcase(unsigned long long *iterations, unsigned long nr)
+{
+	for (;;) {
+		int fd = open(name, O_RDWR);
+		assert(fd >= 0);
+		close(fd);
+		(*iterations)++;
+	}
+}
+"#;
+
+#[test]
+fn cleanup_runs_after_the_task_threads_stopped() {
+    let tmp = tempfile::tempdir().unwrap();
+    let marks = tmp.path().join("marks");
+    std::fs::create_dir(&marks).unwrap();
+    let c = write(tmp.path(), "sameopen.c", SAMEOPEN_C);
+    let c = c.to_str().unwrap();
+    for _ in 0..3 {
+        let out = kbench(tmp.path())
+            .env("KB_TEST_DIR", &marks)
+            .args([
+                "run",
+                &format!("{c}:mode=threads,tasks=2,interval=0.05,warmup=0"),
+                &format!("{c}:mode=processes,tasks=2,interval=0.05,warmup=0"),
+                "--samples",
+                "2",
+                "--warmup",
+                "0",
+                "-q",
+            ])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{err}");
+        assert!(!err.contains("Assertion"), "a task ran into cleanup: {err}");
+    }
+    let left = std::fs::read_dir(&marks).unwrap().count();
+    assert_eq!(left, 0, "cleanup did not remove the files");
+}

@@ -569,8 +569,13 @@ fn leader_main(
             break;
         }
     }
-    // Finish: tasks first (processes are killed even while stopped), then
-    // the testcase's cleanup; threads end with the process.
+    // Finish: tasks first (processes are killed even while stopped; task
+    // threads are parked in a signal handler, so a C testcase's cleanup
+    // cannot pull files from under a running loop), then the testcase's
+    // cleanup; threads end with the process.
+    if ctx.mode == Mode::Threads {
+        park_threads(shared);
+    }
     for &p in &pids {
         // SAFETY: our own children.
         unsafe { libc::kill(p, libc::SIGKILL) };
@@ -582,6 +587,48 @@ fn leader_main(
     body.cleanup();
     // SAFETY: leave without destructors.
     unsafe { libc::_exit(0) }
+}
+
+static PARKED: AtomicU32 = AtomicU32::new(0);
+
+extern "C" fn park_handler(_: c_int) {
+    // Only async-signal-safe calls: an atomic add and pause().
+    PARKED.fetch_add(1, Ordering::AcqRel);
+    loop {
+        // SAFETY: pause has no preconditions.
+        unsafe { libc::pause() };
+    }
+}
+
+/// Stop every task and helper thread of this process where it stands: a
+/// real-time signal whose handler never returns. Waits at most 1 s.
+fn park_threads(shared: &Shared) {
+    let sig = libc::SIGRTMIN() + 4;
+    let h = shared.hdr();
+    let me = getpid();
+    let mut sent = 0;
+    // SAFETY: installing a handler with every signal blocked while it runs;
+    // tgkill to threads of our own process.
+    unsafe {
+        let mut sa: libc::sigaction = std::mem::zeroed();
+        sa.sa_sigaction = park_handler as *const () as usize;
+        libc::sigfillset(&mut sa.sa_mask);
+        libc::sigaction(sig, &sa, std::ptr::null_mut());
+        for i in 0..shared.ntasks {
+            for tid in [
+                h.task_pid[i].load(Ordering::Relaxed),
+                h.helper_pid[i].load(Ordering::Relaxed),
+            ] {
+                if tid > 0 && tid != me && libc::syscall(libc::SYS_tgkill, me, tid, sig) == 0 {
+                    sent += 1;
+                }
+            }
+        }
+    }
+    let t0 = now_ns();
+    while PARKED.load(Ordering::Acquire) < sent && now_ns() - t0 < 1_000_000_000 {
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
 }
 
 struct SendPtr(*const dyn Body);
