@@ -68,10 +68,15 @@ fn getppid1_scales_with_processes_and_threads_work() {
     let one = f(&cell(&cells, "processes", 1)["max"]);
     let two = f(&cell(&cells, "processes", 2)["max"]);
     assert!(one > 1e4 && one < 1e10, "1 task: {one} ops/s");
-    assert!(
-        two >= 1.6 * one,
-        "2 processes {two} vs 1 process {one} ops/s"
-    );
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if cpus >= 2 {
+        assert!(
+            two >= 1.6 * one,
+            "2 processes {two} vs 1 process {one} ops/s"
+        );
+    } else {
+        eprintln!("1 CPU: the 2-task speed-up is not checked");
+    }
     let t1 = f(&cell(&cells, "threads", 1)["max"]);
     let t2 = f(&cell(&cells, "threads", 2)["max"]);
     assert!(
