@@ -664,3 +664,46 @@ fn cleanup_runs_after_the_task_threads_stopped() {
     let left = std::fs::read_dir(&marks).unwrap().count();
     assert_eq!(left, 0, "cleanup did not remove the files");
 }
+
+#[test]
+fn a_task_that_dies_or_returns_fails_its_cell_clearly() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ret = write(
+        tmp.path(),
+        "returns.c",
+        "char *testcase_description = \"returns\";\nvoid testcase(unsigned long long *it, unsigned long nr) { (*it)++; }\n",
+    );
+    let segv = write(
+        tmp.path(),
+        "segv.c",
+        "char *testcase_description = \"crashes\";\nvoid testcase(unsigned long long *it, unsigned long nr) { for (;;) { (*it)++; if (*it > 1000) *(volatile int *)0 = 1; } }\n",
+    );
+    for mode in ["processes", "threads"] {
+        let out = kbench(tmp.path())
+            .args([
+                "run",
+                &format!("{}:mode={mode},interval=0.05,warmup=0", ret.display()),
+                &format!("{}:mode={mode},interval=0.05,warmup=0", segv.display()),
+                "--samples",
+                "3",
+                "-q",
+            ])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{mode}: {err}");
+        assert!(
+            err.contains("returns.c: task 0: testcase() returned"),
+            "{mode}: {err}"
+        );
+        let crash = if mode == "processes" {
+            "task 0 (pid"
+        } else {
+            "the cell process (pid"
+        };
+        assert!(
+            err.contains(crash) && err.contains("SIGSEGV"),
+            "{mode}: {err}"
+        );
+    }
+}
