@@ -11,6 +11,13 @@ use assert_cmd::Command;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+/// The tests of this file run one at a time: each loads every CPU, and
+/// the speed-up check needs the CPUs to itself.
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LOCK.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 fn kbench(tmp: &Path) -> Command {
     let mut c = Command::cargo_bin("kbench").unwrap();
     c.env("KBENCH_DB", tmp.join("k.db"))
@@ -48,8 +55,11 @@ fn f(v: &serde_json::Value) -> f64 {
 
 #[test]
 fn getppid1_scales_with_processes_and_threads_work() {
+    let _serial = serial();
     let tmp = tempfile::tempdir().unwrap();
-    let opts = "interval=0.2,warmup=1";
+    // Many short intervals, interleaved by the runner: on a machine shared
+    // with other work, some intervals find both CPUs free.
+    let opts = "interval=0.1,warmup=1,intervals=4";
     let cells = run_json(
         tmp.path(),
         &[
@@ -58,7 +68,7 @@ fn getppid1_scales_with_processes_and_threads_work() {
             &format!("getppid1:mode=threads,tasks=1,{opts}"),
             &format!("getppid1:mode=threads,tasks=2,{opts}"),
             "--samples",
-            "5",
+            "4",
             "--warmup",
             "0",
         ],
@@ -68,10 +78,15 @@ fn getppid1_scales_with_processes_and_threads_work() {
     let one = f(&cell(&cells, "processes", 1)["max"]);
     let two = f(&cell(&cells, "processes", 2)["max"]);
     assert!(one > 1e4 && one < 1e10, "1 task: {one} ops/s");
-    assert!(
-        two >= 1.6 * one,
-        "2 processes {two} vs 1 process {one} ops/s"
-    );
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if cpus >= 2 {
+        assert!(
+            two >= 1.6 * one,
+            "2 processes {two} vs 1 process {one} ops/s"
+        );
+    } else {
+        eprintln!("1 CPU: the 2-task speed-up is not checked");
+    }
     let t1 = f(&cell(&cells, "threads", 1)["max"]);
     let t2 = f(&cell(&cells, "threads", 2)["max"]);
     assert!(
@@ -79,7 +94,7 @@ fn getppid1_scales_with_processes_and_threads_work() {
         "threads: 1 task {t1}, 2 tasks {t2} ops/s"
     );
     for c in &cells {
-        assert_eq!(c["n"], 5);
+        assert_eq!(c["n"], 16);
         let p = c["placement"].as_str().unwrap();
         assert!(p.starts_with("task"), "{p}");
     }
@@ -98,6 +113,7 @@ fn scale_names(tmp: &Path) -> Vec<String> {
 
 #[test]
 fn every_testcase_runs_two_intervals_in_both_modes() {
+    let _serial = serial();
     let tmp = tempfile::tempdir().unwrap();
     let names = scale_names(tmp.path());
     let expected = [
@@ -310,6 +326,7 @@ fn assert_all_gone(ids: &[i32]) {
 
 #[test]
 fn c_testcase_runs_in_both_modes_and_leaves_nothing_behind() {
+    let _serial = serial();
     let tmp = tempfile::tempdir().unwrap();
     let marks = tmp.path().join("marks");
     std::fs::create_dir(&marks).unwrap();
@@ -350,7 +367,7 @@ fn c_testcase_runs_in_both_modes_and_leaves_nothing_behind() {
         assert!(mean > lo && mean < 1e10, "{cell}");
         if pingpong {
             let p = cell["placement"].as_str().unwrap();
-            assert!(p.contains("helpers cpu"), "{p}");
+            assert!(p.contains("helpers cpu 0,1"), "{p}");
         }
     }
     // 2 tasks x 2 modes recorded themselves; all are gone, and cleanup
@@ -369,6 +386,7 @@ fn c_testcase_runs_in_both_modes_and_leaves_nothing_behind() {
 
 #[test]
 fn c_syntax_error_shows_the_compiler_message_and_exits_2() {
+    let _serial = serial();
     let tmp = tempfile::tempdir().unwrap();
     let bad = write(
         tmp.path(),
@@ -392,6 +410,7 @@ fn c_syntax_error_shows_the_compiler_message_and_exits_2() {
 
 #[test]
 fn plan_testcase_key_and_scaling_table() {
+    let _serial = serial();
     let tmp = tempfile::tempdir().unwrap();
     std::fs::create_dir(tmp.path().join("marks")).unwrap();
     write(tmp.path(), "t.c", GETPPID_C);
@@ -435,6 +454,7 @@ sweep = { tasks = [1, 2] }
 
 #[test]
 fn nothing_outlives_a_sigint() {
+    let _serial = serial();
     let tmp = tempfile::tempdir().unwrap();
     let marks = tmp.path().join("marks");
     std::fs::create_dir(&marks).unwrap();
@@ -487,10 +507,11 @@ fn nothing_outlives_a_sigint() {
 /// Fidelity (issue 5): kbench getppid1, 1 task, vs a C loop of the same
 /// body, both on the same CPU (KB_FIDELITY_CPU, default 1), alternately
 /// for KB_FIDELITY_ROUNDS rounds of 1 s (default 10). Prints every round;
-/// asserts the ratio of the medians is within 0.97..1.03.
+/// asserts the median of the paired per-round ratios is within 0.97..1.03.
 #[test]
 #[ignore]
 fn fidelity() {
+    let _serial = serial();
     let tmp = tempfile::tempdir().unwrap();
     let src = write(
         tmp.path(),
@@ -574,16 +595,133 @@ int main(int argc, char **argv)
         cs.push(c);
         ks.push(k);
     }
-    let median = |v: &mut Vec<f64>| {
-        v.sort_by(|a, b| a.total_cmp(b));
-        v[v.len() / 2]
-    };
-    let (mc, mk) = (median(&mut cs), median(&mut ks));
-    let (bc, bk) = (cs[cs.len() - 1], ks[ks.len() - 1]);
-    let med = mk / mc;
+    // Rounds are paired (C then kbench, a second apart), so the median of
+    // the per-round ratios cancels slow drift of a shared machine.
+    let mut ratios: Vec<f64> = ks.iter().zip(&cs).map(|(k, c)| k / c).collect();
+    ratios.sort_by(|a, b| a.total_cmp(b));
+    let n = ratios.len();
+    let med = (ratios[(n - 1) / 2] + ratios[n / 2]) / 2.0;
+    let best = |v: &[f64]| v.iter().cloned().fold(0.0, f64::max);
     println!(
-        "median: C {mc:.0}, kbench {mk:.0}, ratio {med:.4}; best: C {bc:.0}, kbench {bk:.0}, ratio {:.4}",
-        bk / bc
+        "median of paired ratios kbench/C = {med:.4} (range {:.4}..{:.4}); best C {:.0}, best kbench {:.0}, ratio {:.4}",
+        ratios[0],
+        ratios[n - 1],
+        best(&cs),
+        best(&ks),
+        best(&ks) / best(&cs)
     );
     assert!((0.97..=1.03).contains(&med), "ratio {med}");
+}
+
+/// will-it-scale's shape of "same file open/close": prepare creates the
+/// file, cleanup removes it, the loop asserts every open succeeds.
+const SAMEOPEN_C: &str = r#"
+#include <assert.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+char *testcase_description = "open/close of one file made by prepare";
+
+static char name[4096];
+
+void testcase_prepare(unsigned long nr_tasks)
+{
+	snprintf(name, sizeof(name), "%s/same.%d", getenv("KB_TEST_DIR"), (int)getpid());
+	int fd = open(name, O_RDWR | O_CREAT, 0600);
+	assert(fd >= 0);
+	close(fd);
+}
+
+void testcase_cleanup(void)
+{
+	unlink(name);
+	usleep(20000); /* a cleanup that takes a while (many files, frees) */
+}
+
+void testcase(unsigned long long *iterations, unsigned long nr)
+{
+	for (;;) {
+		int fd = open(name, O_RDWR);
+		assert(fd >= 0);
+		close(fd);
+		(*iterations)++;
+	}
+}
+"#;
+
+#[test]
+fn cleanup_runs_after_the_task_threads_stopped() {
+    let _serial = serial();
+    let tmp = tempfile::tempdir().unwrap();
+    let marks = tmp.path().join("marks");
+    std::fs::create_dir(&marks).unwrap();
+    let c = write(tmp.path(), "sameopen.c", SAMEOPEN_C);
+    let c = c.to_str().unwrap();
+    for _ in 0..3 {
+        let out = kbench(tmp.path())
+            .env("KB_TEST_DIR", &marks)
+            .args([
+                "run",
+                &format!("{c}:mode=threads,tasks=2,interval=0.05,warmup=0"),
+                &format!("{c}:mode=processes,tasks=2,interval=0.05,warmup=0"),
+                "--samples",
+                "2",
+                "--warmup",
+                "0",
+                "-q",
+            ])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{err}");
+        assert!(!err.contains("Assertion"), "a task ran into cleanup: {err}");
+    }
+    let left = std::fs::read_dir(&marks).unwrap().count();
+    assert_eq!(left, 0, "cleanup did not remove the files");
+}
+
+#[test]
+fn a_task_that_dies_or_returns_fails_its_cell_clearly() {
+    let _serial = serial();
+    let tmp = tempfile::tempdir().unwrap();
+    let ret = write(
+        tmp.path(),
+        "returns.c",
+        "char *testcase_description = \"returns\";\nvoid testcase(unsigned long long *it, unsigned long nr) { (*it)++; }\n",
+    );
+    let segv = write(
+        tmp.path(),
+        "segv.c",
+        "char *testcase_description = \"crashes\";\nvoid testcase(unsigned long long *it, unsigned long nr) { for (;;) { (*it)++; if (*it > 1000) *(volatile int *)0 = 1; } }\n",
+    );
+    for mode in ["processes", "threads"] {
+        let out = kbench(tmp.path())
+            .args([
+                "run",
+                &format!("{}:mode={mode},interval=0.05,warmup=0", ret.display()),
+                &format!("{}:mode={mode},interval=0.05,warmup=0", segv.display()),
+                "--samples",
+                "3",
+                "-q",
+            ])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{mode}: {err}");
+        assert!(
+            err.contains("returns.c: task 0: testcase() returned"),
+            "{mode}: {err}"
+        );
+        let crash = if mode == "processes" {
+            "task 0 (pid"
+        } else {
+            "the cell process (pid"
+        };
+        assert!(
+            err.contains(crash) && err.contains("SIGSEGV"),
+            "{mode}: {err}"
+        );
+    }
 }

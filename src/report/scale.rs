@@ -232,6 +232,9 @@ pub fn render(r: &RunReport) -> String {
             };
             let _ = writeln!(o, "  intervals per point: {n}");
         }
+        if t.series.iter().all(|s| s.points.len() < 2) {
+            continue; // one task count: no curve to judge
+        }
         let flat: Vec<String> = t
             .series
             .iter()
@@ -240,9 +243,13 @@ pub fn render(r: &RunReport) -> String {
                     (Some(a), Some(b)) => format!("{}..{}", a.tasks, b.tasks),
                     _ => "-".into(),
                 };
+                let base = match s.points.first() {
+                    Some(p) if p.tasks != 1 => format!(" (eff relative to {} tasks)", p.tasks),
+                    _ => String::new(),
+                };
                 match s.flattens_at {
-                    Some(n) => format!("{} at {n} tasks", s.mode),
-                    None => format!("{} not within {range} tasks", s.mode),
+                    Some(n) => format!("{} at {n} tasks{base}", s.mode),
+                    None => format!("{} not within {range} tasks{base}", s.mode),
                 }
             })
             .collect();

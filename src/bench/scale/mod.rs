@@ -18,6 +18,13 @@
 //! `ops/s`, higher is better) with the engine's parameters (`mode`,
 //! `tasks`, `interval`, `warmup`, `intervals`, `pin`) plus its own. C files
 //! written for will-it-scale are loaded unchanged by `cfile.rs`.
+//!
+//! Defaults, and why: `tasks` is 1 (a static default cannot say "all
+//! CPUs"; plans sweep it, e.g. `sweep = { tasks = [1, 2, 4] }`);
+//! `interval` is the run's sample time (`--sample-time`, 0.2 s, or 0.05 s
+//! with `--quick`) so quick runs stay quick; `interval=1` or
+//! `--sample-time 1` gives will-it-scale's 1-second intervals; `warmup` is
+//! will-it-scale's 5 intervals, discarded once when the tasks first start.
 
 pub mod cfile;
 pub mod engine;
