@@ -540,3 +540,25 @@ fn a_parameter_set_twice_is_rejected() {
             "plan.toml:6:11: parameter `work` of `spin` is set both here and by factor `work`",
         ));
 }
+
+/// What a benchmark learnt (the pipe size the kernel granted) is printed
+/// under its table; the calibration detail is not.
+#[test]
+fn text_report_prints_benchmark_notes() {
+    let dir = tempfile::tempdir().unwrap();
+    kbench(dir.path())
+        .args([
+            "run",
+            "pipe-bw:pipe_size=32k,chunk=4k",
+            "getuid",
+            "--samples",
+            "2",
+        ])
+        .args(["--sample-time", "0.02", "--warmup", "0"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(
+            "] pipe size: 32768 (requested 32k)",
+        ))
+        .stdout(predicate::str::contains("iterations").not());
+}

@@ -54,9 +54,13 @@ pub fn render(r: &RunReport) -> String {
         "samples {} x {} s, warmup {}, seed {}, loop overhead {:.2} ns/iteration (not subtracted)",
         opts["samples"], opts["sample_time"], opts["warmup"], opts["seed"], run.overhead_ns
     );
+    let mut noted = std::collections::HashSet::new();
     for g in &r.groups {
         o.push('\n');
-        group(&mut o, g);
+        // A benchmark's notes are per cell: print them under its first
+        // metric's table only.
+        let first = noted.insert(g.bench.clone());
+        group(&mut o, g, first);
         if let Some(rule) = &r.stop {
             precision_lines(&mut o, g, rule.precision);
         }
@@ -88,7 +92,7 @@ pub fn render(r: &RunReport) -> String {
     o
 }
 
-fn group(o: &mut String, g: &Group) {
+fn group(o: &mut String, g: &Group, with_notes: bool) {
     // `ns/op` and `ops/s` carry their unit; `real` or `user` do not.
     let unit = if g.metric == g.unit || g.metric.split('/').any(|p| p == g.unit) {
         String::new()
@@ -155,6 +159,40 @@ fn group(o: &mut String, g: &Group) {
                 "  placement [{who}]: {}",
                 r.placement.as_deref().unwrap_or("")
             );
+        }
+    }
+    if with_notes {
+        notes_lines(o, g);
+    }
+}
+
+/// Most rows a table may have for its cells' notes to be printed; a big
+/// matrix keeps them in the JSON report only.
+const MAX_NOTED_ROWS: usize = 8;
+
+/// What the benchmarks learnt while running (the pipe size the kernel
+/// granted, the syscall path taken, per-task imbalance), under the table.
+/// The calibrated iteration count is left to the JSON report.
+fn notes_lines(o: &mut String, g: &Group) {
+    let noted = |r: &&super::CellSummary| {
+        r.notes
+            .as_object()
+            .is_some_and(|m| m.keys().any(|k| k != "iterations"))
+    };
+    if g.rows.len() > MAX_NOTED_ROWS || !g.rows.iter().any(|r| noted(&r)) {
+        return;
+    }
+    for r in g.rows.iter().filter(noted) {
+        let who = if r.labels.is_empty() {
+            g.bench.clone()
+        } else {
+            r.labels.join(" | ")
+        };
+        for (k, v) in r.notes.as_object().into_iter().flatten() {
+            if k != "iterations" {
+                let v = v.as_str().map_or_else(|| v.to_string(), String::from);
+                let _ = writeln!(o, "  [{who}] {k}: {v}");
+            }
         }
     }
 }
