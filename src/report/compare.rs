@@ -70,16 +70,12 @@ pub fn parse_operand(spec: &str) -> anyhow::Result<(String, Vec<(String, String)
     Ok((name, filters))
 }
 
-fn label(v: &serde_json::Value) -> String {
-    match v {
-        serde_json::Value::String(s) => s.clone(),
-        other => other.to_string(),
-    }
-}
-
 /// A cell's value for a factor or parameter, as the user writes it.
 fn value_of(c: &CellRec, key: &str) -> Option<String> {
-    c.factors.get(key).or_else(|| c.params.get(key)).map(label)
+    c.factors
+        .get(key)
+        .or_else(|| c.params.get(key))
+        .map(super::json_label)
 }
 
 /// Keep the cells matching every filter; a filter no cell knows is an
@@ -117,14 +113,14 @@ fn pair_key(c: &CellRec, metric: &str, fixed: &[String]) -> PairKey {
     if let Some(o) = c.factors.as_object() {
         for (k, v) in o {
             if !fixed.contains(k) {
-                parts.push(format!("{k}={}", label(v)));
+                parts.push(format!("{k}={}", super::json_label(v)));
             }
         }
     }
     if let Some(o) = c.params.as_object() {
         for (k, v) in o {
             if !fixed.contains(k) && c.factors.get(k).is_none() {
-                parts.push(format!("{k}={}", label(v)));
+                parts.push(format!("{k}={}", super::json_label(v)));
             }
         }
     }

@@ -78,7 +78,8 @@ pub struct RunReport {
     pub groups: Vec<Group>,
 }
 
-fn json_label(v: &serde_json::Value) -> String {
+/// A JSON value as a table label: strings bare, anything else as JSON.
+pub(crate) fn json_label(v: &serde_json::Value) -> String {
     match v {
         serde_json::Value::String(s) => s.clone(),
         other => other.to_string(),

@@ -53,13 +53,6 @@ pub struct Scaling {
     pub series: Vec<Series>,
 }
 
-fn label(v: &serde_json::Value) -> String {
-    match v {
-        serde_json::Value::String(s) => s.clone(),
-        other => other.to_string(),
-    }
-}
-
 /// The scaling model of every scale benchmark in the run.
 pub fn build(r: &RunReport) -> Vec<Scaling> {
     // (bench, context) -> mode -> tasks -> values
@@ -75,19 +68,19 @@ pub fn build(r: &RunReport) -> Vec<Scaling> {
         let mode = cell
             .params
             .get("mode")
-            .map(label)
+            .map(super::json_label)
             .unwrap_or_else(|| "processes".into());
         let mut context: Vec<String> = Vec::new();
         if let Some(f) = cell.factors.as_object() {
             for (k, v) in f {
                 if k != "mode" && k != "tasks" {
-                    context.push(format!("{k}={}", label(v)));
+                    context.push(format!("{k}={}", super::json_label(v)));
                 }
             }
         }
         for p in &cell.label_params {
             if p != "mode" && p != "tasks" {
-                context.push(format!("{p}={}", label(&cell.params[p])));
+                context.push(format!("{p}={}", super::json_label(&cell.params[p])));
             }
         }
         let values: Vec<f64> = samples

@@ -10,7 +10,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use super::{Instance, Measure, calibrate, time_loop};
+use super::{Instance, Measure};
 
 /// Page size of the running system.
 pub fn page_size() -> usize {
@@ -246,57 +246,6 @@ pub fn fs_type(p: &Path) -> String {
         0x0102_1997 => "9p".into(),
         0x6573_5546 => "fuse".into(),
         other => format!("0x{other:x}"),
-    }
-}
-
-/// A timed loop reported as a rate: `value = per_iter * iters / seconds`
-/// (e.g. bytes/s of memcpy), metric 0.
-pub struct RateLoop<F: FnMut() + Send> {
-    op: F,
-    cpu: Option<usize>,
-    target_ns: u64,
-    iters: Option<u64>,
-    per_iter: f64,
-}
-
-impl<F: FnMut() + Send> RateLoop<F> {
-    pub fn new(op: F, per_iter: f64, cpu: Option<usize>, sample_time: f64) -> Self {
-        RateLoop {
-            op,
-            cpu,
-            target_ns: (sample_time * 1e9) as u64,
-            iters: None,
-            per_iter,
-        }
-    }
-}
-
-impl<F: FnMut() + Send> Instance for RateLoop<F> {
-    fn sample(&mut self, out: &mut Vec<Measure>) -> anyhow::Result<()> {
-        if let Some(cpu) = self.cpu {
-            crate::system::pin_current_thread(cpu)?;
-        }
-        let iters = match self.iters {
-            Some(n) => n,
-            None => *self.iters.insert(calibrate(self.target_ns, &mut self.op)),
-        };
-        let ns = time_loop(iters, &mut self.op).max(1);
-        out.push(Measure {
-            metric: 0,
-            value: self.per_iter * iters as f64 * 1e9 / ns as f64,
-        });
-        Ok(())
-    }
-
-    fn placement(&self) -> Option<String> {
-        self.cpu.map(|c| format!("cpu {c}"))
-    }
-
-    fn notes(&self) -> Vec<(String, String)> {
-        match self.iters {
-            Some(n) => vec![("iterations".into(), n.to_string())],
-            None => Vec::new(),
-        }
     }
 }
 

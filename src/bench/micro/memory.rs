@@ -6,7 +6,7 @@ use anyhow::Context;
 use std::hint::black_box;
 use std::os::fd::AsRawFd;
 
-use super::common::{PageBuf, RateLoop, TempFile, WithNotes, calibrate_amount, fs_type, page_size};
+use super::common::{PageBuf, TempFile, WithNotes, calibrate_amount, fs_type, page_size};
 use super::{CPU_PARAM, LoopInstance, now_ns};
 use crate::bench::{
     Bench, Direction, Instance, Kind, Measure, Metric, ParamDef, ParamType, Params, RunSettings,
@@ -429,7 +429,12 @@ impl Bench for MemcpyBw {
             black_box(dst.as_ptr());
         };
         Ok(Box::new(WithNotes {
-            inner: Box::new(RateLoop::new(op, size as f64, cpu_of(p), s.sample_time)),
+            inner: Box::new(LoopInstance::rate(
+                op,
+                size as f64,
+                cpu_of(p),
+                s.sample_time,
+            )),
             notes: Vec::new(),
             keep: None,
         }))

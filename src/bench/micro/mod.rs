@@ -76,11 +76,15 @@ pub fn calibrate<F: FnMut()>(target_ns: u64, op: &mut F) -> u64 {
 }
 
 /// A single-threaded timed-loop benchmark instance around an operation.
+/// It reports ns per iteration, or with [`LoopInstance::rate`] a rate
+/// (`per_iter` units per iteration, e.g. bytes/s of memcpy).
 pub struct LoopInstance<F: FnMut() + Send> {
     op: F,
     cpu: Option<usize>,
     target_ns: u64,
     iters: Option<u64>,
+    /// Units per iteration when reporting a rate.
+    per_iter: Option<f64>,
 }
 
 impl<F: FnMut() + Send> LoopInstance<F> {
@@ -90,6 +94,15 @@ impl<F: FnMut() + Send> LoopInstance<F> {
             cpu,
             target_ns: (sample_time * 1e9) as u64,
             iters: None,
+            per_iter: None,
+        }
+    }
+
+    /// Report `per_iter * iterations / seconds` instead of ns/iteration.
+    pub fn rate(op: F, per_iter: f64, cpu: Option<usize>, sample_time: f64) -> Self {
+        LoopInstance {
+            per_iter: Some(per_iter),
+            ..LoopInstance::new(op, cpu, sample_time)
         }
     }
 }
@@ -107,11 +120,12 @@ impl<F: FnMut() + Send> Instance for LoopInstance<F> {
                 n
             }
         };
-        let ns = time_loop(iters, &mut self.op);
-        out.push(Measure {
-            metric: 0,
-            value: ns as f64 / iters as f64,
-        });
+        let ns = time_loop(iters, &mut self.op).max(1);
+        let value = match self.per_iter {
+            Some(units) => units * iters as f64 * 1e9 / ns as f64,
+            None => ns as f64 / iters as f64,
+        };
+        out.push(Measure { metric: 0, value });
         Ok(())
     }
 

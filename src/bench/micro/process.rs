@@ -189,6 +189,27 @@ fn spawn(a: &ExecArgs) -> i32 {
 /// Run `f` once before measuring, so a program that cannot be executed is
 /// an error now (retried briefly: a just-written file can be ETXTBSY while
 /// another thread's fork still holds it open).
+/// fork-exec and posix-spawn: run `program` once to prove it works, then
+/// time `start` (which starts it and waits for it) in a loop.
+fn exec_instance(
+    p: &Params,
+    s: &RunSettings,
+    // Generic, not a fn pointer: the loop calls `start` directly.
+    start: impl Fn(&ExecArgs) -> i32 + Copy + Send + 'static,
+) -> anyhow::Result<Box<dyn Instance>> {
+    let (args, file, desc) = program(p)?;
+    check_runs(|| start(&args), &desc)?;
+    let ballast = ballast(p)?;
+    let op = move || {
+        black_box(start(&args));
+    };
+    Ok(Box::new(WithNotes {
+        inner: Box::new(LoopInstance::new(op, cpu_of(p), s.sample_time)),
+        notes: vec![("program".into(), desc)],
+        keep: keep((file, ballast)),
+    }))
+}
+
 fn check_runs(f: impl Fn() -> i32, what: &str) -> anyhow::Result<()> {
     let mut code = 0;
     for _ in 0..50 {
@@ -293,17 +314,7 @@ impl Bench for ForkExec {
         check_program(p)
     }
     fn instantiate(&self, p: &Params, s: &RunSettings) -> anyhow::Result<Box<dyn Instance>> {
-        let (args, file, desc) = program(p)?;
-        check_runs(|| fork_exec(&args), &desc)?;
-        let ballast = ballast(p)?;
-        let op = move || {
-            black_box(fork_exec(&args));
-        };
-        Ok(Box::new(WithNotes {
-            inner: Box::new(LoopInstance::new(op, cpu_of(p), s.sample_time)),
-            notes: vec![("program".into(), desc)],
-            keep: keep((file, ballast)),
-        }))
+        exec_instance(p, s, fork_exec)
     }
 }
 
@@ -330,17 +341,7 @@ impl Bench for PosixSpawn {
         check_program(p)
     }
     fn instantiate(&self, p: &Params, s: &RunSettings) -> anyhow::Result<Box<dyn Instance>> {
-        let (args, file, desc) = program(p)?;
-        check_runs(|| spawn(&args), &desc)?;
-        let ballast = ballast(p)?;
-        let op = move || {
-            black_box(spawn(&args));
-        };
-        Ok(Box::new(WithNotes {
-            inner: Box::new(LoopInstance::new(op, cpu_of(p), s.sample_time)),
-            notes: vec![("program".into(), desc)],
-            keep: keep((file, ballast)),
-        }))
+        exec_instance(p, s, spawn)
     }
 }
 
