@@ -51,15 +51,26 @@ pub enum Command {
         /// campaign after every boot.
         #[arg(long)]
         resume_unit: bool,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
     },
     /// Report recorded runs or campaigns (default: the latest run).
     Report {
         /// Run ids, campaign names (the latest campaign of that name),
-        /// `campaign:ID`, or a plan file (its campaign).
+        /// `campaign:ID`, or a plan file (its campaign), each optionally
+        /// narrowed as `NAME:factor=value,...`.
         runs: Vec<String>,
         /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
+    },
+    /// Store a run event stream (`kbench run --events jsonl`) read from a
+    /// file or `-` (standard input). Runs already in the store are
+    /// completed, never doubled: ingesting a stream twice adds nothing.
+    Ingest {
+        /// The JSON-lines file, or `-`.
+        file: String,
     },
     /// Compare recorded results: ministat's table and difference block for
     /// each benchmark, metric and cell, then a summary with a geomean row.
@@ -135,6 +146,11 @@ pub struct RunArgs {
     /// Print the report as JSON.
     #[arg(long)]
     pub json: bool,
+    /// Print the run's events on stdout instead of the report, one JSON
+    /// object per line (schema in `src/event/mod.rs`); the run is stored
+    /// as well.
+    #[arg(long, value_enum, value_name = "FORMAT")]
+    pub events: Option<EventsFormat>,
     /// No progress bar.
     #[arg(long, short)]
     pub quiet: bool,
@@ -143,6 +159,13 @@ pub struct RunArgs {
     /// unchanged plan over again. The old campaign stays in the store.
     #[arg(long)]
     pub force: bool,
+}
+
+/// How `kbench run --events` prints the event stream.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum EventsFormat {
+    /// One JSON object per line.
+    Jsonl,
 }
 
 #[cfg(test)]

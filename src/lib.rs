@@ -11,13 +11,19 @@ mod bench;
 mod cli;
 mod cmd;
 mod error;
+mod event;
+mod ids;
 mod ministat;
 mod plan;
+mod record;
 mod report;
 mod runner;
+mod select;
 mod stats;
 mod store;
 mod system;
+#[cfg(test)]
+mod testing;
 mod units;
 
 use std::process::ExitCode;

@@ -152,7 +152,7 @@ use = "getppid"
         .unwrap()
         .iter()
         .filter(|c| c["metric"] == "real")
-        .map(|c| c["notes"]["runs"].clone())
+        .map(|c| c["runs"].clone())
         .collect();
     assert_eq!(runs.len(), 2);
     assert_ne!(runs[0], runs[1]);

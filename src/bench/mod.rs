@@ -8,6 +8,8 @@
 //! cells of a run. Adding a benchmark = one file + one line in [`BENCHES`].
 
 pub mod command;
+#[cfg(test)]
+pub mod fake;
 pub mod micro;
 pub mod params;
 pub mod scale;
@@ -19,9 +21,8 @@ use std::sync::Arc;
 pub use params::{ParamDef, ParamType, Params, Value};
 
 /// What kind of measurement a benchmark is (DESIGN.md "Concepts").
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
-#[allow(dead_code)] // Scale and Command arrive with issues 5 and 6
 pub enum Kind {
     /// Built-in timed loop.
     Micro,
@@ -31,10 +32,29 @@ pub enum Kind {
     Command,
 }
 
+impl Kind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::Micro => "micro",
+            Kind::Scale => "scale",
+            Kind::Command => "command",
+        }
+    }
+
+    /// Parse a stored kind; an unknown word is corrupt data.
+    pub fn parse(s: &str) -> anyhow::Result<Kind> {
+        Ok(match s {
+            "micro" => Kind::Micro,
+            "scale" => Kind::Scale,
+            "command" => Kind::Command,
+            other => anyhow::bail!("unknown benchmark kind `{other}`"),
+        })
+    }
+}
+
 /// Whether a smaller or a larger value of a metric is better.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
-#[allow(dead_code)] // Higher arrives with bandwidth benchmarks (issue 4)
 pub enum Direction {
     Lower,
     Higher,
@@ -49,8 +69,8 @@ impl fmt::Display for Direction {
     }
 }
 
-/// A metric a benchmark reports.
-#[derive(Clone, Debug, PartialEq)]
+/// A metric a benchmark reports; stored with every cell as it is.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Metric {
     pub name: String,
     pub unit: String,

@@ -1,31 +1,33 @@
 //! `kbench compare A B [C ...]`: ministat-style differences of recorded
-//! results, then a benchstat-style summary with a geometric-mean row.
+//! results, then a benchstat-style summary with geometric-mean rows.
 //!
-//! Each operand selects stored cells: a run id (`12`), a campaign (its
-//! name, `campaign:ID` or its plan file), optionally narrowed by factor or
-//! parameter values (`pipes:zero_copy=true,cpus=UP`). Cells are paired
-//! across operands by benchmark, metric and every factor and parameter
-//! that the selection did not fix. For each pair the table rows are
-//! ministat's, and the difference block is ministat's Student's t by
-//! default (byte for byte what `kbench ministat` prints for the same
-//! numbers), or Welch's t, Mann-Whitney U or a bootstrap of the ratio of
-//! means with `--test`.
+//! Each operand selects stored cells (`select.rs`: a run, a campaign,
+//! narrowed by factor or parameter values). Cells are paired across
+//! operands by benchmark, metric and every factor and parameter that the
+//! selection did not fix. For each pair the model keeps each operand's
+//! summary and the chosen test's result as numbers; the text renderer
+//! prints ministat's table rows and difference block from them, byte for
+//! byte what `kbench ministat` prints for the same numbers.
+//!
+//! The geometric mean of the ratios is taken per unit and direction (as
+//! benchstat keeps one unit per table): averaging a time with a bandwidth
+//! would let a gain in one cancel a gain in the other. Each is also given
+//! as an improvement, oriented so that a positive value is better whatever
+//! the direction.
 
 use indexmap::IndexMap;
 use serde::Serialize;
-use std::fmt::Write;
 
 use crate::error::bad_input;
-use crate::ministat::{Version, difference_block};
-use crate::stats::bootstrap::Bootstrap;
-use crate::stats::cfmt::fmt_g;
-use crate::stats::equivalence;
+use crate::record::Direction;
+use crate::stats::bootstrap::{BootResult, Bootstrap};
+use crate::stats::equivalence::{self, Verdict};
 use crate::stats::geomean::geomean_of_ratios;
-use crate::stats::student::{self, Moments};
+use crate::stats::student::{self, MinistatDiff, Moments};
 use crate::stats::ttest::TTest;
 use crate::stats::utest::UTest;
-use crate::stats::{Confidence, Sample, TwoSample};
-use crate::store::{CellRec, SampleRec};
+use crate::stats::{Confidence, Interval, Sample, TooFew};
+use crate::store::StoredCell;
 
 /// The test behind each comparison.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, Serialize)]
@@ -41,87 +43,31 @@ pub enum Test {
     Bootstrap,
 }
 
-/// One operand: the cells it selects, each with its values per metric.
+/// One operand: the cells it selects.
 pub struct Selection {
     pub name: String,
     /// Keys the operand fixed (`zero_copy=true`): left out of pairing.
     pub fixed: Vec<String>,
-    pub cells: Vec<(CellRec, Vec<SampleRec>)>,
-}
-
-/// Split `NAME:k=v,k=v` into the name and the filters.
-pub fn parse_operand(spec: &str) -> anyhow::Result<(String, Vec<(String, String)>)> {
-    let (name, rest) = match spec.split_once(':') {
-        // `campaign:ID` names a campaign by id; filters may follow.
-        Some(("campaign", r)) => match r.split_once(':') {
-            Some((id, f)) => (format!("campaign:{id}"), f),
-            None => (spec.to_string(), ""),
-        },
-        Some((n, r)) => (n.to_string(), r),
-        None => (spec.to_string(), ""),
-    };
-    let mut filters = Vec::new();
-    for kv in rest.split(',').filter(|s| !s.is_empty()) {
-        let (k, v) = kv
-            .split_once('=')
-            .ok_or_else(|| bad_input!("`{spec}`: expected k=v after `:`, found `{kv}`"))?;
-        filters.push((k.trim().to_string(), v.trim().to_string()));
-    }
-    Ok((name, filters))
-}
-
-/// A cell's value for a factor or parameter, as the user writes it.
-fn value_of(c: &CellRec, key: &str) -> Option<String> {
-    c.factors
-        .get(key)
-        .or_else(|| c.params.get(key))
-        .map(super::json_label)
-}
-
-/// Keep the cells matching every filter; a filter no cell knows is an
-/// error naming it.
-pub fn filter(
-    spec: &str,
-    cells: Vec<(CellRec, Vec<SampleRec>)>,
-    filters: &[(String, String)],
-) -> anyhow::Result<Vec<(CellRec, Vec<SampleRec>)>> {
-    for (k, _) in filters {
-        if !cells.iter().any(|(c, _)| value_of(c, k).is_some()) {
-            return Err(bad_input!(
-                "`{spec}`: no factor or parameter `{k}` in the selected cells"
-            ));
-        }
-    }
-    let kept: Vec<_> = cells
-        .into_iter()
-        .filter(|(c, _)| {
-            filters
-                .iter()
-                .all(|(k, v)| value_of(c, k).is_some_and(|x| &x == v))
-        })
-        .collect();
-    if kept.is_empty() {
-        return Err(bad_input!("`{spec}` selects no cells"));
-    }
-    Ok(kept)
+    pub cells: Vec<StoredCell>,
 }
 
 /// The pairing identity of a cell and metric: everything but the fixed
-/// keys.
-fn pair_key(c: &CellRec, metric: &str, fixed: &[String]) -> PairKey {
+/// keys. Benchmark, metric, and the cell's remaining factors and
+/// parameters.
+type PairKey = (String, String, String);
+/// Unit, direction, and the values.
+type Pooled = (String, Direction, Vec<f64>);
+
+fn pair_key(c: &crate::record::CellInfo, metric: &str, fixed: &[String]) -> PairKey {
     let mut parts = Vec::new();
-    if let Some(o) = c.factors.as_object() {
-        for (k, v) in o {
-            if !fixed.contains(k) {
-                parts.push(format!("{k}={}", super::json_label(v)));
-            }
+    for (k, v) in &c.factors {
+        if !fixed.contains(k) {
+            parts.push(format!("{k}={v}"));
         }
     }
-    if let Some(o) = c.params.as_object() {
-        for (k, v) in o {
-            if !fixed.contains(k) && c.factors.get(k).is_none() {
-                parts.push(format!("{k}={}", super::json_label(v)));
-            }
+    for (k, v) in &c.params {
+        if !fixed.contains(k) && !c.factors.contains_key(k) {
+            parts.push(format!("{k}={}", super::json_label(v)));
         }
     }
     (c.bench.clone(), metric.to_string(), parts.join(","))
@@ -129,18 +75,13 @@ fn pair_key(c: &CellRec, metric: &str, fixed: &[String]) -> PairKey {
 
 /// Values per pairing key of one selection (samples of cells that share a
 /// key, e.g. from several runs of a campaign, are pooled).
-/// Benchmark, metric, and the cell's remaining factors and parameters.
-type PairKey = (String, String, String);
-/// Unit, direction, and the values.
-type Pooled = (String, String, Vec<f64>);
-
 fn values(sel: &Selection) -> IndexMap<PairKey, Pooled> {
     let mut out: IndexMap<PairKey, Pooled> = IndexMap::new();
     for (c, samples) in &sel.cells {
-        for m in &c.metrics {
+        for m in &c.info.metrics {
             let e = out
-                .entry(pair_key(c, &m.name, &sel.fixed))
-                .or_insert_with(|| (m.unit.clone(), m.direction.clone(), Vec::new()));
+                .entry(pair_key(&c.info, &m.name, &sel.fixed))
+                .or_insert_with(|| (m.unit.clone(), m.direction, Vec::new()));
             e.2.extend(
                 samples
                     .iter()
@@ -150,6 +91,45 @@ fn values(sel: &Selection) -> IndexMap<PairKey, Pooled> {
         }
     }
     out
+}
+
+/// One operand's numbers for one row, as ministat prints them.
+#[derive(Clone, Debug, Serialize)]
+pub struct Stat {
+    pub n: usize,
+    pub min: f64,
+    pub max: f64,
+    pub median: f64,
+    pub mean: f64,
+    pub stddev: f64,
+    /// ministat's moments (input-order mean, two-pass variance), for its
+    /// difference block.
+    #[serde(skip)]
+    pub moments: Moments,
+}
+
+impl Stat {
+    fn of(s: &Sample) -> Stat {
+        Stat {
+            n: s.len(),
+            min: s.min(),
+            max: s.max(),
+            median: s.median(),
+            mean: s.mean(),
+            stddev: s.stddev(),
+            moments: Moments::of(s),
+        }
+    }
+}
+
+/// The result of the test behind one comparison.
+#[derive(Clone, Debug, Serialize)]
+#[serde(tag = "test", rename_all = "lowercase")]
+pub enum Detail {
+    Student(MinistatDiff),
+    Welch(TTest),
+    Mwu(UTest),
+    Bootstrap(BootResult),
 }
 
 /// One contender against the baseline.
@@ -164,12 +144,14 @@ pub struct Versus {
     pub delta: f64,
     /// Interval of the relative change (Mann-Whitney: none).
     pub interval: Option<[f64; 2]>,
-    /// Two-sided p-value (ministat's test has none: `null`).
+    /// Two-sided p-value (ministat's table test has none: `null`).
     pub p: Option<f64>,
     pub significant: bool,
-    /// different / different-within-margin / equivalent / inconclusive /
-    /// too-few, against the `--margin`.
-    pub verdict: String,
+    /// What the interval says against the `--margin`.
+    pub verdict: Verdict,
+    /// Set when a set is too small for the test to decide anything.
+    pub too_few: Option<TooFew>,
+    pub detail: Detail,
 }
 
 /// One benchmark x metric x cell compared across the operands.
@@ -178,16 +160,33 @@ pub struct Row {
     pub bench: String,
     pub metric: String,
     pub unit: String,
-    pub direction: String,
+    pub direction: Direction,
     /// The remaining factors and parameters that identify the cell.
     pub cell: String,
-    /// Baseline statistics.
+    /// Baseline size and mean.
     pub n: usize,
     pub mean: f64,
+    /// Each operand's numbers, the baseline first.
+    pub stats: Vec<Stat>,
     pub versus: Vec<Versus>,
-    /// The ministat-style text block.
-    #[serde(skip)]
-    pub text: String,
+}
+
+/// The geometric mean of one contender's ratios over the rows of one unit
+/// and direction.
+#[derive(Clone, Debug, Serialize)]
+pub struct GeoRow {
+    pub name: String,
+    pub unit: String,
+    pub direction: Direction,
+    /// Rows averaged.
+    pub k: usize,
+    /// Geometric mean of contender / baseline.
+    pub ratio: f64,
+    pub interval: Option<[f64; 2]>,
+    /// The same oriented so that positive is better: ratio - 1 when higher
+    /// is better, 1 - ratio when lower is.
+    pub improvement: f64,
+    pub improvement_interval: Option<[f64; 2]>,
 }
 
 /// The whole comparison.
@@ -198,22 +197,14 @@ pub struct Comparison {
     pub confidence: f64,
     pub margin: f64,
     pub rows: Vec<Row>,
-    /// Per contender: geometric mean of the ratios of means over all rows,
-    /// with its interval.
+    /// Per unit and direction, per contender.
     pub geomean: Vec<GeoRow>,
     /// Cells of the baseline with no partner in some operand.
     pub unpaired: Vec<String>,
 }
 
-#[derive(Clone, Debug, Serialize)]
-pub struct GeoRow {
-    pub name: String,
-    pub k: usize,
-    pub ratio: f64,
-    pub interval: Option<[f64; 2]>,
-}
-
-const SYMBOL: [char; 7] = ['x', '+', '*', '%', '#', '@', 'O'];
+/// Most operands: ministat's symbols.
+pub const MAX_OPERANDS: usize = 7;
 
 /// Compare every operand with the first.
 pub fn compare(
@@ -228,14 +219,15 @@ pub fn compare(
             "--confidence {confidence}: ministat's Student's t has 80, 90, 95, 98, 99 and 99.5; use --test welch for other levels"
         ));
     }
-    if sels.len() > SYMBOL.len() {
-        return Err(bad_input!("at most {} operands", SYMBOL.len()));
+    if sels.len() > MAX_OPERANDS {
+        return Err(bad_input!("at most {MAX_OPERANDS} operands"));
     }
     let conf = Confidence::percent(confidence);
     let all: Vec<_> = sels.iter().map(values).collect();
     let mut rows = Vec::new();
     let mut unpaired = Vec::new();
-    let mut ratios: Vec<Vec<f64>> = vec![Vec::new(); sels.len()];
+    // (unit, direction) -> per contender ratios
+    let mut ratios: IndexMap<(String, Direction), Vec<Vec<f64>>> = IndexMap::new();
     for (key, (unit, dir, base)) in &all[0] {
         let others: Vec<Option<&Vec<f64>>> =
             all[1..].iter().map(|m| m.get(key).map(|e| &e.2)).collect();
@@ -250,60 +242,32 @@ pub fn compare(
             ));
             continue;
         };
-        let mut text = String::new();
-        let cell = if key.2.is_empty() {
-            String::new()
-        } else {
-            format!(" [{}]", key.2)
-        };
-        let _ = writeln!(
-            text,
-            "{} {}{cell} ({unit}, {} is better)",
-            key.0, key.1, dir
-        );
-        for (i, s) in sels.iter().enumerate() {
-            let _ = writeln!(text, "{} {}", SYMBOL[i], s.name);
-        }
-        text.push_str(
-            "    N           Min           Max        Median           Avg        Stddev\n",
-        );
-        let row_line = |t: &mut String, i: usize, s: &Sample| {
-            let _ = writeln!(
-                t,
-                "{} {:3} {} {} {} {} {}",
-                SYMBOL[i],
-                s.len(),
-                fmt_g(s.min(), 13, 8),
-                fmt_g(s.max(), 13, 8),
-                fmt_g(s.median(), 13, 8),
-                fmt_g(s.mean(), 13, 8),
-                fmt_g(s.stddev(), 13, 8)
-            );
-        };
-        row_line(&mut text, 0, &a);
+        let mut stats = vec![Stat::of(&a)];
         let mut versus = Vec::new();
+        let unit_ratios = ratios
+            .entry((unit.clone(), *dir))
+            .or_insert_with(|| vec![Vec::new(); sels.len()]);
         for (j, o) in others.iter().enumerate() {
             let Ok(b) = Sample::new(o.expect("paired")) else {
                 continue;
             };
-            row_line(&mut text, j + 1, &b);
-            let v = one_test(&mut text, test, &a, &b, conf, level, margin);
-            ratios[j + 1].push(b.mean() / a.mean());
+            stats.push(Stat::of(&b));
             versus.push(Versus {
                 name: sels[j + 1].name.clone(),
-                ..v
+                ..one_test(test, &a, &b, conf, level, margin)
             });
+            unit_ratios[j + 1].push(b.mean() / a.mean());
         }
         rows.push(Row {
             bench: key.0.clone(),
             metric: key.1.clone(),
             unit: unit.clone(),
-            direction: dir.clone(),
+            direction: *dir,
             cell: key.2.clone(),
             n: a.len(),
             mean: a.mean(),
+            stats,
             versus,
-            text,
         });
     }
     if rows.is_empty() {
@@ -312,17 +276,32 @@ pub fn compare(
             sels[0].name
         ));
     }
-    let geomean = (1..sels.len())
-        .filter_map(|j| {
-            let g = geomean_of_ratios(&ratios[j], conf).ok()?;
-            Some(GeoRow {
+    let mut geomean = Vec::new();
+    for ((unit, direction), per) in &ratios {
+        for (j, r) in per.iter().enumerate().skip(1) {
+            let Ok(g) = geomean_of_ratios(r, conf) else {
+                continue;
+            };
+            let orient = |x: f64| match direction {
+                Direction::Lower => 1.0 - x,
+                _ => x - 1.0,
+            };
+            let interval = g.interval.map(|i| [i.lo, i.hi]);
+            geomean.push(GeoRow {
                 name: sels[j].name.clone(),
+                unit: unit.clone(),
+                direction: *direction,
                 k: g.k,
                 ratio: g.geomean,
-                interval: g.interval.map(|i| [i.lo, i.hi]),
-            })
-        })
-        .collect();
+                improvement: orient(g.geomean),
+                improvement_interval: interval.map(|[lo, hi]| {
+                    let (a, b) = (orient(lo), orient(hi));
+                    [a.min(b), a.max(b)]
+                }),
+                interval,
+            });
+        }
+    }
     Ok(Comparison {
         operands: sels.iter().map(|s| s.name.clone()).collect(),
         test,
@@ -334,9 +313,9 @@ pub fn compare(
     })
 }
 
-/// Run the chosen test, append its block to `text`, and summarise it.
+/// Run the chosen test and summarise it (the contender's name is left for
+/// the caller to fill in).
 fn one_test(
-    text: &mut String,
     test: Test,
     a: &Sample,
     b: &Sample,
@@ -344,107 +323,78 @@ fn one_test(
     level: Option<usize>,
     margin: f64,
 ) -> Versus {
-    let delta = b.mean() / a.mean() - 1.0;
-    let pct = |x: f64| format!("{:+.3}%", x * 100.0);
-    let base = Versus {
+    // A set of one value has no spread: no test can say anything about it,
+    // whatever the other set holds.
+    let single = (a.len() < 2 || b.len() < 2).then_some(TooFew {
+        need: 2,
+        confidence: conf,
+    });
+    let base = |detail: Detail| Versus {
         name: String::new(),
         n1: a.len(),
         n2: b.len(),
         mean: b.mean(),
-        delta,
+        delta: b.mean() / a.mean() - 1.0,
         interval: None,
         p: None,
         significant: false,
-        verdict: String::new(),
+        verdict: Verdict::TooFew,
+        too_few: single,
+        detail,
     };
-    let verdict_name = |v: equivalence::Verdict| {
-        match v {
-            equivalence::Verdict::Different => "different",
-            equivalence::Verdict::DifferentWithinMargin => "different-within-margin",
-            equivalence::Verdict::Equivalent => "equivalent",
-            equivalence::Verdict::Inconclusive => "inconclusive",
-            equivalence::Verdict::TooFew => "too-few",
+    let verdict = |too_few: Option<TooFew>, iv: Option<Interval>, significant: bool| {
+        if too_few.is_some() || single.is_some() {
+            Verdict::TooFew
+        } else {
+            match iv {
+                Some(iv) => equivalence::verdict(iv, margin),
+                None if significant => Verdict::Different,
+                None => Verdict::Inconclusive,
+            }
         }
-        .to_string()
     };
     match test {
         Test::Student => {
-            let level = level.expect("checked");
             let d = student::ministat_diff(
                 Moments::of(a),
                 Moments::of(b),
-                level,
+                level.expect("checked"),
                 student::RelativeFormula::FreeBsdMain,
             );
-            text.push_str(&difference_block(
-                Version::FreeBsdMain,
-                Moments::of(a),
-                Moments::of(b),
-                level,
-            ));
-            let iv = [
-                (d.rel_diff_pct - d.rel_half_width_pct) / 100.0,
-                (d.rel_diff_pct + d.rel_half_width_pct) / 100.0,
-            ];
-            let v = if d.too_few.is_some() {
-                equivalence::Verdict::TooFew
-            } else {
-                equivalence::verdict(
-                    crate::stats::Interval {
-                        lo: iv[0],
-                        hi: iv[1],
-                    },
-                    margin,
-                )
+            let iv = Interval {
+                lo: (d.rel_diff_pct - d.rel_half_width_pct) / 100.0,
+                hi: (d.rel_diff_pct + d.rel_half_width_pct) / 100.0,
             };
             Versus {
-                interval: Some(iv),
-                significant: d.significant,
-                verdict: verdict_name(v),
-                ..base
+                interval: Some([iv.lo, iv.hi]),
+                significant: d.significant && single.is_none(),
+                verdict: verdict(d.too_few, Some(iv), d.significant),
+                too_few: d.too_few.or(single),
+                ..base(Detail::Student(d))
             }
         }
         Test::Welch => {
             let t = TTest::welch(a, b, conf);
-            let v = equivalence::verdict_of(&t, margin);
-            let _ = writeln!(
-                text,
-                "Welch's t at {}% confidence: {} [{}, {}], t = {}, df = {}, p = {}{}",
-                conf.as_percent(),
-                pct(delta),
-                pct(t.relative.lo),
-                pct(t.relative.hi),
-                fmt_g(t.statistic, 0, 6),
-                fmt_g(t.df, 0, 4),
-                fmt_g(t.p, 0, 4),
-                too_few_note(&t)
-            );
             Versus {
-                interval: Some([t.relative.lo, t.relative.hi]),
+                interval: t
+                    .too_few
+                    .is_none()
+                    .then_some([t.relative.lo, t.relative.hi]),
                 p: Some(t.p),
-                significant: t.significant(),
-                verdict: verdict_name(v),
-                ..base
+                significant: t.significant() && single.is_none(),
+                verdict: verdict(t.too_few, Some(t.relative), t.significant()),
+                too_few: t.too_few.or(single),
+                ..base(Detail::Welch(t))
             }
         }
         Test::Mwu => {
             let u = UTest::new(a, b, conf);
-            let v = equivalence::verdict_of(&u, margin);
-            let _ = writeln!(
-                text,
-                "Mann-Whitney U at {}% confidence: U = {}, p = {} ({:?}), shift (Hodges-Lehmann) = {}{}",
-                conf.as_percent(),
-                fmt_g(u.statistic, 0, 6),
-                fmt_g(u.p, 0, 4),
-                u.method,
-                fmt_g(u.shift, 0, 6),
-                too_few_note(&u)
-            );
             Versus {
                 p: Some(u.p),
-                significant: u.significant(),
-                verdict: verdict_name(v),
-                ..base
+                significant: u.significant() && single.is_none(),
+                verdict: verdict(u.too_few, None, u.significant()),
+                too_few: u.too_few.or(single),
+                ..base(Detail::Mwu(u))
             }
         }
         Test::Bootstrap => {
@@ -452,115 +402,21 @@ fn one_test(
             // 2*10^7 draws (the percentile interval needs ~10^3 at least).
             let resamples = (20_000_000 / (a.len() + b.len())).clamp(1_000, 10_000);
             let r = Bootstrap { resamples, seed: 1 }.ratio_of_means(a, b, conf);
-            let rel = crate::stats::Interval {
+            let rel = Interval {
                 lo: r.interval.lo - 1.0,
                 hi: r.interval.hi - 1.0,
             };
-            let v = if r.too_few.is_some() {
-                equivalence::Verdict::TooFew
-            } else {
-                equivalence::verdict(rel, margin)
-            };
-            let _ = writeln!(
-                text,
-                "Bootstrap ({} resamples, seed 1) ratio of means at {}% confidence: {} [{}, {}], p ~ {}",
-                r.resamples,
-                conf.as_percent(),
-                fmt_g(r.statistic, 0, 6),
-                fmt_g(r.interval.lo, 0, 6),
-                fmt_g(r.interval.hi, 0, 6),
-                fmt_g(r.p, 0, 3)
-            );
             Versus {
                 interval: Some([rel.lo, rel.hi]),
                 p: Some(r.p),
-                significant: r.significant(),
-                verdict: verdict_name(v),
-                ..base
+                significant: r.significant() && single.is_none(),
+                verdict: verdict(r.too_few, Some(rel), r.significant()),
+                too_few: r.too_few.or(single),
+                ..base(Detail::Bootstrap(r))
             }
         }
     }
 }
 
-fn too_few_note(r: &dyn TwoSample) -> String {
-    r.too_few().map(|t| format!(" ({t})")).unwrap_or_default()
-}
-
-/// The text rendering: every block, then the summary table.
-pub fn render_text(c: &Comparison) -> String {
-    let mut o = String::new();
-    for r in &c.rows {
-        o.push_str(&r.text);
-        o.push('\n');
-    }
-    let pct = |x: f64| format!("{:+.2}%", x * 100.0);
-    let name_w = c
-        .rows
-        .iter()
-        .map(|r| r.bench.len() + r.metric.len() + r.cell.len() + 4)
-        .chain([9])
-        .max()
-        .unwrap_or(9)
-        .min(40);
-    let _ = writeln!(
-        o,
-        "summary ({:?} at {}% confidence; `~` = no significant difference; baseline {}):",
-        c.test, c.confidence, c.operands[0]
-    );
-    let _ = writeln!(
-        o,
-        "{:<name_w$} {:>12} {:>12} {:>9} {:>21} {:>7} {:>7}",
-        "cell", "baseline", "contender", "delta", "interval", "p", "n"
-    );
-    for r in &c.rows {
-        let name = if r.cell.is_empty() {
-            format!("{} {}", r.bench, r.metric)
-        } else {
-            format!("{} {} [{}]", r.bench, r.metric, r.cell)
-        };
-        for v in &r.versus {
-            let delta = if v.significant {
-                pct(v.delta)
-            } else {
-                "~".to_string()
-            };
-            let iv = v
-                .interval
-                .map(|[l, h]| format!("[{}, {}]", pct(l), pct(h)))
-                .unwrap_or_else(|| "-".into());
-            let p = v.p.map(|p| format!("{p:.3}")).unwrap_or_else(|| "-".into());
-            let _ = writeln!(
-                o,
-                "{:<name_w$} {:>12} {:>12} {:>9} {:>21} {:>7} {:>7}",
-                name,
-                fmt_g(r.mean, 0, 6),
-                fmt_g(v.mean, 0, 6),
-                delta,
-                iv,
-                p,
-                format!("{}+{}", v.n1, v.n2)
-            );
-        }
-    }
-    for g in &c.geomean {
-        let iv = g
-            .interval
-            .map(|[l, h]| format!("[{}, {}]", pct(l - 1.0), pct(h - 1.0)))
-            .unwrap_or_else(|| "-".into());
-        let _ = writeln!(
-            o,
-            "{:<name_w$} {:>12} {:>12} {:>9} {:>21} {:>7} {:>7}",
-            format!("geomean ({})", g.name),
-            "",
-            "",
-            pct(g.ratio - 1.0),
-            iv,
-            "",
-            g.k
-        );
-    }
-    for u in &c.unpaired {
-        let _ = writeln!(o, "unpaired (not in every operand): {u}");
-    }
-    o
-}
+#[cfg(test)]
+mod tests;

@@ -1,19 +1,52 @@
-//! JSON report: one object with the run, the fingerprint and a `cells`
-//! array (one entry per cell and metric). Scripts rely on the field names
-//! of [`super::CellSummary`].
+//! JSON: every [`Document`] as one JSON value, for scripts. Reports keep
+//! the field names of [`super::CellSummary`] in a `cells` array; a run
+//! report is an object with `run`, `config`, `fingerprint`, `warnings`,
+//! `cells`, `scaling`, `stop`, `verdict` and `failures`; a campaign report
+//! has `campaign`, `runs`, `states` and `pending` in place of `run`.
 
-use super::RunReport;
+use serde_json::{Value, json};
 
-pub fn value(r: &RunReport) -> serde_json::Value {
-    let cells: Vec<&super::CellSummary> = r.groups.iter().flat_map(|g| &g.rows).collect();
-    serde_json::json!({
-        "run": r.data.run,
-        "config": r.data.config,
-        "fingerprint": r.data.fingerprint,
-        "warnings": r.fingerprint.as_ref().map(|f| f.warnings()).unwrap_or_default(),
-        "cells": cells,
-        "stop": r.stop,
-        "verdict": r.verdict,
-        "failures": r.data.failures,
+use super::{Document, Report, Subject};
+
+pub fn render(doc: &Document<'_>) -> anyhow::Result<Value> {
+    Ok(match doc {
+        Document::Reports(rs) => {
+            let mut v: Vec<Value> = rs.iter().map(report).collect();
+            if v.len() == 1 {
+                v.pop().expect("one")
+            } else {
+                Value::Array(v)
+            }
+        }
+        Document::Runs(rows) => serde_json::to_value(rows)?,
+        Document::Compare(c) => serde_json::to_value(c)?,
+        Document::Status(s) => serde_json::to_value(s)?,
+        Document::Sysinfo(s) => serde_json::to_value(s)?,
+        Document::Benches(b) => serde_json::to_value(b)?,
     })
+}
+
+fn report(r: &Report) -> Value {
+    let cells: Vec<&super::CellSummary> = r.groups.iter().flat_map(|g| &g.rows).collect();
+    let mut v = json!({
+        "config": r.config(),
+        "fingerprint": r.fingerprint(),
+        "warnings": r.fingerprint().map(|f| f.warnings()).unwrap_or_default(),
+        "overhead_ns": r.overhead_ns,
+        "cells": cells,
+        "scaling": r.scaling,
+        "stop": r.stop(),
+        "verdict": r.verdict,
+        "failures": r.failures,
+    });
+    match &r.subject {
+        Subject::Run(run) => v["run"] = json!(run),
+        Subject::Campaign { campaign, runs } => {
+            v["campaign"] = json!(campaign);
+            v["runs"] = json!(runs);
+            v["states"] = json!(r.states);
+            v["pending"] = json!(r.pending);
+        }
+    }
+    v
 }

@@ -1,5 +1,8 @@
-//! Reports: one model built from stored results, rendered by one module per
-//! format (`text.rs` for e-mail, `json.rs` for scripts).
+//! What kbench prints: every command builds a model (plain data: numbers,
+//! labels, records) and hands it as a [`Document`] to one renderer per
+//! [`Format`] (`text.rs` for e-mail, `json.rs` for scripts). Renderers
+//! format; they never compute a statistic, and no command decides on a
+//! format anywhere else.
 
 pub mod compare;
 pub mod json;
@@ -9,10 +12,97 @@ pub mod text;
 use indexmap::IndexMap;
 use serde::Serialize;
 
-use crate::runner::adaptive::{self, StopRule, Verdict};
-use crate::stats::Summary;
-use crate::store::{CampaignData, CellRec, RunData, SampleRec};
-use crate::system::Fingerprint;
+use crate::bench::Bench;
+use crate::record::{Direction, RunConfig, StopRule};
+use crate::runner::adaptive::{self, Look};
+use crate::runner::campaign::Status;
+use crate::store::{
+    CampaignData, CampaignRow, FailureRec, RunData, RunDetails, RunRow, StoredCell,
+};
+use crate::system::{Fingerprint, Warning};
+
+/// How a document is printed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    /// Plain text for a terminal or an e-mail.
+    Text,
+    /// One JSON document, for scripts.
+    Json,
+}
+
+impl Format {
+    /// `--json` as the flag most commands have.
+    pub fn json_if(json: bool) -> Format {
+        if json { Format::Json } else { Format::Text }
+    }
+}
+
+/// Everything a command can print.
+pub enum Document<'a> {
+    /// `kbench run` / `kbench report`: one or more runs or campaigns.
+    Reports(&'a [Report]),
+    Runs(&'a [RunRow]),
+    Compare(&'a compare::Comparison),
+    Status(&'a Status),
+    Sysinfo(&'a Sysinfo),
+    Benches(&'a [BenchInfo]),
+}
+
+/// Render a document; the text ends with a newline.
+pub fn render(doc: &Document<'_>, format: Format) -> anyhow::Result<String> {
+    Ok(match format {
+        Format::Text => text::render(doc),
+        Format::Json => format!("{:#}\n", json::render(doc)?),
+    })
+}
+
+/// `kbench sysinfo`: the fingerprint and its noise warnings.
+#[derive(Clone, Debug, Serialize)]
+pub struct Sysinfo {
+    #[serde(flatten)]
+    pub fingerprint: Fingerprint,
+    pub warnings: Vec<Warning>,
+}
+
+/// `kbench list`: one benchmark.
+#[derive(Clone, Debug, Serialize)]
+pub struct BenchInfo {
+    pub name: String,
+    pub kind: crate::record::Kind,
+    pub description: String,
+    pub metrics: Vec<crate::record::Metric>,
+    pub params: Vec<ParamInfo>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct ParamInfo {
+    pub name: String,
+    #[serde(rename = "type")]
+    pub ty: String,
+    pub default: Option<String>,
+    pub help: String,
+}
+
+impl BenchInfo {
+    pub fn of(b: &dyn Bench) -> BenchInfo {
+        BenchInfo {
+            name: b.name().to_string(),
+            kind: b.kind(),
+            description: b.description().to_string(),
+            metrics: b.metrics(),
+            params: b
+                .params()
+                .iter()
+                .map(|p| ParamInfo {
+                    name: p.name.to_string(),
+                    ty: p.ty.describe(),
+                    default: p.default.map(str::to_string),
+                    help: p.help.to_string(),
+                })
+                .collect(),
+        }
+    }
+}
 
 /// One row: a cell's summary for one metric.
 #[derive(Clone, Debug, Serialize)]
@@ -20,13 +110,13 @@ pub struct CellSummary {
     /// Benchmark display name.
     pub bench: String,
     /// Resolved parameters.
-    pub params: serde_json::Value,
+    pub params: serde_json::Map<String, serde_json::Value>,
     /// Factor name -> value label.
-    pub factors: serde_json::Value,
+    pub factors: IndexMap<String, String>,
     pub metric: String,
     pub unit: String,
-    /// `lower` or `higher` is better.
-    pub direction: String,
+    /// Whether a lower or a higher value is better.
+    pub direction: Direction,
     pub n: usize,
     pub min: f64,
     pub max: f64,
@@ -34,7 +124,7 @@ pub struct CellSummary {
     pub mean: f64,
     pub stddev: f64,
     /// Half-width of the 95% confidence interval of the mean, relative to
-    /// the mean (0.01 = +/-1%).
+    /// the mean (0.01 = +/-1%); infinite below 2 samples.
     pub ci95_rel: f64,
     /// The precision target of an adaptive run, and whether this cell
     /// reached it.
@@ -43,15 +133,30 @@ pub struct CellSummary {
     /// CPUs each party ran on, when pinned.
     pub placement: Option<String>,
     /// Facts the benchmark recorded (e.g. iterations per sample).
-    pub notes: serde_json::Value,
+    pub notes: IndexMap<String, String>,
     /// Probe readings the samples were taken under (`{}` without
     /// `system` factors).
-    pub readings: serde_json::Value,
+    pub readings: IndexMap<String, String>,
+    /// In a campaign report: the runs whose samples the row holds.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub runs: Vec<i64>,
     /// The sample values, in the order they were taken.
     pub values: Vec<f64>,
     /// Row label: factor labels then label parameters, in column order.
     #[serde(skip)]
     pub labels: Vec<String>,
+}
+
+impl CellSummary {
+    /// The row's label as one string (`pti=on | 64k`), or `fallback` for a
+    /// row with no label columns.
+    pub fn who<'a>(&'a self, fallback: &'a str) -> std::borrow::Cow<'a, str> {
+        if self.labels.is_empty() {
+            fallback.into()
+        } else {
+            self.labels.join(" | ").into()
+        }
+    }
 }
 
 /// Cells of one benchmark and metric, shown as one table.
@@ -60,22 +165,105 @@ pub struct Group {
     pub bench: String,
     pub metric: String,
     pub unit: String,
-    pub direction: String,
+    pub direction: Direction,
     /// Column names of the row labels.
     pub columns: Vec<String>,
     pub rows: Vec<CellSummary>,
 }
 
-/// The report of one run.
+/// What a report is about.
 #[derive(Clone, Debug)]
-pub struct RunReport {
-    pub data: RunData,
-    /// The stop rule of an adaptive run.
-    pub stop: Option<StopRule>,
-    /// With `--until-verdict`: how the comparison of the two cells ended.
-    pub verdict: Option<Verdict>,
-    pub fingerprint: Option<Fingerprint>,
+pub enum Subject {
+    Run(RunRow),
+    Campaign {
+        campaign: CampaignRow,
+        runs: Vec<RunRow>,
+    },
+}
+
+/// A cell of a campaign's plan with no sample yet, and what it needs.
+#[derive(Clone, Debug, Serialize)]
+pub struct Pending {
+    pub bench: String,
+    pub factors: IndexMap<String, String>,
+    pub needs: Vec<String>,
+}
+
+/// The report of one run or one campaign.
+#[derive(Clone, Debug)]
+pub struct Report {
+    pub subject: Subject,
+    /// Fingerprint and settings of the run (a campaign's latest run).
+    pub details: Option<RunDetails>,
+    pub overhead_ns: f64,
     pub groups: Vec<Group>,
+    /// With `--until-verdict`: how the comparison of the two cells ended.
+    pub verdict: Option<Look>,
+    pub scaling: Vec<scale::Scaling>,
+    pub failures: Vec<FailureRec>,
+    /// Campaigns: the system states the cells were measured under.
+    pub states: Vec<IndexMap<String, String>>,
+    /// Campaigns: cells of the plan not measured yet.
+    pub pending: Vec<Pending>,
+}
+
+impl Report {
+    pub fn config(&self) -> Option<&RunConfig> {
+        self.details.as_ref().map(|d| &d.config)
+    }
+
+    pub fn fingerprint(&self) -> Option<&Fingerprint> {
+        self.details.as_ref().map(|d| &d.fingerprint)
+    }
+
+    pub fn stop(&self) -> Option<StopRule> {
+        self.config().and_then(|c| c.stop)
+    }
+
+    /// The report of one run.
+    pub fn of_run(d: RunData) -> Report {
+        let stop = d.details.config.stop;
+        let groups = groups(&d.cells, &[], stop);
+        let verdict = until_verdict(&d.cells, stop);
+        Report {
+            overhead_ns: d.run.overhead_ns,
+            subject: Subject::Run(d.run),
+            scaling: scale::build(&d.cells),
+            details: Some(d.details),
+            groups,
+            verdict,
+            failures: d.failures,
+            states: Vec::new(),
+            pending: Vec::new(),
+        }
+    }
+
+    /// The report of a campaign: its cells merged across runs (one row per
+    /// cell key and system state), with the fingerprint of its latest run.
+    pub fn of_campaign(d: CampaignData) -> Report {
+        let (merged, runs) = merge_campaign(&d.cells);
+        let stop = d.latest.as_ref().and_then(|l| l.config.stop);
+        let mut states: Vec<IndexMap<String, String>> = Vec::new();
+        for (c, _) in &d.cells {
+            if !c.info.readings.is_empty() && !states.contains(&c.info.readings) {
+                states.push(c.info.readings.clone());
+            }
+        }
+        Report {
+            overhead_ns: d.runs.last().map_or(0.0, |r| r.overhead_ns),
+            groups: groups(&merged, &runs, stop),
+            verdict: None,
+            scaling: scale::build(&merged),
+            pending: campaign_pending(&d),
+            subject: Subject::Campaign {
+                campaign: d.campaign,
+                runs: d.runs,
+            },
+            details: d.latest,
+            failures: d.failures,
+            states,
+        }
+    }
 }
 
 /// A JSON value as a table label: strings bare, anything else as JSON.
@@ -88,7 +276,11 @@ pub(crate) fn json_label(v: &serde_json::Value) -> String {
 
 /// Display a stored parameter value (sizes as `64k`) using the benchmark's
 /// definition when it is a built-in one.
-fn param_label(bench_name: &str, params: &serde_json::Value, name: &str) -> String {
+fn param_label(
+    bench_name: &str,
+    params: &serde_json::Map<String, serde_json::Value>,
+    name: &str,
+) -> String {
     let v = params.get(name).cloned().unwrap_or(serde_json::Value::Null);
     if let (Some(b), Ok(val)) = (
         crate::bench::find(bench_name),
@@ -100,186 +292,138 @@ fn param_label(bench_name: &str, params: &serde_json::Value, name: &str) -> Stri
     json_label(&v)
 }
 
-impl RunReport {
-    pub fn build(data: RunData) -> RunReport {
-        let fingerprint = serde_json::from_value(data.fingerprint.clone()).ok();
-        let stop: Option<StopRule> =
-            serde_json::from_value(data.config["options"]["stop"].clone()).ok();
-        let mut groups: IndexMap<(String, String), Group> = IndexMap::new();
-        for (cell, samples) in &data.cells {
-            let factor_names: Vec<String> = cell
-                .factors
-                .as_object()
-                .map(|o| o.keys().cloned().collect())
-                .unwrap_or_default();
-            let mut columns = factor_names.clone();
-            columns.extend(cell.label_params.iter().cloned());
-            let mut labels: Vec<String> = factor_names
+/// One table per benchmark and metric, a row per cell; `runs[i]` (when
+/// given) are the runs whose samples cell `i` holds.
+fn groups(cells: &[StoredCell], runs: &[Vec<i64>], stop: Option<StopRule>) -> Vec<Group> {
+    let mut groups: IndexMap<(String, String), Group> = IndexMap::new();
+    for (i, (cell, samples)) in cells.iter().enumerate() {
+        let c = &cell.info;
+        let mut columns: Vec<String> = c.factors.keys().cloned().collect();
+        columns.extend(c.label_params.iter().cloned());
+        let mut labels: Vec<String> = c.factors.values().cloned().collect();
+        labels.extend(
+            c.label_params
                 .iter()
-                .map(|k| json_label(&cell.factors[k]))
+                .map(|p| param_label(&c.source, &c.params, p)),
+        );
+        for m in &c.metrics {
+            let values: Vec<f64> = samples
+                .iter()
+                .filter(|s| *s.metric == *m.name)
+                .map(|s| s.value)
                 .collect();
-            labels.extend(
-                cell.label_params
-                    .iter()
-                    .map(|p| param_label(&cell.source, &cell.params, p)),
-            );
-            for m in &cell.metrics {
-                let values: Vec<f64> = samples
-                    .iter()
-                    .filter(|s| *s.metric == *m.name)
-                    .map(|s| s.value)
-                    .collect();
-                let Some(s) = Summary::of(&values) else {
-                    continue;
-                };
-                let g = groups
-                    .entry((cell.bench.clone(), m.name.clone()))
-                    .or_insert_with(|| Group {
-                        bench: cell.bench.clone(),
-                        metric: m.name.clone(),
-                        unit: m.unit.clone(),
-                        direction: m.direction.clone(),
-                        columns: columns.clone(),
-                        rows: Vec::new(),
-                    });
-                // Ad-hoc cells of one benchmark may set different params:
-                // widen the columns to the union.
-                for c in &columns {
-                    if !g.columns.contains(c) {
-                        g.columns.push(c.clone());
-                    }
-                }
-                g.rows.push(CellSummary {
-                    bench: cell.bench.clone(),
-                    params: cell.params.clone(),
-                    factors: cell.factors.clone(),
+            let Some(s) = crate::stats::Summary::of(&values) else {
+                continue;
+            };
+            let g = groups
+                .entry((c.bench.clone(), m.name.clone()))
+                .or_insert_with(|| Group {
+                    bench: c.bench.clone(),
                     metric: m.name.clone(),
                     unit: m.unit.clone(),
-                    direction: m.direction.clone(),
-                    n: s.n,
-                    min: s.min,
-                    max: s.max,
-                    median: s.median,
-                    mean: s.mean,
-                    stddev: s.stddev,
-                    ci95_rel: adaptive::relative_halfwidth(&values, adaptive::PRECISION_CONFIDENCE),
-                    precision_reached: stop.map(|r| {
-                        adaptive::relative_halfwidth(&values, adaptive::PRECISION_CONFIDENCE)
-                            <= r.precision
-                    }),
-                    placement: cell.placement.clone(),
-                    notes: cell.notes.clone(),
-                    readings: if cell.readings.is_null() {
-                        serde_json::json!({})
-                    } else {
-                        cell.readings.clone()
-                    },
-                    values: values.clone(),
-                    labels: Vec::new(),
+                    direction: m.direction,
+                    columns: columns.clone(),
+                    rows: Vec::new(),
                 });
-                let row = g.rows.last_mut().expect("pushed");
-                row.labels = g
-                    .columns
-                    .iter()
-                    .map(|c| match columns.iter().position(|x| x == c) {
-                        Some(i) => labels[i].clone(),
-                        None => "-".into(),
-                    })
-                    .collect();
-            }
-        }
-        // Rows pushed before a column was added are one label short.
-        let mut groups: Vec<Group> = groups.into_values().collect();
-        for g in &mut groups {
-            for r in &mut g.rows {
-                while r.labels.len() < g.columns.len() {
-                    r.labels.push("-".into());
+            // Ad-hoc cells of one benchmark may set different params:
+            // widen the columns to the union.
+            for col in &columns {
+                if !g.columns.contains(col) {
+                    g.columns.push(col.clone());
                 }
             }
-        }
-        // The verdict is recomputed from the stored samples, exactly as the
-        // runner decided it.
-        let verdict = match (&stop, groups.as_slice()) {
-            (Some(r), [g]) if r.until_verdict && g.rows.len() == 2 => {
-                let vals = |i: usize| -> Vec<f64> {
-                    let (c, smp) = &data.cells[i];
-                    let m = c
-                        .metrics
-                        .first()
-                        .map(|m| m.name.clone())
-                        .unwrap_or_default();
-                    smp.iter()
-                        .filter(|s| *s.metric == *m)
-                        .map(|s| s.value)
-                        .collect()
-                };
-                adaptive::verdict(&vals(0), &vals(1), r.precision, adaptive::LOOK_CONFIDENCE)
-            }
-            _ => None,
-        };
-        RunReport {
-            data,
-            stop,
-            verdict,
-            fingerprint,
-            groups,
+            let ci95_rel = adaptive::relative_halfwidth(&values);
+            let row_labels = g
+                .columns
+                .iter()
+                .map(|col| match columns.iter().position(|x| x == col) {
+                    Some(i) => labels[i].clone(),
+                    None => "-".into(),
+                })
+                .collect();
+            g.rows.push(CellSummary {
+                bench: c.bench.clone(),
+                params: c.params.clone(),
+                factors: c.factors.clone(),
+                metric: m.name.clone(),
+                unit: m.unit.clone(),
+                direction: m.direction,
+                n: s.n,
+                min: s.min,
+                max: s.max,
+                median: s.median,
+                mean: s.mean,
+                stddev: s.stddev,
+                ci95_rel,
+                precision_reached: stop.map(|r| ci95_rel <= r.precision),
+                placement: cell.placement.clone(),
+                notes: cell.notes.clone(),
+                readings: c.readings.clone(),
+                runs: runs.get(i).cloned().unwrap_or_default(),
+                values,
+                labels: row_labels,
+            });
         }
     }
+    // Rows pushed before a column was added are one label short.
+    let mut groups: Vec<Group> = groups.into_values().collect();
+    for g in &mut groups {
+        for r in &mut g.rows {
+            while r.labels.len() < g.columns.len() {
+                r.labels.push("-".into());
+            }
+        }
+    }
+    groups
+}
+
+/// The verdict of an `--until-verdict` run, recomputed from the stored
+/// samples exactly as the runner decided it.
+fn until_verdict(cells: &[StoredCell], stop: Option<StopRule>) -> Option<Look> {
+    let rule = stop.filter(|r| r.until_verdict)?;
+    let [(a, sa), (b, sb)] = cells else {
+        return None;
+    };
+    let first = |c: &crate::store::CellRec, s: &[crate::store::SampleRec]| -> Vec<f64> {
+        let m = c
+            .info
+            .metrics
+            .first()
+            .map(|m| m.name.as_str())
+            .unwrap_or("");
+        s.iter()
+            .filter(|x| &*x.metric == m)
+            .map(|x| x.value)
+            .collect()
+    };
+    adaptive::look(&first(a, sa), &first(b, sb), rule.precision)
 }
 
 /// A campaign's cells merged across its runs: one entry per cell key and
 /// probe readings (a cell measured under two system states appears twice,
 /// each with only its own samples), with the ids of the runs that measured
-/// it in `notes.runs`.
-pub fn merge_campaign(d: &CampaignData) -> Vec<(CellRec, Vec<SampleRec>)> {
-    let mut merged: IndexMap<(String, String), (CellRec, Vec<SampleRec>)> = IndexMap::new();
-    for (c, samples) in &d.cells {
-        let k = (c.key.clone(), c.readings.to_string());
-        let e = merged.entry(k).or_insert_with(|| {
-            let mut c = c.clone();
-            c.notes["runs"] = serde_json::json!([]);
-            (c, Vec::new())
-        });
-        if let Some(runs) = e.0.notes["runs"].as_array_mut()
-            && !samples.is_empty()
-        {
-            runs.push(c.run_id.into());
+/// each.
+fn merge_campaign(cells: &[StoredCell]) -> (Vec<StoredCell>, Vec<Vec<i64>>) {
+    let mut merged: IndexMap<(String, String), (StoredCell, Vec<i64>)> = IndexMap::new();
+    for (c, samples) in cells {
+        let k = (c.info.key.clone(), c.info.readings_text());
+        let ((cell, smp), runs) = merged
+            .entry(k)
+            .or_insert_with(|| ((c.clone(), Vec::new()), Vec::new()));
+        if cell.placement.is_none() {
+            cell.placement = c.placement.clone();
         }
-        if e.0.placement.is_none() {
-            e.0.placement = c.placement.clone();
+        smp.extend(samples.iter().cloned());
+        if !samples.is_empty() {
+            runs.push(c.run_id);
         }
-        e.1.extend(samples.iter().cloned());
     }
-    merged.into_values().collect()
-}
-
-/// The report model of a campaign: a run-shaped view over its merged
-/// cells, with the fingerprint of its latest run.
-fn campaign_report(d: &CampaignData) -> RunReport {
-    let last = d.runs.last();
-    let run = crate::store::RunRow {
-        id: last.map_or(0, |r| r.id),
-        campaign: Some(d.campaign.name.clone()),
-        host: last.map_or_else(String::new, |r| r.host.clone()),
-        started: d.runs.first().map_or(d.campaign.created, |r| r.started),
-        ended: last.and_then(|r| r.ended),
-        status: format!("{} run(s)", d.runs.len()),
-        cells: d.cells.len() as i64,
-        samples: d.cells.iter().map(|(_, s)| s.len() as i64).sum(),
-        overhead_ns: last.map_or(0.0, |r| r.overhead_ns),
-    };
-    RunReport::build(RunData {
-        run,
-        fingerprint: d.fingerprint.clone(),
-        config: d.config.clone(),
-        cells: merge_campaign(d),
-        failures: d.failures.clone(),
-    })
+    merged.into_values().unzip()
 }
 
 /// Cells of the campaign's plan that have no sample yet, with the system
 /// state each needs.
-fn campaign_pending(d: &CampaignData) -> Vec<serde_json::Value> {
+fn campaign_pending(d: &CampaignData) -> Vec<Pending> {
     let Ok(plan) = crate::plan::parse(&d.campaign.plan_text, &d.campaign.name) else {
         return Vec::new();
     };
@@ -290,82 +434,19 @@ fn campaign_pending(d: &CampaignData) -> Vec<serde_json::Value> {
         .cells
         .iter()
         .filter(|(_, s)| !s.is_empty())
-        .map(|(c, _)| c.key.as_str())
+        .map(|(c, _)| c.info.key.as_str())
         .collect();
     cells
         .iter()
         .filter(|c| !measured.contains(c.key.as_str()))
-        .map(|c| {
-            serde_json::json!({
-                "bench": c.display,
-                "factors": c.factors,
-                "needs": c.expect.iter().map(crate::runner::campaign::describe_need).collect::<Vec<_>>(),
-            })
+        .map(|c| Pending {
+            bench: c.display.clone(),
+            factors: c.factors.clone(),
+            needs: c
+                .expect
+                .iter()
+                .map(crate::runner::campaign::describe_need)
+                .collect(),
         })
         .collect()
-}
-
-/// `kbench report CAMPAIGN --json`: the campaign, its runs, every state's
-/// cells with their own samples and readings, failures, and what is still
-/// pending.
-pub fn campaign_json(d: &CampaignData) -> serde_json::Value {
-    let rep = campaign_report(d);
-    let cells: Vec<&CellSummary> = rep.groups.iter().flat_map(|g| &g.rows).collect();
-    let mut states: Vec<&serde_json::Value> = Vec::new();
-    for (c, _) in &d.cells {
-        if !states.contains(&&c.readings) {
-            states.push(&c.readings);
-        }
-    }
-    serde_json::json!({
-        "campaign": d.campaign,
-        "fingerprint": d.fingerprint,
-        "runs": d.runs,
-        "states": states,
-        "cells": cells,
-        "failures": d.failures,
-        "pending": campaign_pending(d),
-    })
-}
-
-/// `kbench report CAMPAIGN` as text: the run-style tables over all the
-/// campaign's cells, then the system states they were measured under.
-pub fn campaign_text(d: &CampaignData) -> String {
-    let rep = campaign_report(d);
-    let mut o = format!(
-        "campaign {} `{}` (plan hash {}), {} run(s)\n",
-        d.campaign.id,
-        d.campaign.name,
-        d.campaign.plan_hash,
-        d.runs.len()
-    );
-    o.push_str(&text::render(&rep));
-    let mut states: Vec<&serde_json::Value> = Vec::new();
-    for (c, _) in &d.cells {
-        if c.readings.as_object().is_some_and(|m| !m.is_empty()) && !states.contains(&&c.readings) {
-            states.push(&c.readings);
-        }
-    }
-    if !states.is_empty() {
-        o.push_str("\nsystem states measured:\n");
-        for s in states {
-            let parts: Vec<String> = s
-                .as_object()
-                .map(|m| {
-                    m.iter()
-                        .map(|(k, v)| format!("{k}={}", json_label(v)))
-                        .collect()
-                })
-                .unwrap_or_default();
-            o.push_str(&format!("  {}\n", parts.join(", ")));
-        }
-    }
-    let pending = campaign_pending(d);
-    if !pending.is_empty() {
-        o.push_str(&format!(
-            "\n{} cell(s) pending (see `kbench status PLAN`)\n",
-            pending.len()
-        ));
-    }
-    o
 }

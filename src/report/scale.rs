@@ -4,15 +4,14 @@
 //! (the first whose efficiency falls below [`FLATTEN_BELOW`]).
 //!
 //! [`build`] makes the model (series of points, serialisable, ready for
-//! the SVG scaling curves of the reports issue); [`render`] prints it as
-//! plain text within 80 columns.
+//! charts); the text renderer prints it within 80 columns.
 
 use indexmap::IndexMap;
 use serde::Serialize;
-use std::fmt::Write;
 
-use super::RunReport;
+use crate::record::Kind;
 use crate::stats::Summary;
+use crate::store::StoredCell;
 
 /// Efficiency below which a curve is said to have flattened.
 pub const FLATTEN_BELOW: f64 = 0.8;
@@ -53,13 +52,14 @@ pub struct Scaling {
     pub series: Vec<Series>,
 }
 
-/// The scaling model of every scale benchmark in the run.
-pub fn build(r: &RunReport) -> Vec<Scaling> {
+/// The scaling model of every scale benchmark among `cells`.
+pub fn build(cells: &[StoredCell]) -> Vec<Scaling> {
     // (bench, context) -> mode -> tasks -> values
     type Curves = IndexMap<String, IndexMap<u32, Vec<f64>>>;
     let mut acc: IndexMap<(String, Vec<String>), Curves> = IndexMap::new();
-    for (cell, samples) in &r.data.cells {
-        if cell.kind != "scale" {
+    for (cell, samples) in cells {
+        let cell = &cell.info;
+        if cell.kind != Kind::Scale {
             continue;
         }
         let Some(tasks) = cell.params.get("tasks").and_then(|v| v.as_u64()) else {
@@ -71,11 +71,9 @@ pub fn build(r: &RunReport) -> Vec<Scaling> {
             .map(super::json_label)
             .unwrap_or_else(|| "processes".into());
         let mut context: Vec<String> = Vec::new();
-        if let Some(f) = cell.factors.as_object() {
-            for (k, v) in f {
-                if k != "mode" && k != "tasks" {
-                    context.push(format!("{k}={}", super::json_label(v)));
-                }
+        for (k, v) in &cell.factors {
+            if k != "mode" && k != "tasks" {
+                context.push(format!("{k}={v}"));
             }
         }
         for p in &cell.label_params {
@@ -143,195 +141,40 @@ pub fn build(r: &RunReport) -> Vec<Scaling> {
     out
 }
 
-fn num(x: f64) -> String {
-    if x >= 1e9 {
-        format!("{:.4}e9", x / 1e9)
-    } else {
-        format!("{x:.0}")
-    }
-}
-
-/// The scaling tables as text; empty when the run has no scale cells.
-pub fn render(r: &RunReport) -> String {
-    let tables = build(r);
-    let mut o = String::new();
-    if !tables.is_empty() {
-        o.push_str(
-            "\nscaling tables: ops/s = mean of the intervals (sd% = stddev/mean),\n\
-             eff = ops(n) / (n * ops(1)), the per-task efficiency\n",
-        );
-    }
-    for t in &tables {
-        o.push('\n');
-        let ctx = if t.context.is_empty() {
-            String::new()
-        } else {
-            format!(" [{}]", t.context.join(", "))
-        };
-        let _ = writeln!(o, "scaling: {}{ctx}", t.bench);
-        let mut head = String::from("tasks");
-        for s in &t.series {
-            let _ = write!(
-                head,
-                " | {:>13} {:>5} {:>5}",
-                format!("{} ops/s", short(&s.mode)),
-                "sd%",
-                "eff"
-            );
-        }
-        let _ = writeln!(o, "{head}");
-        let mut all: Vec<u32> = t
-            .series
-            .iter()
-            .flat_map(|s| s.points.iter().map(|p| p.tasks))
-            .collect();
-        all.sort_unstable();
-        all.dedup();
-        for n in all {
-            let mut line = format!("{n:>5}");
-            for s in &t.series {
-                match s.points.iter().find(|p| p.tasks == n) {
-                    Some(p) => {
-                        let sd = if p.mean > 0.0 {
-                            100.0 * p.stddev / p.mean
-                        } else {
-                            0.0
-                        };
-                        let _ = write!(
-                            line,
-                            " | {:>13} {:>5.1} {:>5.2}",
-                            num(p.mean),
-                            sd,
-                            p.efficiency
-                        );
-                    }
-                    None => {
-                        let _ = write!(line, " | {:>13} {:>5} {:>5}", "-", "", "");
-                    }
-                }
-            }
-            let _ = writeln!(o, "{line}");
-        }
-        let ns: Vec<usize> = t
-            .series
-            .iter()
-            .flat_map(|s| s.points.iter().map(|p| p.n))
-            .collect();
-        if let (Some(lo), Some(hi)) = (ns.iter().min(), ns.iter().max()) {
-            let n = if lo == hi {
-                format!("{lo}")
-            } else {
-                format!("{lo}..{hi}")
-            };
-            let _ = writeln!(o, "  intervals per point: {n}");
-        }
-        if t.series.iter().all(|s| s.points.len() < 2) {
-            continue; // one task count: no curve to judge
-        }
-        let flat: Vec<String> = t
-            .series
-            .iter()
-            .map(|s| {
-                let range = match (s.points.first(), s.points.last()) {
-                    (Some(a), Some(b)) => format!("{}..{}", a.tasks, b.tasks),
-                    _ => "-".into(),
-                };
-                let base = match s.points.first() {
-                    Some(p) if p.tasks != 1 => format!(" (eff relative to {} tasks)", p.tasks),
-                    _ => String::new(),
-                };
-                match s.flattens_at {
-                    Some(n) => format!("{} at {n} tasks{base}", s.mode),
-                    None => format!("{} not within {range} tasks{base}", s.mode),
-                }
-            })
-            .collect();
-        let _ = writeln!(
-            o,
-            "  flattens (eff < {FLATTEN_BELOW:.2}): {}",
-            flat.join("; ")
-        );
-    }
-    o
-}
-
-fn short(mode: &str) -> &str {
-    match mode {
-        "processes" => "proc",
-        "threads" => "thread",
-        m => m,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::{CellRec, MetricRec, RunData, RunRow, SampleRec};
+    use crate::report::{Document, Format, Report, render};
+    use crate::testing::{run_data, stored_cell};
 
-    fn cell(id: i64, mode: &str, tasks: u32, vals: &[f64]) -> (CellRec, Vec<SampleRec>) {
-        (
-            CellRec {
-                id,
-                run_id: 1,
-                key: format!("k{id}"),
-                bench: "getppid1".into(),
-                source: "getppid1".into(),
-                kind: "scale".into(),
-                params: serde_json::json!({"mode": mode, "tasks": tasks}),
-                factors: serde_json::json!({"mode": mode}),
-                label_params: vec!["tasks".into()],
-                metrics: vec![MetricRec {
-                    name: "ops/s".into(),
-                    unit: "ops/s".into(),
-                    direction: "higher".into(),
-                }],
-                placement: None,
-                notes: serde_json::json!({}),
-                readings: serde_json::json!({}),
-            },
-            vals.iter()
-                .map(|&v| SampleRec {
-                    cell_id: id,
-                    metric: "ops/s".into(),
-                    unit: "ops/s".into(),
-                    value: v,
-                    round: 0,
-                    t: 0.0,
-                })
-                .collect(),
+    fn cell(id: i64, mode: &str, tasks: u32, vals: &[f64]) -> StoredCell {
+        stored_cell(
+            id,
+            "getppid1",
+            Kind::Scale,
+            serde_json::json!({"mode": mode, "tasks": tasks}),
+            &[("mode", mode)],
+            &["tasks"],
+            crate::record::Metric::new("ops/s", "ops/s", crate::record::Direction::Higher),
+            vals,
         )
     }
 
-    fn report(cells: Vec<(CellRec, Vec<SampleRec>)>) -> RunReport {
-        RunReport::build(RunData {
-            run: RunRow {
-                id: 1,
-                campaign: None,
-                host: "h".into(),
-                started: 0.0,
-                ended: None,
-                status: "done".into(),
-                cells: cells.len() as i64,
-                samples: 0,
-                overhead_ns: 0.0,
-            },
-            fingerprint: serde_json::json!({}),
-            config: serde_json::json!({}),
-            cells,
-            failures: Vec::new(),
-        })
+    fn text(cells: Vec<StoredCell>) -> String {
+        let r = Report::of_run(run_data(cells));
+        render(&Document::Reports(&[r]), Format::Text).unwrap()
     }
 
     #[test]
     fn efficiency_and_flattening() {
-        let r = report(vec![
+        let cells = vec![
             cell(1, "processes", 1, &[100.0, 100.0]),
             cell(2, "processes", 2, &[190.0, 190.0]),
             cell(3, "processes", 4, &[200.0, 200.0]),
             cell(4, "threads", 1, &[100.0, 100.0]),
             cell(5, "threads", 2, &[200.0, 200.0]),
-        ]);
-        let t = build(&r);
+        ];
+        let t = build(&cells);
         assert_eq!(t.len(), 1);
         let p = &t[0].series[0];
         assert_eq!(p.mode, "processes");
@@ -339,14 +182,15 @@ mod tests {
         assert!((p.points[2].efficiency - 0.5).abs() < 1e-9);
         assert_eq!(p.flattens_at, Some(4));
         assert_eq!(t[0].series[1].flattens_at, None);
-        let text = render(&r);
+        let text = text(cells);
         assert!(
             text.contains(
                 "flattens (eff < 0.80): processes at 4 tasks; threads not within 1..2 tasks"
             ),
             "{text}"
         );
-        assert!(text.lines().all(|l| l.len() <= 80), "{text}");
+        let scaling = &text[text.find("scaling tables").unwrap()..];
+        assert!(scaling.lines().all(|l| l.len() <= 80), "{text}");
         assert!(
             text.contains("    4 |           200   0.0  0.50 |             -"),
             "{text}"
@@ -356,7 +200,8 @@ mod tests {
     #[test]
     fn nothing_for_other_kinds() {
         let mut c = cell(1, "processes", 1, &[1.0]);
-        c.0.kind = "micro".into();
-        assert_eq!(render(&report(vec![c])), "");
+        c.0.info.kind = Kind::Micro;
+        assert!(build(&[c.clone()]).is_empty());
+        assert!(!text(vec![c]).contains("scaling"));
     }
 }

@@ -1,17 +1,44 @@
-//! Plain-text report, ready to paste into e-mail: a header naming the run
-//! and the machine, then one table per benchmark and metric with ministat's
-//! columns (`N Min Max Median Avg Stddev`, `%3d %13.8g`), the factor values
-//! and swept parameters as the row label (like `pti | pcid`), placement
-//! lines, and the noise warnings of the fingerprint.
+//! Plain text, ready to paste into e-mail: every [`Document`] as lines
+//! within 80 columns where the data allows. Run reports give a header
+//! naming the run and the machine, then one table per benchmark and metric
+//! with ministat's columns (`N Min Max Median Avg Stddev`, `%3d %13.8g`)
+//! and the factor values and swept parameters as the row label (like
+//! `pti | pcid`); comparisons print ministat's own blocks byte for byte.
 
 use std::fmt::Write;
 
-use super::{Group, RunReport};
+use super::compare::{Comparison, Detail, Row, Test};
+use super::scale::{FLATTEN_BELOW, Scaling};
+use super::{BenchInfo, CellSummary, Document, Group, Report, Subject, Sysinfo};
+use crate::ministat::{Version, difference_block};
+use crate::record::Direction;
+use crate::runner::campaign::{CellState, Status};
 use crate::stats::cfmt::fmt_g;
+use crate::store::RunRow;
 
 /// ministat's header after its one-character symbol column.
 const STAT_HEADER: &str =
     "   N           Min           Max        Median           Avg        Stddev";
+
+pub fn render(doc: &Document<'_>) -> String {
+    let mut o = String::new();
+    match doc {
+        Document::Reports(rs) => {
+            for (i, r) in rs.iter().enumerate() {
+                if i > 0 {
+                    o.push('\n');
+                }
+                report(&mut o, r);
+            }
+        }
+        Document::Runs(rows) => runs(&mut o, rows),
+        Document::Compare(c) => compare(&mut o, c),
+        Document::Status(s) => status(&mut o, s),
+        Document::Sysinfo(s) => sysinfo(&mut o, s),
+        Document::Benches(b) => benches(&mut o, b),
+    }
+    o
+}
 
 pub fn fmt_time(t: f64) -> String {
     chrono::DateTime::from_timestamp(t as i64, 0)
@@ -23,19 +50,47 @@ fn gib(bytes: u64) -> String {
     format!("{:.1} GiB", bytes as f64 / (1u64 << 30) as f64)
 }
 
-pub fn render(r: &RunReport) -> String {
-    let mut o = String::new();
-    let run = &r.data.run;
-    let _ = writeln!(
-        o,
-        "run {} ({}) on {}, {}, {}",
-        run.id,
-        run.campaign.as_deref().unwrap_or("ad hoc"),
-        run.host,
-        fmt_time(run.started),
-        run.status
-    );
-    if let Some(fp) = &r.fingerprint {
+fn direction_text(d: Direction) -> String {
+    d.to_string()
+}
+
+// --- run and campaign reports ----------------------------------------------
+
+fn report(o: &mut String, r: &Report) {
+    match &r.subject {
+        Subject::Run(run) => {
+            let _ = writeln!(
+                o,
+                "run {} ({}) on {}, {}, {}",
+                run.id,
+                run.campaign.as_deref().unwrap_or("ad hoc"),
+                run.host,
+                fmt_time(run.started),
+                run.status
+            );
+        }
+        Subject::Campaign { campaign, runs } => {
+            let _ = writeln!(
+                o,
+                "campaign {} `{}` (plan hash {}), {} run(s)",
+                campaign.id,
+                campaign.name,
+                campaign.hash_label(),
+                runs.len()
+            );
+            if let Some(last) = runs.last() {
+                let _ = writeln!(
+                    o,
+                    "latest run {} on {}, {}, {}",
+                    last.id,
+                    last.host,
+                    fmt_time(last.started),
+                    last.status
+                );
+            }
+        }
+    }
+    if let Some(fp) = r.fingerprint() {
         let _ = writeln!(
             o,
             "{} {} | {} | {}s/{}c/{}t | {}",
@@ -48,21 +103,22 @@ pub fn render(r: &RunReport) -> String {
             gib(fp.memory_bytes)
         );
     }
-    let opts = &r.data.config["options"];
-    let _ = writeln!(
-        o,
-        "samples {} x {} s, warmup {}, seed {}, loop overhead {:.2} ns/iteration (not subtracted)",
-        opts["samples"], opts["sample_time"], opts["warmup"], opts["seed"], run.overhead_ns
-    );
+    if let Some(c) = r.config() {
+        let _ = writeln!(
+            o,
+            "samples {} x {} s, warmup {}, seed {}, loop overhead {:.2} ns/iteration (not subtracted)",
+            c.samples, c.sample_time, c.warmup, c.seed, r.overhead_ns
+        );
+    }
     let mut noted = std::collections::HashSet::new();
     for g in &r.groups {
         o.push('\n');
         // A benchmark's notes are per cell: print them under its first
         // metric's table only.
         let first = noted.insert(g.bench.clone());
-        group(&mut o, g, first);
-        if let Some(rule) = &r.stop {
-            precision_lines(&mut o, g, rule.precision);
+        group(o, g, first);
+        if let Some(rule) = r.stop() {
+            precision_lines(o, g, rule.precision);
         }
     }
     if let Some(v) = &r.verdict {
@@ -78,9 +134,22 @@ pub fn render(r: &RunReport) -> String {
             names.get(1).map_or("B", |s| s.as_str())
         );
     }
-    // Scaling tables of scale benchmarks (empty otherwise).
-    o.push_str(&super::scale::render(r));
-    if let Some(fp) = &r.fingerprint {
+    scaling(o, &r.scaling);
+    if !r.states.is_empty() {
+        o.push_str("\nsystem states measured:\n");
+        for s in &r.states {
+            let parts: Vec<String> = s.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            let _ = writeln!(o, "  {}", parts.join(", "));
+        }
+    }
+    if !r.pending.is_empty() {
+        let _ = writeln!(
+            o,
+            "\n{} cell(s) pending (see `kbench status PLAN`)",
+            r.pending.len()
+        );
+    }
+    if let Some(fp) = r.fingerprint() {
         let w = fp.warnings();
         if !w.is_empty() {
             o.push_str("\nnoise warnings:\n");
@@ -89,7 +158,6 @@ pub fn render(r: &RunReport) -> String {
             }
         }
     }
-    o
 }
 
 fn group(o: &mut String, g: &Group, with_notes: bool) {
@@ -104,7 +172,7 @@ fn group(o: &mut String, g: &Group, with_notes: bool) {
         "{}: {}{unit} ({})",
         g.bench,
         g.metric,
-        direction_text(&g.direction)
+        direction_text(g.direction)
     );
     // Label columns: each as wide as its name or widest value.
     let widths: Vec<usize> = g
@@ -146,19 +214,9 @@ fn group(o: &mut String, g: &Group, with_notes: bool) {
             fmt_g(r.stddev, 13, 8)
         );
     }
-    let pinned: Vec<_> = g.rows.iter().filter(|r| r.placement.is_some()).collect();
-    if !pinned.is_empty() {
-        for r in pinned {
-            let who = if r.labels.is_empty() {
-                g.bench.clone()
-            } else {
-                r.labels.join(" | ")
-            };
-            let _ = writeln!(
-                o,
-                "  placement [{who}]: {}",
-                r.placement.as_deref().unwrap_or("")
-            );
+    for r in g.rows.iter() {
+        if let Some(p) = &r.placement {
+            let _ = writeln!(o, "  placement [{}]: {p}", r.who(&g.bench));
         }
     }
     if with_notes {
@@ -170,37 +228,22 @@ fn group(o: &mut String, g: &Group, with_notes: bool) {
 /// matrix keeps them in the JSON report only.
 const MAX_NOTED_ROWS: usize = 8;
 
+/// Notes that are bookkeeping rather than findings: left to the JSON.
+fn quiet_note(k: &str) -> bool {
+    k == "iterations"
+}
+
 /// What the benchmarks learnt while running (the pipe size the kernel
 /// granted, the syscall path taken, per-task imbalance), under the table.
-/// The calibrated iteration count is left to the JSON report.
 fn notes_lines(o: &mut String, g: &Group) {
-    let noted = |r: &&super::CellSummary| {
-        r.notes
-            .as_object()
-            .is_some_and(|m| m.keys().any(|k| k != "iterations"))
-    };
+    let noted = |r: &&CellSummary| r.notes.keys().any(|k| !quiet_note(k));
     if g.rows.len() > MAX_NOTED_ROWS || !g.rows.iter().any(|r| noted(&r)) {
         return;
     }
     for r in g.rows.iter().filter(noted) {
-        let who = if r.labels.is_empty() {
-            g.bench.clone()
-        } else {
-            r.labels.join(" | ")
-        };
-        for (k, v) in r.notes.as_object().into_iter().flatten() {
-            if k != "iterations" {
-                let v = v.as_str().map_or_else(|| v.to_string(), String::from);
-                let _ = writeln!(o, "  [{who}] {k}: {v}");
-            }
+        for (k, v) in r.notes.iter().filter(|(k, _)| !quiet_note(k)) {
+            let _ = writeln!(o, "  [{}] {k}: {v}", r.who(&g.bench));
         }
-    }
-}
-
-fn direction_text(d: &str) -> &'static str {
-    match d {
-        "higher" => "higher is better",
-        _ => "lower is better",
     }
 }
 
@@ -208,11 +251,6 @@ fn direction_text(d: &str) -> &'static str {
 /// target are flagged.
 fn precision_lines(o: &mut String, g: &Group, target: f64) {
     for r in &g.rows {
-        let who = if r.labels.is_empty() {
-            g.bench.clone()
-        } else {
-            r.labels.join(" | ")
-        };
         let flag = if r.precision_reached == Some(true) {
             ""
         } else {
@@ -220,10 +258,550 @@ fn precision_lines(o: &mut String, g: &Group, target: f64) {
         };
         let _ = writeln!(
             o,
-            "  precision [{who}]: +/-{:.2}% of the mean at 95% after {} samples (target {}%){flag}",
+            "  precision [{}]: +/-{:.2}% of the mean at 95% after {} samples (target {}%){flag}",
+            r.who(&g.bench),
             r.ci95_rel * 100.0,
             r.n,
             fmt_g(target * 100.0, 0, 6)
         );
+    }
+}
+
+// --- scaling tables ----------------------------------------------------------
+
+fn ops(x: f64) -> String {
+    if x >= 1e9 {
+        format!("{:.4}e9", x / 1e9)
+    } else {
+        format!("{x:.0}")
+    }
+}
+
+/// The scaling tables; nothing when the report has no scale cells.
+fn scaling(o: &mut String, tables: &[Scaling]) {
+    if !tables.is_empty() {
+        o.push_str(
+            "\nscaling tables: ops/s = mean of the intervals (sd% = stddev/mean),\n\
+             eff = ops(n) / (n * ops(1)), the per-task efficiency\n",
+        );
+    }
+    for t in tables {
+        o.push('\n');
+        let ctx = if t.context.is_empty() {
+            String::new()
+        } else {
+            format!(" [{}]", t.context.join(", "))
+        };
+        let _ = writeln!(o, "scaling: {}{ctx}", t.bench);
+        let mut head = String::from("tasks");
+        for s in &t.series {
+            let _ = write!(
+                head,
+                " | {:>13} {:>5} {:>5}",
+                format!("{} ops/s", short(&s.mode)),
+                "sd%",
+                "eff"
+            );
+        }
+        let _ = writeln!(o, "{head}");
+        let mut all: Vec<u32> = t
+            .series
+            .iter()
+            .flat_map(|s| s.points.iter().map(|p| p.tasks))
+            .collect();
+        all.sort_unstable();
+        all.dedup();
+        for n in all {
+            let mut line = format!("{n:>5}");
+            for s in &t.series {
+                match s.points.iter().find(|p| p.tasks == n) {
+                    Some(p) => {
+                        let sd = if p.mean > 0.0 {
+                            100.0 * p.stddev / p.mean
+                        } else {
+                            0.0
+                        };
+                        let _ = write!(
+                            line,
+                            " | {:>13} {:>5.1} {:>5.2}",
+                            ops(p.mean),
+                            sd,
+                            p.efficiency
+                        );
+                    }
+                    None => {
+                        let _ = write!(line, " | {:>13} {:>5} {:>5}", "-", "", "");
+                    }
+                }
+            }
+            let _ = writeln!(o, "{line}");
+        }
+        let ns: Vec<usize> = t
+            .series
+            .iter()
+            .flat_map(|s| s.points.iter().map(|p| p.n))
+            .collect();
+        if let (Some(lo), Some(hi)) = (ns.iter().min(), ns.iter().max()) {
+            let n = if lo == hi {
+                format!("{lo}")
+            } else {
+                format!("{lo}..{hi}")
+            };
+            let _ = writeln!(o, "  intervals per point: {n}");
+        }
+        if t.series.iter().all(|s| s.points.len() < 2) {
+            continue; // one task count: no curve to judge
+        }
+        let flat: Vec<String> = t
+            .series
+            .iter()
+            .map(|s| {
+                let range = match (s.points.first(), s.points.last()) {
+                    (Some(a), Some(b)) => format!("{}..{}", a.tasks, b.tasks),
+                    _ => "-".into(),
+                };
+                let base = match s.points.first() {
+                    Some(p) if p.tasks != 1 => format!(" (eff relative to {} tasks)", p.tasks),
+                    _ => String::new(),
+                };
+                match s.flattens_at {
+                    Some(n) => format!("{} at {n} tasks{base}", s.mode),
+                    None => format!("{} not within {range} tasks{base}", s.mode),
+                }
+            })
+            .collect();
+        let _ = writeln!(
+            o,
+            "  flattens (eff < {FLATTEN_BELOW:.2}): {}",
+            flat.join("; ")
+        );
+    }
+}
+
+fn short(mode: &str) -> &str {
+    match mode {
+        "processes" => "proc",
+        "threads" => "thread",
+        m => m,
+    }
+}
+
+// --- the other documents -----------------------------------------------------
+
+fn runs(o: &mut String, rows: &[RunRow]) {
+    let _ = writeln!(
+        o,
+        "{:>5}  {:<20} {:<16} {:<23} {:>5} {:>8}  status",
+        "id", "campaign", "host", "start", "cells", "samples"
+    );
+    for r in rows {
+        let _ = writeln!(
+            o,
+            "{:>5}  {:<20} {:<16} {:<23} {:>5} {:>8}  {}",
+            r.id,
+            r.campaign.as_deref().unwrap_or("-"),
+            r.host,
+            fmt_time(r.started),
+            r.cells,
+            r.samples,
+            r.status
+        );
+    }
+}
+
+fn benches(o: &mut String, list: &[BenchInfo]) {
+    for b in list {
+        let metrics: Vec<String> = b
+            .metrics
+            .iter()
+            .map(|m| format!("{} [{}], {}", m.name, m.unit, m.direction))
+            .collect();
+        let _ = writeln!(o, "{} ({:?}): {}", b.name, b.kind, metrics.join("; "));
+        let _ = writeln!(o, "    {}", b.description);
+        for p in &b.params {
+            let _ = writeln!(
+                o,
+                "    {:<12} {:<24} default {:<10} {}",
+                p.name,
+                p.ty,
+                p.default.as_deref().unwrap_or("(none)"),
+                p.help
+            );
+        }
+    }
+}
+
+fn sysinfo(o: &mut String, s: &Sysinfo) {
+    let fp = &s.fingerprint;
+    let opt = |v: &Option<String>| v.clone().unwrap_or_else(|| "unknown".into());
+    let mut kv = |k: &str, v: String| {
+        let _ = writeln!(o, "{k:<16} {v}");
+    };
+    kv("host", fp.hostname.clone());
+    kv("os", format!("{} ({})", fp.os, opt(&fp.os_release)));
+    kv(
+        "kernel",
+        format!("{} {}", fp.kernel_release, fp.kernel_version),
+    );
+    kv("cmdline", opt(&fp.cmdline));
+    kv("cpu", opt(&fp.cpu_model));
+    let num = |v: Option<u32>| v.map_or("?".into(), |v| v.to_string());
+    kv(
+        "cpu id",
+        format!(
+            "{} family {} model {} stepping {}",
+            opt(&fp.cpu_vendor),
+            num(fp.cpu_family),
+            num(fp.cpu_model_number),
+            num(fp.cpu_stepping)
+        ),
+    );
+    kv("microcode", opt(&fp.microcode));
+    kv(
+        "topology",
+        format!(
+            "{} socket(s), {} core(s), {} thread(s), online {}, SMT {}",
+            fp.sockets,
+            fp.cores,
+            fp.threads,
+            fp.online_cpus,
+            opt(&fp.smt)
+        ),
+    );
+    kv("numa nodes", fp.numa_nodes.to_string());
+    kv("memory", gib(fp.memory_bytes));
+    kv(
+        "cpufreq",
+        format!(
+            "driver {}, governor {}",
+            opt(&fp.cpufreq_driver),
+            opt(&fp.governor)
+        ),
+    );
+    kv(
+        "boost",
+        fp.boost
+            .map_or("unknown".into(), |b| if b { "on" } else { "off" }.into()),
+    );
+    kv("thp", opt(&fp.thp));
+    kv("clocksource", opt(&fp.clocksource));
+    kv(
+        "hypervisor",
+        fp.hypervisor.clone().unwrap_or_else(|| "none".into()),
+    );
+    kv(
+        "load average",
+        format!("{} {} {}", fp.loadavg[0], fp.loadavg[1], fp.loadavg[2]),
+    );
+    o.push_str("vulnerabilities:\n");
+    for (k, v) in &fp.vulnerabilities {
+        let _ = writeln!(o, "  {k:<26} {v}");
+    }
+    if s.warnings.is_empty() {
+        o.push_str("noise warnings: none\n");
+    } else {
+        o.push_str("noise warnings:\n");
+        for w in &s.warnings {
+            let _ = writeln!(o, "  - {w}");
+        }
+    }
+}
+
+fn status_cells(o: &mut String, indent: &str, cells: &[&CellState]) {
+    for c in cells {
+        let _ = writeln!(o, "{indent}{} ({}/{} samples)", c.label, c.best, c.want);
+    }
+}
+
+fn status(o: &mut String, st: &Status) {
+    let arg = &st.plan_arg;
+    match (&st.campaign, &st.edited_since) {
+        (Some(c), _) => {
+            let _ = writeln!(
+                o,
+                "campaign {} `{}` (plan hash {}), {} run(s)",
+                c.id,
+                c.name,
+                c.hash_label(),
+                st.runs
+            );
+        }
+        (None, Some(old)) => {
+            let _ = writeln!(
+                o,
+                "plan `{}` changed since campaign {} started (plan hash {}): `kbench run {arg}` refuses it until the edit is undone, or starts a new campaign with --force",
+                st.plan,
+                old.id,
+                old.hash_label()
+            );
+        }
+        (None, None) => {
+            let _ = writeln!(
+                o,
+                "campaign `{}`: not started (`kbench run {arg}` starts it)",
+                st.plan
+            );
+        }
+    }
+    if !st.readings.is_empty() {
+        let now: Vec<String> = st
+            .readings
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
+        let _ = writeln!(o, "system now: {}", now.join(", "));
+    }
+    let done: Vec<&CellState> = st.cells.iter().filter(|c| c.done()).collect();
+    let now: Vec<&CellState> = st
+        .cells
+        .iter()
+        .filter(|c| !c.done() && c.runnable)
+        .collect();
+    let later: Vec<&CellState> = st
+        .cells
+        .iter()
+        .filter(|c| !c.done() && !c.runnable)
+        .collect();
+    let _ = writeln!(
+        o,
+        "{} cells: {} done, {} to run now, {} pending another system state",
+        st.cells.len(),
+        done.len(),
+        now.len(),
+        later.len()
+    );
+    if !done.is_empty() {
+        let _ = writeln!(o, "\ndone:");
+        status_cells(o, "  ", &done);
+    }
+    if !now.is_empty() {
+        let _ = writeln!(o, "\nto run now (`kbench run {arg}`):");
+        status_cells(o, "  ", &now);
+    }
+    if later.is_empty() {
+        return;
+    }
+    let _ = writeln!(o, "\npending, by the system state they need:");
+    let mut groups: Vec<(&[String], Vec<&CellState>)> = Vec::new();
+    for c in &later {
+        match groups.iter_mut().find(|(k, _)| *k == c.needs.as_slice()) {
+            Some((_, v)) => v.push(c),
+            None => groups.push((&c.needs, vec![c])),
+        }
+    }
+    for (needs, cells) in groups {
+        let _ = writeln!(o, "  needs {}", needs.join("; "));
+        let _ = writeln!(o, "    now: {}", cells[0].unmet.join(", "));
+        status_cells(o, "    ", &cells);
+    }
+    match &st.reboot {
+        Some(r) => {
+            let _ = writeln!(o, "\nto arm the next boot: {r}");
+        }
+        None => {
+            let _ = writeln!(
+                o,
+                "\n(no [reboot] command in the plan: change the boot options by hand)"
+            );
+        }
+    }
+    let _ = writeln!(
+        o,
+        "after the reboot, `kbench run {arg}` resumes; `kbench status {arg} --resume-unit` prints a unit that does it at boot"
+    );
+}
+
+// --- comparisons -------------------------------------------------------------
+
+const SYMBOL: [char; super::compare::MAX_OPERANDS] = ['x', '+', '*', '%', '#', '@', 'O'];
+
+fn pct(x: f64) -> String {
+    format!("{:+.2}%", x * 100.0)
+}
+
+/// One compared row: ministat's table, then each contender's test block.
+fn compare_block(o: &mut String, c: &Comparison, r: &Row) {
+    let cell = if r.cell.is_empty() {
+        String::new()
+    } else {
+        format!(" [{}]", r.cell)
+    };
+    let _ = writeln!(
+        o,
+        "{} {}{cell} ({}, {})",
+        r.bench,
+        r.metric,
+        r.unit,
+        direction_text(r.direction)
+    );
+    for (i, name) in c.operands.iter().enumerate() {
+        let _ = writeln!(o, "{} {name}", SYMBOL[i]);
+    }
+    let _ = writeln!(o, " {STAT_HEADER}");
+    for (i, s) in r.stats.iter().enumerate() {
+        let _ = writeln!(
+            o,
+            "{} {:3} {} {} {} {} {}",
+            SYMBOL[i],
+            s.n,
+            fmt_g(s.min, 13, 8),
+            fmt_g(s.max, 13, 8),
+            fmt_g(s.median, 13, 8),
+            fmt_g(s.mean, 13, 8),
+            fmt_g(s.stddev, 13, 8)
+        );
+    }
+    let conf = c.confidence;
+    for (j, v) in r.versus.iter().enumerate() {
+        let few = v.too_few.map(|t| format!(" ({t})")).unwrap_or_default();
+        match &v.detail {
+            Detail::Student(d) => o.push_str(&difference_block(
+                Version::FreeBsdMain,
+                r.stats[0].moments,
+                r.stats[j + 1].moments,
+                d.level,
+            )),
+            Detail::Welch(t) => {
+                let _ = writeln!(
+                    o,
+                    "Welch's t at {conf}% confidence: {} [{}, {}], t = {}, df = {}, p = {}{few}",
+                    pct(v.delta),
+                    pct(t.relative.lo),
+                    pct(t.relative.hi),
+                    fmt_g(t.statistic, 0, 6),
+                    fmt_g(t.df, 0, 4),
+                    fmt_g(t.p, 0, 4),
+                );
+            }
+            Detail::Mwu(u) => {
+                let _ = writeln!(
+                    o,
+                    "Mann-Whitney U at {conf}% confidence: U = {}, p = {} ({:?}), shift (Hodges-Lehmann) = {}{few}",
+                    fmt_g(u.statistic, 0, 6),
+                    fmt_g(u.p, 0, 4),
+                    u.method,
+                    fmt_g(u.shift, 0, 6),
+                );
+            }
+            Detail::Bootstrap(b) => {
+                let _ = writeln!(
+                    o,
+                    "Bootstrap ({} resamples, seed 1) ratio of means at {conf}% confidence: {} [{}, {}], p ~ {}{few}",
+                    b.resamples,
+                    fmt_g(b.statistic, 0, 6),
+                    fmt_g(b.interval.lo, 0, 6),
+                    fmt_g(b.interval.hi, 0, 6),
+                    fmt_g(b.p, 0, 3)
+                );
+            }
+        }
+    }
+}
+
+fn compare(o: &mut String, c: &Comparison) {
+    for r in &c.rows {
+        compare_block(o, c, r);
+        o.push('\n');
+    }
+    let name_w = c
+        .rows
+        .iter()
+        .map(|r| r.bench.len() + r.metric.len() + r.cell.len() + 4)
+        .chain([9])
+        .max()
+        .unwrap_or(9)
+        .min(40);
+    let test = match c.test {
+        Test::Student => "Student",
+        Test::Welch => "Welch",
+        Test::Mwu => "Mwu",
+        Test::Bootstrap => "Bootstrap",
+    };
+    let _ = writeln!(
+        o,
+        "summary ({test} at {}% confidence; `~` = no significant difference; baseline {}):",
+        c.confidence, c.operands[0]
+    );
+    let line = |o: &mut String, cols: [&str; 7]| {
+        let _ = writeln!(
+            o,
+            "{:<name_w$} {:>12} {:>12} {:>9} {:>21} {:>7} {:>7}",
+            cols[0], cols[1], cols[2], cols[3], cols[4], cols[5], cols[6]
+        );
+    };
+    line(
+        o,
+        [
+            "cell",
+            "baseline",
+            "contender",
+            "delta",
+            "interval",
+            "p",
+            "n",
+        ],
+    );
+    for r in &c.rows {
+        let name = if r.cell.is_empty() {
+            format!("{} {}", r.bench, r.metric)
+        } else {
+            format!("{} {} [{}]", r.bench, r.metric, r.cell)
+        };
+        for v in &r.versus {
+            let delta = if v.significant {
+                pct(v.delta)
+            } else {
+                "~".to_string()
+            };
+            let iv = v
+                .interval
+                .map(|[l, h]| format!("[{}, {}]", pct(l), pct(h)))
+                .unwrap_or_else(|| "-".into());
+            let p = v.p.map(|p| format!("{p:.3}")).unwrap_or_else(|| "-".into());
+            line(
+                o,
+                [
+                    &name,
+                    &fmt_g(r.mean, 0, 6),
+                    &fmt_g(v.mean, 0, 6),
+                    &delta,
+                    &iv,
+                    &p,
+                    &format!("{}+{}", v.n1, v.n2),
+                ],
+            );
+        }
+    }
+    if !c.geomean.is_empty() {
+        let _ = writeln!(
+            o,
+            "\ngeomean per unit (improvement: positive = better, whatever the direction):"
+        );
+    }
+    for g in &c.geomean {
+        let iv = g
+            .improvement_interval
+            .map(|[l, h]| format!(" [{}, {}]", pct(l), pct(h)))
+            .unwrap_or_default();
+        let word = if g.improvement > 0.0 {
+            "better"
+        } else if g.improvement < 0.0 {
+            "worse"
+        } else {
+            "same"
+        };
+        let _ = writeln!(
+            o,
+            "  {} ({}), {}: {} {word}{iv}, ratio {} over {} row(s)",
+            g.unit,
+            direction_text(g.direction),
+            g.name,
+            pct(g.improvement),
+            fmt_g(g.ratio, 0, 6),
+            g.k
+        );
+    }
+    for u in &c.unpaired {
+        let _ = writeln!(o, "unpaired (not in every operand): {u}");
     }
 }

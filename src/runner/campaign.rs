@@ -15,63 +15,76 @@
 //! state it needs.
 
 use indexmap::IndexMap;
-use std::collections::HashMap;
-use std::fmt::Write;
+use serde::Serialize;
 use std::path::Path;
 
+use super::Progress;
 use crate::error::bad_input;
+use crate::ids::plan_hash;
 use crate::plan::{Cell, Plan, SystemNeed};
-use crate::store::{CampaignData, CampaignRow, Store};
+use crate::record::CampaignKey;
+use crate::store::{CampaignQuery, CampaignRow, StoreRead};
 
 /// Read every probe the plan's `system` factors use: probe key -> reading.
 pub fn read_probes(plan: &Plan) -> IndexMap<String, String> {
     plan.probes().iter().map(|p| (p.key(), p.read())).collect()
 }
 
-/// The campaign id to record a run of `plan` under (see the module doc).
-pub fn resolve(store: &mut dyn Store, plan: &Plan, force: bool) -> anyhow::Result<i64> {
-    match check(store, plan, force)? {
-        Decision::Resume(id) => Ok(id),
-        Decision::New(hash) => store.campaign(&plan.name, &hash, &plan.text),
-    }
-}
-
 /// What a run of a plan does with campaigns.
 #[derive(Debug, PartialEq)]
 pub enum Decision {
     /// Resume this campaign.
-    Resume(i64),
-    /// Start a new campaign with this stored hash (`HASH`, or `HASH/N` for
-    /// the N-th campaign of the same text started with `--force`).
-    New(String),
+    Resume(CampaignRow),
+    /// Start a new campaign with this identity.
+    New(CampaignKey),
+}
+
+impl Decision {
+    /// The identity the run's events carry.
+    pub fn key(&self, plan: &Plan) -> CampaignKey {
+        match self {
+            Decision::New(k) => k.clone(),
+            Decision::Resume(c) => CampaignKey {
+                name: c.name.clone(),
+                plan_hash: c.plan_hash.clone(),
+                generation: c.generation,
+                plan_text: plan.text.clone(),
+            },
+        }
+    }
 }
 
 /// Campaigns of this exact plan text (all its generations), oldest first.
-fn same_text(store: &dyn Store, plan: &Plan) -> anyhow::Result<Vec<CampaignRow>> {
-    let hash = super::plan_hash(&plan.text);
-    let gen_prefix = format!("{hash}/");
+fn same_text(store: &dyn StoreRead, plan: &Plan) -> anyhow::Result<Vec<CampaignRow>> {
+    let hash = plan_hash(&plan.text);
     Ok(store
-        .campaigns(Some(&plan.name))?
+        .campaigns(CampaignQuery::Named(&plan.name))?
         .into_iter()
-        .filter(|c| c.plan_hash == hash || c.plan_hash.starts_with(&gen_prefix))
+        .filter(|c| c.plan_hash == hash)
         .collect())
 }
 
 /// Decide between resuming and starting a campaign; an edited plan without
 /// `force` is an error (one line, exit 2). `force` on an unchanged plan
-/// starts it over as a new campaign, e.g. to measure again after a kernel
-/// update; the old one stays in the store.
-pub fn check(store: &dyn Store, plan: &Plan, force: bool) -> anyhow::Result<Decision> {
-    let hash = super::plan_hash(&plan.text);
+/// starts it over as its next generation, e.g. to measure again after a
+/// kernel update; the old one stays in the store.
+pub fn check(store: &dyn StoreRead, plan: &Plan, force: bool) -> anyhow::Result<Decision> {
+    let hash = plan_hash(&plan.text);
+    let key = |generation| CampaignKey {
+        name: plan.name.clone(),
+        plan_hash: hash.clone(),
+        generation,
+        plan_text: plan.text.clone(),
+    };
     let same = same_text(store, plan)?;
-    if let Some(c) = same.last() {
+    if let Some(c) = same.iter().max_by_key(|c| c.generation) {
         return Ok(if force {
-            Decision::New(format!("{hash}/{}", same.len() + 1))
+            Decision::New(key(c.generation + 1))
         } else {
-            Decision::Resume(c.id)
+            Decision::Resume(c.clone())
         });
     }
-    let named = store.campaigns(Some(&plan.name))?;
+    let named = store.campaigns(CampaignQuery::Named(&plan.name))?;
     if let Some(last) = named.last()
         && !force
     {
@@ -84,45 +97,44 @@ pub fn check(store: &dyn Store, plan: &Plan, force: bool) -> anyhow::Result<Deci
             "{path}: plan `{}` changed since campaign {} started (plan hash {} -> {}); undo the edit to resume it, or run with --force to start a new campaign (campaign {} stays in the store)",
             plan.name,
             last.id,
-            last.plan_hash,
+            last.hash_label(),
             hash,
             last.id
         ));
     }
-    Ok(Decision::New(hash))
+    Ok(Decision::New(key(1)))
 }
 
 /// The latest campaign of this exact plan text, if one was started.
-pub fn find(store: &dyn Store, plan: &Plan) -> anyhow::Result<Option<CampaignRow>> {
-    Ok(same_text(store, plan)?.pop())
+pub fn find(store: &dyn StoreRead, plan: &Plan) -> anyhow::Result<Option<CampaignRow>> {
+    Ok(same_text(store, plan)?
+        .into_iter()
+        .max_by_key(|c| c.generation))
 }
 
-/// Samples per cell key and readings (as JSON text): how far each cell got
-/// under each system state. A sample = one value of the cell's first
-/// metric.
-pub fn sample_counts(d: &CampaignData) -> HashMap<String, HashMap<String, u32>> {
-    let mut m: HashMap<String, HashMap<String, u32>> = HashMap::new();
-    for (c, samples) in &d.cells {
-        let Some(first) = c.metrics.first() else {
-            continue;
-        };
-        let n = samples.iter().filter(|s| *s.metric == *first.name).count() as u32;
-        *m.entry(c.key.clone())
-            .or_default()
-            .entry(c.readings.to_string())
-            .or_default() += n;
+/// How far a campaign got, as the runner wants it.
+pub fn progress(store: &dyn StoreRead, campaign: i64) -> anyhow::Result<Progress> {
+    let mut m = Progress::new();
+    for p in store.progress(campaign)? {
+        *m.entry(p.key).or_default().entry(p.readings).or_default() += p.samples;
     }
-    m
+    Ok(m)
 }
 
 /// Where one cell of a campaign stands.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize)]
 pub struct CellState {
-    pub cell: Cell,
+    /// `bench [factor=value, param=value]`.
+    pub label: String,
     pub want: u32,
     /// Most samples under one state.
     pub best: u32,
+    /// The running system suits it.
     pub runnable: bool,
+    /// The `system` factor values it needs, as users read them.
+    pub needs: Vec<String>,
+    /// Of those, the probes that read otherwise now: `probe is `reading``.
+    pub unmet: Vec<String>,
 }
 
 impl CellState {
@@ -131,45 +143,81 @@ impl CellState {
     }
 }
 
-/// The campaign's progress against the running system.
+/// `kbench status`: the campaign's progress against the running system.
+#[derive(Clone, Debug, Serialize)]
 pub struct Status {
+    /// The plan's name and the argument it was named by.
+    pub plan: String,
+    pub plan_arg: String,
     pub campaign: Option<CampaignRow>,
+    /// The campaign of an earlier text of this plan, when the plan was
+    /// edited since (`kbench run` refuses it without `--force`).
+    pub edited_since: Option<CampaignRow>,
     pub runs: usize,
     pub readings: IndexMap<String, String>,
     pub cells: Vec<CellState>,
+    /// The plan's `[reboot]` command.
+    pub reboot: Option<String>,
 }
 
 /// Compute the status of `plan`'s campaign; `samples` is the per-cell
 /// default (the plan's or 10).
-pub fn status(store: &dyn Store, plan: &Plan, samples: u32) -> anyhow::Result<Status> {
+pub fn status(
+    store: &dyn StoreRead,
+    plan: &Plan,
+    plan_arg: &str,
+    samples: u32,
+) -> anyhow::Result<Status> {
     let readings = read_probes(plan);
     let campaign = find(store, plan)?;
+    let edited_since = match &campaign {
+        Some(_) => None,
+        None => store.campaigns(CampaignQuery::Named(&plan.name))?.pop(),
+    };
     let (counts, runs) = match &campaign {
-        Some(c) => {
-            let d = store.load_campaign(c.id)?;
-            (sample_counts(&d), d.runs.len())
-        }
-        None => (HashMap::new(), 0),
+        Some(c) => (progress(store, c.id)?, store.runs(Some(c.id))?.len()),
+        None => (Progress::new(), 0),
     };
     let mut cells = Vec::new();
     for cell in crate::plan::expand(plan)? {
-        let want = cell.samples.unwrap_or(samples);
         let best = counts
             .get(&cell.key)
             .and_then(|m| m.values().max().copied())
             .unwrap_or(0);
+        let unmet = cell
+            .expect
+            .iter()
+            .flat_map(|n| &n.expect)
+            .filter(|(p, e)| {
+                !readings
+                    .get(&p.key())
+                    .is_some_and(|r| crate::system::probe::matches(e, r))
+            })
+            .map(|(p, _)| {
+                format!(
+                    "{p} is `{}`",
+                    readings.get(&p.key()).map_or("?", |s| s.as_str())
+                )
+            })
+            .collect();
         cells.push(CellState {
-            runnable: cell.runnable(&readings),
-            want,
+            label: cell_label(&cell),
+            want: cell.samples.unwrap_or(samples),
             best,
-            cell,
+            runnable: cell.runnable(&readings),
+            needs: cell.expect.iter().map(describe_need).collect(),
+            unmet,
         });
     }
     Ok(Status {
+        plan: plan.name.clone(),
+        plan_arg: plan_arg.to_string(),
         campaign,
+        edited_since,
         runs,
         readings,
         cells,
+        reboot: plan.reboot.clone(),
     })
 }
 
@@ -195,133 +243,6 @@ fn cell_label(c: &Cell) -> String {
     } else {
         format!("{} [{}]", c.display, parts.join(", "))
     }
-}
-
-/// `kbench status` as text.
-pub fn render(st: &Status, plan: &Plan, plan_arg: &str) -> String {
-    let mut o = String::new();
-    match &st.campaign {
-        Some(c) => {
-            let _ = writeln!(
-                o,
-                "campaign {} `{}` (plan hash {}), {} run(s)",
-                c.id, c.name, c.plan_hash, st.runs
-            );
-        }
-        None => {
-            let _ = writeln!(
-                o,
-                "campaign `{}`: not started (`kbench run {plan_arg}` starts it)",
-                plan.name
-            );
-        }
-    }
-    if !st.readings.is_empty() {
-        let now: Vec<String> = st
-            .readings
-            .iter()
-            .map(|(k, v)| format!("{k}={v}"))
-            .collect();
-        let _ = writeln!(o, "system now: {}", now.join(", "));
-    }
-    let done: Vec<&CellState> = st.cells.iter().filter(|c| c.done()).collect();
-    let now: Vec<&CellState> = st
-        .cells
-        .iter()
-        .filter(|c| !c.done() && c.runnable)
-        .collect();
-    let later: Vec<&CellState> = st
-        .cells
-        .iter()
-        .filter(|c| !c.done() && !c.runnable)
-        .collect();
-    let _ = writeln!(
-        o,
-        "{} cells: {} done, {} to run now, {} pending another system state",
-        st.cells.len(),
-        done.len(),
-        now.len(),
-        later.len()
-    );
-    if !done.is_empty() {
-        let _ = writeln!(o, "\ndone:");
-        for c in &done {
-            let _ = writeln!(
-                o,
-                "  {} ({}/{} samples)",
-                cell_label(&c.cell),
-                c.best,
-                c.want
-            );
-        }
-    }
-    if !now.is_empty() {
-        let _ = writeln!(o, "\nto run now (`kbench run {plan_arg}`):");
-        for c in &now {
-            let _ = writeln!(
-                o,
-                "  {} ({}/{} samples)",
-                cell_label(&c.cell),
-                c.best,
-                c.want
-            );
-        }
-    }
-    if !later.is_empty() {
-        let _ = writeln!(o, "\npending, by the system state they need:");
-        let mut groups: Vec<(Vec<SystemNeed>, Vec<&CellState>)> = Vec::new();
-        for c in &later {
-            match groups.iter_mut().find(|(k, _)| *k == c.cell.expect) {
-                Some((_, v)) => v.push(c),
-                None => groups.push((c.cell.expect.clone(), vec![c])),
-            }
-        }
-        for (needs, cells) in groups {
-            let unmet: Vec<String> = needs
-                .iter()
-                .flat_map(|n| &n.expect)
-                .filter(|(p, e)| {
-                    !st.readings
-                        .get(&p.key())
-                        .is_some_and(|r| crate::system::probe::matches(e, r))
-                })
-                .map(|(p, _)| {
-                    format!(
-                        "{p} is `{}`",
-                        st.readings.get(&p.key()).map_or("?", |s| s.as_str())
-                    )
-                })
-                .collect();
-            let what: Vec<String> = needs.iter().map(describe_need).collect();
-            let _ = writeln!(o, "  needs {}", what.join("; "));
-            let _ = writeln!(o, "    now: {}", unmet.join(", "));
-            for c in cells {
-                let _ = writeln!(
-                    o,
-                    "    {} ({}/{} samples)",
-                    cell_label(&c.cell),
-                    c.best,
-                    c.want
-                );
-            }
-        }
-        match &plan.reboot {
-            Some(r) => {
-                let _ = writeln!(o, "\nto arm the next boot: {r}");
-            }
-            None => {
-                let _ = writeln!(
-                    o,
-                    "\n(no [reboot] command in the plan: change the boot options by hand)"
-                );
-            }
-        }
-        let _ = writeln!(
-            o,
-            "after the reboot, `kbench run {plan_arg}` resumes; `kbench status {plan_arg} --resume-unit` prints a unit that does it at boot"
-        );
-    }
-    o
 }
 
 fn shell_quote(s: &str) -> String {

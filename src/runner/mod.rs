@@ -1,100 +1,63 @@
 //! Executes a plan: cells are prepared once, then sampled in rounds. In each
 //! round every unfinished cell gets one sample, in a shuffled order (seeded,
 //! so a run can be replayed), so slow drift of the machine hits all variants
-//! alike. The first `warmup` rounds are discarded. Every sample is committed
-//! to the store as soon as it is measured; Ctrl-C stops after the current
-//! sample and keeps what was measured.
+//! alike. The first `warmup` rounds are discarded. Ctrl-C stops after the
+//! current sample.
+//!
+//! The runner never touches a store or the terminal: it emits
+//! [`Event`]s into a [`Sink`] (the store writer, the JSON-lines writer, the
+//! progress display) and learns how far a campaign got from a
+//! [`Progress`] map its caller read beforehand.
 
 pub mod adaptive;
 pub mod campaign;
-mod progress;
+pub mod progress;
 
 use anyhow::Context;
+use indexmap::IndexMap;
 use rand::SeedableRng;
 use rand::seq::SliceRandom;
-use serde::Serialize;
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::bench::command::SampleFailure;
 use crate::bench::{Instance, Measure, RunSettings};
+use crate::error::bad_input;
+use crate::event::{
+    CellDone, CellPrepared, Event, FailureEvent, NoteEvent, RunBegun, RunEnded, SCHEMA,
+    SampleEvent, Sink, WarmupEvent, WarningEvent,
+};
+use crate::ids::unix_now;
 use crate::plan::{Cell, Plan};
-use crate::store::{CellRec, FailureRec, MetricRec, NewRun, SampleRec, Store};
+use crate::record::{CampaignKey, CellInfo, CellStatus, RunConfig, RunStatus, StopRule};
 use crate::system::{self, Fingerprint};
 
 /// Settings of one `kbench run`, after the CLI and the plan were merged.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug)]
 pub struct RunOptions {
     pub samples: u32,
     pub sample_time: f64,
     pub warmup: u32,
     pub seed: u64,
-    pub quiet: bool,
     /// Adaptive stopping (`--precision`, `--until-verdict`); `None` = a
     /// fixed number of samples.
-    pub stop: Option<adaptive::StopRule>,
+    pub stop: Option<StopRule>,
     /// Start a new campaign when the plan changed since its campaign began.
     pub force: bool,
     /// The command line, recorded with the run.
     pub argv: Vec<String>,
 }
 
-/// How a run ended.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Outcome {
-    Done,
-    /// Stopped by SIGINT/SIGTERM after the current sample.
-    Interrupted,
-    /// At least one cell failed; the others completed.
-    Failed,
-}
-
-impl Outcome {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Outcome::Done => "done",
-            Outcome::Interrupted => "interrupted",
-            Outcome::Failed => "failed",
-        }
-    }
-}
-
-pub fn unix_now() -> f64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs_f64())
-        .unwrap_or(0.0)
-}
-
-/// A seed from the clock when the user gave none; it is recorded and
-/// printed so the order can be replayed with `--seed`.
-pub fn fresh_seed() -> u64 {
-    let t = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos() as u64)
-        .unwrap_or(0);
-    t ^ (std::process::id() as u64) << 32
-}
-
-struct Live {
-    cell: Cell,
-    id: i64,
-    inst: Option<Box<dyn Instance>>,
-    metrics: Vec<MetricRec>,
-    want: u32,
-    taken: u32,
-    failed: Option<String>,
-    /// Values of the first metric, for adaptive stopping.
-    values: Vec<f64>,
-    /// Stopped early: precise enough.
-    done: bool,
-}
+/// How far a campaign got: samples per cell key and per system state
+/// (readings as stored text). Empty for ad-hoc runs.
+pub type Progress = HashMap<String, HashMap<String, u32>>;
 
 /// What a `kbench run` did, for the caller's messages.
 #[derive(Clone, Debug, Default)]
 pub struct Summary {
-    /// The run recorded, `None` when nothing was left to measure here.
-    pub run_id: Option<i64>,
+    /// The run's identity, `None` when nothing was left to measure here.
+    pub run: Option<String>,
     /// Cells that ran in this run.
     pub ran: usize,
     /// Cells already complete in the campaign (skipped).
@@ -103,40 +66,126 @@ pub struct Summary {
     pub pending: usize,
 }
 
+struct Live {
+    cell: Cell,
+    inst: Option<Box<dyn Instance>>,
+    /// Metric names, by the index a benchmark's measures use.
+    metrics: Vec<String>,
+    want: u32,
+    taken: u32,
+    failed: bool,
+    failures: u32,
+    /// Values of the first metric, for adaptive stopping.
+    values: Vec<f64>,
+    /// Stopped early: precise enough.
+    done: bool,
+}
+
+/// The environment of a run: where its events go, its identity, and the
+/// stop flag set by SIGINT/SIGTERM.
+struct Ctx<'a> {
+    sink: &'a mut dyn Sink,
+    run: String,
+    stop: Arc<AtomicBool>,
+}
+
+impl Ctx<'_> {
+    fn emit(&mut self, e: Event) -> anyhow::Result<()> {
+        self.sink.event(&e)
+    }
+
+    fn fail(
+        &mut self,
+        l: &mut Live,
+        round: u32,
+        message: String,
+        cell_stopped: bool,
+    ) -> anyhow::Result<()> {
+        let seq = l.failures;
+        l.failures += 1;
+        if cell_stopped {
+            l.failed = true;
+        }
+        self.emit(Event::Failure(FailureEvent {
+            run: self.run.clone(),
+            cell: l.cell.key.clone(),
+            seq,
+            round,
+            t: unix_now(),
+            message,
+            cell_stopped,
+        }))
+    }
+
+    fn note(&mut self, l: &Live) -> anyhow::Result<()> {
+        let Some(inst) = &l.inst else {
+            return Ok(());
+        };
+        self.emit(Event::Note(NoteEvent {
+            run: self.run.clone(),
+            cell: l.cell.key.clone(),
+            placement: inst.placement(),
+            notes: inst.notes().into_iter().collect(),
+        }))
+    }
+}
+
+/// The description of a cell as recorded.
+fn cell_info(cell: &Cell, readings: &IndexMap<String, String>) -> anyhow::Result<CellInfo> {
+    let params = match serde_json::to_value(&cell.params)? {
+        serde_json::Value::Object(m) => m,
+        other => anyhow::bail!("parameters serialise as {other}, not an object"),
+    };
+    Ok(CellInfo {
+        key: cell.key.clone(),
+        bench: cell.display.clone(),
+        source: cell.bench.name().to_string(),
+        kind: cell.bench.kind(),
+        params,
+        factors: cell.factors.clone(),
+        label_params: cell.label_params.clone(),
+        metrics: cell.bench.metrics(),
+        readings: readings.clone(),
+    })
+}
+
 /// Run the cells of `plan` that fit the running system and still miss
 /// samples; returns what was done and how it ended.
 ///
-/// A plan file is a campaign: cells complete in an earlier run are
-/// skipped, a partly measured cell gets only its missing samples, and
-/// cells whose `system` factors do not match the probe readings are left
-/// pending. Samples are only ever counted together with samples taken
-/// under the same readings, so a cell never mixes two system states.
+/// A plan file is a campaign (`campaign`): cells complete in an earlier
+/// run (`have`) are skipped, a partly measured cell gets only its missing
+/// samples, and cells whose `system` factors do not match the probe
+/// readings are left pending. Samples are only ever counted together with
+/// samples taken under the same readings, so a cell never mixes two
+/// system states.
 pub fn run(
     plan: &Plan,
     opts: &RunOptions,
-    store: &mut dyn Store,
+    campaign: Option<CampaignKey>,
+    have: &Progress,
     fp: &Fingerprint,
-) -> anyhow::Result<(Summary, Outcome)> {
+    sink: &mut dyn Sink,
+) -> anyhow::Result<(Summary, RunStatus)> {
     let cells = crate::plan::expand(plan)?;
     if opts.stop.is_some_and(|r| r.until_verdict) && cells.len() != 2 {
-        return Err(crate::error::bad_input!(
+        return Err(bad_input!(
             "--until-verdict compares two variants; this run has {} cells",
             cells.len()
+        ));
+    }
+    let mut keys = std::collections::HashSet::new();
+    if let Some(c) = cells.iter().find(|c| !keys.insert(&c.key)) {
+        return Err(bad_input!(
+            "`{}` names the same cell twice ({})",
+            plan.name,
+            c.key
         ));
     }
     let readings = campaign::read_probes(plan);
     let mut fp = fp.clone();
     fp.probes.extend(readings.clone());
-    let state = serde_json::to_value(&readings)?;
+    let state = crate::record::readings_text(&readings);
 
-    let campaign = match &plan.path {
-        Some(_) => Some(campaign::resolve(store, plan, opts.force)?),
-        None => None,
-    };
-    let have = match campaign {
-        Some(id) => campaign::sample_counts(&store.load_campaign(id)?),
-        None => Default::default(),
-    };
     let mut summary = Summary::default();
     let mut todo: Vec<(Cell, u32)> = Vec::new();
     for cell in cells {
@@ -152,14 +201,11 @@ pub fn run(
             summary.done += 1;
             continue;
         }
-        let got = counts
-            .and_then(|m| m.get(&state.to_string()))
-            .copied()
-            .unwrap_or(0);
+        let got = counts.and_then(|m| m.get(&state)).copied().unwrap_or(0);
         todo.push((cell, want - got.min(want)));
     }
     if todo.is_empty() {
-        return Ok((summary, Outcome::Done));
+        return Ok((summary, RunStatus::Done));
     }
     summary.ran = todo.len();
 
@@ -168,72 +214,63 @@ pub fn run(
         signal_hook::flag::register(sig, Arc::clone(&stop)).context("installing signal handler")?;
     }
 
-    let overhead = crate::bench::micro::loop_overhead_ns(opts.sample_time.min(0.05));
-    let config = serde_json::json!({
-        "plan": plan.name,
-        "options": opts,
-    });
-    let run_id = store.begin_run(&NewRun {
+    let mut live: Vec<Live> = todo
+        .into_iter()
+        .map(|(cell, want)| Live {
+            want: match &opts.stop {
+                Some(rule) => rule.max_samples,
+                None => want,
+            },
+            metrics: cell.bench.metrics().into_iter().map(|m| m.name).collect(),
+            cell,
+            inst: None,
+            taken: 0,
+            failed: false,
+            failures: 0,
+            values: Vec::new(),
+            done: false,
+        })
+        .collect();
+    let uuid = crate::ids::new_run_uuid();
+    summary.run = Some(uuid.clone());
+    let mut ctx = Ctx {
+        sink,
+        run: uuid.clone(),
+        stop,
+    };
+    ctx.emit(Event::RunBegun(Box::new(RunBegun {
+        schema: SCHEMA,
+        run: uuid.clone(),
         campaign,
         host: fp.hostname.clone(),
         started: unix_now(),
-        fingerprint: serde_json::to_string(&fp)?,
-        config: config.to_string(),
-        overhead_ns: overhead,
-    })?;
-    summary.run_id = Some(run_id);
+        overhead_ns: crate::bench::micro::loop_overhead_ns(opts.sample_time.min(0.05)),
+        config: RunConfig {
+            version: RunConfig::VERSION,
+            plan: plan.name.clone(),
+            samples: opts.samples,
+            sample_time: opts.sample_time,
+            warmup: opts.warmup,
+            seed: opts.seed,
+            stop: opts.stop,
+            force: opts.force,
+            argv: opts.argv.clone(),
+        },
+        fingerprint: fp.clone(),
+        planned_cells: live.len(),
+        planned_samples: live.iter().map(|l| (l.want + opts.warmup) as u64).sum(),
+    })))?;
+    for l in &live {
+        ctx.emit(Event::CellPrepared(CellPrepared {
+            run: uuid.clone(),
+            cell: cell_info(&l.cell, &readings)?,
+        }))?;
+    }
 
     let home = system::get_affinity().context("reading CPU affinity")?;
     let settings = RunSettings {
         sample_time: opts.sample_time,
     };
-    let mut live = Vec::new();
-    for (cell, want) in todo {
-        let metrics: Vec<MetricRec> = cell
-            .bench
-            .metrics()
-            .iter()
-            .map(|m| MetricRec {
-                name: m.name.clone(),
-                unit: m.unit.clone(),
-                direction: match m.direction {
-                    crate::bench::Direction::Lower => "lower".into(),
-                    crate::bench::Direction::Higher => "higher".into(),
-                },
-            })
-            .collect();
-        let rec = CellRec {
-            id: 0,
-            run_id,
-            key: cell.key.clone(),
-            bench: cell.display.clone(),
-            source: cell.bench.name().to_string(),
-            kind: format!("{:?}", cell.bench.kind()).to_lowercase(),
-            params: serde_json::to_value(&cell.params)?,
-            factors: serde_json::to_value(&cell.factors)?,
-            label_params: cell.label_params.clone(),
-            metrics: metrics.clone(),
-            placement: None,
-            notes: serde_json::json!({}),
-            readings: state.clone(),
-        };
-        let id = store.add_cell(&rec)?;
-        live.push(Live {
-            want: match &opts.stop {
-                Some(rule) => rule.max_samples,
-                None => want,
-            },
-            cell,
-            id,
-            inst: None,
-            metrics,
-            taken: 0,
-            failed: None,
-            values: Vec::new(),
-            done: false,
-        });
-    }
-
     let started = std::time::Instant::now();
     // Cells sharing the same `shell` factor values run together between
     // one setup and one teardown; without shell factors there is one group.
@@ -246,9 +283,7 @@ pub fn run(
     }
 
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(opts.seed);
-    let total: u64 = live.iter().map(|l| (l.want + opts.warmup) as u64).sum();
-    let bar = progress::Progress::new(total, live.len(), opts.quiet);
-    let mut outcome = Outcome::Done;
+    let mut status = RunStatus::Done;
     for (steps, members) in groups {
         let mut failed_setup = None;
         let mut done_steps = Vec::new();
@@ -264,40 +299,23 @@ pub fn run(
             }
             done_steps.push(st);
         }
-        if let Some(msg) = &failed_setup {
-            bar.println(&format!("kbench: {msg}"));
-        }
-        let o = if failed_setup.is_none() {
-            sample_group(
-                &mut live, &members, opts, &settings, &home, &stop, &mut rng, &bar, store, run_id,
-                started,
-            )?
-        } else {
-            for &i in &members {
-                let l = &mut live[i];
-                l.failed = failed_setup.clone();
-                store.add_failure(&FailureRec {
-                    run_id,
-                    cell_id: l.id,
-                    round: 0,
-                    t: unix_now(),
-                    message: failed_setup.clone().unwrap_or_default(),
-                })?;
+        let s = match &failed_setup {
+            None => sample_group(
+                &mut ctx, &mut live, &members, opts, &settings, &home, &mut rng, started,
+            )?,
+            Some(msg) => {
+                for &i in &members {
+                    ctx.fail(&mut live[i], 0, msg.clone(), true)?;
+                }
+                RunStatus::Failed
             }
-            Outcome::Failed
         };
         // Instances go (their per-cell cleanup runs) before the teardown;
         // what they learnt over all samples (e.g. per-task imbalance) is
         // recorded first.
         for &i in &members {
-            if let Some(inst) = &live[i].inst
-                && live[i].taken > 0
-            {
-                store.update_cell(
-                    live[i].id,
-                    inst.placement().as_deref(),
-                    &notes_json(inst.as_ref()),
-                )?;
+            if live[i].taken > 0 {
+                ctx.note(&live[i])?;
             }
             live[i].inst = None;
         }
@@ -305,19 +323,21 @@ pub fn run(
             if let Some(cmd) = &st.teardown
                 && let Err(e) = shell_step(cmd)
             {
-                bar.println(&format!(
-                    "kbench: factor `{}` = `{}`: teardown `{cmd}` {e}",
-                    st.factor, st.label
-                ));
-                outcome = Outcome::Failed;
+                ctx.emit(Event::Warning(WarningEvent {
+                    run: uuid.clone(),
+                    message: format!(
+                        "factor `{}` = `{}`: teardown `{cmd}` {e}",
+                        st.factor, st.label
+                    ),
+                }))?;
+                status = RunStatus::Failed;
             }
         }
-        if o == Outcome::Interrupted {
-            outcome = o;
+        if s == RunStatus::Interrupted {
+            status = s;
             break;
         }
     }
-    bar.finish();
     // Readings are taken once, before the first sample; a state that
     // changed under the run would file samples under the wrong state.
     let after = campaign::read_probes(plan);
@@ -327,17 +347,41 @@ pub fn run(
             .filter(|(k, v)| readings.get(*k) != Some(*v))
             .map(|(k, v)| format!("{k}: `{}` -> `{v}`", readings.get(k).map_or("?", |s| s)))
             .collect();
-        eprintln!(
-            "kbench: warning: the system state changed during run {run_id} ({}); its samples are filed under the readings taken at its start",
-            diff.join(", ")
-        );
+        ctx.emit(Event::Warning(WarningEvent {
+            run: uuid.clone(),
+            message: format!(
+                "the system state changed during the run ({}); its samples are filed under the readings taken at its start",
+                diff.join(", ")
+            ),
+        }))?;
     }
-    if outcome == Outcome::Done && live.iter().any(|l| l.failed.is_some()) {
-        outcome = Outcome::Failed;
+    if status == RunStatus::Done && live.iter().any(|l| l.failed) {
+        status = RunStatus::Failed;
     }
-    drop(live);
-    store.finish_run(run_id, unix_now(), outcome.as_str())?;
-    Ok((summary, outcome))
+    for l in &live {
+        let cell_status = if l.failed {
+            CellStatus::Failed
+        } else if l.done || l.taken >= l.want {
+            CellStatus::Done
+        } else if status == RunStatus::Interrupted {
+            CellStatus::Interrupted
+        } else {
+            // Stopped by --max-time or a decided --until-verdict.
+            CellStatus::Done
+        };
+        ctx.emit(Event::CellDone(CellDone {
+            run: uuid.clone(),
+            cell: l.cell.key.clone(),
+            status: cell_status,
+            samples: l.taken,
+        }))?;
+    }
+    ctx.emit(Event::RunEnded(RunEnded {
+        run: uuid,
+        ended: unix_now(),
+        status,
+    }))?;
+    Ok((summary, status))
 }
 
 /// Run a `shell` factor's setup or teardown through `sh -c`; the error
@@ -370,21 +414,32 @@ fn shell_step(cmd: &str) -> Result<(), String> {
     }
 }
 
+/// A sample's values by metric name; a value that is not a finite number
+/// makes the sample a failure (stores and statistics take numbers only).
+fn sample_values(l: &Live, out: &[Measure]) -> Result<Vec<(String, f64)>, String> {
+    let mut values = Vec::with_capacity(out.len());
+    for m in out {
+        let name = &l.metrics[m.metric];
+        if !m.value.is_finite() {
+            return Err(format!("metric `{name}` read {}, not a number", m.value));
+        }
+        values.push((name.clone(), m.value));
+    }
+    Ok(values)
+}
+
 /// Prepare the cells of one group and sample them in shuffled rounds.
 #[allow(clippy::too_many_arguments)]
 fn sample_group(
+    ctx: &mut Ctx<'_>,
     live: &mut [Live],
     members: &[usize],
     opts: &RunOptions,
     settings: &RunSettings,
     home: &crate::units::CpuSet,
-    stop: &AtomicBool,
     rng: &mut rand_chacha::ChaCha8Rng,
-    bar: &progress::Progress,
-    store: &mut dyn Store,
-    run_id: i64,
     started: std::time::Instant,
-) -> anyhow::Result<Outcome> {
+) -> anyhow::Result<RunStatus> {
     for &i in members {
         let l = &mut live[i];
         // Children a benchmark forks inherit the cell's CPU set.
@@ -395,15 +450,7 @@ fn sample_group(
             Ok(inst) => l.inst = Some(inst),
             Err(e) => {
                 let msg = format!("preparing {}: {e:#}", l.cell.key);
-                bar.println(&format!("kbench: cell {} failed: {msg}", l.cell.key));
-                store.add_failure(&FailureRec {
-                    run_id,
-                    cell_id: l.id,
-                    round: 0,
-                    t: unix_now(),
-                    message: msg.clone(),
-                })?;
-                l.failed = Some(msg);
+                ctx.fail(l, 0, msg, true)?;
             }
         }
     }
@@ -413,23 +460,24 @@ fn sample_group(
         let mut order: Vec<usize> = members
             .iter()
             .copied()
-            .filter(|&i| live[i].failed.is_none() && !live[i].done && live[i].taken < live[i].want)
+            .filter(|&i| !live[i].failed && !live[i].done && live[i].taken < live[i].want)
             .collect();
         if order.is_empty() {
-            return Ok(Outcome::Done);
+            return Ok(RunStatus::Done);
         }
         order.shuffle(rng);
         let warm = round < opts.warmup;
+        let measured = round.saturating_sub(opts.warmup);
         for i in order {
-            if stop.load(Ordering::Relaxed) {
-                return Ok(Outcome::Interrupted);
+            if ctx.stop.load(Ordering::Relaxed) {
+                return Ok(RunStatus::Interrupted);
             }
             if opts
                 .stop
                 .and_then(|r| r.max_time)
                 .is_some_and(|t| started.elapsed().as_secs_f64() >= t)
             {
-                return Ok(Outcome::Done);
+                return Ok(RunStatus::Done);
             }
             let l = &mut live[i];
             let inst = l.inst.as_mut().expect("prepared");
@@ -438,56 +486,50 @@ fn sample_group(
             let res = inst.sample(&mut out);
             system::set_affinity(home)?;
             let now = unix_now();
-            if let Err(e) = res {
-                if stop.load(Ordering::Relaxed) {
-                    return Ok(Outcome::Interrupted);
-                }
-                let msg = format!("{e:#}");
-                let keep_going = e
-                    .downcast_ref::<SampleFailure>()
-                    .is_some_and(|f| f.keep_going);
-                bar.println(&format!(
-                    "kbench: cell {} sample failed{}: {msg}",
-                    l.cell.key,
-                    if keep_going { "" } else { " (cell stopped)" }
-                ));
-                store.add_failure(&FailureRec {
-                    run_id,
-                    cell_id: l.id,
-                    round: round.saturating_sub(opts.warmup),
-                    t: now,
-                    message: msg.clone(),
-                })?;
-                if keep_going {
-                    // The failed attempt counts, so a cell that always
-                    // fails still ends.
-                    if !warm {
+            let res = res.and_then(|()| {
+                sample_values(l, &out).map_err(|m| {
+                    anyhow::Error::new(SampleFailure {
+                        message: m,
+                        keep_going: true,
+                    })
+                })
+            });
+            let values = match res {
+                Ok(v) => v,
+                Err(e) => {
+                    if ctx.stop.load(Ordering::Relaxed) {
+                        return Ok(RunStatus::Interrupted);
+                    }
+                    let keep_going = e
+                        .downcast_ref::<SampleFailure>()
+                        .is_some_and(|f| f.keep_going);
+                    ctx.fail(l, measured, format!("{e:#}"), !keep_going)?;
+                    // A failed attempt counts, so a cell that always fails
+                    // still ends.
+                    if keep_going && !warm {
                         l.taken += 1;
                     }
-                } else {
-                    l.failed = Some(msg);
+                    continue;
                 }
-                continue;
-            }
-            bar.inc(&l.cell.key);
+            };
             if warm {
+                ctx.emit(Event::Warmup(WarmupEvent {
+                    run: ctx.run.clone(),
+                    cell: l.cell.key.clone(),
+                    round,
+                }))?;
                 continue;
             }
-            let recs: Vec<SampleRec> = out
-                .iter()
-                .map(|m| SampleRec {
-                    cell_id: l.id,
-                    metric: l.metrics[m.metric].name.as_str().into(),
-                    unit: l.metrics[m.metric].unit.as_str().into(),
-                    value: m.value,
-                    round: round - opts.warmup,
-                    t: now,
-                })
-                .collect();
-            store.add_samples(run_id, &recs)?;
-            l.taken += 1;
             l.values
                 .extend(out.iter().filter(|m| m.metric == 0).map(|m| m.value));
+            ctx.emit(Event::Sample(SampleEvent {
+                run: ctx.run.clone(),
+                cell: l.cell.key.clone(),
+                round: measured,
+                t: now,
+                values,
+            }))?;
+            l.taken += 1;
             if let Some(rule) = &opts.stop
                 && !rule.until_verdict
                 && adaptive::precise_enough(&l.values, rule.precision)
@@ -495,11 +537,7 @@ fn sample_group(
                 l.done = true;
             }
             if l.taken == 1 {
-                store.update_cell(
-                    l.id,
-                    inst.placement().as_deref(),
-                    &notes_json(inst.as_ref()),
-                )?;
+                ctx.note(l)?;
             }
         }
         round += 1;
@@ -509,37 +547,13 @@ fn sample_group(
             && [*a, *b]
                 .iter()
                 .all(|&i| live[i].values.len() >= adaptive::MIN_SAMPLES)
-            && !matches!(
-                adaptive::verdict(
-                    &live[*a].values,
-                    &live[*b].values,
-                    rule.precision,
-                    adaptive::LOOK_CONFIDENCE
-                ),
-                Some(adaptive::Verdict::Undecided { .. }) | None
-            )
+            && adaptive::look(&live[*a].values, &live[*b].values, rule.precision)
+                .is_some_and(|l| l.verdict.decided())
         {
-            return Ok(Outcome::Done);
+            return Ok(RunStatus::Done);
         }
     }
 }
 
-/// An instance's notes as a JSON object.
-fn notes_json(inst: &dyn Instance) -> serde_json::Value {
-    let m: serde_json::Map<String, serde_json::Value> = inst
-        .notes()
-        .into_iter()
-        .map(|(k, v)| (k, serde_json::Value::String(v)))
-        .collect();
-    m.into()
-}
-
-/// Content hash of a plan (FNV-1a 64, hex): part of a campaign's identity.
-pub fn plan_hash(text: &str) -> String {
-    let mut h: u64 = 0xcbf29ce484222325;
-    for b in text.bytes() {
-        h ^= b as u64;
-        h = h.wrapping_mul(0x100000001b3);
-    }
-    format!("{h:016x}")
-}
+#[cfg(test)]
+mod tests;

@@ -1,8 +1,12 @@
-//! Progress on stderr: cells, samples and ETA. Hidden when stderr is not a
-//! terminal or with `--quiet`, so logs and pipes stay clean.
+//! Progress on stderr, as a consumer of the run's events: cells, samples
+//! and ETA in a bar, failures and warnings as lines above it. The bar is
+//! hidden when stderr is not a terminal or with `--quiet`, so logs and
+//! pipes stay clean; failure and warning lines are always printed.
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::IsTerminal;
+
+use crate::event::{Event, Sink};
 
 pub struct Progress {
     bar: ProgressBar,
@@ -10,10 +14,10 @@ pub struct Progress {
 }
 
 impl Progress {
-    pub fn new(total_samples: u64, cells: usize, quiet: bool) -> Progress {
+    pub fn new(quiet: bool) -> Progress {
         let visible = !quiet && std::io::stderr().is_terminal();
         let bar = ProgressBar::with_draw_target(
-            Some(total_samples),
+            None,
             if visible {
                 ProgressDrawTarget::stderr()
             } else {
@@ -31,11 +35,10 @@ impl Progress {
                 .expect("valid template")
                 .progress_chars("=> "),
         );
-        bar.set_prefix(format!("{cells} cells"));
         Progress { bar, visible }
     }
 
-    pub fn inc(&self, msg: &str) {
+    fn inc(&self, msg: &str) {
         if self.visible {
             self.bar.set_message(msg.to_string());
         }
@@ -43,15 +46,49 @@ impl Progress {
     }
 
     /// Print a line above the bar (or plainly when hidden).
-    pub fn println(&self, line: &str) {
+    fn println(&self, line: &str) {
         if self.visible {
             self.bar.println(line);
         } else {
             eprintln!("{line}");
         }
     }
+}
 
-    pub fn finish(&self) {
+impl Drop for Progress {
+    fn drop(&mut self) {
+        // A run that ended with an error sent no `run_ended`.
         self.bar.finish_and_clear();
+    }
+}
+
+impl Sink for Progress {
+    fn event(&mut self, e: &Event) -> anyhow::Result<()> {
+        match e {
+            Event::RunBegun(b) => {
+                self.bar.set_length(b.planned_samples);
+                self.bar.set_prefix(format!("{} cells", b.planned_cells));
+            }
+            Event::Sample(s) => self.inc(&s.cell),
+            Event::Warmup(w) => self.inc(&w.cell),
+            Event::Failure(f) => {
+                if f.cell_stopped {
+                    self.println(&format!(
+                        "kbench: cell {} failed (cell stopped): {}",
+                        f.cell, f.message
+                    ));
+                } else {
+                    self.println(&format!(
+                        "kbench: cell {} sample failed: {}",
+                        f.cell, f.message
+                    ));
+                    self.inc(&f.cell);
+                }
+            }
+            Event::Warning(w) => self.println(&format!("kbench: warning: {}", w.message)),
+            Event::RunEnded(_) => self.bar.finish_and_clear(),
+            Event::CellPrepared(_) | Event::Note(_) | Event::CellDone(_) => {}
+        }
+        Ok(())
     }
 }

@@ -15,6 +15,7 @@ use super::{Interval, TwoSample};
 
 /// What an interval says about a change, given an equivalence margin.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum Verdict {
     /// The interval excludes 0 and reaches beyond the margin.
     Different,

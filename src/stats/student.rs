@@ -95,7 +95,7 @@ impl StudentTable {
 }
 
 /// The three numbers ministat keeps of a set.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
 pub struct Moments {
     pub n: usize,
     pub mean: f64,
@@ -129,7 +129,7 @@ pub enum RelativeFormula {
 /// 95.0% confidence ... (Student's t, pooled s = ...)"), computed with the
 /// same operations in the same order as ministat's `Relative()` so the
 /// printed digits agree.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct MinistatDiff {
     /// Baseline size.
     pub n1: usize,

@@ -1,170 +1,271 @@
-//! The results store: campaigns, runs (with the fingerprint), cells and
-//! samples. One trait, one backend per file; SQLite is the default, a
-//! `postgres://` URL selects the lab backend.
+//! The results store: campaigns, runs (with the fingerprint and settings),
+//! cells and samples.
 //!
-//! Every sample is committed as soon as it is measured, so a run killed at
+//! Two traits, one backend per file: [`StoreRead`] answers typed queries
+//! (no SQL crosses this boundary), [`StoreWrite`] takes idempotent writes
+//! keyed by the records' stable identities (run UUID, cell key, sample
+//! round, failure seq), so replaying an event stream stores nothing twice.
+//! The runner never calls either: its events reach a store through
+//! [`sink::StoreSink`]. SQLite is the default backend; a PostgreSQL one is
+//! one more file implementing the same two traits.
+//!
+//! Every sample is committed as soon as it is written, so a run killed at
 //! any point keeps everything it measured.
 
+#[cfg(test)]
+pub mod memory;
+pub mod sink;
 pub mod sqlite;
 
 use anyhow::Context;
-use serde::{Deserialize, Serialize};
+use indexmap::IndexMap;
+use serde::Serialize;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use crate::error::bad_input;
+use crate::record::{CampaignKey, CellInfo, CellStatus, RunConfig, RunStatus};
+use crate::system::Fingerprint;
 
-/// A run about to start.
+/// A run about to be recorded.
 #[derive(Clone, Debug)]
 pub struct NewRun {
+    pub uuid: String,
     pub campaign: Option<i64>,
     pub host: String,
     /// Unix time, seconds.
     pub started: f64,
-    /// The fingerprint as JSON.
-    pub fingerprint: String,
-    /// Run settings as JSON (argv, seed, samples, sample_time, ...).
-    pub config: String,
+    pub fingerprint: Fingerprint,
+    pub config: RunConfig,
     /// ns per iteration of an empty timed loop on this machine.
     pub overhead_ns: f64,
 }
 
-/// A metric as stored with a cell.
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
-pub struct MetricRec {
-    pub name: String,
-    pub unit: String,
-    /// `lower` or `higher`.
-    pub direction: String,
-}
-
-/// A cell as stored.
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+/// A cell as stored: its description plus what it learnt while running.
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct CellRec {
     pub id: i64,
     pub run_id: i64,
-    /// Stable identity within a campaign: bench + params + factor labels.
-    pub key: String,
-    /// Display name of the benchmark (plan `name`, else `use`).
-    pub bench: String,
-    /// The benchmark it runs: registry name (`pipe-bw`) or the plan's
-    /// command/testcase name.
-    pub source: String,
-    pub kind: String,
-    /// Resolved parameters, JSON object.
-    pub params: serde_json::Value,
-    /// Factor name -> value label, in plan order, JSON object.
-    pub factors: serde_json::Value,
-    /// Names of the parameters that vary across the plan's cells of this
-    /// benchmark (sweeps and ad-hoc settings), for row labels.
-    pub label_params: Vec<String>,
-    pub metrics: Vec<MetricRec>,
+    #[serde(flatten)]
+    pub info: CellInfo,
+    /// CPUs each party ran on, when pinned.
     pub placement: Option<String>,
-    pub notes: serde_json::Value,
-    /// Probe readings (probe -> reading) the cell's samples were taken
-    /// under; `{}` when the plan has no `system` factor.
-    #[serde(default)]
-    pub readings: serde_json::Value,
+    /// Facts the benchmark recorded (pipe size granted, iterations, ...).
+    pub notes: IndexMap<String, String>,
+    /// How the cell ended in its run; `None` while running (or for cells
+    /// of stores older than the event stream).
+    pub status: Option<CellStatus>,
 }
 
-/// One stored sample.
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+/// One stored value of one metric of one sample.
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct SampleRec {
     pub cell_id: i64,
-    pub metric: std::sync::Arc<str>,
-    pub unit: std::sync::Arc<str>,
+    pub metric: Arc<str>,
+    pub unit: Arc<str>,
     pub value: f64,
+    /// Measured round, from 0.
     pub round: u32,
+    /// The n-th value of this metric in its sample (0 unless a sample
+    /// holds several): with the cell, metric and round, its identity.
+    pub seq: u32,
     /// Unix time, seconds.
     pub t: f64,
 }
 
-/// A run as listed by `kbench runs`.
-#[derive(Clone, Debug, Serialize)]
-pub struct RunRow {
-    pub id: i64,
-    pub campaign: Option<String>,
-    pub host: String,
-    pub started: f64,
-    pub ended: Option<f64>,
-    pub status: String,
-    pub cells: i64,
-    pub samples: i64,
-    pub overhead_ns: f64,
-}
-
-/// A run with its cells and samples, for reports.
-#[derive(Clone, Debug)]
-pub struct RunData {
-    pub run: RunRow,
-    pub fingerprint: serde_json::Value,
-    pub config: serde_json::Value,
-    pub cells: Vec<(CellRec, Vec<SampleRec>)>,
-    /// Failed samples of the run.
-    pub failures: Vec<FailureRec>,
-}
-
 /// A failed sample: how it failed (exit status, timeout, stderr tail).
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct FailureRec {
     pub run_id: i64,
     pub cell_id: i64,
+    /// The cell's n-th failure in its run: with the cell, its identity.
+    pub seq: u32,
     pub round: u32,
     /// Unix time, seconds.
     pub t: f64,
     pub message: String,
 }
 
-/// A campaign: a plan's matrix, identified by name and content hash.
-#[derive(Clone, Debug, Serialize)]
+/// A run as listed by `kbench runs`.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct RunRow {
+    pub id: i64,
+    pub uuid: String,
+    pub campaign: Option<String>,
+    pub host: String,
+    pub started: f64,
+    pub ended: Option<f64>,
+    pub status: RunStatus,
+    pub cells: i64,
+    pub samples: i64,
+    pub overhead_ns: f64,
+}
+
+/// A run's fingerprint and settings, parsed.
+#[derive(Clone, Debug)]
+pub struct RunDetails {
+    pub fingerprint: Fingerprint,
+    pub config: RunConfig,
+}
+
+/// A campaign: a plan's matrix, identified by name, content hash and
+/// generation.
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct CampaignRow {
     pub id: i64,
     pub name: String,
     pub plan_hash: String,
+    pub generation: u32,
     #[serde(skip)]
     pub plan_text: String,
     /// Unix time, seconds.
     pub created: f64,
 }
 
-/// Everything stored for a campaign: its runs, and every cell of every
-/// run with its samples (a cell key appears once per run that measured it).
-#[derive(Clone, Debug)]
-pub struct CampaignData {
-    pub campaign: CampaignRow,
-    pub runs: Vec<RunRow>,
-    pub cells: Vec<(CellRec, Vec<SampleRec>)>,
-    pub failures: Vec<FailureRec>,
-    /// Fingerprint and settings of the latest run (`null` without runs).
-    pub fingerprint: serde_json::Value,
-    pub config: serde_json::Value,
+impl CampaignRow {
+    /// The identity as users read it: `HASH`, or `HASH/N` for the N-th
+    /// generation of the same text.
+    pub fn hash_label(&self) -> String {
+        if self.generation <= 1 {
+            self.plan_hash.clone()
+        } else {
+            format!("{}/{}", self.plan_hash, self.generation)
+        }
+    }
 }
 
-/// The operations every backend provides.
-pub trait Store {
-    /// Find or create the campaign `name` with this plan content hash.
-    fn campaign(&mut self, name: &str, plan_hash: &str, plan_text: &str) -> anyhow::Result<i64>;
+/// Which campaigns to list.
+#[derive(Clone, Copy, Debug)]
+pub enum CampaignQuery<'a> {
+    Named(&'a str),
+    Id(i64),
+}
+
+/// The cells (with their samples) and failures to load.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Scope {
+    Run(i64),
+    /// Every run of the campaign.
+    Campaign(i64),
+}
+
+/// A cell with its samples, in the order they were taken.
+pub type StoredCell = (CellRec, Vec<SampleRec>);
+
+/// How far one cell of a campaign got under one system state: the number
+/// of measured samples (distinct rounds) summed over the campaign's runs.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CellProgress {
+    pub key: String,
+    /// The probe readings, as stored text ([`crate::record::readings_text`]).
+    pub readings: String,
+    pub samples: u32,
+}
+
+/// Typed reads every backend answers.
+pub trait StoreRead {
+    /// Runs, oldest first; only the campaign's when given.
+    fn runs(&self, campaign: Option<i64>) -> anyhow::Result<Vec<RunRow>>;
+    fn run(&self, id: i64) -> anyhow::Result<Option<RunRow>>;
+    /// The run's fingerprint and settings; corrupt stored data is an error.
+    fn run_details(&self, id: i64) -> anyhow::Result<RunDetails>;
+    fn last_run_id(&self) -> anyhow::Result<Option<i64>>;
+    /// Campaigns, oldest first.
+    fn campaigns(&self, q: CampaignQuery<'_>) -> anyhow::Result<Vec<CampaignRow>>;
+    /// Cells with their samples, in insertion order.
+    fn cells(&self, scope: Scope) -> anyhow::Result<Vec<StoredCell>>;
+    fn failures(&self, scope: Scope) -> anyhow::Result<Vec<FailureRec>>;
+    /// Samples per cell key and system state of a campaign, counted by the
+    /// backend without loading samples.
+    fn progress(&self, campaign: i64) -> anyhow::Result<Vec<CellProgress>>;
+}
+
+/// Idempotent writes, each committed when it returns.
+pub trait StoreWrite {
+    /// Find or create the campaign with this identity, atomically (two
+    /// writers creating it at once get the same id).
+    fn campaign(&mut self, key: &CampaignKey) -> anyhow::Result<i64>;
+    /// Record a run (or find it, when its UUID is known); returns its id.
     fn begin_run(&mut self, run: &NewRun) -> anyhow::Result<i64>;
-    /// Insert a cell; returns its id.
-    fn add_cell(&mut self, cell: &CellRec) -> anyhow::Result<i64>;
-    /// Record what a cell learnt while running (placement, notes).
+    /// The id of a recorded run.
+    fn run_id(&mut self, uuid: &str) -> anyhow::Result<Option<i64>>;
+    /// Record a cell of a run (or find it by key); returns its id.
+    fn add_cell(&mut self, run_id: i64, cell: &CellInfo) -> anyhow::Result<i64>;
+    /// The id of a recorded cell.
+    fn cell_id(&mut self, run_id: i64, key: &str) -> anyhow::Result<Option<i64>>;
+    /// Record what a cell learnt while running.
     fn update_cell(
         &mut self,
         cell_id: i64,
         placement: Option<&str>,
-        notes: &serde_json::Value,
+        notes: &IndexMap<String, String>,
     ) -> anyhow::Result<()>;
-    /// Insert and commit samples at once.
-    fn add_samples(&mut self, run_id: i64, samples: &[SampleRec]) -> anyhow::Result<()>;
-    fn finish_run(&mut self, run_id: i64, ended: f64, status: &str) -> anyhow::Result<()>;
-    fn list_runs(&self) -> anyhow::Result<Vec<RunRow>>;
-    fn load_run(&self, run_id: i64) -> anyhow::Result<RunData>;
-    fn last_run_id(&self) -> anyhow::Result<Option<i64>>;
-    /// Campaigns, oldest first; only those named `name` when given.
-    fn campaigns(&self, name: Option<&str>) -> anyhow::Result<Vec<CampaignRow>>;
-    /// A campaign with all its runs, cells and samples.
-    fn load_campaign(&self, id: i64) -> anyhow::Result<CampaignData>;
-    /// Record a failed sample.
+    fn finish_cell(&mut self, cell_id: i64, status: CellStatus) -> anyhow::Result<()>;
+    /// Insert samples in one transaction; ones already stored (same cell,
+    /// metric, round and seq) are skipped. Returns how many were new.
+    fn add_samples(&mut self, run_id: i64, samples: &[SampleRec]) -> anyhow::Result<usize>;
+    /// Record a failure; one already stored (same cell and seq) is kept.
     fn add_failure(&mut self, f: &FailureRec) -> anyhow::Result<()>;
+    fn finish_run(&mut self, run_id: i64, ended: f64, status: RunStatus) -> anyhow::Result<()>;
+}
+
+/// A backend: both halves (`&dyn Store` coerces to `&dyn StoreRead`).
+pub trait Store: StoreRead + StoreWrite {}
+
+impl<T: StoreRead + StoreWrite> Store for T {}
+
+/// A run with its cells and samples, for reports.
+#[derive(Clone, Debug)]
+pub struct RunData {
+    pub run: RunRow,
+    pub details: RunDetails,
+    pub cells: Vec<StoredCell>,
+    pub failures: Vec<FailureRec>,
+}
+
+/// Everything stored for a campaign: its runs, and every cell of every run
+/// with its samples (a cell key appears once per run that measured it).
+#[derive(Clone, Debug)]
+pub struct CampaignData {
+    pub campaign: CampaignRow,
+    pub runs: Vec<RunRow>,
+    pub cells: Vec<StoredCell>,
+    pub failures: Vec<FailureRec>,
+    /// Fingerprint and settings of the latest run (`None` without runs).
+    pub latest: Option<RunDetails>,
+}
+
+/// Load a run for a report.
+pub fn load_run(st: &dyn StoreRead, id: i64) -> anyhow::Result<RunData> {
+    let run = st
+        .run(id)?
+        .ok_or_else(|| bad_input!("no run {id} in the store (see `kbench runs`)"))?;
+    Ok(RunData {
+        details: st.run_details(id)?,
+        cells: st.cells(Scope::Run(id))?,
+        failures: st.failures(Scope::Run(id))?,
+        run,
+    })
+}
+
+/// Load a campaign for a report.
+pub fn load_campaign(st: &dyn StoreRead, id: i64) -> anyhow::Result<CampaignData> {
+    let campaign = st
+        .campaigns(CampaignQuery::Id(id))?
+        .pop()
+        .ok_or_else(|| bad_input!("no campaign {id} in the store (see `kbench runs`)"))?;
+    let runs = st.runs(Some(id))?;
+    let latest = match runs.last() {
+        Some(r) => Some(st.run_details(r.id)?),
+        None => None,
+    };
+    Ok(CampaignData {
+        campaign,
+        latest,
+        cells: st.cells(Scope::Campaign(id))?,
+        failures: st.failures(Scope::Campaign(id))?,
+        runs,
+    })
 }
 
 /// Where the store lives when neither `--db` nor `KBENCH_DB` is given:
@@ -194,5 +295,178 @@ pub fn open(url: Option<&str>) -> anyhow::Result<Box<dyn Store>> {
                 || format!("cannot open store {}", p.display()),
             )?))
         }
+    }
+}
+
+/// The store suite: every backend must pass it (called from each
+/// backend's tests with a fresh, empty store).
+#[cfg(test)]
+pub mod suite {
+    use super::*;
+    use crate::record::{Direction, Kind, Metric};
+
+    pub fn new_run(uuid: &str, campaign: Option<i64>) -> NewRun {
+        NewRun {
+            uuid: uuid.into(),
+            campaign,
+            host: "h".into(),
+            started: 1.0,
+            fingerprint: Fingerprint {
+                hostname: "h".into(),
+                ..Default::default()
+            },
+            config: RunConfig {
+                version: RunConfig::VERSION,
+                plan: "p".into(),
+                samples: 2,
+                sample_time: 0.1,
+                warmup: 0,
+                seed: 1,
+                stop: None,
+                force: false,
+                argv: vec![],
+            },
+            overhead_ns: 0.3,
+        }
+    }
+
+    pub fn cell_info(key: &str, readings: &[(&str, &str)]) -> CellInfo {
+        CellInfo {
+            key: key.into(),
+            bench: "getppid".into(),
+            source: "getppid".into(),
+            kind: Kind::Micro,
+            params: serde_json::Map::new(),
+            factors: IndexMap::new(),
+            label_params: vec![],
+            metrics: vec![Metric::new("ns/op", "ns", Direction::Lower)],
+            readings: readings
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+        }
+    }
+
+    pub fn sample(cell_id: i64, round: u32, value: f64) -> SampleRec {
+        SampleRec {
+            cell_id,
+            metric: "ns/op".into(),
+            unit: "ns".into(),
+            value,
+            round,
+            seq: 0,
+            t: 2.0 + round as f64,
+        }
+    }
+
+    /// Writes, reads back, replays, and counts progress.
+    pub fn round_trip(s: &mut dyn Store) {
+        let key = CampaignKey {
+            name: "c".into(),
+            plan_hash: "abc".into(),
+            generation: 1,
+            plan_text: "name = \"c\"".into(),
+        };
+        let c1 = s.campaign(&key).unwrap();
+        assert_eq!(s.campaign(&key).unwrap(), c1, "find-or-create");
+        let c2 = s
+            .campaign(&CampaignKey {
+                generation: 2,
+                ..key.clone()
+            })
+            .unwrap();
+        assert_ne!(c1, c2);
+        let run = s.begin_run(&new_run("u1", Some(c1))).unwrap();
+        assert_eq!(s.begin_run(&new_run("u1", Some(c1))).unwrap(), run);
+        assert_eq!(s.run_id("u1").unwrap(), Some(run));
+        assert_eq!(s.run_id("nope").unwrap(), None);
+        let a = s.add_cell(run, &cell_info("a", &[("smt", "on")])).unwrap();
+        assert_eq!(
+            s.add_cell(run, &cell_info("a", &[("smt", "on")])).unwrap(),
+            a
+        );
+        assert_eq!(s.cell_id(run, "a").unwrap(), Some(a));
+        let b = s.add_cell(run, &cell_info("b", &[])).unwrap();
+        let mut second = sample(b, 0, 6.0);
+        second.seq = 1;
+        let batch = [
+            sample(a, 0, 10.0),
+            sample(a, 1, 11.0),
+            sample(b, 0, 5.0),
+            second,
+        ];
+        assert_eq!(s.add_samples(run, &batch).unwrap(), 4);
+        assert_eq!(
+            s.add_samples(run, &batch).unwrap(),
+            0,
+            "replay adds nothing"
+        );
+        let notes: IndexMap<String, String> = [("pipe size".to_string(), "65536".to_string())]
+            .into_iter()
+            .collect();
+        s.update_cell(a, Some("cpu 0"), &notes).unwrap();
+        s.finish_cell(a, CellStatus::Done).unwrap();
+        let f = FailureRec {
+            run_id: run,
+            cell_id: b,
+            seq: 0,
+            round: 1,
+            t: 3.0,
+            message: "exit 1".into(),
+        };
+        s.add_failure(&f).unwrap();
+        s.add_failure(&f).unwrap();
+        s.finish_run(run, 9.0, RunStatus::Failed).unwrap();
+
+        let r = s.run(run).unwrap().unwrap();
+        assert_eq!((r.cells, r.samples, r.status), (2, 4, RunStatus::Failed));
+        assert_eq!(r.campaign.as_deref(), Some("c"));
+        assert_eq!(r.ended, Some(9.0));
+        assert_eq!(s.last_run_id().unwrap(), Some(run));
+        assert_eq!(s.runs(Some(c1)).unwrap().len(), 1);
+        assert_eq!(s.runs(Some(c2)).unwrap().len(), 0);
+        let d = s.run_details(run).unwrap();
+        assert_eq!(d.fingerprint.hostname, "h");
+        assert_eq!(d.config.samples, 2);
+        let cells = s.cells(Scope::Campaign(c1)).unwrap();
+        assert_eq!(cells.len(), 2);
+        assert_eq!(cells[0].0.info, cell_info("a", &[("smt", "on")]));
+        assert_eq!(cells[0].0.placement.as_deref(), Some("cpu 0"));
+        assert_eq!(cells[0].0.notes, notes);
+        assert_eq!(cells[0].0.status, Some(CellStatus::Done));
+        assert_eq!(cells[1].0.status, None);
+        let vals: Vec<f64> = cells[0].1.iter().map(|x| x.value).collect();
+        assert_eq!(vals, [10.0, 11.0]);
+        let vals: Vec<f64> = cells[1].1.iter().map(|x| x.value).collect();
+        assert_eq!(vals, [5.0, 6.0], "two values of one round");
+        assert_eq!(s.failures(Scope::Run(run)).unwrap(), vec![f]);
+        let c = s.campaigns(CampaignQuery::Named("c")).unwrap();
+        assert_eq!(c.len(), 2);
+        assert_eq!((c[0].generation, c[1].hash_label().as_str()), (1, "abc/2"));
+        assert_eq!(c[0].plan_text, "name = \"c\"");
+
+        // A second run of the campaign under another state adds up per
+        // (key, readings).
+        let run2 = s.begin_run(&new_run("u2", Some(c1))).unwrap();
+        let a2 = s.add_cell(run2, &cell_info("a", &[("smt", "on")])).unwrap();
+        let a3 = s
+            .add_cell(run2, &cell_info("b", &[("smt", "off")]))
+            .unwrap();
+        s.add_samples(run2, &[sample(a2, 0, 1.0), sample(a3, 0, 1.0)])
+            .unwrap();
+        let mut p = s.progress(c1).unwrap();
+        p.sort_by(|x, y| (&x.key, &x.readings).cmp(&(&y.key, &y.readings)));
+        let p: Vec<(&str, &str, u32)> = p
+            .iter()
+            .map(|x| (x.key.as_str(), x.readings.as_str(), x.samples))
+            .collect();
+        assert_eq!(
+            p,
+            [
+                ("a", r#"{"smt":"on"}"#, 3),
+                ("b", r#"{"smt":"off"}"#, 1),
+                ("b", "{}", 1)
+            ]
+        );
     }
 }

@@ -1,15 +1,22 @@
 //! SQLite backend (rusqlite, bundled SQLite). WAL journal so readers never
-//! block the runner; every sample insert is its own committed transaction.
-//! The schema is versioned with `PRAGMA user_version`; each entry of
-//! [`MIGRATIONS`] moves it one version up.
+//! block the runner; every write is its own committed transaction. The
+//! schema is versioned with `PRAGMA user_version`; each entry of
+//! [`MIGRATIONS`] moves it one version up, inside one transaction that
+//! also re-reads the version, so two processes opening a new store at
+//! once migrate it once.
 
 use anyhow::{Context, bail};
+use indexmap::IndexMap;
 use rusqlite::{Connection, OptionalExtension, params};
 use std::path::Path;
+use std::sync::Arc;
 
 use super::{
-    CampaignData, CampaignRow, CellRec, FailureRec, NewRun, RunData, RunRow, SampleRec, Store,
+    CampaignQuery, CampaignRow, CellProgress, CellRec, FailureRec, NewRun, RunDetails, RunRow,
+    SampleRec, Scope, StoreRead, StoreWrite, StoredCell,
 };
+use crate::record::{CampaignKey, CellInfo, CellStatus, Kind, RunConfig, RunStatus};
+use crate::system::Fingerprint;
 
 /// Schema migrations, applied in order; index + 1 = user_version after it.
 const MIGRATIONS: &[&str] = &[
@@ -77,6 +84,47 @@ CREATE TABLE failures (
 );
 CREATE INDEX failures_run ON failures(run_id);
 "#,
+    // 3: stable identities, so a replayed event stream adds nothing and
+    // two writers never create one campaign twice. A campaign's generation
+    // (the N of the old `HASH/N`) becomes a column of its identity, which
+    // needs the table rebuilt (SQLite cannot drop a UNIQUE constraint).
+    r#"
+CREATE TABLE campaigns_v3 (
+    id INTEGER PRIMARY KEY,
+    name TEXT NOT NULL,
+    plan_hash TEXT NOT NULL,
+    generation INTEGER NOT NULL,
+    plan_text TEXT NOT NULL,
+    created REAL NOT NULL,
+    UNIQUE (name, plan_hash, generation)
+);
+INSERT INTO campaigns_v3 (id, name, plan_hash, generation, plan_text, created)
+    SELECT id, name,
+        CASE WHEN instr(plan_hash, '/') > 0
+            THEN substr(plan_hash, 1, instr(plan_hash, '/') - 1) ELSE plan_hash END,
+        CASE WHEN instr(plan_hash, '/') > 0
+            THEN CAST(substr(plan_hash, instr(plan_hash, '/') + 1) AS INTEGER) ELSE 1 END,
+        plan_text, created
+    FROM campaigns;
+DROP TABLE campaigns;
+ALTER TABLE campaigns_v3 RENAME TO campaigns;
+ALTER TABLE runs ADD COLUMN uuid TEXT;
+UPDATE runs SET uuid = 'legacy-' || id;
+CREATE UNIQUE INDEX runs_uuid ON runs(uuid);
+ALTER TABLE cells ADD COLUMN status TEXT;
+UPDATE cells SET key = key || '#' || id
+    WHERE id NOT IN (SELECT MIN(id) FROM cells GROUP BY run_id, key);
+CREATE UNIQUE INDEX cells_identity ON cells(run_id, key);
+ALTER TABLE samples ADD COLUMN seq INTEGER NOT NULL DEFAULT 0;
+UPDATE samples SET seq = r.n
+    FROM (SELECT id, ROW_NUMBER() OVER (PARTITION BY cell_id, metric, round ORDER BY id) - 1 AS n
+          FROM samples) AS r
+    WHERE samples.id = r.id AND r.n > 0;
+CREATE UNIQUE INDEX samples_identity ON samples(cell_id, metric, round, seq);
+ALTER TABLE failures ADD COLUMN seq INTEGER;
+UPDATE failures SET seq = id;
+CREATE UNIQUE INDEX failures_identity ON failures(cell_id, seq);
+"#,
 ];
 
 pub struct SqliteStore {
@@ -97,48 +145,85 @@ impl SqliteStore {
         // NORMAL in WAL mode: a committed transaction survives the process
         // being killed; only power loss can drop the last commits.
         conn.pragma_update(None, "synchronous", "NORMAL")?;
-        conn.pragma_update(None, "foreign_keys", "ON")?;
+        // The bundled SQLite enforces foreign keys by default; a migration
+        // that rebuilds a referenced table needs them off until it commits.
+        conn.pragma_update(None, "foreign_keys", "OFF")?;
         let mut s = SqliteStore { conn };
         s.migrate()?;
+        s.conn.pragma_update(None, "foreign_keys", "ON")?;
         Ok(s)
     }
 
+    /// Bring the schema to the newest version. Foreign keys are off while
+    /// migrating (a table rebuild drops the referenced table) and checked
+    /// before each commit.
     fn migrate(&mut self) -> anyhow::Result<()> {
-        let version: i64 = self
-            .conn
-            .pragma_query_value(None, "user_version", |r| r.get(0))?;
-        if version as usize > MIGRATIONS.len() {
-            bail!(
-                "the store has schema version {version}, newer than this kbench knows ({}); upgrade kbench",
-                MIGRATIONS.len()
-            );
-        }
-        for (i, sql) in MIGRATIONS.iter().enumerate().skip(version as usize) {
-            let tx = self.conn.transaction()?;
+        loop {
+            let tx = self
+                .conn
+                .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+            let version: i64 = tx.pragma_query_value(None, "user_version", |r| r.get(0))?;
+            if version as usize > MIGRATIONS.len() {
+                bail!(
+                    "the store has schema version {version}, newer than this kbench knows ({}); upgrade kbench",
+                    MIGRATIONS.len()
+                );
+            }
+            let Some(sql) = MIGRATIONS.get(version as usize) else {
+                return Ok(());
+            };
             tx.execute_batch(sql)
-                .with_context(|| format!("schema migration {}", i + 1))?;
-            tx.pragma_update(None, "user_version", (i + 1) as i64)?;
+                .with_context(|| format!("schema migration {}", version + 1))?;
+            let broken: Option<String> = tx
+                .query_row("PRAGMA foreign_key_check", [], |r| r.get(0))
+                .optional()?;
+            if let Some(table) = broken {
+                bail!(
+                    "schema migration {}: broken reference in table {table}",
+                    version + 1
+                );
+            }
+            tx.pragma_update(None, "user_version", version + 1)?;
             tx.commit()?;
         }
-        Ok(())
     }
 
     fn run_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RunRow> {
+        let status: String = r.get(6)?;
         Ok(RunRow {
             id: r.get(0)?,
-            campaign: r.get(1)?,
-            host: r.get(2)?,
-            started: r.get(3)?,
-            ended: r.get(4)?,
-            status: r.get(5)?,
-            cells: r.get(6)?,
-            samples: r.get(7)?,
-            overhead_ns: r.get(8)?,
+            uuid: r.get(1)?,
+            campaign: r.get(2)?,
+            host: r.get(3)?,
+            started: r.get(4)?,
+            ended: r.get(5)?,
+            status: RunStatus::parse(&status).map_err(|e| corrupt(6, e))?,
+            cells: r.get(7)?,
+            samples: r.get(8)?,
+            overhead_ns: r.get(9)?,
         })
     }
 }
 
-const RUN_SELECT: &str = "SELECT r.id, c.name, r.host, r.started, r.ended, r.status,
+/// Stored data that does not parse: an error naming the column, never a
+/// silent default.
+fn corrupt(col: usize, e: impl Into<anyhow::Error>) -> rusqlite::Error {
+    rusqlite::Error::FromSqlConversionFailure(
+        col,
+        rusqlite::types::Type::Text,
+        e.into().context("corrupt stored data").into(),
+    )
+}
+
+fn json_col<T: serde::de::DeserializeOwned>(
+    r: &rusqlite::Row<'_>,
+    col: usize,
+) -> rusqlite::Result<T> {
+    let s: String = r.get(col)?;
+    serde_json::from_str(&s).map_err(|e| corrupt(col, e))
+}
+
+const RUN_SELECT: &str = "SELECT r.id, r.uuid, c.name, r.host, r.started, r.ended, r.status,
     (SELECT COUNT(*) FROM cells WHERE run_id = r.id),
     (SELECT COUNT(*) FROM samples WHERE run_id = r.id),
     r.overhead_ns
@@ -148,110 +233,54 @@ fn json_text(v: &impl serde::Serialize) -> String {
     serde_json::to_string(v).expect("serialisable")
 }
 
-impl Store for SqliteStore {
-    fn campaign(&mut self, name: &str, plan_hash: &str, plan_text: &str) -> anyhow::Result<i64> {
-        let found: Option<i64> = self
+/// The SQL condition selecting a scope's rows of a table aliased `alias`
+/// (which has a `run_id` column), with its one parameter.
+fn scope_sql(scope: Scope, alias: &str) -> (String, i64) {
+    match scope {
+        Scope::Run(id) => (format!("{alias}.run_id = ?1"), id),
+        Scope::Campaign(id) => (
+            format!("{alias}.run_id IN (SELECT id FROM runs WHERE campaign_id = ?1)"),
+            id,
+        ),
+    }
+}
+
+impl StoreRead for SqliteStore {
+    fn runs(&self, campaign: Option<i64>) -> anyhow::Result<Vec<RunRow>> {
+        let mut st = self.conn.prepare(&format!(
+            "{RUN_SELECT} WHERE ?1 IS NULL OR r.campaign_id = ?1 ORDER BY r.id"
+        ))?;
+        let rows = st.query_map([campaign], Self::run_row)?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    fn run(&self, id: i64) -> anyhow::Result<Option<RunRow>> {
+        Ok(self
             .conn
             .query_row(
-                "SELECT id FROM campaigns WHERE name = ?1 AND plan_hash = ?2",
-                params![name, plan_hash],
-                |r| r.get(0),
+                &format!("{RUN_SELECT} WHERE r.id = ?1"),
+                [id],
+                Self::run_row,
             )
-            .optional()?;
-        if let Some(id) = found {
-            return Ok(id);
-        }
-        self.conn.execute(
-            "INSERT INTO campaigns (name, plan_hash, plan_text, created) VALUES (?1, ?2, ?3, ?4)",
-            params![name, plan_hash, plan_text, crate::runner::unix_now()],
-        )?;
-        Ok(self.conn.last_insert_rowid())
+            .optional()?)
     }
 
-    fn begin_run(&mut self, run: &NewRun) -> anyhow::Result<i64> {
-        self.conn.execute(
-            "INSERT INTO runs (campaign_id, host, started, status, fingerprint, config, overhead_ns)
-             VALUES (?1, ?2, ?3, 'running', ?4, ?5, ?6)",
-            params![
-                run.campaign,
-                run.host,
-                run.started,
-                run.fingerprint,
-                run.config,
-                run.overhead_ns
-            ],
-        )?;
-        Ok(self.conn.last_insert_rowid())
-    }
-
-    fn add_cell(&mut self, c: &CellRec) -> anyhow::Result<i64> {
-        self.conn.execute(
-            "INSERT INTO cells (run_id, key, bench, source, kind, params, factors, label_params, metrics, placement, notes, readings)
-             VALUES (?1, ?2, ?3, ?11, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?12)",
-            params![
-                c.run_id,
-                c.key,
-                c.bench,
-                c.kind,
-                json_text(&c.params),
-                json_text(&c.factors),
-                json_text(&c.label_params),
-                json_text(&c.metrics),
-                c.placement,
-                json_text(&c.notes),
-                c.source,
-                if c.readings.is_null() {
-                    "{}".to_string()
-                } else {
-                    json_text(&c.readings)
-                }
-            ],
-        )?;
-        Ok(self.conn.last_insert_rowid())
-    }
-
-    fn update_cell(
-        &mut self,
-        cell_id: i64,
-        placement: Option<&str>,
-        notes: &serde_json::Value,
-    ) -> anyhow::Result<()> {
-        self.conn.execute(
-            "UPDATE cells SET placement = ?2, notes = ?3 WHERE id = ?1",
-            params![cell_id, placement, json_text(notes)],
-        )?;
-        Ok(())
-    }
-
-    fn add_samples(&mut self, run_id: i64, samples: &[SampleRec]) -> anyhow::Result<()> {
-        let tx = self.conn.transaction()?;
-        {
-            let mut st = tx.prepare_cached(
-                "INSERT INTO samples (run_id, cell_id, metric, unit, value, round, t)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-            )?;
-            for s in samples {
-                st.execute(params![
-                    run_id, s.cell_id, s.metric, s.unit, s.value, s.round, s.t
-                ])?;
-            }
-        }
-        tx.commit()?;
-        Ok(())
-    }
-
-    fn finish_run(&mut self, run_id: i64, ended: f64, status: &str) -> anyhow::Result<()> {
-        self.conn.execute(
-            "UPDATE runs SET ended = ?2, status = ?3 WHERE id = ?1",
-            params![run_id, ended, status],
-        )?;
-        Ok(())
-    }
-
-    fn list_runs(&self) -> anyhow::Result<Vec<RunRow>> {
-        let mut st = self.conn.prepare(&format!("{RUN_SELECT} ORDER BY r.id"))?;
-        let rows = st.query_map([], Self::run_row)?;
-        Ok(rows.collect::<Result<_, _>>()?)
+    fn run_details(&self, id: i64) -> anyhow::Result<RunDetails> {
+        let (fp, config): (String, String) = self
+            .conn
+            .query_row(
+                "SELECT fingerprint, config FROM runs WHERE id = ?1",
+                [id],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .optional()?
+            .ok_or_else(|| crate::error::bad_input!("no run {id} in the store"))?;
+        Ok(RunDetails {
+            fingerprint: serde_json::from_str::<Fingerprint>(&fp)
+                .with_context(|| format!("run {id}: corrupt stored fingerprint"))?,
+            config: RunConfig::from_json(&config)
+                .with_context(|| format!("run {id}: corrupt stored settings"))?,
+        })
     }
 
     fn last_run_id(&self) -> anyhow::Result<Option<i64>> {
@@ -260,145 +289,80 @@ impl Store for SqliteStore {
             .query_row("SELECT MAX(id) FROM runs", [], |r| r.get(0))?)
     }
 
-    fn load_run(&self, run_id: i64) -> anyhow::Result<RunData> {
-        let run = self
-            .conn
-            .query_row(
-                &format!("{RUN_SELECT} WHERE r.id = ?1"),
-                [run_id],
-                Self::run_row,
-            )
-            .optional()?
-            .ok_or_else(|| crate::error::bad_input!("no run {run_id} in the store"))?;
-        let (fp, config): (String, String) = self.conn.query_row(
-            "SELECT fingerprint, config FROM runs WHERE id = ?1",
-            [run_id],
-            |r| Ok((r.get(0)?, r.get(1)?)),
-        )?;
-        let cells = self.cells_where("c.run_id = ?1", run_id)?;
-        let failures = self.failures_where("f.run_id = ?1", run_id)?;
-        Ok(RunData {
-            run,
-            fingerprint: serde_json::from_str(&fp).unwrap_or(serde_json::Value::Null),
-            config: serde_json::from_str(&config).unwrap_or(serde_json::Value::Null),
-            cells,
-            failures,
-        })
-    }
-
-    fn campaigns(&self, name: Option<&str>) -> anyhow::Result<Vec<CampaignRow>> {
+    fn campaigns(&self, q: CampaignQuery<'_>) -> anyhow::Result<Vec<CampaignRow>> {
+        let (name, id) = match q {
+            CampaignQuery::Named(n) => (Some(n), None),
+            CampaignQuery::Id(i) => (None, Some(i)),
+        };
         let mut st = self.conn.prepare(
-            "SELECT id, name, plan_hash, plan_text, created FROM campaigns
-             WHERE ?1 IS NULL OR name = ?1 ORDER BY id",
+            "SELECT id, name, plan_hash, generation, plan_text, created FROM campaigns
+             WHERE (?1 IS NULL OR name = ?1) AND (?2 IS NULL OR id = ?2) ORDER BY id",
         )?;
-        let rows = st.query_map([name], |r| {
+        let rows = st.query_map(params![name, id], |r| {
             Ok(CampaignRow {
                 id: r.get(0)?,
                 name: r.get(1)?,
                 plan_hash: r.get(2)?,
-                plan_text: r.get(3)?,
-                created: r.get(4)?,
+                generation: r.get(3)?,
+                plan_text: r.get(4)?,
+                created: r.get(5)?,
             })
         })?;
         Ok(rows.collect::<Result<_, _>>()?)
     }
 
-    fn load_campaign(&self, id: i64) -> anyhow::Result<CampaignData> {
-        let campaign = self
-            .campaigns(None)?
-            .into_iter()
-            .find(|c| c.id == id)
-            .ok_or_else(|| crate::error::bad_input!("no campaign {id} in the store"))?;
+    fn cells(&self, scope: Scope) -> anyhow::Result<Vec<StoredCell>> {
+        let (cond, arg) = scope_sql(scope, "c");
         let mut st = self.conn.prepare(&format!(
-            "{RUN_SELECT} WHERE r.campaign_id = ?1 ORDER BY r.id"
-        ))?;
-        let runs = st
-            .query_map([id], Self::run_row)?
-            .collect::<Result<_, _>>()?;
-        let cond = "c.run_id IN (SELECT id FROM runs WHERE campaign_id = ?1)";
-        let (fp, config): (String, String) = self
-            .conn
-            .query_row(
-                "SELECT fingerprint, config FROM runs WHERE campaign_id = ?1 ORDER BY id DESC LIMIT 1",
-                [id],
-                |r| Ok((r.get(0)?, r.get(1)?)),
-            )
-            .optional()?
-            .unwrap_or_default();
-        let parse = |s: &str| serde_json::from_str(s).unwrap_or(serde_json::Value::Null);
-        Ok(CampaignData {
-            fingerprint: parse(&fp),
-            config: parse(&config),
-            campaign,
-            runs,
-            cells: self.cells_where(cond, id)?,
-            failures: self.failures_where(
-                "f.run_id IN (SELECT id FROM runs WHERE campaign_id = ?1)",
-                id,
-            )?,
-        })
-    }
-
-    fn add_failure(&mut self, f: &FailureRec) -> anyhow::Result<()> {
-        self.conn.execute(
-            "INSERT INTO failures (run_id, cell_id, round, t, message) VALUES (?1, ?2, ?3, ?4, ?5)",
-            params![f.run_id, f.cell_id, f.round, f.t, f.message],
-        )?;
-        Ok(())
-    }
-}
-
-impl SqliteStore {
-    /// Cells matching `cond` (on alias `c`, one `?1` parameter) with their
-    /// samples, in insertion order.
-    fn cells_where(&self, cond: &str, arg: i64) -> anyhow::Result<Vec<(CellRec, Vec<SampleRec>)>> {
-        let mut st = self.conn.prepare(&format!(
-            "SELECT c.id, c.run_id, c.key, c.bench, c.kind, c.params, c.factors, c.label_params,
-                    c.metrics, c.placement, c.notes, c.source, c.readings
+            "SELECT c.id, c.run_id, c.key, c.bench, c.source, c.kind, c.params, c.factors,
+                    c.label_params, c.metrics, c.readings, c.placement, c.notes, c.status
              FROM cells c WHERE {cond} ORDER BY c.id"
         ))?;
         let cells: Vec<CellRec> = st
             .query_map([arg], |r| {
-                let j = |i: usize| -> rusqlite::Result<serde_json::Value> {
-                    let s: String = r.get(i)?;
-                    Ok(serde_json::from_str(&s).unwrap_or(serde_json::Value::Null))
-                };
-                let labels: String = r.get(7)?;
-                let metrics: String = r.get(8)?;
+                let kind: String = r.get(5)?;
+                let status: Option<String> = r.get(13)?;
                 Ok(CellRec {
                     id: r.get(0)?,
                     run_id: r.get(1)?,
-                    key: r.get(2)?,
-                    bench: r.get(3)?,
-                    kind: r.get(4)?,
-                    params: j(5)?,
-                    factors: j(6)?,
-                    label_params: serde_json::from_str(&labels).unwrap_or_default(),
-                    metrics: serde_json::from_str(&metrics).unwrap_or_default(),
-                    placement: r.get(9)?,
-                    notes: j(10)?,
-                    source: r.get(11)?,
-                    readings: j(12)?,
+                    info: CellInfo {
+                        key: r.get(2)?,
+                        bench: r.get(3)?,
+                        source: r.get(4)?,
+                        kind: Kind::parse(&kind).map_err(|e| corrupt(5, e))?,
+                        params: json_col(r, 6)?,
+                        factors: json_col(r, 7)?,
+                        label_params: json_col(r, 8)?,
+                        metrics: json_col(r, 9)?,
+                        readings: json_col(r, 10)?,
+                    },
+                    placement: r.get(11)?,
+                    notes: json_col(r, 12)?,
+                    status: status
+                        .map(|s| CellStatus::parse(&s))
+                        .transpose()
+                        .map_err(|e| corrupt(13, e))?,
                 })
             })?
-            .collect::<Result<_, _>>()?;
+            .collect::<Result<_, _>>()
+            .context("reading cells")?;
         // Driven by the cells (index cells_run) with each cell's samples
         // from index samples_cell, the rows come out in (cell, id) order
         // without a sort: 10^6 samples load in a fraction of a second.
         let mut st = self.conn.prepare(&format!(
-            "SELECT s.cell_id, s.metric, s.unit, s.value, s.round, s.t
+            "SELECT s.cell_id, s.metric, s.unit, s.value, s.round, s.seq, s.t
              FROM cells c JOIN samples s ON s.cell_id = c.id WHERE {cond} ORDER BY c.id, s.id"
         ))?;
         let mut by_cell: std::collections::HashMap<i64, Vec<SampleRec>> =
             std::collections::HashMap::with_capacity(cells.len());
         let mut rows = st.query([arg])?;
         // Metric and unit names repeat on every row: share one allocation.
-        let mut names: Vec<std::sync::Arc<str>> = Vec::new();
-        let mut intern = |s: &str| -> std::sync::Arc<str> {
+        let mut names: Vec<Arc<str>> = Vec::new();
+        let mut intern = |s: &str| -> Arc<str> {
             match names.iter().find(|n| &***n == s) {
                 Some(n) => n.clone(),
                 None => {
-                    let n: std::sync::Arc<str> = s.into();
+                    let n: Arc<str> = s.into();
                     names.push(n.clone());
                     n
                 }
@@ -413,7 +377,8 @@ impl SqliteStore {
                 unit,
                 value: r.get(3)?,
                 round: r.get(4)?,
-                t: r.get(5)?,
+                seq: r.get(5)?,
+                t: r.get(6)?,
             });
         }
         Ok(cells
@@ -425,21 +390,184 @@ impl SqliteStore {
             .collect())
     }
 
-    fn failures_where(&self, cond: &str, arg: i64) -> anyhow::Result<Vec<FailureRec>> {
+    fn failures(&self, scope: Scope) -> anyhow::Result<Vec<FailureRec>> {
+        let (cond, arg) = scope_sql(scope, "f");
         let mut st = self.conn.prepare(&format!(
-            "SELECT f.run_id, f.cell_id, f.round, f.t, f.message FROM failures f
+            "SELECT f.run_id, f.cell_id, f.seq, f.round, f.t, f.message FROM failures f
              WHERE {cond} ORDER BY f.id"
         ))?;
         let rows = st.query_map([arg], |r| {
             Ok(FailureRec {
                 run_id: r.get(0)?,
                 cell_id: r.get(1)?,
-                round: r.get(2)?,
-                t: r.get(3)?,
-                message: r.get(4)?,
+                seq: r.get(2)?,
+                round: r.get(3)?,
+                t: r.get(4)?,
+                message: r.get(5)?,
             })
         })?;
         Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    fn progress(&self, campaign: i64) -> anyhow::Result<Vec<CellProgress>> {
+        // Rounds restart at 0 in every run: count each cell's distinct
+        // rounds, then add the cells of one key and state up.
+        let mut st = self.conn.prepare(
+            "SELECT c.key, c.readings,
+                    SUM((SELECT COUNT(DISTINCT s.round) FROM samples s WHERE s.cell_id = c.id))
+             FROM cells c JOIN runs r ON r.id = c.run_id
+             WHERE r.campaign_id = ?1 GROUP BY c.key, c.readings ORDER BY MIN(c.id)",
+        )?;
+        let rows = st.query_map([campaign], |r| {
+            Ok(CellProgress {
+                key: r.get(0)?,
+                readings: r.get(1)?,
+                samples: r.get(2)?,
+            })
+        })?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+}
+
+impl StoreWrite for SqliteStore {
+    fn campaign(&mut self, key: &CampaignKey) -> anyhow::Result<i64> {
+        // One statement creates it or does nothing: two writers racing on
+        // the same identity both end up with the one row.
+        self.conn.execute(
+            "INSERT INTO campaigns (name, plan_hash, generation, plan_text, created)
+             VALUES (?1, ?2, ?3, ?4, ?5)
+             ON CONFLICT (name, plan_hash, generation) DO NOTHING",
+            params![
+                key.name,
+                key.plan_hash,
+                key.generation,
+                key.plan_text,
+                crate::ids::unix_now()
+            ],
+        )?;
+        Ok(self.conn.query_row(
+            "SELECT id FROM campaigns WHERE name = ?1 AND plan_hash = ?2 AND generation = ?3",
+            params![key.name, key.plan_hash, key.generation],
+            |r| r.get(0),
+        )?)
+    }
+
+    fn begin_run(&mut self, run: &NewRun) -> anyhow::Result<i64> {
+        self.conn.execute(
+            "INSERT INTO runs (uuid, campaign_id, host, started, status, fingerprint, config, overhead_ns)
+             VALUES (?1, ?2, ?3, ?4, 'running', ?5, ?6, ?7)
+             ON CONFLICT (uuid) DO NOTHING",
+            params![
+                run.uuid,
+                run.campaign,
+                run.host,
+                run.started,
+                json_text(&run.fingerprint),
+                json_text(&run.config),
+                run.overhead_ns
+            ],
+        )?;
+        self.run_id(&run.uuid)?
+            .context("run row vanished after insert")
+    }
+
+    fn run_id(&mut self, uuid: &str) -> anyhow::Result<Option<i64>> {
+        Ok(self
+            .conn
+            .query_row("SELECT id FROM runs WHERE uuid = ?1", [uuid], |r| r.get(0))
+            .optional()?)
+    }
+
+    fn add_cell(&mut self, run_id: i64, c: &CellInfo) -> anyhow::Result<i64> {
+        self.conn.execute(
+            "INSERT INTO cells (run_id, key, bench, source, kind, params, factors, label_params,
+                                metrics, readings, placement, notes)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, NULL, '{}')
+             ON CONFLICT (run_id, key) DO NOTHING",
+            params![
+                run_id,
+                c.key,
+                c.bench,
+                c.source,
+                c.kind.as_str(),
+                json_text(&c.params),
+                json_text(&c.factors),
+                json_text(&c.label_params),
+                json_text(&c.metrics),
+                c.readings_text(),
+            ],
+        )?;
+        self.cell_id(run_id, &c.key)?
+            .context("cell row vanished after insert")
+    }
+
+    fn cell_id(&mut self, run_id: i64, key: &str) -> anyhow::Result<Option<i64>> {
+        Ok(self
+            .conn
+            .query_row(
+                "SELECT id FROM cells WHERE run_id = ?1 AND key = ?2",
+                params![run_id, key],
+                |r| r.get(0),
+            )
+            .optional()?)
+    }
+
+    fn update_cell(
+        &mut self,
+        cell_id: i64,
+        placement: Option<&str>,
+        notes: &IndexMap<String, String>,
+    ) -> anyhow::Result<()> {
+        self.conn.execute(
+            "UPDATE cells SET placement = ?2, notes = ?3 WHERE id = ?1",
+            params![cell_id, placement, json_text(notes)],
+        )?;
+        Ok(())
+    }
+
+    fn finish_cell(&mut self, cell_id: i64, status: CellStatus) -> anyhow::Result<()> {
+        self.conn.execute(
+            "UPDATE cells SET status = ?2 WHERE id = ?1",
+            params![cell_id, status.as_str()],
+        )?;
+        Ok(())
+    }
+
+    fn add_samples(&mut self, run_id: i64, samples: &[SampleRec]) -> anyhow::Result<usize> {
+        let tx = self.conn.transaction()?;
+        let mut added = 0;
+        {
+            let mut st = tx.prepare_cached(
+                "INSERT INTO samples (run_id, cell_id, metric, unit, value, round, seq, t)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
+                 ON CONFLICT (cell_id, metric, round, seq) DO NOTHING",
+            )?;
+            for s in samples {
+                added += st.execute(params![
+                    run_id, s.cell_id, s.metric, s.unit, s.value, s.round, s.seq, s.t
+                ])?;
+            }
+        }
+        tx.commit()?;
+        Ok(added)
+    }
+
+    fn add_failure(&mut self, f: &FailureRec) -> anyhow::Result<()> {
+        self.conn.execute(
+            "INSERT INTO failures (run_id, cell_id, seq, round, t, message)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+             ON CONFLICT (cell_id, seq) DO NOTHING",
+            params![f.run_id, f.cell_id, f.seq, f.round, f.t, f.message],
+        )?;
+        Ok(())
+    }
+
+    fn finish_run(&mut self, run_id: i64, ended: f64, status: RunStatus) -> anyhow::Result<()> {
+        self.conn.execute(
+            "UPDATE runs SET ended = ?2, status = ?3 WHERE id = ?1",
+            params![run_id, ended, status.as_str()],
+        )?;
+        Ok(())
     }
 }
 
@@ -448,57 +576,114 @@ mod tests {
     use super::*;
 
     #[test]
-    fn migrates_and_round_trips() {
+    fn passes_the_store_suite() {
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("sub/k.db");
-        let mut s = SqliteStore::open(&path).unwrap();
-        let run = s
-            .begin_run(&NewRun {
-                campaign: None,
-                host: "h".into(),
-                started: 1.0,
-                fingerprint: "{}".into(),
-                config: "{}".into(),
-                overhead_ns: 0.3,
-            })
-            .unwrap();
-        let cell = s
-            .add_cell(&CellRec {
-                id: 0,
-                run_id: run,
-                key: "getppid".into(),
-                bench: "getppid".into(),
-                source: "getppid".into(),
-                kind: "micro".into(),
-                params: serde_json::json!({}),
-                factors: serde_json::json!({}),
-                label_params: vec![],
-                metrics: vec![],
-                placement: None,
-                notes: serde_json::json!({}),
-                readings: serde_json::json!({"cmdline.nopti": "absent"}),
-            })
-            .unwrap();
-        let smp = SampleRec {
-            cell_id: cell,
-            metric: "ns/op".into(),
-            unit: "ns".into(),
-            value: 100.0,
-            round: 0,
-            t: 2.0,
-        };
-        s.add_samples(run, &[smp.clone(), smp]).unwrap();
+        let mut s = SqliteStore::open(&dir.path().join("sub/k.db")).unwrap();
+        super::super::suite::round_trip(&mut s);
         drop(s);
         // Reopening does not re-run migrations.
-        let s = SqliteStore::open(&path).unwrap();
-        let d = s.load_run(run).unwrap();
-        assert_eq!(d.run.samples, 2);
-        assert_eq!(d.cells[0].1.len(), 2);
-        assert_eq!(d.cells[0].0.readings["cmdline.nopti"], "absent");
+        let s = SqliteStore::open(&dir.path().join("sub/k.db")).unwrap();
         let v: i64 = s
             .conn
             .pragma_query_value(None, "user_version", |r| r.get(0))
             .unwrap();
         assert_eq!(v, MIGRATIONS.len() as i64);
+        assert_eq!(s.runs(None).unwrap().len(), 2);
+    }
+
+    /// A store written by kbench before the event stream (schema 2, a
+    /// campaign and an ad-hoc run) migrates and keeps every record.
+    #[test]
+    fn a_schema_2_store_migrates() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("v2.db");
+        std::fs::copy(
+            concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/store/v2.db"),
+            &path,
+        )
+        .unwrap();
+        let mut s = SqliteStore::open(&path).unwrap();
+        let runs = s.runs(None).unwrap();
+        assert_eq!(runs.len(), 2);
+        assert_eq!(runs[0].uuid, "legacy-1");
+        assert_eq!(runs[0].campaign.as_deref(), Some("fixture"));
+        assert!(runs.iter().all(|r| r.status == RunStatus::Done));
+        let d = s.run_details(2).unwrap();
+        assert!(d.fingerprint.cpu_model.is_some(), "old fingerprint kept");
+        assert_eq!((d.config.samples, d.config.warmup), (3, 0));
+        let cells = s.cells(Scope::Run(2)).unwrap();
+        assert_eq!(cells.len(), 2);
+        assert!(cells.iter().all(|(_, smp)| smp.len() == 3));
+        let c = s.campaigns(CampaignQuery::Named("fixture")).unwrap();
+        assert_eq!((c.len(), c[0].generation), (1, 1));
+        assert_eq!(c[0].plan_hash.len(), 16);
+        let p = s.progress(c[0].id).unwrap();
+        assert_eq!(p.len(), 2);
+        assert!(p.iter().all(|x| x.samples == 3), "{p:?}");
+        // The migrated store takes new, idempotent writes.
+        let again = CampaignKey {
+            name: "fixture".into(),
+            plan_hash: c[0].plan_hash.clone(),
+            generation: 1,
+            plan_text: String::new(),
+        };
+        assert_eq!(s.campaign(&again).unwrap(), c[0].id);
+    }
+
+    #[test]
+    fn corrupt_stored_json_is_an_error_not_null() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = SqliteStore::open(&dir.path().join("k.db")).unwrap();
+        let run = s
+            .begin_run(&super::super::suite::new_run("u", None))
+            .unwrap();
+        s.add_cell(run, &super::super::suite::cell_info("a", &[]))
+            .unwrap();
+        s.conn
+            .execute("UPDATE cells SET params = '{broken'", [])
+            .unwrap();
+        let e = s.cells(Scope::Run(run)).unwrap_err();
+        assert!(format!("{e:#}").contains("corrupt stored data"), "{e:#}");
+        s.conn
+            .execute("UPDATE runs SET fingerprint = '[1'", [])
+            .unwrap();
+        let e = s.run_details(run).unwrap_err();
+        assert!(
+            format!("{e:#}").contains("corrupt stored fingerprint"),
+            "{e:#}"
+        );
+    }
+
+    /// Two writers create the same campaign at the same moment: one
+    /// campaign results, and neither fails.
+    #[test]
+    fn two_writers_create_one_campaign() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("k.db");
+        SqliteStore::open(&path).unwrap();
+        let key = CampaignKey {
+            name: "race".into(),
+            plan_hash: "h".into(),
+            generation: 1,
+            plan_text: String::new(),
+        };
+        for _ in 0..20 {
+            let barrier = std::sync::Barrier::new(2);
+            let ids: Vec<i64> = std::thread::scope(|sc| {
+                let hs: Vec<_> = (0..2)
+                    .map(|_| {
+                        sc.spawn(|| {
+                            let mut s = SqliteStore::open(&path).unwrap();
+                            barrier.wait();
+                            s.campaign(&key).unwrap()
+                        })
+                    })
+                    .collect();
+                hs.into_iter().map(|h| h.join().unwrap()).collect()
+            });
+            assert_eq!(ids[0], ids[1]);
+        }
+        let s = SqliteStore::open(&path).unwrap();
+        assert_eq!(s.campaigns(CampaignQuery::Named("race")).unwrap().len(), 1);
     }
 }

@@ -20,7 +20,8 @@ use crate::units::CpuSet;
 
 /// Everything recorded about the machine a run happened on. Fields that
 /// could not be read are `None`/empty; the reason is never fatal.
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Fingerprint {
     /// Host name.
     pub hostname: String,

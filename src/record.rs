@@ -1,0 +1,258 @@
+//! Typed records: what a run is, what a cell is and how they ended, as the
+//! runner emits them in events and the stores keep them. Below the runner,
+//! the event stream and the stores, so that all three speak one language.
+//!
+//! Everything here is serialised into the event stream (`kbench run
+//! --events jsonl`) and into the stores; field names are part of that
+//! documented format, so they change only with [`RunConfig::VERSION`] or
+//! [`crate::event::SCHEMA`].
+
+use indexmap::IndexMap;
+use serde::{Deserialize, Serialize};
+
+pub use crate::bench::{Direction, Kind, Metric};
+
+/// How a run stands or ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RunStatus {
+    /// Still measuring (or killed without a chance to say so).
+    Running,
+    Done,
+    /// Stopped by SIGINT/SIGTERM after the current sample.
+    Interrupted,
+    /// At least one cell failed; the others completed.
+    Failed,
+}
+
+impl RunStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunStatus::Running => "running",
+            RunStatus::Done => "done",
+            RunStatus::Interrupted => "interrupted",
+            RunStatus::Failed => "failed",
+        }
+    }
+
+    /// Parse a stored status; an unknown word is corrupt data.
+    pub fn parse(s: &str) -> anyhow::Result<RunStatus> {
+        Ok(match s {
+            "running" => RunStatus::Running,
+            "done" => RunStatus::Done,
+            "interrupted" => RunStatus::Interrupted,
+            "failed" => RunStatus::Failed,
+            other => anyhow::bail!("unknown run status `{other}`"),
+        })
+    }
+}
+
+impl std::fmt::Display for RunStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// How one cell of a run ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CellStatus {
+    /// Took every sample it was due (or stopped early, precise enough).
+    Done,
+    /// Could not be prepared, or a sample failure stopped it.
+    Failed,
+    /// The run was interrupted before the cell was complete.
+    Interrupted,
+}
+
+impl CellStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CellStatus::Done => "done",
+            CellStatus::Failed => "failed",
+            CellStatus::Interrupted => "interrupted",
+        }
+    }
+
+    pub fn parse(s: &str) -> anyhow::Result<CellStatus> {
+        Ok(match s {
+            "done" => CellStatus::Done,
+            "failed" => CellStatus::Failed,
+            "interrupted" => CellStatus::Interrupted,
+            other => anyhow::bail!("unknown cell status `{other}`"),
+        })
+    }
+}
+
+/// Everything that identifies and describes one cell of a run. `key` is
+/// its identity within a campaign (benchmark, parameters, factor labels);
+/// within a run it is unique.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CellInfo {
+    pub key: String,
+    /// Display name of the benchmark (the plan's `name`, else `use`).
+    pub bench: String,
+    /// The benchmark it runs: a registry name (`pipe-bw`) or the plan's
+    /// command/testcase name.
+    pub source: String,
+    pub kind: Kind,
+    /// Resolved parameters, name -> value.
+    pub params: serde_json::Map<String, serde_json::Value>,
+    /// Factor name -> value label, in plan order.
+    pub factors: IndexMap<String, String>,
+    /// Names of the parameters that vary across the plan's cells of this
+    /// benchmark (sweeps and ad-hoc settings), for row labels.
+    pub label_params: Vec<String>,
+    pub metrics: Vec<Metric>,
+    /// Probe readings (probe -> reading) the cell's samples are taken
+    /// under; empty when the plan has no `system` factor.
+    pub readings: IndexMap<String, String>,
+}
+
+impl CellInfo {
+    /// The readings as the text they are stored and compared as.
+    pub fn readings_text(&self) -> String {
+        readings_text(&self.readings)
+    }
+}
+
+/// Probe readings as stored: JSON text of the map, in the plan's probe
+/// order, so equal states have equal text.
+pub fn readings_text(r: &IndexMap<String, String>) -> String {
+    serde_json::to_string(r).expect("a string map serialises")
+}
+
+/// A campaign's identity (plan name, plan content hash, generation) and
+/// the plan text it was started from. `--force` on an unchanged plan
+/// starts the next generation of the same text.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CampaignKey {
+    pub name: String,
+    pub plan_hash: String,
+    pub generation: u32,
+    pub plan_text: String,
+}
+
+/// When to stop sampling a cell or a pair of cells (adaptive stopping).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StopRule {
+    /// Target relative half-width of the mean's 95% interval (0.01 = 1%).
+    pub precision: f64,
+    /// Most samples per cell.
+    pub max_samples: u32,
+    /// Most seconds for the whole run.
+    pub max_time: Option<f64>,
+    /// Stop once two variants are decided (difference or equivalence).
+    pub until_verdict: bool,
+}
+
+/// The settings a run was made with, as recorded with it.
+///
+/// Versioned: version 2 is this struct (with `"version": 2`); version 1
+/// (kbench before the event stream) stored `{"plan": ..., "options":
+/// {...}}` and is read through [`RunConfig::from_json`] too.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RunConfig {
+    pub version: u32,
+    /// The plan's name (`adhoc` for benchmarks named on the command line).
+    pub plan: String,
+    /// Samples per cell (a cell's own `samples` may differ).
+    pub samples: u32,
+    /// Target seconds per sample.
+    pub sample_time: f64,
+    /// Warm-up rounds discarded.
+    pub warmup: u32,
+    /// Seed of the shuffled order.
+    pub seed: u64,
+    /// Adaptive stopping, when asked for.
+    pub stop: Option<StopRule>,
+    /// Whether `--force` started a new campaign.
+    pub force: bool,
+    /// The command line.
+    pub argv: Vec<String>,
+}
+
+/// Version 1's `options` object (fields that were recorded).
+#[derive(Deserialize)]
+struct ConfigV1 {
+    plan: Option<String>,
+    options: OptionsV1,
+}
+
+#[derive(Deserialize)]
+struct OptionsV1 {
+    samples: u32,
+    sample_time: f64,
+    warmup: u32,
+    seed: u64,
+    #[serde(default)]
+    stop: Option<StopRule>,
+    #[serde(default)]
+    force: bool,
+    #[serde(default)]
+    argv: Vec<String>,
+}
+
+impl RunConfig {
+    pub const VERSION: u32 = 2;
+
+    /// Read a stored configuration of any known version.
+    pub fn from_json(text: &str) -> anyhow::Result<RunConfig> {
+        let v: serde_json::Value = serde_json::from_str(text)?;
+        match v.get("version").and_then(|x| x.as_u64()) {
+            Some(2) => Ok(serde_json::from_value(v)?),
+            Some(n) => anyhow::bail!(
+                "run settings version {n} is newer than this kbench knows ({}); upgrade kbench",
+                Self::VERSION
+            ),
+            None => {
+                let old: ConfigV1 = serde_json::from_value(v)?;
+                Ok(RunConfig {
+                    version: Self::VERSION,
+                    plan: old.plan.unwrap_or_else(|| "adhoc".into()),
+                    samples: old.options.samples,
+                    sample_time: old.options.sample_time,
+                    warmup: old.options.warmup,
+                    seed: old.options.seed,
+                    stop: old.options.stop,
+                    force: old.options.force,
+                    argv: old.options.argv,
+                })
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn version_1_settings_are_read() {
+        let v1 = r#"{"plan":"smoke","options":{"samples":5,"sample_time":0.05,"warmup":1,
+            "seed":7,"quiet":false,"stop":null,"force":false,"argv":["kbench","run"]}}"#;
+        let c = RunConfig::from_json(v1).unwrap();
+        assert_eq!(
+            (c.plan.as_str(), c.samples, c.warmup, c.seed, c.version),
+            ("smoke", 5, 1, 7, 2)
+        );
+        let again = RunConfig::from_json(&serde_json::to_string(&c).unwrap()).unwrap();
+        assert_eq!(again, c);
+        assert!(RunConfig::from_json(r#"{"version":9}"#).is_err());
+        assert!(RunConfig::from_json("{not json").is_err());
+    }
+
+    #[test]
+    fn statuses_round_trip_and_reject_unknown_words() {
+        for s in [
+            RunStatus::Running,
+            RunStatus::Done,
+            RunStatus::Interrupted,
+            RunStatus::Failed,
+        ] {
+            assert_eq!(RunStatus::parse(s.as_str()).unwrap(), s);
+        }
+        assert!(RunStatus::parse("finished").is_err());
+        assert!(CellStatus::parse("ok").is_err());
+    }
+}

@@ -1,0 +1,218 @@
+//! Operands: how a user names stored results on the command line, in one
+//! place for `report`, `compare`, and whatever else reads the store.
+//!
+//! An operand is a run id (`12`), a campaign (its name for the latest
+//! campaign of that name, `campaign:ID`, or the plan file it was run
+//! from), optionally narrowed by factor or parameter values
+//! (`pipes:zero_copy=true,cpus=UP`, `campaign:3:pti=off`). Resolving one
+//! reads the store only: a plan file is hashed, never validated, compiled
+//! or run.
+
+use crate::error::bad_input;
+use crate::store::{self, CampaignQuery, Scope, StoreRead, StoredCell};
+
+/// A parsed and resolved operand.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Operand {
+    /// As the user wrote it.
+    pub spec: String,
+    pub scope: Scope,
+    /// `factor=value` narrowing, in order.
+    pub filters: Vec<(String, String)>,
+}
+
+/// Split `NAME[:k=v,...]` into the name and the filters.
+pub fn split(spec: &str) -> anyhow::Result<(String, Vec<(String, String)>)> {
+    let (name, rest) = match spec.split_once(':') {
+        // `campaign:ID` names a campaign by id; filters may follow.
+        Some(("campaign", r)) => match r.split_once(':') {
+            Some((id, f)) => (format!("campaign:{id}"), f),
+            None => (spec.to_string(), ""),
+        },
+        Some((n, r)) => (n.to_string(), r),
+        None => (spec.to_string(), ""),
+    };
+    let mut filters = Vec::new();
+    for kv in rest.split(',').filter(|s| !s.is_empty()) {
+        let (k, v) = kv
+            .split_once('=')
+            .ok_or_else(|| bad_input!("`{spec}`: expected k=v after `:`, found `{kv}`"))?;
+        filters.push((k.trim().to_string(), v.trim().to_string()));
+    }
+    Ok((name, filters))
+}
+
+/// The name of the plan in a plan file, read without validating the plan
+/// (which could compile a testcase): just its `name` key.
+fn plan_name(path: &str, text: &str) -> anyhow::Result<String> {
+    #[derive(serde::Deserialize)]
+    struct Named {
+        name: String,
+    }
+    let t: toml::Table = toml::from_str(text)
+        .map_err(|e| bad_input!("{path}: not a plan file: {}", e.message().trim()))?;
+    let n: Named = t
+        .try_into()
+        .map_err(|_| bad_input!("{path}: a plan file needs a `name`"))?;
+    Ok(n.name)
+}
+
+/// The campaign a name stands for: `campaign:ID`, a plan file (its latest
+/// campaign of the file's exact text), or a name (its latest campaign).
+pub fn campaign(st: &dyn StoreRead, name: &str) -> anyhow::Result<i64> {
+    if let Some(id) = name.strip_prefix("campaign:") {
+        let id: i64 = id
+            .parse()
+            .map_err(|_| bad_input!("`{name}`: expected campaign:ID"))?;
+        if st.campaigns(CampaignQuery::Id(id))?.is_empty() {
+            return Err(bad_input!(
+                "no campaign {id} in the store (see `kbench runs`)"
+            ));
+        }
+        return Ok(id);
+    }
+    if name.ends_with(".toml") {
+        let text = std::fs::read_to_string(name)
+            .map_err(|e| bad_input!("{name}: cannot read plan: {e}"))?;
+        let hash = crate::ids::plan_hash(&text);
+        let plan = plan_name(name, &text)?;
+        return st
+            .campaigns(CampaignQuery::Named(&plan))?
+            .into_iter()
+            .filter(|c| c.plan_hash == hash)
+            .max_by_key(|c| c.generation)
+            .map(|c| c.id)
+            .ok_or_else(|| {
+                bad_input!("{name}: no campaign for this plan yet; `kbench run {name}` starts it")
+            });
+    }
+    st.campaigns(CampaignQuery::Named(name))?
+        .last()
+        .map(|c| c.id)
+        .ok_or_else(|| bad_input!("no run or campaign `{name}` in the store (see `kbench runs`)"))
+}
+
+/// Resolve an operand against the store.
+pub fn resolve(st: &dyn StoreRead, spec: &str) -> anyhow::Result<Operand> {
+    let (name, filters) = split(spec)?;
+    let scope = match name.parse::<i64>() {
+        Ok(id) => {
+            if st.run(id)?.is_none() {
+                return Err(bad_input!("no run {id} in the store (see `kbench runs`)"));
+            }
+            Scope::Run(id)
+        }
+        Err(_) => Scope::Campaign(campaign(st, &name)?),
+    };
+    Ok(Operand {
+        spec: spec.to_string(),
+        scope,
+        filters,
+    })
+}
+
+/// A cell's value for a factor or parameter, as the user writes it.
+fn value_of(c: &crate::record::CellInfo, key: &str) -> Option<String> {
+    c.factors
+        .get(key)
+        .cloned()
+        .or_else(|| c.params.get(key).map(crate::report::json_label))
+}
+
+/// Keep the cells matching every filter of `op`; a filter no cell knows is
+/// an error naming it, and so is a selection left empty.
+pub fn narrow(op: &Operand, cells: Vec<StoredCell>) -> anyhow::Result<Vec<StoredCell>> {
+    for (k, _) in &op.filters {
+        if !cells.iter().any(|(c, _)| value_of(&c.info, k).is_some()) {
+            return Err(bad_input!(
+                "`{}`: no factor or parameter `{k}` in the selected cells",
+                op.spec
+            ));
+        }
+    }
+    let kept: Vec<_> = cells
+        .into_iter()
+        .filter(|(c, _)| {
+            op.filters
+                .iter()
+                .all(|(k, v)| value_of(&c.info, k).is_some_and(|x| &x == v))
+        })
+        .collect();
+    if kept.is_empty() {
+        return Err(bad_input!("`{}` selects no cells", op.spec));
+    }
+    Ok(kept)
+}
+
+/// The report of what an operand selects.
+pub fn report(st: &dyn StoreRead, op: &Operand) -> anyhow::Result<crate::report::Report> {
+    Ok(match op.scope {
+        Scope::Run(id) => {
+            let mut d = store::load_run(st, id)?;
+            if !op.filters.is_empty() {
+                d.cells = narrow(op, d.cells)?;
+            }
+            crate::report::Report::of_run(d)
+        }
+        Scope::Campaign(id) => {
+            let mut d = store::load_campaign(st, id)?;
+            if !op.filters.is_empty() {
+                d.cells = narrow(op, d.cells)?;
+            }
+            crate::report::Report::of_campaign(d)
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn operands_split_into_name_and_filters() {
+        assert_eq!(
+            split("pipes:zero_copy=true, cpus=UP").unwrap(),
+            (
+                "pipes".to_string(),
+                vec![
+                    ("zero_copy".to_string(), "true".to_string()),
+                    ("cpus".to_string(), "UP".to_string())
+                ]
+            )
+        );
+        assert_eq!(
+            split("campaign:3:pti=off").unwrap(),
+            (
+                "campaign:3".to_string(),
+                vec![("pti".to_string(), "off".to_string())]
+            )
+        );
+        assert_eq!(split("campaign:3").unwrap().0, "campaign:3");
+        assert!(split("x:nokv").is_err());
+    }
+
+    #[test]
+    fn a_plan_operand_is_hashed_never_validated() {
+        use crate::store::StoreWrite;
+        let dir = tempfile::tempdir().unwrap();
+        // A testcase that does not exist: validating would fail.
+        let text = "name = \"p\"\n[[bench]]\ntestcase = \"missing.c\"\n";
+        let path = dir.path().join("p.toml");
+        std::fs::write(&path, text).unwrap();
+        let mut st = crate::store::memory::MemoryStore::new();
+        let id = st
+            .campaign(&crate::record::CampaignKey {
+                name: "p".into(),
+                plan_hash: crate::ids::plan_hash(text),
+                generation: 1,
+                plan_text: text.into(),
+            })
+            .unwrap();
+        let op = resolve(&st, path.to_str().unwrap()).unwrap();
+        assert_eq!(op.scope, Scope::Campaign(id));
+        let e = resolve(&st, "nosuch").unwrap_err();
+        assert_eq!(crate::error::exit_code(&e), 2);
+        assert!(resolve(&st, "7").is_err());
+        assert!(resolve(&st, "campaign:9").is_err());
+    }
+}
