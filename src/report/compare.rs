@@ -26,7 +26,7 @@ use crate::stats::geomean::geomean_of_ratios;
 use crate::stats::student::{self, MinistatDiff, Moments};
 use crate::stats::ttest::TTest;
 use crate::stats::utest::UTest;
-use crate::stats::{Confidence, Interval, Sample, TooFew};
+use crate::stats::{Confidence, Sample, TooFew, TwoSample};
 use crate::store::StoredCell;
 
 /// The test behind each comparison.
@@ -323,98 +323,56 @@ fn one_test(
     level: Option<usize>,
     margin: f64,
 ) -> Versus {
+    let detail = match test {
+        Test::Student => Detail::Student(student::ministat_diff(
+            Moments::of(a),
+            Moments::of(b),
+            level.expect("checked"),
+            student::RelativeFormula::FreeBsdMain,
+        )),
+        Test::Welch => Detail::Welch(TTest::welch(a, b, conf)),
+        Test::Mwu => Detail::Mwu(UTest::new(a, b, conf)),
+        Test::Bootstrap => {
+            // 10^4 resamples, fewer for huge sets so the cost stays near
+            // 2*10^7 draws (the percentile interval needs ~10^3 at least).
+            let resamples = (20_000_000 / (a.len() + b.len())).clamp(1_000, 10_000);
+            Detail::Bootstrap(Bootstrap { resamples, seed: 1 }.ratio_of_means(a, b, conf))
+        }
+    };
+    let r: &dyn TwoSample = match &detail {
+        Detail::Student(d) => d,
+        Detail::Welch(t) => t,
+        Detail::Mwu(u) => u,
+        Detail::Bootstrap(b) => b,
+    };
     // A set of one value has no spread: no test can say anything about it,
     // whatever the other set holds.
-    let single = (a.len() < 2 || b.len() < 2).then_some(TooFew {
-        need: 2,
-        confidence: conf,
+    let too_few = r.too_few().or_else(|| {
+        (a.len() < 2 || b.len() < 2).then_some(TooFew {
+            need: 2,
+            confidence: conf,
+        })
     });
-    let base = |detail: Detail| Versus {
+    let interval = r.relative_interval().filter(|_| too_few.is_none());
+    Versus {
         name: String::new(),
         n1: a.len(),
         n2: b.len(),
         mean: b.mean(),
         delta: b.mean() / a.mean() - 1.0,
-        interval: None,
-        p: None,
-        significant: false,
-        verdict: Verdict::TooFew,
-        too_few: single,
-        detail,
-    };
-    let verdict = |too_few: Option<TooFew>, iv: Option<Interval>, significant: bool| {
-        if too_few.is_some() || single.is_some() {
+        interval: interval.map(|i| [i.lo, i.hi]),
+        // ministat's table gives no p-value: the same pooled t test's,
+        // with the exact t distribution.
+        p: r.p_value()
+            .or_else(|| (test == Test::Student).then(|| TTest::student(a, b, conf).p)),
+        significant: too_few.is_none() && r.significant(),
+        verdict: if too_few.is_some() {
             Verdict::TooFew
         } else {
-            match iv {
-                Some(iv) => equivalence::verdict(iv, margin),
-                None if significant => Verdict::Different,
-                None => Verdict::Inconclusive,
-            }
-        }
-    };
-    match test {
-        Test::Student => {
-            let d = student::ministat_diff(
-                Moments::of(a),
-                Moments::of(b),
-                level.expect("checked"),
-                student::RelativeFormula::FreeBsdMain,
-            );
-            let iv = Interval {
-                lo: (d.rel_diff_pct - d.rel_half_width_pct) / 100.0,
-                hi: (d.rel_diff_pct + d.rel_half_width_pct) / 100.0,
-            };
-            Versus {
-                interval: Some([iv.lo, iv.hi]),
-                significant: d.significant && single.is_none(),
-                verdict: verdict(d.too_few, Some(iv), d.significant),
-                too_few: d.too_few.or(single),
-                ..base(Detail::Student(d))
-            }
-        }
-        Test::Welch => {
-            let t = TTest::welch(a, b, conf);
-            Versus {
-                interval: t
-                    .too_few
-                    .is_none()
-                    .then_some([t.relative.lo, t.relative.hi]),
-                p: Some(t.p),
-                significant: t.significant() && single.is_none(),
-                verdict: verdict(t.too_few, Some(t.relative), t.significant()),
-                too_few: t.too_few.or(single),
-                ..base(Detail::Welch(t))
-            }
-        }
-        Test::Mwu => {
-            let u = UTest::new(a, b, conf);
-            Versus {
-                p: Some(u.p),
-                significant: u.significant() && single.is_none(),
-                verdict: verdict(u.too_few, None, u.significant()),
-                too_few: u.too_few.or(single),
-                ..base(Detail::Mwu(u))
-            }
-        }
-        Test::Bootstrap => {
-            // 10^4 resamples, fewer for huge sets so the cost stays near
-            // 2*10^7 draws (the percentile interval needs ~10^3 at least).
-            let resamples = (20_000_000 / (a.len() + b.len())).clamp(1_000, 10_000);
-            let r = Bootstrap { resamples, seed: 1 }.ratio_of_means(a, b, conf);
-            let rel = Interval {
-                lo: r.interval.lo - 1.0,
-                hi: r.interval.hi - 1.0,
-            };
-            Versus {
-                interval: Some([rel.lo, rel.hi]),
-                p: Some(r.p),
-                significant: r.significant() && single.is_none(),
-                verdict: verdict(r.too_few, Some(rel), r.significant()),
-                too_few: r.too_few.or(single),
-                ..base(Detail::Bootstrap(r))
-            }
-        }
+            equivalence::verdict_of(r, margin)
+        },
+        too_few,
+        detail,
     }
 }
 

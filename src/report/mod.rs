@@ -16,6 +16,8 @@ use crate::bench::Bench;
 use crate::record::{Direction, RunConfig, StopRule};
 use crate::runner::adaptive::{self, Look};
 use crate::runner::campaign::Status;
+use crate::stats::outliers::{DEFAULT_THRESHOLD, modified_z};
+use crate::stats::{Confidence, Sample};
 use crate::store::{
     CampaignData, CampaignRow, FailureRec, RunData, RunDetails, RunRow, StoredCell,
 };
@@ -123,9 +125,16 @@ pub struct CellSummary {
     pub median: f64,
     pub mean: f64,
     pub stddev: f64,
-    /// Half-width of the 95% confidence interval of the mean, relative to
-    /// the mean (0.01 = +/-1%); infinite below 2 samples.
+    /// Coefficient of variation, stddev / |mean|.
+    pub cv: f64,
+    /// The 95% confidence interval of the mean (`null` below 2 samples).
+    pub ci95: Option<[f64; 2]>,
+    /// Half-width of that interval relative to the mean (0.01 = +/-1%);
+    /// `null` (infinite) below 2 samples.
     pub ci95_rel: f64,
+    /// Indices into `values` of outliers by the modified z-score (|M| >
+    /// 3.5, Iglewicz & Hoaglin); flagged only, every statistic keeps them.
+    pub outliers: Vec<usize>,
     /// The precision target of an adaptive run, and whether this cell
     /// reached it.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -312,9 +321,11 @@ fn groups(cells: &[StoredCell], runs: &[Vec<i64>], stop: Option<StopRule>) -> Ve
                 .filter(|s| *s.metric == *m.name)
                 .map(|s| s.value)
                 .collect();
-            let Some(s) = crate::stats::Summary::of(&values) else {
+            // Stored values are finite (the runner refuses others).
+            let Ok(sample) = Sample::new(&values) else {
                 continue;
             };
+            let s = sample.summary();
             let g = groups
                 .entry((c.bench.clone(), m.name.clone()))
                 .or_insert_with(|| Group {
@@ -332,7 +343,11 @@ fn groups(cells: &[StoredCell], runs: &[Vec<i64>], stop: Option<StopRule>) -> Ve
                     g.columns.push(col.clone());
                 }
             }
-            let ci95_rel = adaptive::relative_halfwidth(&values);
+            let conf = Confidence::percent(adaptive::PRECISION_CONFIDENCE);
+            let ci95_rel = sample
+                .mean_ci_relative_half_width(conf)
+                .filter(|x| x.is_finite())
+                .unwrap_or(f64::INFINITY);
             let row_labels = g
                 .columns
                 .iter()
@@ -354,7 +369,10 @@ fn groups(cells: &[StoredCell], runs: &[Vec<i64>], stop: Option<StopRule>) -> Ve
                 median: s.median,
                 mean: s.mean,
                 stddev: s.stddev,
+                cv: sample.cv(),
+                ci95: sample.mean_ci(conf).map(|i| [i.lo, i.hi]),
                 ci95_rel,
+                outliers: modified_z(&values, DEFAULT_THRESHOLD).flagged,
                 precision_reached: stop.map(|r| ci95_rel <= r.precision),
                 placement: cell.placement.clone(),
                 notes: cell.notes.clone(),

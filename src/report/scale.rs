@@ -10,7 +10,7 @@ use indexmap::IndexMap;
 use serde::Serialize;
 
 use crate::record::Kind;
-use crate::stats::Summary;
+use crate::stats::Sample;
 use crate::store::StoredCell;
 
 /// Efficiency below which a curve is said to have flattened.
@@ -102,7 +102,7 @@ pub fn build(cells: &[StoredCell]) -> Vec<Scaling> {
             let mut points = Vec::new();
             let mut base: Option<f64> = None;
             for (tasks, vals) in by_tasks {
-                let Some(s) = Summary::of(&vals) else {
+                let Ok(s) = Sample::new(&vals).map(|s| s.summary()) else {
                     continue;
                 };
                 let per_task = s.mean / tasks as f64;

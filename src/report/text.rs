@@ -219,6 +219,16 @@ fn group(o: &mut String, g: &Group, with_notes: bool) {
             let _ = writeln!(o, "  placement [{}]: {p}", r.who(&g.bench));
         }
     }
+    for r in g.rows.iter().filter(|r| !r.outliers.is_empty()) {
+        let which: Vec<String> = r.outliers.iter().map(|i| format!("#{}", i + 1)).collect();
+        let _ = writeln!(
+            o,
+            "  outliers [{}]: sample {} of {} (modified z-score > 3.5; kept in the statistics)",
+            r.who(&g.bench),
+            which.join(", "),
+            r.n
+        );
+    }
     if with_notes {
         notes_lines(o, g);
     }

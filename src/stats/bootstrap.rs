@@ -15,7 +15,6 @@ use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
 
-use super::sample::median_sorted;
 use super::{Confidence, Interval, Sample, TooFew, TwoSample};
 
 /// Resampling settings.
@@ -61,18 +60,6 @@ pub struct BootResult {
 }
 
 impl Bootstrap {
-    /// Resample `s` B times; return the statistic of each resample.
-    pub fn one_sample<F: FnMut(&[f64]) -> f64>(&self, s: &Sample, mut stat: F) -> Vec<f64> {
-        let mut rng = ChaCha8Rng::seed_from_u64(self.seed);
-        let mut buf = vec![0.0; s.len()];
-        (0..self.resamples)
-            .map(|_| {
-                resample(&mut rng, s.sorted(), &mut buf);
-                stat(&buf)
-            })
-            .collect()
-    }
-
     /// Resample `a` and `b` independently B times; return the statistic
     /// of each pair of resamples.
     pub fn two_sample_distribution<F: FnMut(&[f64], &[f64]) -> f64>(
@@ -149,17 +136,6 @@ impl Bootstrap {
     pub fn ratio_of_means(&self, a: &Sample, b: &Sample, confidence: Confidence) -> BootResult {
         self.two_sample(a, b, 1.0, |x, y| mean(y) / mean(x), confidence)
     }
-
-    /// Ratio of medians, median(b) / median(a), with its interval.
-    pub fn ratio_of_medians(&self, a: &Sample, b: &Sample, confidence: Confidence) -> BootResult {
-        self.two_sample(
-            a,
-            b,
-            1.0,
-            |x, y| median_sorted(y) / median_sorted(x),
-            confidence,
-        )
-    }
 }
 
 impl BootResult {
@@ -170,9 +146,6 @@ impl BootResult {
 }
 
 impl TwoSample for BootResult {
-    fn sizes(&self) -> (usize, usize) {
-        (self.n1, self.n2)
-    }
     fn p_value(&self) -> Option<f64> {
         Some(self.p)
     }
@@ -236,32 +209,12 @@ mod tests {
     }
 
     #[test]
-    fn medians_and_no_difference() {
-        let a = s(&[1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0]);
-        let r = Bootstrap::default().ratio_of_medians(&a, &a, Confidence::percent(90.0));
-        assert_eq!(r.statistic, 1.0);
-        assert!(r.interval.contains(1.0));
-        assert!(!r.significant());
-        assert!(r.p > 0.5);
-        // The interval of a resampled median only takes sample values'
-        // ratios, so its ends are ratios of two data points.
-        let ok = |v: f64| (1..=7).any(|i| (1..=7).any(|j| (v - i as f64 / j as f64).abs() < 1e-12));
-        assert!(ok(r.interval.lo) || r.interval.lo.fract() != 0.0);
-    }
-
-    #[test]
-    fn generic_statistic_and_one_sample() {
+    fn a_single_value_is_too_few() {
         let a = s(&[3.0, 1.0, 2.0]);
         let bs = Bootstrap {
             resamples: 50,
             seed: 1,
         };
-        let d = bs.one_sample(&a, |v| {
-            assert!(v.windows(2).all(|w| w[0] <= w[1]), "sorted");
-            v[v.len() - 1]
-        });
-        assert_eq!(d.len(), 50);
-        assert!(d.iter().all(|&m| (1.0..=3.0).contains(&m)));
         let one = s(&[1.0]);
         let r = bs.ratio_of_means(&one, &a, Confidence::default());
         assert!(r.too_few.is_some() && !r.significant());

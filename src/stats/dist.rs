@@ -2,11 +2,6 @@
 
 use statrs::distribution::{ContinuousCDF, Normal, StudentsT};
 
-/// Standard normal CDF.
-pub fn normal_cdf(z: f64) -> f64 {
-    Normal::new(0.0, 1.0).expect("standard normal").cdf(z)
-}
-
 /// Upper tail of the standard normal, 1 - CDF, without cancellation.
 pub fn normal_sf(z: f64) -> f64 {
     Normal::new(0.0, 1.0).expect("standard normal").sf(z)

@@ -25,10 +25,6 @@
 //! Tibshirani (1993) percentile bootstrap; Iglewicz & Hoaglin (1993)
 //! modified z-score; Schuirmann (1987) two one-sided tests for equivalence.
 
-// The statistics API is broader than what the commands call today (outlier
-// flags, one-sample bootstrap, ...); every item is unit-tested here.
-#![allow(dead_code, unused_imports)]
-
 pub mod bootstrap;
 pub mod cfmt;
 pub mod dist;
@@ -40,7 +36,7 @@ pub mod student;
 pub mod ttest;
 pub mod utest;
 
-pub use sample::{Sample, SampleError};
+pub use sample::Sample;
 
 use serde::Serialize;
 
@@ -57,36 +53,6 @@ pub struct Summary {
     pub stddev: f64,
 }
 
-impl Summary {
-    /// Summarise values (any order). `None` when empty.
-    ///
-    /// Computed as FreeBSD main's ministat does: the mean from the sum in
-    /// input order, the variance in two passes over the sorted values.
-    pub fn of(values: &[f64]) -> Option<Summary> {
-        if values.is_empty() {
-            return None;
-        }
-        let mut v = values.to_vec();
-        v.sort_by(|a, b| a.total_cmp(b));
-        let n = v.len();
-        let mean = values.iter().sum::<f64>() / n as f64;
-        let median = sample::median_sorted(&v);
-        let var = if n > 1 {
-            v.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / (n - 1) as f64
-        } else {
-            0.0
-        };
-        Some(Summary {
-            n,
-            min: v[0],
-            max: v[n - 1],
-            median,
-            mean,
-            stddev: var.sqrt(),
-        })
-    }
-}
-
 /// A two-sided confidence level, e.g. 95%.
 #[derive(Clone, Copy, Debug, PartialEq, PartialOrd, Serialize)]
 pub struct Confidence(f64);
@@ -99,20 +65,6 @@ impl Confidence {
     pub fn percent(p: f64) -> Confidence {
         assert!(p > 0.0 && p < 100.0, "confidence {p}% outside (0, 100)");
         Confidence(p / 100.0)
-    }
-
-    /// From a fraction in (0, 1): `Confidence::fraction(0.95)`.
-    ///
-    /// # Panics
-    /// Outside (0, 1).
-    pub fn fraction(f: f64) -> Confidence {
-        assert!(f > 0.0 && f < 1.0, "confidence {f} outside (0, 1)");
-        Confidence(f)
-    }
-
-    /// The level as a fraction (0.95).
-    pub fn level(self) -> f64 {
-        self.0
     }
 
     /// The level in percent (95).
@@ -147,11 +99,6 @@ pub struct Interval {
 impl Interval {
     pub fn contains(&self, x: f64) -> bool {
         self.lo <= x && x <= self.hi
-    }
-
-    /// Half the width.
-    pub fn half_width(&self) -> f64 {
-        (self.hi - self.lo) / 2.0
     }
 
     /// Scale both ends (e.g. divide by the baseline to get a relative
@@ -189,8 +136,6 @@ impl std::fmt::Display for TooFew {
 /// What every two-sample test result offers, for code that renders any of
 /// them (`kbench compare --test ...`).
 pub trait TwoSample {
-    /// Sizes of the baseline and the contender.
-    fn sizes(&self) -> (usize, usize);
     /// Two-sided p-value, when the test has one.
     fn p_value(&self) -> Option<f64>;
     /// The interval of the relative change `b/a - 1` (0.05 = +5%), when the
@@ -208,15 +153,12 @@ mod tests {
 
     #[test]
     fn summary_of_known_values() {
-        let s = Summary::of(&[4.0, 1.0, 3.0, 2.0]).unwrap();
+        let s = Sample::new(&[4.0, 1.0, 3.0, 2.0]).unwrap().summary();
         assert_eq!(
             (s.n, s.min, s.max, s.median, s.mean),
             (4, 1.0, 4.0, 2.5, 2.5)
         );
         assert!((s.stddev - 1.2909944487358056).abs() < 1e-12);
-        assert!(Summary::of(&[]).is_none());
-        let smp = Sample::new(&[4.0, 1.0, 3.0, 2.0]).unwrap();
-        assert_eq!(smp.summary(), s);
     }
 
     #[test]
@@ -224,6 +166,6 @@ mod tests {
         let c = Confidence::percent(95.0);
         assert!((c.alpha() - 0.05).abs() < 1e-12);
         assert!((c.upper_tail_quantile() - 0.975).abs() < 1e-12);
-        assert_eq!(Confidence::fraction(0.995).as_percent(), 99.5);
+        assert_eq!(Confidence::percent(99.5).as_percent(), 99.5);
     }
 }

@@ -97,24 +97,6 @@ impl Sample {
         self.stddev() / (self.len() as f64).sqrt()
     }
 
-    /// Quantile `q` in [0, 1] by linear interpolation between order
-    /// statistics (Hyndman & Fan type 7, R's and NumPy's default).
-    ///
-    /// # Panics
-    /// If `q` is outside [0, 1] or NaN.
-    pub fn quantile(&self, q: f64) -> f64 {
-        assert!((0.0..=1.0).contains(&q), "quantile {q} outside [0, 1]");
-        quantile_sorted(&self.sorted, q)
-    }
-
-    /// Median absolute deviation from the median (unscaled).
-    pub fn mad(&self) -> f64 {
-        let med = self.median();
-        let mut dev: Vec<f64> = self.sorted.iter().map(|x| (x - med).abs()).collect();
-        dev.sort_unstable_by(f64::total_cmp);
-        median_sorted(&dev)
-    }
-
     /// The summary ministat prints (FreeBSD main's formulas).
     pub fn summary(&self) -> Summary {
         Summary {
@@ -193,10 +175,6 @@ mod tests {
             (1.0, 4.0, 2.5, 2.5)
         );
         assert!((s.stddev() - 1.2909944487358056).abs() < 1e-15);
-        assert_eq!(s.quantile(0.0), 1.0);
-        assert_eq!(s.quantile(0.25), 1.75);
-        assert_eq!(s.quantile(1.0), 4.0);
-        assert_eq!(s.mad(), 1.0);
         let one = Sample::new(&[7.0]).unwrap();
         assert_eq!((one.stddev(), one.median()), (0.0, 7.0));
         assert_eq!(one.mean_ci_half_width(Confidence::percent(95.0)), None);

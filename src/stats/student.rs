@@ -215,9 +215,6 @@ pub fn ministat_diff(
 }
 
 impl TwoSample for MinistatDiff {
-    fn sizes(&self) -> (usize, usize) {
-        (self.n1, self.n2)
-    }
     /// ministat reports no p-value.
     fn p_value(&self) -> Option<f64> {
         None

@@ -141,9 +141,6 @@ fn test(kind: TKind, a: &Sample, b: &Sample, confidence: Confidence) -> TTest {
 }
 
 impl TwoSample for TTest {
-    fn sizes(&self) -> (usize, usize) {
-        (self.n1, self.n2)
-    }
     fn p_value(&self) -> Option<f64> {
         Some(self.p)
     }

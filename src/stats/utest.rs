@@ -129,9 +129,6 @@ impl UTest {
 }
 
 impl TwoSample for UTest {
-    fn sizes(&self) -> (usize, usize) {
-        (self.n1, self.n2)
-    }
     fn p_value(&self) -> Option<f64> {
         Some(self.p)
     }
