@@ -53,3 +53,54 @@ pub mod fuzzing {
         let _ = crate::plan::parse(text, "fuzz.toml");
     }
 }
+
+/// Support shared by the unit tests and the integration tests.
+#[doc(hidden)]
+pub mod test_support {
+    use std::os::fd::AsRawFd;
+
+    /// Held while a test measures time: tests that time things must not
+    /// overlap, whether they run as threads of one test binary (`cargo
+    /// test`), in several binaries, or one process each (`cargo nextest`),
+    /// so the lock is an `flock` on a file every process can find.
+    pub struct TimingLock(std::fs::File);
+
+    impl Drop for TimingLock {
+        fn drop(&mut self) {
+            // SAFETY: flock on an fd this struct owns.
+            unsafe { libc::flock(self.0.as_raw_fd(), libc::LOCK_UN) };
+        }
+    }
+
+    /// Wait for the timing lock.
+    pub fn timing_lock() -> TimingLock {
+        let path = std::env::temp_dir().join("kbench-timing-tests.lock");
+        let f = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        // SAFETY: flock on an fd we own; retried on EINTR.
+        while unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX) } != 0 {
+            let e = std::io::Error::last_os_error();
+            assert_eq!(e.kind(), std::io::ErrorKind::Interrupted, "flock: {e}");
+        }
+        TimingLock(f)
+    }
+
+    /// CPUs this process may run on (its affinity and cgroup quota).
+    pub fn usable_cpus() -> usize {
+        std::thread::available_parallelism().map_or(1, |n| n.get())
+    }
+
+    /// True when at least `n` CPUs are usable; otherwise says on stderr
+    /// that `test` is skipped, and why.
+    pub fn has_cpus(n: usize, test: &str) -> bool {
+        let have = usable_cpus();
+        if have < n {
+            eprintln!("skipping {test}: needs {n} CPUs, this process may use {have}");
+        }
+        have >= n
+    }
+}

@@ -5,25 +5,11 @@
 //! campaign; the campaign report shows each state's cells with their own
 //! samples and readings.
 
-use assert_cmd::Command;
+mod common;
+
+use common::{kbench, stdout};
 use serde_json::Value;
 use std::path::Path;
-
-fn kbench(dir: &Path) -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_kbench"));
-    c.arg("--db").arg(dir.join("k.db")).env("NO_COLOR", "1");
-    c
-}
-
-fn stdout(c: &mut Command) -> String {
-    let out = c.output().unwrap();
-    assert!(
-        out.status.success(),
-        "stderr: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
-}
 
 fn report(dir: &Path, what: &str) -> Value {
     serde_json::from_str(&stdout(kbench(dir).args(["report", what, "--json"]))).unwrap()

@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{kbench, plan};
+use common::{json, kbench, plan};
 use std::collections::HashSet;
 use std::os::unix::process::CommandExt;
 use std::time::{Duration, Instant};
@@ -46,12 +46,8 @@ const MULTI: &[(&str, &str)] = &[
     ("tcp-lat", "cross"),
 ];
 
-fn json(out: &[u8]) -> serde_json::Value {
-    serde_json::from_slice(out).expect("valid JSON on stdout")
-}
-
 fn two_cpus() -> bool {
-    std::thread::available_parallelism().is_ok_and(|n| n.get() >= 2)
+    common::usable_cpus() >= 2
 }
 
 #[test]

@@ -9,6 +9,9 @@ pub mod json;
 pub mod scale;
 pub mod text;
 
+#[cfg(test)]
+mod tests;
+
 use indexmap::IndexMap;
 use serde::Serialize;
 

@@ -1,13 +1,18 @@
 //! Shared helpers for the integration tests: the real `kbench` binary with
-//! a throw-away store.
+//! a throw-away store, JSON output, and the timing lock.
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
 
-/// `kbench` with `KBENCH_DB` pointing into `dir` and no progress bar.
+pub use kbench::test_support::{has_cpus, timing_lock as serial, usable_cpus};
+
+/// `kbench` with `KBENCH_DB` and the testcase cache inside `dir`, and no
+/// colour.
 pub fn kbench(dir: &Path) -> assert_cmd::Command {
     let mut c = assert_cmd::Command::cargo_bin("kbench").expect("binary built");
-    c.env("KBENCH_DB", db(dir)).env("NO_COLOR", "1");
+    c.env("KBENCH_DB", db(dir))
+        .env("XDG_CACHE_HOME", dir.join("cache"))
+        .env("NO_COLOR", "1");
     c
 }
 
@@ -26,4 +31,42 @@ pub fn plan(dir: &Path, name: &str, text: &str) -> PathBuf {
     let p = dir.join(name);
     std::fs::write(&p, text).expect("write plan");
     p
+}
+
+/// Parse JSON printed on stdout.
+pub fn json(out: &[u8]) -> serde_json::Value {
+    serde_json::from_slice(out).expect("valid JSON on stdout")
+}
+
+/// `kbench run ARGS --json -q`, which must succeed (its stderr is shown
+/// if not); the whole report.
+pub fn run_json(dir: &Path, args: &[&str]) -> serde_json::Value {
+    let out = kbench(dir)
+        .arg("run")
+        .args(args)
+        .args(["--json", "-q"])
+        .output()
+        .expect("kbench runs");
+    assert!(
+        out.status.success(),
+        "kbench run {args:?} failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    json(&out.stdout)
+}
+
+/// The `cells` of a report.
+pub fn cells(v: &serde_json::Value) -> Vec<serde_json::Value> {
+    v["cells"].as_array().expect("cells").clone()
+}
+
+/// stdout of a command that must succeed.
+pub fn stdout(c: &mut assert_cmd::Command) -> String {
+    let out = c.output().expect("kbench runs");
+    assert!(
+        out.status.success(),
+        "failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).expect("utf-8")
 }

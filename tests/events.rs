@@ -1,0 +1,102 @@
+//! The run event stream end to end: `kbench run --events jsonl` prints
+//! one JSON object per event, `kbench ingest` stores such a stream, the
+//! stored cells equal the direct run's, and ingesting twice adds nothing.
+
+mod common;
+
+use common::{json, kbench, stdout};
+use predicates::prelude::*;
+
+fn report_cells(dir: &std::path::Path) -> serde_json::Value {
+    json(stdout(kbench(dir).args(["report", "--json"])).as_bytes())["cells"].clone()
+}
+
+#[test]
+fn an_ingested_stream_reports_like_the_run_and_twice_adds_nothing() {
+    let run_dir = tempfile::tempdir().unwrap();
+    let events = stdout(kbench(run_dir.path()).args([
+        "run",
+        "getppid",
+        "pipe-bw:chunk=64k,placement=same",
+        "--samples",
+        "3",
+        "--sample-time",
+        "0.01",
+        "--warmup",
+        "1",
+        "--events",
+        "jsonl",
+        "-q",
+    ]));
+    let lines: Vec<serde_json::Value> = events.lines().map(|l| json(l.as_bytes())).collect();
+    let kinds: Vec<&str> = lines.iter().map(|e| e["event"].as_str().unwrap()).collect();
+    assert_eq!(kinds.first(), Some(&"run_begun"), "{kinds:?}");
+    assert_eq!(kinds.last(), Some(&"run_ended"), "{kinds:?}");
+    let count = |k: &str| kinds.iter().filter(|x| **x == k).count();
+    assert_eq!(
+        (
+            count("cell_prepared"),
+            count("sample"),
+            count("warmup"),
+            count("cell_done")
+        ),
+        (2, 6, 2, 2)
+    );
+    assert_eq!(lines[0]["schema"], 1);
+    assert_eq!(lines[0]["fingerprint"]["hostname"], lines[0]["host"]);
+    let direct = report_cells(run_dir.path());
+
+    let other = tempfile::tempdir().unwrap();
+    let file = other.path().join("run.jsonl");
+    std::fs::write(&file, &events).unwrap();
+    kbench(other.path())
+        .arg("ingest")
+        .arg(&file)
+        .assert()
+        .success()
+        .stderr(predicate::str::contains("6 new sample(s) stored"));
+    assert_eq!(report_cells(other.path()), direct);
+    // Again, from standard input: nothing new.
+    kbench(other.path())
+        .args(["ingest", "-"])
+        .write_stdin(events.clone())
+        .assert()
+        .success()
+        .stderr(predicate::str::contains("0 new sample(s) stored"));
+    let runs = json(stdout(kbench(other.path()).args(["runs", "--json"])).as_bytes());
+    assert_eq!(runs.as_array().unwrap().len(), 1);
+    assert_eq!(runs[0]["samples"], 6);
+    assert_eq!(report_cells(other.path()), direct);
+}
+
+#[test]
+fn a_malformed_stream_names_its_line_and_stores_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("bad.jsonl");
+    std::fs::write(&file, "\n{\"event\":\"run_ended\"}\n").unwrap();
+    kbench(dir.path())
+        .arg("ingest")
+        .arg(&file)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("bad.jsonl:2: not a kbench event"));
+    // A well-formed stream that refers to a run it never began.
+    std::fs::write(
+        &file,
+        "{\"event\":\"run_ended\",\"run\":\"x\",\"ended\":1.0,\"status\":\"done\"}\n",
+    )
+    .unwrap();
+    kbench(dir.path())
+        .arg("ingest")
+        .arg(&file)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("bad.jsonl:1: event for run x"));
+    let runs = json(stdout(kbench(dir.path()).args(["runs", "--json"])).as_bytes());
+    assert_eq!(runs.as_array().unwrap().len(), 0);
+    kbench(dir.path())
+        .args(["run", "getppid", "--json", "--events", "jsonl"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("choose one"));
+}
