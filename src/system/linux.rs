@@ -34,12 +34,13 @@ pub fn online_cpus() -> CpuSet {
         })
 }
 
-pub fn set_affinity(set: &CpuSet) -> std::io::Result<()> {
+/// Allocation-free, so a forked child may call it.
+pub fn set_affinity(cpus: &[usize]) -> std::io::Result<()> {
     // SAFETY: cpu_set_t is plain data; CPU_SET bounds-checks via the index
     // we keep below CPU_SETSIZE.
     unsafe {
         let mut mask: libc::cpu_set_t = std::mem::zeroed();
-        for &c in &set.0 {
+        for &c in cpus {
             if c >= libc::CPU_SETSIZE as usize {
                 return Err(std::io::Error::from_raw_os_error(libc::EINVAL));
             }
@@ -358,8 +359,8 @@ mod tests {
     #[test]
     fn affinity_round_trip() {
         let orig = get_affinity().unwrap();
-        set_affinity(&CpuSet(vec![orig.0[0]])).unwrap();
+        set_affinity(&[orig.0[0]]).unwrap();
         assert_eq!(get_affinity().unwrap().0, vec![orig.0[0]]);
-        set_affinity(&orig).unwrap();
+        set_affinity(&orig.0).unwrap();
     }
 }

@@ -11,10 +11,10 @@ pub mod probe;
 #[cfg(target_os = "linux")]
 use linux as os;
 
-use anyhow::Context;
 use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
 use std::fmt;
+use std::os::fd::{FromRawFd, OwnedFd};
 
 use crate::units::CpuSet;
 
@@ -152,14 +152,54 @@ impl Fingerprint {
     }
 }
 
-/// Pin the calling thread to one CPU.
-pub fn pin_current_thread(cpu: usize) -> anyhow::Result<()> {
-    set_affinity(&CpuSet(vec![cpu])).with_context(|| format!("cannot pin to CPU {cpu}"))
+/// Pin the calling thread to one CPU. Allocation-free, so a forked child
+/// or a task thread may call it.
+pub fn pin_current_thread(cpu: usize) -> std::io::Result<()> {
+    os::set_affinity(&[cpu])
 }
 
 /// Set the calling thread's CPU affinity (inherited by children).
 pub fn set_affinity(set: &CpuSet) -> std::io::Result<()> {
-    os::set_affinity(set)
+    os::set_affinity(&set.0)
+}
+
+/// Map `len` bytes of zeroed anonymous memory, private to this process or
+/// shared with its children. Allocation-free, so timed loops may call it.
+#[inline]
+pub fn mmap_anon(len: usize, shared: bool) -> std::io::Result<*mut u8> {
+    let kind = if shared {
+        libc::MAP_SHARED
+    } else {
+        libc::MAP_PRIVATE
+    };
+    // SAFETY: a fresh anonymous mapping; MAP_FAILED is checked.
+    let p = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            kind | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        )
+    };
+    if p == libc::MAP_FAILED {
+        Err(std::io::Error::last_os_error())
+    } else {
+        Ok(p.cast())
+    }
+}
+
+/// A pipe whose ends are closed on exec (children never inherit them):
+/// `(read end, write end)`.
+pub fn pipe_cloexec() -> std::io::Result<(OwnedFd, OwnedFd)> {
+    let mut fds = [0; 2];
+    // SAFETY: fds is a valid 2-element out-array.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: both descriptors were just created and are owned by nobody.
+    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
 }
 
 /// The calling thread's CPU affinity.

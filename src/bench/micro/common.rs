@@ -5,7 +5,7 @@
 
 use std::ffi::CString;
 use std::io;
-use std::os::fd::{FromRawFd, OwnedFd, RawFd};
+use std::os::fd::RawFd;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -26,17 +26,7 @@ pub fn errno() -> i32 {
     unsafe { *libc::__errno_location() }
 }
 
-/// A pipe with both ends close-on-exec (so no command kbench runs inherits
-/// them): `(read end, write end)`.
-pub fn pipe_cloexec() -> io::Result<(OwnedFd, OwnedFd)> {
-    let mut fds = [0; 2];
-    // SAFETY: fds is a valid 2-element out-array.
-    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: both descriptors were just created and are owned by nobody.
-    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
-}
+pub use crate::system::pipe_cloexec;
 
 /// write(2) all of `buf`, retrying on EINTR. Returns false on any error.
 /// Allocation-free: usable in a forked child.
@@ -110,24 +100,11 @@ impl PageBuf {
     pub fn new(len: usize, fill: u8) -> io::Result<PageBuf> {
         let ps = page_size();
         let map_len = len.max(1).div_ceil(ps) * ps;
-        // SAFETY: a fresh anonymous private mapping; checked below.
-        let p = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                map_len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-                -1,
-                0,
-            )
-        };
-        if p == libc::MAP_FAILED {
-            return Err(io::Error::last_os_error());
-        }
+        let p = crate::system::mmap_anon(map_len, false)?;
         // SAFETY: p..p+map_len is the mapping just created.
-        unsafe { std::ptr::write_bytes(p.cast::<u8>(), fill, map_len) };
+        unsafe { std::ptr::write_bytes(p, fill, map_len) };
         Ok(PageBuf {
-            ptr: p.cast(),
+            ptr: p,
             len,
             map_len,
         })
@@ -288,10 +265,11 @@ impl Instance for Nothing {
     }
 }
 
-/// Find an amount (of bytes, operations) whose run lasts about
-/// `target_ns`: grow from `start` until a run takes at least 1/16 of the
-/// target (and 1 ms), then scale linearly; rounded up to a multiple of
-/// `unit`. `run(amount)` returns the nanoseconds it took.
+/// Find an amount (of iterations, bytes, operations) whose run lasts
+/// about `target_ns`: grow from `start` until a run takes at least 1/16 of
+/// the target (and 1 ms), then scale linearly from the fastest of three
+/// runs of that amount; rounded up to a multiple of `unit`. `run(amount)`
+/// returns the nanoseconds it took.
 pub fn calibrate_amount(
     target_ns: u64,
     start: u64,
@@ -304,6 +282,9 @@ pub fn calibrate_amount(
     loop {
         let t = run(a)?.max(1);
         if t >= floor || a >= 1 << 44 {
+            // A preemption during one short run would skew the estimate
+            // by orders of magnitude: take the fastest of three.
+            let t = run(a)?.min(run(a)?).min(t).max(1);
             let scaled = (a as u128 * target_ns as u128 / t as u128) as u64;
             return Ok(scaled.max(unit).div_ceil(unit) * unit);
         }
@@ -320,14 +301,12 @@ pub fn keep<T: Send + 'static>(v: T) -> Option<Box<dyn Send>> {
 pub mod testing {
     //! Running a benchmark the way the runner does, for unit tests.
     use crate::bench::{Bench, Instance, Measure, Params, RunSettings};
-    use std::sync::{Mutex, MutexGuard};
 
-    /// Benchmarks that fork or pin are timed one at a time, so parallel
-    /// tests on a 2-CPU machine disturb each other less.
-    static LOCK: Mutex<()> = Mutex::new(());
-
-    pub fn serial() -> MutexGuard<'static, ()> {
-        LOCK.lock().unwrap_or_else(|e| e.into_inner())
+    /// Benchmarks that fork or pin are timed one at a time (across test
+    /// processes too), so parallel tests on a 2-CPU machine disturb each
+    /// other less.
+    pub fn serial() -> crate::test_support::TimingLock {
+        crate::test_support::timing_lock()
     }
 
     pub fn params(b: &dyn Bench, given: &[(&str, &str)]) -> Result<Params, String> {

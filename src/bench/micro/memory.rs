@@ -23,19 +23,10 @@ const DIR: ParamDef = ParamDef {
     help: "directory of the temporary file (absent: $TMPDIR or /tmp); its file system is in the notes",
 };
 
+/// An anonymous private mapping, or MAP_FAILED.
+#[inline(always)]
 fn anon_map(size: usize) -> *mut u8 {
-    // SAFETY: a fresh anonymous mapping; MAP_FAILED is checked by callers.
-    unsafe {
-        libc::mmap(
-            std::ptr::null_mut(),
-            size,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-            -1,
-            0,
-        )
-        .cast()
-    }
+    crate::system::mmap_anon(size, false).unwrap_or(libc::MAP_FAILED.cast())
 }
 
 /// Touch one byte per page: a write (allocate, or copy-on-write) or a read.
@@ -210,7 +201,8 @@ impl FaultInstance {
 impl Instance for FaultInstance {
     fn sample(&mut self, out: &mut Vec<Measure>) -> anyhow::Result<()> {
         if let Some(c) = self.cpu {
-            crate::system::pin_current_thread(c)?;
+            crate::system::pin_current_thread(c)
+                .with_context(|| format!("cannot pin to CPU {c}"))?;
         }
         let rounds = match self.rounds {
             Some(r) => r,

@@ -17,6 +17,7 @@ pub mod socket;
 pub mod spin;
 pub mod syscall;
 
+use anyhow::Context;
 use std::hint::black_box;
 
 use super::{Instance, Measure, ParamDef, ParamType};
@@ -53,26 +54,11 @@ pub fn time_loop<F: FnMut()>(iters: u64, op: &mut F) -> u64 {
     now_ns() - t0
 }
 
-/// Find the iteration count that makes one timed loop last `target_ns`:
-/// double until a loop takes at least 1/16 of the target (and 1 ms), then
-/// scale linearly from the fastest of three loops of that length.
+/// Find the iteration count that makes one timed loop last `target_ns`
+/// (see [`common::calibrate_amount`]).
 pub fn calibrate<F: FnMut()>(target_ns: u64, op: &mut F) -> u64 {
-    let floor = (target_ns / 16).max(1_000_000);
-    let mut iters = 1u64;
-    loop {
-        let t = time_loop(iters, op).max(1);
-        if t >= floor || iters >= 1 << 40 {
-            // A preemption during one short loop would skew the estimate
-            // by orders of magnitude: take the fastest of three.
-            let t = (0..2)
-                .map(|_| time_loop(iters, op))
-                .fold(t, u64::min)
-                .max(1);
-            let scaled = (iters as u128 * target_ns as u128 / t as u128) as u64;
-            return scaled.max(1);
-        }
-        iters = iters.saturating_mul(if t < floor / 64 { 8 } else { 2 });
-    }
+    common::calibrate_amount(target_ns, 1, 1, |n| Ok(time_loop(n, op)))
+        .expect("a timed loop cannot fail")
 }
 
 /// A single-threaded timed-loop benchmark instance around an operation.
@@ -110,7 +96,8 @@ impl<F: FnMut() + Send> LoopInstance<F> {
 impl<F: FnMut() + Send> Instance for LoopInstance<F> {
     fn sample(&mut self, out: &mut Vec<Measure>) -> anyhow::Result<()> {
         if let Some(cpu) = self.cpu {
-            crate::system::pin_current_thread(cpu)?;
+            crate::system::pin_current_thread(cpu)
+                .with_context(|| format!("cannot pin to CPU {cpu}"))?;
         }
         let iters = match self.iters {
             Some(n) => n,

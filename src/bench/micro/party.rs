@@ -106,19 +106,6 @@ pub fn resolve(placement: &str, parties: usize) -> anyhow::Result<(Vec<Option<us
     Ok((cpus, allowed))
 }
 
-/// Pin the calling thread to one CPU without allocating.
-fn pin_raw(cpu: usize) -> bool {
-    if cpu >= libc::CPU_SETSIZE as usize {
-        return false;
-    }
-    // SAFETY: a zeroed cpu_set_t with one bit set, passed by pointer.
-    unsafe {
-        let mut m: libc::cpu_set_t = std::mem::zeroed();
-        libc::CPU_SET(cpu, &mut m);
-        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &m) == 0
-    }
-}
-
 /// Close every descriptor from 3 up except those in `keep` (sorted in
 /// place). Allocation-free.
 fn close_other_fds(keep: &mut [RawFd]) {
@@ -245,7 +232,7 @@ impl Parties {
                 libc::signal(libc::SIGTERM, libc::SIG_IGN);
             }
             if let Some(c) = cpu
-                && !pin_raw(c)
+                && crate::system::pin_current_thread(c).is_err()
             {
                 // SAFETY: exiting the child.
                 unsafe { libc::_exit(2) };
@@ -736,7 +723,8 @@ impl Instance for PingPong {
         // The runner resets kbench's affinity to the cell's set before
         // every sample; the ping side is pinned again here.
         if let Some(c) = self.my_cpu {
-            crate::system::pin_current_thread(c)?;
+            crate::system::pin_current_thread(c)
+                .with_context(|| format!("cannot pin to CPU {c}"))?;
         }
         let (wr, rd) = (self.me.wr, self.me.rd);
         let buf = &mut self.buf;
