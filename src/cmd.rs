@@ -11,9 +11,9 @@ use crate::bench;
 use crate::cli::{Cli, Command, EventsFormat, RunArgs};
 use crate::error::bad_input;
 use crate::event::{self, Sink};
-use crate::record::{RunStatus, StopRule};
+use crate::record::{RunConfig, RunStatus, StopRule};
 use crate::report::{self, BenchInfo, Document, Format, Sysinfo};
-use crate::runner::{self, RunOptions};
+use crate::runner;
 use crate::select;
 use crate::store;
 use crate::system;
@@ -96,7 +96,7 @@ fn out(text: &str) -> anyhow::Result<()> {
 
 /// The run's settings from the plan and the command line: `--quick` caps
 /// the plan's settings (a first look at a big plan), explicit flags win.
-fn options(a: &RunArgs, plan: &crate::plan::Plan, quick: bool) -> anyhow::Result<RunOptions> {
+fn options(a: &RunArgs, plan: &crate::plan::Plan, quick: bool) -> anyhow::Result<RunConfig> {
     let samples = a.samples.unwrap_or(match (quick, plan.samples) {
         (true, p) => p.unwrap_or(5).min(5),
         (false, p) => p.unwrap_or(10),
@@ -143,7 +143,9 @@ fn options(a: &RunArgs, plan: &crate::plan::Plan, quick: bool) -> anyhow::Result
         }
         None
     };
-    Ok(RunOptions {
+    Ok(RunConfig {
+        version: RunConfig::VERSION,
+        plan: plan.name.clone(),
         stop,
         samples,
         sample_time,

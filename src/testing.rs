@@ -8,8 +8,8 @@ use crate::bench::fake::Fake;
 use crate::bench::{BenchRef, Direction, Metric};
 use crate::event::{Collect, Sink, Tee};
 use crate::plan::{BenchSpec, Plan};
-use crate::record::{CampaignKey, RunStatus};
-use crate::runner::{self, RunOptions};
+use crate::record::{CampaignKey, RunConfig, RunStatus};
+use crate::runner;
 use crate::store::{Store, sink::StoreSink};
 use crate::system::Fingerprint;
 
@@ -78,8 +78,10 @@ pub fn plan(name: &str, benches: Vec<BenchSpec>) -> Plan {
     }
 }
 
-pub fn options(samples: u32, warmup: u32) -> RunOptions {
-    RunOptions {
+pub fn options(samples: u32, warmup: u32) -> RunConfig {
+    RunConfig {
+        version: RunConfig::VERSION,
+        plan: "test".into(),
         samples,
         sample_time: 0.001,
         warmup,
@@ -94,7 +96,7 @@ pub fn options(samples: u32, warmup: u32) -> RunOptions {
 pub fn run(
     store: &mut dyn Store,
     plan: &Plan,
-    opts: &RunOptions,
+    opts: &RunConfig,
     campaign: Option<CampaignKey>,
 ) -> (Vec<crate::event::Event>, RunStatus, i64) {
     let have = match &campaign {

@@ -26,7 +26,7 @@ use crate::stats::geomean::geomean_of_ratios;
 use crate::stats::student::{self, MinistatDiff, Moments};
 use crate::stats::ttest::TTest;
 use crate::stats::utest::UTest;
-use crate::stats::{Confidence, Sample, TooFew, TwoSample};
+use crate::stats::{Confidence, Sample, Summary, TooFew, TwoSample};
 use crate::store::StoredCell;
 
 /// The test behind each comparison.
@@ -96,12 +96,8 @@ fn values(sel: &Selection) -> IndexMap<PairKey, Pooled> {
 /// One operand's numbers for one row, as ministat prints them.
 #[derive(Clone, Debug, Serialize)]
 pub struct Stat {
-    pub n: usize,
-    pub min: f64,
-    pub max: f64,
-    pub median: f64,
-    pub mean: f64,
-    pub stddev: f64,
+    #[serde(flatten)]
+    pub summary: Summary,
     /// ministat's moments (input-order mean, two-pass variance), for its
     /// difference block.
     #[serde(skip)]
@@ -111,12 +107,7 @@ pub struct Stat {
 impl Stat {
     fn of(s: &Sample) -> Stat {
         Stat {
-            n: s.len(),
-            min: s.min(),
-            max: s.max(),
-            median: s.median(),
-            mean: s.mean(),
-            stddev: s.stddev(),
+            summary: s.summary(),
             moments: Moments::of(s),
         }
     }

@@ -20,7 +20,7 @@ use crate::record::{Direction, RunConfig, StopRule};
 use crate::runner::adaptive::{self, Look};
 use crate::runner::campaign::Status;
 use crate::stats::outliers::{DEFAULT_THRESHOLD, modified_z};
-use crate::stats::{Confidence, Sample};
+use crate::stats::{Confidence, Sample, Summary};
 use crate::store::{
     CampaignData, CampaignRow, FailureRec, RunData, RunDetails, RunRow, StoredCell,
 };
@@ -122,12 +122,9 @@ pub struct CellSummary {
     pub unit: String,
     /// Whether a lower or a higher value is better.
     pub direction: Direction,
-    pub n: usize,
-    pub min: f64,
-    pub max: f64,
-    pub median: f64,
-    pub mean: f64,
-    pub stddev: f64,
+    /// N, min, max, median, mean, stddev, as ministat computes them.
+    #[serde(flatten)]
+    pub summary: Summary,
     /// Coefficient of variation, stddev / |mean|.
     pub cv: f64,
     /// The 95% confidence interval of the mean (`null` below 2 samples).
@@ -328,7 +325,7 @@ fn groups(cells: &[StoredCell], runs: &[Vec<i64>], stop: Option<StopRule>) -> Ve
             let Ok(sample) = Sample::new(&values) else {
                 continue;
             };
-            let s = sample.summary();
+            let summary = sample.summary();
             let g = groups
                 .entry((c.bench.clone(), m.name.clone()))
                 .or_insert_with(|| Group {
@@ -366,12 +363,7 @@ fn groups(cells: &[StoredCell], runs: &[Vec<i64>], stop: Option<StopRule>) -> Ve
                 metric: m.name.clone(),
                 unit: m.unit.clone(),
                 direction: m.direction,
-                n: s.n,
-                min: s.min,
-                max: s.max,
-                median: s.median,
-                mean: s.mean,
-                stddev: s.stddev,
+                summary,
                 cv: sample.cv(),
                 ci95: sample.mean_ci(conf).map(|i| [i.lo, i.hi]),
                 ci95_rel,

@@ -13,6 +13,7 @@ use super::{BenchInfo, CellSummary, Document, Group, Report, Subject, Sysinfo};
 use crate::ministat::{Version, difference_block};
 use crate::record::Direction;
 use crate::runner::campaign::{CellState, Status};
+use crate::stats::Summary;
 use crate::stats::cfmt::fmt_g;
 use crate::store::RunRow;
 
@@ -160,6 +161,14 @@ fn report(o: &mut String, r: &Report) {
     }
 }
 
+/// ministat's five number columns, `%13.8g` each after a space.
+fn stat_cols(s: &Summary) -> String {
+    [s.min, s.max, s.median, s.mean, s.stddev]
+        .iter()
+        .map(|x| format!(" {}", fmt_g(*x, 13, 8)))
+        .collect()
+}
+
 fn group(o: &mut String, g: &Group, with_notes: bool) {
     // `ns/op` and `ops/s` carry their unit; `real` or `user` do not.
     let unit = if g.metric == g.unit || g.metric.split('/').any(|p| p == g.unit) {
@@ -202,16 +211,12 @@ fn group(o: &mut String, g: &Group, with_notes: bool) {
     let head = label(&g.columns);
     let _ = writeln!(o, "{head}{STAT_HEADER}");
     for r in &g.rows {
-        let line = label(&r.labels);
         let _ = writeln!(
             o,
-            "{line}{:>4} {} {} {} {} {}",
-            r.n,
-            fmt_g(r.min, 13, 8),
-            fmt_g(r.max, 13, 8),
-            fmt_g(r.median, 13, 8),
-            fmt_g(r.mean, 13, 8),
-            fmt_g(r.stddev, 13, 8)
+            "{}{:>4}{}",
+            label(&r.labels),
+            r.summary.n,
+            stat_cols(&r.summary)
         );
     }
     for r in g.rows.iter() {
@@ -226,7 +231,7 @@ fn group(o: &mut String, g: &Group, with_notes: bool) {
             "  outliers [{}]: sample {} of {} (modified z-score > 3.5; kept in the statistics)",
             r.who(&g.bench),
             which.join(", "),
-            r.n
+            r.summary.n
         );
     }
     if with_notes {
@@ -271,7 +276,7 @@ fn precision_lines(o: &mut String, g: &Group, target: f64) {
             "  precision [{}]: +/-{:.2}% of the mean at 95% after {} samples (target {}%){flag}",
             r.who(&g.bench),
             r.ci95_rel * 100.0,
-            r.n,
+            r.summary.n,
             fmt_g(target * 100.0, 0, 6)
         );
     }
@@ -651,14 +656,10 @@ fn compare_block(o: &mut String, c: &Comparison, r: &Row) {
     for (i, s) in r.stats.iter().enumerate() {
         let _ = writeln!(
             o,
-            "{} {:3} {} {} {} {} {}",
+            "{} {:3}{}",
             SYMBOL[i],
-            s.n,
-            fmt_g(s.min, 13, 8),
-            fmt_g(s.max, 13, 8),
-            fmt_g(s.median, 13, 8),
-            fmt_g(s.mean, 13, 8),
-            fmt_g(s.stddev, 13, 8)
+            s.summary.n,
+            stat_cols(&s.summary)
         );
     }
     let conf = c.confidence;

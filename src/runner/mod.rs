@@ -30,24 +30,8 @@ use crate::event::{
 };
 use crate::ids::unix_now;
 use crate::plan::{Cell, Plan};
-use crate::record::{CampaignKey, CellInfo, CellStatus, RunConfig, RunStatus, StopRule};
+use crate::record::{CampaignKey, CellInfo, CellStatus, RunConfig, RunStatus};
 use crate::system::{self, Fingerprint};
-
-/// Settings of one `kbench run`, after the CLI and the plan were merged.
-#[derive(Clone, Debug)]
-pub struct RunOptions {
-    pub samples: u32,
-    pub sample_time: f64,
-    pub warmup: u32,
-    pub seed: u64,
-    /// Adaptive stopping (`--precision`, `--until-verdict`); `None` = a
-    /// fixed number of samples.
-    pub stop: Option<StopRule>,
-    /// Start a new campaign when the plan changed since its campaign began.
-    pub force: bool,
-    /// The command line, recorded with the run.
-    pub argv: Vec<String>,
-}
 
 /// How far a campaign got: samples per cell key and per system state
 /// (readings as stored text). Empty for ad-hoc runs.
@@ -160,7 +144,7 @@ fn cell_info(cell: &Cell, readings: &IndexMap<String, String>) -> anyhow::Result
 /// system states.
 pub fn run(
     plan: &Plan,
-    opts: &RunOptions,
+    opts: &RunConfig,
     campaign: Option<CampaignKey>,
     have: &Progress,
     fp: &Fingerprint,
@@ -245,17 +229,7 @@ pub fn run(
         host: fp.hostname.clone(),
         started: unix_now(),
         overhead_ns: crate::bench::micro::loop_overhead_ns(opts.sample_time.min(0.05)),
-        config: RunConfig {
-            version: RunConfig::VERSION,
-            plan: plan.name.clone(),
-            samples: opts.samples,
-            sample_time: opts.sample_time,
-            warmup: opts.warmup,
-            seed: opts.seed,
-            stop: opts.stop,
-            force: opts.force,
-            argv: opts.argv.clone(),
-        },
+        config: opts.clone(),
         fingerprint: fp.clone(),
         planned_cells: live.len(),
         planned_samples: live.iter().map(|l| (l.want + opts.warmup) as u64).sum(),
@@ -434,7 +408,7 @@ fn sample_group(
     ctx: &mut Ctx<'_>,
     live: &mut [Live],
     members: &[usize],
-    opts: &RunOptions,
+    opts: &RunConfig,
     settings: &RunSettings,
     home: &crate::units::CpuSet,
     rng: &mut rand_chacha::ChaCha8Rng,
