@@ -58,6 +58,9 @@ impl Kind {
 pub enum Direction {
     Lower,
     Higher,
+    /// Neither: a reading kept for context (e.g. the CPU idle % of a
+    /// scale interval). Never compared as better or worse.
+    Info,
 }
 
 impl fmt::Display for Direction {
@@ -65,6 +68,7 @@ impl fmt::Display for Direction {
         f.write_str(match self {
             Direction::Lower => "lower is better",
             Direction::Higher => "higher is better",
+            Direction::Info => "informational",
         })
     }
 }

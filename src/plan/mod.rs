@@ -56,7 +56,7 @@
 //! on_failure = "continue"       # or "stop" (default)
 //! measure = ["real", "user", "sys"]   # default all: + maxrss vcsw ivcsw
 //! metrics = [
-//!   { name = "matches", regex = "(\\d+) matches", from = "stdout", unit = "lines", direction = "higher" },
+//!   { name = "matches", regex = "(\\d+) matches", from = "stdout", unit = "lines", direction = "higher" },  # lower (default), higher or info
 //!   { name = "mean", json = "/results/0/mean", unit = "s" },
 //!   { name = "bin_size", file = "{tmp}/a.out" },           # bytes
 //!   { name = "code_size", elf = "{tmp}/a.out" },           # size(1) text

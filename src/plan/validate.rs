@@ -979,10 +979,11 @@ fn custom_metric(
     {
         None | Some((_, "lower")) => Direction::Lower,
         Some((_, "higher")) => Direction::Higher,
+        Some((_, "info")) => Direction::Info,
         Some((sp, o)) => {
             return Err(err(
                 sp,
-                format!("`direction` must be lower or higher, found `{o}`"),
+                format!("`direction` must be lower, higher or info, found `{o}`"),
             ));
         }
     };

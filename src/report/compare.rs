@@ -269,13 +269,16 @@ pub fn compare(
     }
     let mut geomean = Vec::new();
     for ((unit, direction), per) in &ratios {
+        if *direction == Direction::Info {
+            continue; // no better or worse to average
+        }
         for (j, r) in per.iter().enumerate().skip(1) {
             let Ok(g) = geomean_of_ratios(r, conf) else {
                 continue;
             };
             let orient = |x: f64| match direction {
                 Direction::Lower => 1.0 - x,
-                _ => x - 1.0,
+                Direction::Higher | Direction::Info => x - 1.0,
             };
             let interval = g.interval.map(|i| [i.lo, i.hi]);
             geomean.push(GeoRow {
