@@ -210,9 +210,19 @@ fn run(a: RunArgs, db: Option<&str>) -> anyhow::Result<ExitCode> {
         sinks.push(l);
     }
     sinks.push(&mut progress);
-    let (summary, status) =
-        runner::run(&plan, &opts, campaign, &have, &fp, &mut event::Tee(sinks))?;
+    let result = runner::run(&plan, &opts, campaign, &have, &fp, &mut event::Tee(sinks));
     drop(progress);
+    let (summary, status) = match result {
+        Ok(r) => r,
+        Err(e) => {
+            // The run stopped on an error (a sink that could not write, a
+            // benchmark that could not start): it is over, not running.
+            if let Err(e2) = writer.close_open_runs(RunStatus::Failed) {
+                eprintln!("kbench: cannot mark the run as failed: {e2:#}");
+            }
+            return Err(e);
+        }
+    };
     let run_id = summary.run.as_deref().and_then(|u| writer.run_id(u));
     let plan_arg = a.specs.first().cloned().unwrap_or_default();
     if summary.pending > 0 && !a.quiet {

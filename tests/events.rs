@@ -100,3 +100,38 @@ fn a_malformed_stream_names_its_line_and_stores_nothing() {
         .code(2)
         .stderr(predicate::str::contains("choose one"));
 }
+
+/// A reader that goes away (a broken SSH connection, `| head -1`) stops
+/// the run; the run is then over in the store, never left `running`.
+#[test]
+fn a_closed_event_pipe_leaves_no_running_run() {
+    use std::io::BufRead;
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_kbench"))
+        .env("KBENCH_DB", common::db(dir.path()))
+        .args([
+            "run",
+            "getppid",
+            "--samples",
+            "50",
+            "--sample-time",
+            "0.01",
+            "--events",
+            "jsonl",
+            "-q",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    assert!(first.contains("run_begun"), "{first}");
+    // The read end is dropped here.
+    let status = child.wait().unwrap();
+    assert!(status.code().is_some(), "no crash: {status:?}");
+    let runs = json(stdout(kbench(dir.path()).args(["runs", "--json"])).as_bytes());
+    assert_eq!(runs[0]["status"], "failed", "{runs}");
+}

@@ -18,6 +18,8 @@ struct CellIds {
 struct RunIds {
     id: i64,
     cells: HashMap<String, CellIds>,
+    /// `run_ended` was seen.
+    ended: bool,
 }
 
 pub struct StoreSink<'a> {
@@ -39,6 +41,18 @@ impl<'a> StoreSink<'a> {
     /// The store's id of a run this sink has seen begin.
     pub fn run_id(&self, uuid: &str) -> Option<i64> {
         self.runs.get(uuid).map(|r| r.id)
+    }
+
+    /// Mark every run this sink saw begin but not end (the producer
+    /// failed, or its stream broke off) as ended with `status`, so no run
+    /// stays `running` in the store.
+    pub fn close_open_runs(&mut self, status: crate::record::RunStatus) -> anyhow::Result<()> {
+        for run in self.runs.values_mut().filter(|r| !r.ended) {
+            self.store
+                .finish_run(run.id, crate::ids::unix_now(), status)?;
+            run.ended = true;
+        }
+        Ok(())
     }
 
     fn run(&mut self, uuid: &str) -> anyhow::Result<&mut RunIds> {
@@ -79,6 +93,7 @@ impl Sink for StoreSink<'_> {
                     RunIds {
                         id,
                         cells: HashMap::new(),
+                        ended: false,
                     },
                 );
             }
@@ -140,7 +155,9 @@ impl Sink for StoreSink<'_> {
             }
             Event::Warmup(_) | Event::Warning(_) => {}
             Event::RunEnded(r) => {
-                let id = self.run(&r.run)?.id;
+                let run = self.run(&r.run)?;
+                run.ended = true;
+                let id = run.id;
                 self.store.finish_run(id, r.ended, r.status)?;
             }
         }
