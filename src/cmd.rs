@@ -60,7 +60,7 @@ pub fn dispatch(args: Vec<OsString>) -> anyhow::Result<ExitCode> {
             print(&Document::Sysinfo(&s), Format::json_if(json))
         }
         Command::Runs { json } => {
-            let st = store::open(db)?;
+            let st = store::open(db, store::Access::Read)?;
             print(&Document::Runs(&st.runs(None)?), Format::json_if(json))
         }
         Command::Status {
@@ -181,7 +181,7 @@ fn run(a: RunArgs, db: Option<&str>) -> anyhow::Result<ExitCode> {
         ));
     }
     let opts = options(&a, &plan, a.quick || default_suite)?;
-    let mut st = store::open(db)?;
+    let mut st = store::open(db, store::Access::Write)?;
     // An edited plan is refused before anything is measured or printed.
     let (campaign, have) = match &plan.path {
         Some(_) => {
@@ -280,13 +280,13 @@ fn status(
         out(&runner::campaign::resume_unit(&plan, &path)?)?;
         return Ok(ExitCode::SUCCESS);
     }
-    let st = store::open(db)?;
+    let st = store::open(db, store::Access::Read)?;
     let s = runner::campaign::status(&*st, &plan, plan_arg, plan.samples.unwrap_or(10))?;
     print(&Document::Status(&s), Format::json_if(json))
 }
 
 fn report(db: Option<&str>, specs: &[String], json: bool) -> anyhow::Result<ExitCode> {
-    let st = store::open(db)?;
+    let st = store::open(db, store::Access::Read)?;
     let ops: Vec<select::Operand> = if specs.is_empty() {
         let last = st
             .last_run_id()?
@@ -321,7 +321,7 @@ fn ingest(db: Option<&str>, file: &str) -> anyhow::Result<ExitCode> {
     while let Some(e) = reader.next_event()? {
         events.push((reader.line(), e));
     }
-    let mut st = store::open(db)?;
+    let mut st = store::open(db, store::Access::Write)?;
     let mut sink = store::sink::StoreSink::new(st.as_mut());
     let mut runs = std::collections::BTreeSet::new();
     for (line, e) in &events {
@@ -354,7 +354,7 @@ fn compare(
         ));
     }
     let margin = crate::units::parse_percent(margin).map_err(|e| bad_input!("--margin: {e}"))?;
-    let st = store::open(db)?;
+    let st = store::open(db, store::Access::Read)?;
     let mut sels = Vec::new();
     // Operands often narrow the same run or campaign: load each once.
     let mut loaded: std::collections::HashMap<store::Scope, Vec<store::StoredCell>> =

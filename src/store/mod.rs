@@ -17,7 +17,6 @@ pub mod memory;
 pub mod sink;
 pub mod sqlite;
 
-use anyhow::Context;
 use indexmap::IndexMap;
 use serde::Serialize;
 use std::path::PathBuf;
@@ -279,21 +278,32 @@ pub fn default_path() -> PathBuf {
     base.join("kbench").join("kbench.db")
 }
 
+/// What a command does with the store.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Access {
+    /// `run`, `ingest`: the store is created when it does not exist.
+    Write,
+    /// `runs`, `report`, `compare`, `status`: nothing is created. A missing
+    /// default store reads as empty; a missing `--db` is an error.
+    Read,
+}
+
 /// Open the store named by a path or URL (`None` = default path).
-pub fn open(url: Option<&str>) -> anyhow::Result<Box<dyn Store>> {
+pub fn open(url: Option<&str>, access: Access) -> anyhow::Result<Box<dyn Store>> {
     match url {
         Some(u) if u.starts_with("postgres://") || u.starts_with("postgresql://") => Err(
             bad_input!("--db {u}: the PostgreSQL store is not supported yet; use a file path"),
         ),
-        Some(u) => Ok(Box::new(
-            sqlite::SqliteStore::open(std::path::Path::new(u))
-                .with_context(|| format!("cannot open store {u}"))?,
-        )),
+        Some(u) => Ok(Box::new(sqlite::SqliteStore::open(
+            std::path::Path::new(u),
+            access == Access::Write,
+        )?)),
         None => {
             let p = default_path();
-            Ok(Box::new(sqlite::SqliteStore::open(&p).with_context(
-                || format!("cannot open store {}", p.display()),
-            )?))
+            if access == Access::Read && !p.exists() {
+                return Ok(Box::new(sqlite::SqliteStore::empty()?));
+            }
+            Ok(Box::new(sqlite::SqliteStore::open(&p, true)?))
         }
     }
 }

@@ -15,6 +15,7 @@ use super::{
     CampaignQuery, CampaignRow, CellProgress, CellRec, FailureRec, NewRun, RunDetails, RunRow,
     SampleRec, Scope, StoreRead, StoreWrite, StoredCell,
 };
+use crate::error::bad_input;
 use crate::record::{CampaignKey, CellInfo, CellStatus, Kind, RunConfig, RunStatus};
 use crate::system::Fingerprint;
 
@@ -131,16 +132,154 @@ pub struct SqliteStore {
     conn: Connection,
 }
 
+/// Tables every kbench store has, from the first schema version on.
+const KBENCH_TABLES: &[&str] = &["campaigns", "runs", "cells", "samples"];
+
+/// How long a writer waits for another one before giving up.
+const BUSY: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// What went wrong with a store file, as one line naming the path and the
+/// cause. Input the user can fix (not a store, a directory, newer or
+/// corrupt) exits 2; a busy or failing disk exits 1.
+fn explain(path: &Path, e: rusqlite::Error) -> anyhow::Error {
+    use rusqlite::ErrorCode as C;
+    let p = path.display();
+    match e.sqlite_error_code() {
+        Some(C::NotADatabase) => bad_input!("{p}: not an SQLite database"),
+        Some(C::DatabaseCorrupt) => bad_input!("{p}: the database is malformed (corrupt)"),
+        Some(C::ReadOnly) => bad_input!("{p}: the store is read-only here"),
+        Some(C::CannotOpen) => bad_input!("{p}: cannot open the store ({e})"),
+        Some(C::DatabaseBusy | C::DatabaseLocked) => anyhow::anyhow!(
+            "{p}: locked by another process for more than {} s",
+            BUSY.as_secs()
+        ),
+        Some(C::DiskFull) => anyhow::anyhow!("{p}: the disk is full"),
+        _ => anyhow::Error::new(e).context(format!("store {p}")),
+    }
+}
+
 impl SqliteStore {
-    pub fn open(path: &Path) -> anyhow::Result<SqliteStore> {
-        if let Some(dir) = path.parent()
-            && !dir.as_os_str().is_empty()
-        {
-            std::fs::create_dir_all(dir)
-                .with_context(|| format!("cannot create {}", dir.display()))?;
+    /// Open the store at `path`; with `create`, make it (mode 0600, and
+    /// its directory) when it does not exist. A file that is not a kbench
+    /// store, or is newer than this kbench, is refused and left untouched.
+    pub fn open(path: &Path, create: bool) -> anyhow::Result<SqliteStore> {
+        let p = path.display();
+        match std::fs::metadata(path) {
+            Ok(m) if m.is_dir() => return Err(bad_input!("{p}: is a directory, not a store")),
+            Ok(m) if !m.is_file() => {
+                return Err(bad_input!("{p}: not a regular file, so not a store"));
+            }
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                if !create {
+                    return Err(bad_input!("{p}: no such store (`kbench run` creates one)"));
+                }
+                if let Some(dir) = path.parent()
+                    && !dir.as_os_str().is_empty()
+                {
+                    std::fs::create_dir_all(dir)
+                        .map_err(|e| bad_input!("{}: cannot create: {e}", dir.display()))?;
+                }
+                use std::os::unix::fs::OpenOptionsExt;
+                match std::fs::OpenOptions::new()
+                    .write(true)
+                    .create_new(true)
+                    .mode(0o600)
+                    .open(path)
+                {
+                    // Another process creating it at the same moment is fine.
+                    Ok(_) => {}
+                    Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+                    Err(e) => return Err(bad_input!("{p}: cannot create the store: {e}")),
+                }
+            }
+            Err(e) => return Err(bad_input!("{p}: {e}")),
         }
-        let conn = Connection::open(path)?;
-        conn.busy_timeout(std::time::Duration::from_secs(10))?;
+        use rusqlite::OpenFlags as F;
+        let writable = std::fs::OpenOptions::new().write(true).open(path).is_ok();
+        if !writable && create {
+            return Err(bad_input!("{p}: the store is read-only here"));
+        }
+        let flags = if writable {
+            F::SQLITE_OPEN_READ_WRITE
+        } else {
+            F::SQLITE_OPEN_READ_ONLY
+        };
+        let conn = Connection::open_with_flags(path, flags | F::SQLITE_OPEN_NO_MUTEX)
+            .map_err(|e| explain(path, e))?;
+        conn.busy_timeout(BUSY).map_err(|e| explain(path, e))?;
+        Self::check_ours(&conn, path)?;
+        if !writable {
+            // Reports from a store shared read-only: no journal mode to
+            // set, no migration possible.
+            let version: i64 = conn
+                .pragma_query_value(None, "user_version", |r| r.get(0))
+                .map_err(|e| explain(path, e))?;
+            if version as usize != MIGRATIONS.len() {
+                return Err(bad_input!(
+                    "{p}: read-only, and its schema (version {version}) needs upgrading to {}: open it once with write access",
+                    MIGRATIONS.len()
+                ));
+            }
+            return Ok(SqliteStore { conn });
+        }
+        let mut s = SqliteStore { conn };
+        s.prepare()
+            .map_err(|e| match e.downcast::<rusqlite::Error>() {
+                Ok(e) => explain(path, e),
+                Err(e) => e.context(format!("store {p}")),
+            })?;
+        Ok(s)
+    }
+
+    /// An empty store in memory: what a read-only command sees when the
+    /// default store does not exist yet (nothing is created).
+    pub fn empty() -> anyhow::Result<SqliteStore> {
+        let mut s = SqliteStore {
+            conn: Connection::open_in_memory()?,
+        };
+        s.prepare()?;
+        Ok(s)
+    }
+
+    /// Refuse, before anything is written, a file that is not a kbench
+    /// store or is newer than this kbench.
+    fn check_ours(conn: &Connection, path: &Path) -> anyhow::Result<()> {
+        let p = path.display();
+        let version: i64 = conn
+            .pragma_query_value(None, "user_version", |r| r.get(0))
+            .map_err(|e| explain(path, e))?;
+        let tables: Vec<String> = conn
+            .prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
+            .and_then(|mut st| st.query_map([], |r| r.get(0))?.collect())
+            .map_err(|e| explain(path, e))?;
+        if version as usize > MIGRATIONS.len() {
+            return Err(bad_input!(
+                "{p}: the store has schema version {version}, newer than this kbench knows ({}); upgrade kbench",
+                MIGRATIONS.len()
+            ));
+        }
+        if version == 0 && !tables.is_empty() {
+            return Err(bad_input!(
+                "{p}: not a kbench store (it has tables kbench did not make: {})",
+                tables.join(", ")
+            ));
+        }
+        if version > 0
+            && let Some(t) = KBENCH_TABLES
+                .iter()
+                .find(|t| !tables.iter().any(|x| x == *t))
+        {
+            return Err(bad_input!(
+                "{p}: not a kbench store (schema version {version} but no `{t}` table)"
+            ));
+        }
+        Ok(())
+    }
+
+    /// Journal mode, durability, and the newest schema.
+    fn prepare(&mut self) -> anyhow::Result<()> {
+        let conn = &self.conn;
         conn.pragma_update(None, "journal_mode", "WAL")?;
         // NORMAL in WAL mode: a committed transaction survives the process
         // being killed; only power loss can drop the last commits.
@@ -148,10 +287,9 @@ impl SqliteStore {
         // The bundled SQLite enforces foreign keys by default; a migration
         // that rebuilds a referenced table needs them off until it commits.
         conn.pragma_update(None, "foreign_keys", "OFF")?;
-        let mut s = SqliteStore { conn };
-        s.migrate()?;
-        s.conn.pragma_update(None, "foreign_keys", "ON")?;
-        Ok(s)
+        self.migrate()?;
+        self.conn.pragma_update(None, "foreign_keys", "ON")?;
+        Ok(())
     }
 
     /// Bring the schema to the newest version. Foreign keys are off while
@@ -578,11 +716,11 @@ mod tests {
     #[test]
     fn passes_the_store_suite() {
         let dir = tempfile::tempdir().unwrap();
-        let mut s = SqliteStore::open(&dir.path().join("sub/k.db")).unwrap();
+        let mut s = SqliteStore::open(&dir.path().join("sub/k.db"), true).unwrap();
         super::super::suite::round_trip(&mut s);
         drop(s);
         // Reopening does not re-run migrations.
-        let s = SqliteStore::open(&dir.path().join("sub/k.db")).unwrap();
+        let s = SqliteStore::open(&dir.path().join("sub/k.db"), true).unwrap();
         let v: i64 = s
             .conn
             .pragma_query_value(None, "user_version", |r| r.get(0))
@@ -602,7 +740,7 @@ mod tests {
             &path,
         )
         .unwrap();
-        let mut s = SqliteStore::open(&path).unwrap();
+        let mut s = SqliteStore::open(&path, true).unwrap();
         let runs = s.runs(None).unwrap();
         assert_eq!(runs.len(), 2);
         assert_eq!(runs[0].uuid, "legacy-1");
@@ -633,7 +771,7 @@ mod tests {
     #[test]
     fn corrupt_stored_json_is_an_error_not_null() {
         let dir = tempfile::tempdir().unwrap();
-        let mut s = SqliteStore::open(&dir.path().join("k.db")).unwrap();
+        let mut s = SqliteStore::open(&dir.path().join("k.db"), true).unwrap();
         let run = s
             .begin_run(&super::super::suite::new_run("u", None))
             .unwrap();
@@ -660,7 +798,7 @@ mod tests {
     fn two_writers_create_one_campaign() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("k.db");
-        SqliteStore::open(&path).unwrap();
+        SqliteStore::open(&path, true).unwrap();
         let key = CampaignKey {
             name: "race".into(),
             plan_hash: "h".into(),
@@ -673,7 +811,7 @@ mod tests {
                 let hs: Vec<_> = (0..2)
                     .map(|_| {
                         sc.spawn(|| {
-                            let mut s = SqliteStore::open(&path).unwrap();
+                            let mut s = SqliteStore::open(&path, true).unwrap();
                             barrier.wait();
                             s.campaign(&key).unwrap()
                         })
@@ -683,7 +821,7 @@ mod tests {
             });
             assert_eq!(ids[0], ids[1]);
         }
-        let s = SqliteStore::open(&path).unwrap();
+        let s = SqliteStore::open(&path, true).unwrap();
         assert_eq!(s.campaigns(CampaignQuery::Named("race")).unwrap().len(), 1);
     }
 }
