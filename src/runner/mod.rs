@@ -194,9 +194,7 @@ pub fn run(
     summary.ran = todo.len();
 
     let stop = Arc::new(AtomicBool::new(false));
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register(sig, Arc::clone(&stop)).context("installing signal handler")?;
-    }
+    let _signals = Interrupts::install(&stop)?;
 
     let mut live: Vec<Live> = todo
         .into_iter()
@@ -273,6 +271,13 @@ pub fn run(
             }
             done_steps.push(st);
         }
+        if failed_setup.is_some() && ctx.stop.load(Ordering::Relaxed) {
+            // Ctrl-C killed the setup command: an interruption, not a
+            // failing setup.
+            status = RunStatus::Interrupted;
+            teardown(&mut ctx, &done_steps, &uuid)?;
+            break;
+        }
         let s = match &failed_setup {
             None => sample_group(
                 &mut ctx, &mut live, &members, opts, &settings, &home, &mut rng, started,
@@ -293,19 +298,8 @@ pub fn run(
             }
             live[i].inst = None;
         }
-        for st in done_steps.iter().rev() {
-            if let Some(cmd) = &st.teardown
-                && let Err(e) = shell_step(cmd)
-            {
-                ctx.emit(Event::Warning(WarningEvent {
-                    run: uuid.clone(),
-                    message: format!(
-                        "factor `{}` = `{}`: teardown `{cmd}` {e}",
-                        st.factor, st.label
-                    ),
-                }))?;
-                status = RunStatus::Failed;
-            }
+        if !teardown(&mut ctx, &done_steps, &uuid)? {
+            status = RunStatus::Failed;
         }
         if s == RunStatus::Interrupted {
             status = s;
@@ -356,6 +350,81 @@ pub fn run(
         status,
     }))?;
     Ok((summary, status))
+}
+
+/// Run the teardown of every `shell` step whose setup ran, last first; a
+/// failing one is a warning. False when any failed.
+fn teardown(
+    ctx: &mut Ctx<'_>,
+    steps: &[&crate::plan::ShellStep],
+    run: &str,
+) -> anyhow::Result<bool> {
+    let mut ok = true;
+    for st in steps.iter().rev() {
+        if let Some(cmd) = &st.teardown
+            && let Err(e) = shell_step(cmd)
+        {
+            ctx.emit(Event::Warning(WarningEvent {
+                run: run.to_string(),
+                message: format!(
+                    "factor `{}` = `{}`: teardown `{cmd}` {e}",
+                    st.factor, st.label
+                ),
+            }))?;
+            ok = false;
+        }
+    }
+    Ok(ok)
+}
+
+/// SIGINT and SIGTERM during a run: the first asks the runner to stop after
+/// the current sample (and says so at once, since a sample may last long);
+/// a second one ends the process at once, exit code 1. The handlers go
+/// when the run does.
+struct Interrupts {
+    ids: Vec<signal_hook::SigId>,
+    done: Arc<AtomicBool>,
+}
+
+impl Interrupts {
+    fn install(stop: &Arc<AtomicBool>) -> anyhow::Result<Interrupts> {
+        let mut ids = Vec::new();
+        for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+            // The shutdown is registered first, so it sees the flag as it
+            // was before this very signal set it.
+            ids.push(
+                signal_hook::flag::register_conditional_shutdown(sig, 1, Arc::clone(stop))
+                    .context("installing signal handler")?,
+            );
+            ids.push(
+                signal_hook::flag::register(sig, Arc::clone(stop))
+                    .context("installing signal handler")?,
+            );
+        }
+        let done = Arc::new(AtomicBool::new(false));
+        let (s, d) = (Arc::clone(stop), Arc::clone(&done));
+        std::thread::spawn(move || {
+            while !d.load(Ordering::Relaxed) {
+                if s.load(Ordering::Relaxed) {
+                    eprintln!(
+                        "kbench: stopping after the current sample (Ctrl-C again to stop now)"
+                    );
+                    return;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(100));
+            }
+        });
+        Ok(Interrupts { ids, done })
+    }
+}
+
+impl Drop for Interrupts {
+    fn drop(&mut self) {
+        self.done.store(true, Ordering::Relaxed);
+        for id in self.ids.drain(..) {
+            signal_hook::low_level::unregister(id);
+        }
+    }
 }
 
 /// Run a `shell` factor's setup or teardown through `sh -c`; the error
