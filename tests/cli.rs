@@ -387,6 +387,44 @@ fn sigint_stops_after_the_current_sample_and_keeps_data() {
     assert!(n >= seen);
 }
 
+/// A long sample: the first Ctrl-C is acknowledged at once, the second
+/// ends the run without waiting for the sample.
+#[test]
+fn a_second_sigint_stops_a_long_sample_now() {
+    use std::io::Read;
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("kbench"))
+        .env("KBENCH_DB", common::db(dir.path()))
+        .args(["run", "spin", "--samples", "3", "--sample-time", "30"])
+        .args(["--warmup", "0"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Calibration takes a few short loops; then a 30 s sample runs.
+    std::thread::sleep(Duration::from_millis(1500));
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    std::thread::sleep(Duration::from_millis(500));
+    let t0 = Instant::now();
+    // SAFETY: as above.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let status = child.wait().unwrap();
+    assert!(t0.elapsed() < Duration::from_secs(5), "{:?}", t0.elapsed());
+    assert_eq!(status.code(), Some(1));
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    assert!(
+        err.contains("stopping after the current sample (Ctrl-C again to stop now)"),
+        "{err}"
+    );
+}
+
 // --- list and sysinfo ---------------------------------------------------------
 
 #[test]
