@@ -463,8 +463,8 @@ fn sample_values(l: &Live, out: &[Measure]) -> Result<Vec<(String, f64)>, String
     let mut values = Vec::with_capacity(out.len());
     for m in out {
         let name = &l.metrics[m.metric];
-        if !m.value.is_finite() {
-            return Err(format!("metric `{name}` read {}, not a number", m.value));
+        if let Err(why) = crate::stats::sample::check_value(m.value) {
+            return Err(format!("metric `{name}` read {why}"));
         }
         values.push((name.clone(), m.value));
     }

@@ -16,6 +16,28 @@ pub enum SampleError {
     Empty,
     #[error("value #{index} is {value}, not a finite number")]
     NotFinite { index: usize, value: f64 },
+    #[error(
+        "value #{index} is {value}, beyond +/-{MAX_MAGNITUDE:e} (sums and squares would overflow)"
+    )]
+    TooLarge { index: usize, value: f64 },
+}
+
+/// Largest magnitude a measured value may have: sums of 10^6 of them and
+/// squares of their differences stay finite in f64 (no benchmark unit
+/// comes near it; a value beyond it is a broken measurement).
+pub const MAX_MAGNITUDE: f64 = 1e150;
+
+/// Why a single value cannot be a measurement, if it cannot.
+pub fn check_value(value: f64) -> Result<(), String> {
+    if !value.is_finite() {
+        Err(format!("{value}, not a number"))
+    } else if value.abs() > MAX_MAGNITUDE {
+        Err(format!(
+            "{value:e}, beyond +/-{MAX_MAGNITUDE:e} (statistics would overflow)"
+        ))
+    } else {
+        Ok(())
+    }
 }
 
 /// A non-empty set of finite measurements, sorted ascending.
@@ -36,6 +58,13 @@ impl Sample {
         }
         if let Some((index, &value)) = values.iter().enumerate().find(|(_, v)| !v.is_finite()) {
             return Err(SampleError::NotFinite { index, value });
+        }
+        if let Some((index, &value)) = values
+            .iter()
+            .enumerate()
+            .find(|(_, v)| v.abs() > MAX_MAGNITUDE)
+        {
+            return Err(SampleError::TooLarge { index, value });
         }
         let sum = values.iter().sum();
         let mut sorted = values.to_vec();
@@ -168,6 +197,19 @@ mod tests {
             Sample::new(&[1.0, f64::NAN]),
             Err(SampleError::NotFinite { index: 1, .. })
         ));
+        assert!(matches!(
+            Sample::new(&[1e308, 1e308]),
+            Err(SampleError::TooLarge { index: 0, .. })
+        ));
+        // At the limit, every statistic is finite.
+        let big = Sample::new(&[MAX_MAGNITUDE, -MAX_MAGNITUDE, MAX_MAGNITUDE]).unwrap();
+        assert!(big.mean().is_finite() && big.stddev().is_finite());
+        assert!(
+            check_value(f64::INFINITY)
+                .unwrap_err()
+                .contains("not a number")
+        );
+        assert!(check_value(-1e200).unwrap_err().contains("overflow"));
         let s = Sample::new(&[4.0, 1.0, 3.0, 2.0]).unwrap();
         assert_eq!(s.sorted(), &[1.0, 2.0, 3.0, 4.0]);
         assert_eq!(
