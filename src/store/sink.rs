@@ -119,6 +119,9 @@ impl Sink for StoreSink<'_> {
                         .ok_or_else(|| {
                             bad_input!("sample of cell `{}` has undeclared metric `{name}`", s.cell)
                         })?;
+                    crate::stats::sample::check_value(*value).map_err(|why| {
+                        bad_input!("sample of cell `{}`: `{name}` is {why}", s.cell)
+                    })?;
                     let seq = recs.iter().filter(|r| *r.metric == *m.name).count() as u32;
                     recs.push(SampleRec {
                         cell_id: cell.id,
