@@ -380,47 +380,39 @@ fn teardown(
 /// SIGINT and SIGTERM during a run: the first asks the runner to stop after
 /// the current sample (and says so at once, since a sample may last long);
 /// a second one ends the process at once, exit code 1. The handlers go
-/// when the run does.
+/// when the run does. No thread is started for this: some benchmarks
+/// (brk) need kbench to be single-threaded.
 struct Interrupts {
     ids: Vec<signal_hook::SigId>,
-    done: Arc<AtomicBool>,
 }
 
 impl Interrupts {
     fn install(stop: &Arc<AtomicBool>) -> anyhow::Result<Interrupts> {
+        const MSG: &[u8] =
+            b"kbench: stopping after the current sample (Ctrl-C again to stop now)\n";
         let mut ids = Vec::new();
         for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-            // The shutdown is registered first, so it sees the flag as it
-            // was before this very signal set it.
+            let stop = Arc::clone(stop);
+            let action = move || {
+                if stop.swap(true, Ordering::SeqCst) {
+                    signal_hook::low_level::exit(1);
+                }
+                // SAFETY: write(2) is async-signal-safe; the buffer is static.
+                unsafe { libc::write(2, MSG.as_ptr().cast(), MSG.len()) };
+            };
+            // SAFETY: the action only touches an atomic and calls
+            // async-signal-safe functions.
             ids.push(
-                signal_hook::flag::register_conditional_shutdown(sig, 1, Arc::clone(stop))
-                    .context("installing signal handler")?,
-            );
-            ids.push(
-                signal_hook::flag::register(sig, Arc::clone(stop))
+                unsafe { signal_hook::low_level::register(sig, action) }
                     .context("installing signal handler")?,
             );
         }
-        let done = Arc::new(AtomicBool::new(false));
-        let (s, d) = (Arc::clone(stop), Arc::clone(&done));
-        std::thread::spawn(move || {
-            while !d.load(Ordering::Relaxed) {
-                if s.load(Ordering::Relaxed) {
-                    eprintln!(
-                        "kbench: stopping after the current sample (Ctrl-C again to stop now)"
-                    );
-                    return;
-                }
-                std::thread::sleep(std::time::Duration::from_millis(100));
-            }
-        });
-        Ok(Interrupts { ids, done })
+        Ok(Interrupts { ids })
     }
 }
 
 impl Drop for Interrupts {
     fn drop(&mut self) {
-        self.done.store(true, Ordering::Relaxed);
         for id in self.ids.drain(..) {
             signal_hook::low_level::unregister(id);
         }
