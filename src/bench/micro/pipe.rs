@@ -353,13 +353,26 @@ impl Bench for CtxSwitch {
 #[cfg(test)]
 mod tests {
     use super::super::common::testing::{least, note, params, run, serial, two_cpus};
+
+    /// The default (writer and reader on two CPUs) where two are usable.
+    fn placement() -> &'static str {
+        if two_cpus() { "cross" } else { "same" }
+    }
     use super::*;
 
     #[test]
     fn pipe_bw_moves_data_and_reports_the_granted_size() {
         let _g = serial();
         for size in ["4k", "32k"] {
-            let (v, inst) = run(&PipeBw, &[("pipe_size", size), ("chunk", "8k")], 2);
+            let (v, inst) = run(
+                &PipeBw,
+                &[
+                    ("pipe_size", size),
+                    ("chunk", "8k"),
+                    ("placement", placement()),
+                ],
+                2,
+            );
             assert!(v.iter().all(|&x| x > 1e6 && x < 1e12), "{v:?}");
             let want = crate::units::parse_size(size).unwrap();
             assert_eq!(
@@ -373,7 +386,15 @@ mod tests {
     #[test]
     fn zero_copy_takes_the_vmsplice_path() {
         let _g = serial();
-        let (v, inst) = run(&PipeBw, &[("zero_copy", "true"), ("reader", "splice")], 2);
+        let (v, inst) = run(
+            &PipeBw,
+            &[
+                ("zero_copy", "true"),
+                ("reader", "splice"),
+                ("placement", placement()),
+            ],
+            2,
+        );
         assert!(v.iter().all(|&x| x > 1e6), "{v:?}");
         let w = note(&*inst, "writer");
         // "vmsplice(2) SPLICE_F_GIFT, N calls moved B of B bytes"
