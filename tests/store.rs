@@ -155,7 +155,7 @@ fn a_new_store_is_private_and_reading_creates_nothing() {
 #[test]
 fn four_processes_create_one_store_at_once() {
     let dir = tempfile::tempdir().unwrap();
-    for round in 0..3 {
+    for round in 0..8 {
         let db = dir.path().join(format!("k{round}.db"));
         let kids: Vec<_> = (0..4)
             .map(|_| {

@@ -246,13 +246,22 @@ impl SqliteStore {
     /// store or is newer than this kbench.
     fn check_ours(conn: &Connection, path: &Path) -> anyhow::Result<()> {
         let p = path.display();
-        let version: i64 = conn
-            .pragma_query_value(None, "user_version", |r| r.get(0))
-            .map_err(|e| explain(path, e))?;
-        let tables: Vec<String> = conn
-            .prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
-            .and_then(|mut st| st.query_map([], |r| r.get(0))?.collect())
-            .map_err(|e| explain(path, e))?;
+        // One read transaction, so the version and the tables are read
+        // from the same state: another process may be creating the store
+        // at this very moment.
+        let (version, tables) = (|| -> rusqlite::Result<(i64, Vec<String>)> {
+            conn.execute_batch("BEGIN DEFERRED")?;
+            let version = conn.pragma_query_value(None, "user_version", |r| r.get(0));
+            let tables = conn
+                .prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
+                .and_then(|mut st| st.query_map([], |r| r.get(0))?.collect());
+            conn.execute_batch("COMMIT")?;
+            Ok((version?, tables?))
+        })()
+        .map_err(|e| {
+            let _ = conn.execute_batch("ROLLBACK");
+            explain(path, e)
+        })?;
         if version as usize > MIGRATIONS.len() {
             return Err(bad_input!(
                 "{p}: the store has schema version {version}, newer than this kbench knows ({}); upgrade kbench",
@@ -280,7 +289,25 @@ impl SqliteStore {
     /// Journal mode, durability, and the newest schema.
     fn prepare(&mut self) -> anyhow::Result<()> {
         let conn = &self.conn;
-        conn.pragma_update(None, "journal_mode", "WAL")?;
+        // Switching to WAL needs the file to itself, and SQLite answers
+        // "busy" at once rather than calling the busy handler: retry while
+        // another process holds it (e.g. creating the same store).
+        let deadline = std::time::Instant::now() + BUSY;
+        loop {
+            match conn.pragma_update(None, "journal_mode", "WAL") {
+                Err(e)
+                    if matches!(
+                        e.sqlite_error_code(),
+                        Some(
+                            rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked
+                        )
+                    ) && std::time::Instant::now() < deadline =>
+                {
+                    std::thread::sleep(std::time::Duration::from_millis(5));
+                }
+                r => break r?,
+            }
+        }
         // NORMAL in WAL mode: a committed transaction survives the process
         // being killed; only power loss can drop the last commits.
         conn.pragma_update(None, "synchronous", "NORMAL")?;
