@@ -21,6 +21,7 @@ pub struct Cli {
 pub enum Command {
     /// Run benchmarks: a plan file, or benchmarks by name with parameters
     /// (`getppid:cpu=0`). With no argument, runs the short default suite.
+    #[command(allow_negative_numbers = true)]
     Run(RunArgs),
     /// List the built-in benchmarks with their parameters and metrics.
     List {

@@ -36,12 +36,13 @@ pub fn dispatch(args: Vec<OsString>) -> anyhow::Result<ExitCode> {
     }
     let cli = match Cli::try_parse_from(&args) {
         Ok(c) => c,
-        Err(e) => {
-            // Help and version go to stdout with 0; usage errors exit 2.
-            let code = if e.use_stderr() { 2 } else { 0 };
+        // Help and version go to stdout with 0.
+        Err(e) if !e.use_stderr() => {
             e.print()?;
-            return Ok(ExitCode::from(code));
+            return Ok(ExitCode::SUCCESS);
         }
+        // A usage error is one line, like every other bad input.
+        Err(e) => return Err(bad_input!("{}", usage_error(&e, &args))),
     };
     // An empty KBENCH_DB= means "not set", not an anonymous temporary store.
     let db = cli.db.as_deref().filter(|s| !s.is_empty());
@@ -79,6 +80,29 @@ pub fn dispatch(args: Vec<OsString>) -> anyhow::Result<ExitCode> {
         } => compare(db, &operands, test, confidence, &margin, json),
         Command::Ministat { args } => crate::ministat::main(&args),
     }
+}
+
+/// clap's usage error as one line: its first line (without the `error:`
+/// prefix clap adds), then where help is.
+fn usage_error(e: &clap::Error, args: &[OsString]) -> String {
+    let text = e.render().to_string();
+    let first = text
+        .lines()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("invalid command line")
+        .trim_start_matches("error: ");
+    let sub = args
+        .iter()
+        .skip(1)
+        .filter_map(|a| a.to_str())
+        .find(|a| {
+            <Cli as clap::CommandFactory>::command()
+                .find_subcommand(a)
+                .is_some()
+        })
+        .map(|a| format!(" {a}"))
+        .unwrap_or_default();
+    format!("{first} (see `kbench{sub} --help`)")
 }
 
 /// Render a document to stdout.
@@ -181,6 +205,7 @@ fn run(a: RunArgs, db: Option<&str>) -> anyhow::Result<ExitCode> {
         ));
     }
     let opts = options(&a, &plan, a.quick || default_suite)?;
+    runner::cells(&plan, &opts)?;
     let mut st = store::open(db, store::Access::Write)?;
     // An edited plan is refused before anything is measured or printed.
     let (campaign, have) = match &plan.path {

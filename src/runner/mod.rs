@@ -133,6 +133,27 @@ fn cell_info(cell: &Cell, readings: &IndexMap<String, String>) -> anyhow::Result
     })
 }
 
+/// The plan's cells, checked against the run's settings; what is wrong is
+/// bad input (exit 2), found before anything runs or prints.
+pub fn cells(plan: &Plan, opts: &RunConfig) -> anyhow::Result<Vec<Cell>> {
+    let cells = crate::plan::expand(plan)?;
+    if opts.stop.is_some_and(|r| r.until_verdict) && cells.len() != 2 {
+        return Err(bad_input!(
+            "--until-verdict compares two variants; this run has {} cells",
+            cells.len()
+        ));
+    }
+    let mut keys = std::collections::HashSet::new();
+    if let Some(c) = cells.iter().find(|c| !keys.insert(&c.key)) {
+        return Err(bad_input!(
+            "`{}` names the same cell twice ({})",
+            plan.name,
+            c.key
+        ));
+    }
+    Ok(cells)
+}
+
 /// Run the cells of `plan` that fit the running system and still miss
 /// samples; returns what was done and how it ended.
 ///
@@ -150,21 +171,7 @@ pub fn run(
     fp: &Fingerprint,
     sink: &mut dyn Sink,
 ) -> anyhow::Result<(Summary, RunStatus)> {
-    let cells = crate::plan::expand(plan)?;
-    if opts.stop.is_some_and(|r| r.until_verdict) && cells.len() != 2 {
-        return Err(bad_input!(
-            "--until-verdict compares two variants; this run has {} cells",
-            cells.len()
-        ));
-    }
-    let mut keys = std::collections::HashSet::new();
-    if let Some(c) = cells.iter().find(|c| !keys.insert(&c.key)) {
-        return Err(bad_input!(
-            "`{}` names the same cell twice ({})",
-            plan.name,
-            c.key
-        ));
-    }
+    let cells = cells(plan, opts)?;
     let readings = campaign::read_probes(plan);
     let mut fp = fp.clone();
     fp.probes.extend(readings.clone());

@@ -1,0 +1,372 @@
+//! The bad-input table: every case is one clear line on stderr naming the
+//! value, file or line at fault, the right exit code, no panic, and a
+//! store left byte for byte as it was.
+
+mod common;
+
+use common::kbench;
+use std::path::Path;
+
+/// A store with one finished run, checkpointed, and its bytes.
+fn store(dir: &Path) -> Vec<u8> {
+    kbench(dir)
+        .args([
+            "run",
+            "getuid",
+            "--samples",
+            "2",
+            "--sample-time",
+            "0.005",
+            "-q",
+        ])
+        .assert()
+        .success();
+    // Opening and closing folds the WAL into the file.
+    kbench(dir).arg("runs").assert().success();
+    std::fs::read(common::db(dir)).unwrap()
+}
+
+struct Case {
+    args: &'static [&'static str],
+    /// Files written into the test directory first: (name, contents).
+    files: &'static [(&'static str, &'static str)],
+    code: i32,
+    needle: &'static str,
+}
+
+const fn case(args: &'static [&'static str], code: i32, needle: &'static str) -> Case {
+    Case {
+        args,
+        files: &[],
+        code,
+        needle,
+    }
+}
+
+const fn with(
+    files: &'static [(&'static str, &'static str)],
+    args: &'static [&'static str],
+    needle: &'static str,
+) -> Case {
+    Case {
+        args,
+        files,
+        code: 2,
+        needle,
+    }
+}
+
+const CASES: &[Case] = &[
+    // --- the command line ----------------------------------------------------
+    case(&["bogus"], 2, "unrecognized subcommand 'bogus'"),
+    case(&["runs", "--bogus"], 2, "unexpected argument '--bogus'"),
+    case(&["compare", "1"], 2, "2 values required"),
+    case(
+        &["run", "--samples", "0", "getuid"],
+        2,
+        "--samples 0: need at least one sample",
+    ),
+    case(
+        &["run", "--samples", "-1", "getuid"],
+        2,
+        "invalid value '-1' for '--samples <N>'",
+    ),
+    case(
+        &["run", "--sample-time", "0", "getuid"],
+        2,
+        "--sample-time 0: must be in (0, 3600]",
+    ),
+    case(
+        &["run", "--sample-time", "-1", "getuid"],
+        2,
+        "--sample-time -1: must be in",
+    ),
+    case(
+        &["run", "--sample-time", "nan", "getuid"],
+        2,
+        "--sample-time NaN: must be in",
+    ),
+    case(&["run", "--precision", "abc", "getuid"], 2, "--precision"),
+    case(
+        &["run", "--max-samples", "5", "getuid"],
+        2,
+        "go with --precision or --until-verdict",
+    ),
+    case(
+        &["run", "--until-verdict", "getuid"],
+        2,
+        "compares two variants; this run has 1 cells",
+    ),
+    case(
+        &["run", "--precision", "1%", "--max-samples", "1", "getuid"],
+        2,
+        "--max-samples 1: need at least 2",
+    ),
+    case(
+        &["run", "--precision", "1%", "--max-time", "0", "getuid"],
+        2,
+        "--max-time 0: must be positive",
+    ),
+    case(
+        &["run", "getuid", "--json", "--events", "jsonl"],
+        2,
+        "choose one",
+    ),
+    case(
+        &["run", "getuid", "--events", "xml"],
+        2,
+        "invalid value 'xml' for '--events",
+    ),
+    case(&["run", "nosuch"], 2, "unknown benchmark `nosuch`"),
+    case(&["run", "getuid:bogus=1"], 2, "unknown parameter `bogus`"),
+    case(&["run", "getuid:cpu"], 2, "expected k=v"),
+    case(&["run", "getppid:cpu=99999"], 2, "cpu"),
+    case(&["run", "pipe-bw:chunk=0"], 2, "chunk"),
+    case(&["run", "getuid", "getuid"], 2, "given twice"),
+    case(
+        &["run", "a.toml", "b.toml"],
+        2,
+        "a plan file must be the only argument",
+    ),
+    case(
+        &["run", "missing.toml"],
+        2,
+        "missing.toml: cannot read plan",
+    ),
+    // --- operands of report and compare ----------------------------------------
+    case(&["report", "99"], 2, "no run 99 in the store"),
+    case(&["report", "campaign:7"], 2, "no campaign 7 in the store"),
+    case(&["report", "campaign:x"], 2, "expected campaign:ID"),
+    case(&["report", "nosuch"], 2, "no run or campaign `nosuch`"),
+    case(
+        &["report", "nosuch.toml"],
+        2,
+        "nosuch.toml: cannot read plan",
+    ),
+    case(
+        &["report", "1:nosuch=1"],
+        2,
+        "no factor or parameter `nosuch`",
+    ),
+    case(
+        &["compare", "1", "nosuch"],
+        2,
+        "no run or campaign `nosuch`",
+    ),
+    case(
+        &["compare", "1:x", "1"],
+        2,
+        "expected k=v after `:`, found `x`",
+    ),
+    case(
+        &["compare", "1", "1", "--confidence", "101"],
+        2,
+        "--confidence 101: must be within 80..99.5",
+    ),
+    case(
+        &["compare", "1", "1", "--confidence", "97"],
+        2,
+        "ministat's Student's t has 80, 90",
+    ),
+    case(&["compare", "1", "1", "--margin", "abc"], 2, "--margin"),
+    case(
+        &["compare", "1", "1", "--test", "foo"],
+        2,
+        "invalid value 'foo' for '--test",
+    ),
+    case(
+        &["compare", "1", "1", "1", "1", "1", "1", "1", "1"],
+        2,
+        "at most 7 operands",
+    ),
+    // --- plan files ---------------------------------------------------------------
+    with(&[("p.toml", "samples = 3\n")], &["run", "p.toml"], "p.toml"),
+    with(
+        &[("p.toml", "name = \"p\"\nsamples = \"many\"\n")],
+        &["run", "p.toml"],
+        "p.toml:2:11: `samples`",
+    ),
+    with(
+        &[("p.toml", "name = \"p\"\n[[bench]]\nuse = \"nosuch\"\n")],
+        &["run", "p.toml"],
+        "p.toml:3:7: unknown benchmark `nosuch`",
+    ),
+    with(
+        &[("p.toml", "name = \"p\"\nbogus = 1\n")],
+        &["run", "p.toml"],
+        "p.toml:2:1",
+    ),
+    with(
+        &[(
+            "p.toml",
+            "name = \"p\"\n[[bench]]\nuse = \"getuid\"\nparams = { bogus = 1 }\n",
+        )],
+        &["run", "p.toml"],
+        "bogus",
+    ),
+    with(
+        &[(
+            "p.toml",
+            "name = \"p\"\n[factors]\nx = { apply = \"nope\", values = [1] }\n[[bench]]\nuse = \"getuid\"\n",
+        )],
+        &["run", "p.toml"],
+        "p.toml:3",
+    ),
+    with(
+        &[(
+            "p.toml",
+            "name = \"p\"\n[factors]\nx = { apply = \"param\", values = [] }\n[[bench]]\nuse = \"getuid\"\n",
+        )],
+        &["run", "p.toml"],
+        "p.toml:3",
+    ),
+    with(
+        &[(
+            "p.toml",
+            "name = \"p\"\n[[bench]]\nname = \"c\"\ncommand = [\"true\", \"{nosuch}\"]\n",
+        )],
+        &["run", "p.toml"],
+        "nosuch",
+    ),
+    with(
+        &[(
+            "p.toml",
+            "name = \"p\"\n[[bench]]\nname = \"c\"\ncommand = []\n",
+        )],
+        &["run", "p.toml"],
+        "p.toml:4",
+    ),
+    with(
+        &[(
+            "p.toml",
+            "name = \"p\"\n[[bench]]\nuse = \"getuid\"\n[[bench]]\nuse = \"getuid\"\n",
+        )],
+        &["run", "p.toml"],
+        "p.toml",
+    ),
+    with(
+        &[("p.toml", "not toml at all [")],
+        &["run", "p.toml"],
+        "p.toml:1",
+    ),
+    with(
+        &[("p.toml", "name = \"p\"\n[[bench]]\nuse = \"getuid\"\n")],
+        &["status", "q.toml"],
+        "q.toml: cannot read plan",
+    ),
+    // --- event streams -------------------------------------------------------------
+    case(
+        &["ingest", "/nonexistent/e.jsonl"],
+        2,
+        "/nonexistent/e.jsonl: cannot read",
+    ),
+    with(
+        &[("e.jsonl", "{\"event\":\"sample\"}\n")],
+        &["ingest", "e.jsonl"],
+        "e.jsonl:1: not a kbench event",
+    ),
+    with(
+        &[("e.jsonl", "\n\nnot json\n")],
+        &["ingest", "e.jsonl"],
+        "e.jsonl:3: not a kbench event",
+    ),
+    with(
+        &[(
+            "e.jsonl",
+            "{\"event\":\"run_ended\",\"run\":\"x\",\"ended\":1.0,\"status\":\"done\"}\n",
+        )],
+        &["ingest", "e.jsonl"],
+        "e.jsonl:1: event for run x",
+    ),
+    with(
+        &[(
+            "e.jsonl",
+            "{\"event\":\"run_ended\",\"run\":\"x\",\"ended\":1.0,\"status\":\"finished\"}\n",
+        )],
+        &["ingest", "e.jsonl"],
+        "e.jsonl:1: not a kbench event",
+    ),
+    // --- stores ------------------------------------------------------------------------
+    case(
+        &["--db", "/dev/null", "runs"],
+        2,
+        "/dev/null: not a regular file",
+    ),
+    case(&["--db", "/", "runs"], 2, "/: is a directory, not a store"),
+    case(
+        &["--db", "/nonexistent/dir/k.db", "runs"],
+        2,
+        "no such store",
+    ),
+    case(
+        &["--db", "/nonexistent/dir/k.db", "report"],
+        2,
+        "no such store",
+    ),
+    with(
+        &[(
+            "junk.db",
+            "junk junk junk junk junk junk junk junk junk junk junk junk junk junk junk junk junk junk junk junk junk junk junk junk junk junk junk junk junk junk junk junk junk junk junk junk junk junk junk junk junk junk junk junk junk junk junk junk junk junk junk junk junk junk junk junk junk junk junk junk junk junk junk junk junk junk junk junk junk junk junk junk junk junk junk junk junk junk junk junk junk junk junk junk junk junk junk junk junk junk junk junk junk junk junk junk junk junk junk junk junk junk junk junk junk junk junk junk junk junk junk junk junk junk\n",
+        )],
+        &["--db", "junk.db", "runs"],
+        "junk.db: not an SQLite database",
+    ),
+    case(&["status", "--json"], 2, "required"),
+    case(&["report", "--format", "xml"], 2, "--format"),
+    case(&["compare", "1", "1", "--margin", "-5%"], 2, "-5"),
+    case(&["run", "--warmup", "-1", "getuid"], 2, "--warmup"),
+    case(&["run", "--seed", "x", "getuid"], 2, "--seed"),
+    // --- ministat ------------------------------------------------------------------------
+    // FreeBSD main's ministat exits 2, Debian's 2015 one 1.
+    case(
+        &["ministat", "/nonexistent"],
+        2,
+        "ministat: Cannot open /nonexistent",
+    ),
+    case(
+        &["ministat", "--compat=2015", "/nonexistent"],
+        1,
+        "ministat: Cannot open /nonexistent",
+    ),
+];
+
+#[test]
+fn every_bad_input_is_one_clear_line_and_changes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let before = store(d);
+    let mut failures = Vec::new();
+    for c in CASES {
+        for (name, text) in c.files {
+            std::fs::write(d.join(name), text).unwrap();
+        }
+        let out = kbench(d).current_dir(d).args(c.args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        // Warnings about the machine are not about the input.
+        let lines: Vec<&str> = err
+            .lines()
+            .filter(|l| !l.starts_with("kbench: warning:"))
+            .collect();
+        let problem = if out.status.code() != Some(c.code) {
+            Some(format!("exit {:?}, want {}", out.status.code(), c.code))
+        } else if err.contains("panicked") || err.contains("RUST_BACKTRACE") {
+            Some("panicked".into())
+        } else if lines.len() != 1 {
+            Some(format!("{} lines", lines.len()))
+        } else if !lines[0].contains(c.needle) {
+            Some(format!("missing `{}`", c.needle))
+        } else if std::fs::read(common::db(d)).unwrap() != before {
+            Some("the store changed".into())
+        } else {
+            None
+        };
+        if let Some(p) = problem {
+            failures.push(format!("{:?}: {p}\n  stderr: {err}", c.args));
+        }
+        for (name, _) in c.files {
+            let _ = std::fs::remove_file(d.join(name));
+        }
+    }
+    assert!(CASES.len() >= 60, "{} cases", CASES.len());
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
