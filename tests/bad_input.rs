@@ -368,5 +368,6 @@ fn every_bad_input_is_one_clear_line_and_changes_nothing() {
         }
     }
     assert!(CASES.len() >= 60, "{} cases", CASES.len());
+    eprintln!("{} bad inputs checked", CASES.len());
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
