@@ -88,24 +88,46 @@ fn welch_excludes_zero(a: &serde_json::Value, b: &serde_json::Value) -> bool {
     (g(b, "mean") - g(a, "mean")).abs() > t * (sa + sb).sqrt()
 }
 
+/// How one attempt at a timing acceptance check ended.
+enum Attempt {
+    Failed(String),
+    /// The machine was too noisy for the check to say anything.
+    Noisy(String),
+}
+
 /// Timing on a shared VM can be disturbed by other guests: an acceptance
-/// check gets three attempts, and must pass all its conditions in one.
-fn attempts(n: usize, mut f: impl FnMut() -> Result<(), String>) {
-    let mut errors = Vec::new();
+/// check gets three attempts, and must pass all its conditions in one. When
+/// every attempt found the machine too noisy to tell (the deterministic
+/// versions of these checks are in src/runner/tests.rs), it skips with a
+/// message instead of failing.
+fn attempts(test: &str, n: usize, mut f: impl FnMut() -> Result<(), Attempt>) {
+    let (mut failed, mut noisy) = (Vec::new(), Vec::new());
     for _ in 0..n {
         match f() {
             Ok(()) => return,
-            Err(e) => errors.push(e),
+            Err(Attempt::Failed(e)) => failed.push(e),
+            Err(Attempt::Noisy(e)) => noisy.push(e),
         }
     }
-    panic!("failed {n} times:\n{}", errors.join("\n"));
+    if failed.is_empty() {
+        eprintln!(
+            "skipping {test}: this machine is too noisy now:\n{}",
+            noisy.join("\n")
+        );
+        return;
+    }
+    panic!(
+        "failed {n} times:\n{}\n{}",
+        failed.join("\n"),
+        noisy.join("\n")
+    );
 }
 
 #[test]
 fn until_verdict_decides_a_5_percent_difference_with_half_the_samples() {
     let _g = serial();
     let specs = ["spin:work=1000,cpu=0", "spin:work=1050,cpu=0"];
-    attempts(3, || {
+    attempts("until_verdict_decides", 3, || {
         let dir = tempfile::tempdir().unwrap();
         let fixed = run_json(
             dir.path(),
@@ -120,10 +142,10 @@ fn until_verdict_decides_a_5_percent_difference_with_half_the_samples() {
         );
         let f = cells(&fixed);
         if !welch_excludes_zero(&f[0], &f[1]) {
-            return Err(format!(
+            return Err(Attempt::Noisy(format!(
                 "30 fixed samples did not see the 5%: means {} {}",
                 f[0]["mean"], f[1]["mean"]
-            ));
+            )));
         }
         let adaptive = run_json(
             dir.path(),
@@ -138,15 +160,20 @@ fn until_verdict_decides_a_5_percent_difference_with_half_the_samples() {
             ],
         );
         if adaptive["verdict"]["verdict"] != "different" {
-            return Err(format!("verdict {}", adaptive["verdict"]));
+            return Err(Attempt::Failed(format!("verdict {}", adaptive["verdict"])));
         }
         let delta = adaptive["verdict"]["delta"].as_f64().unwrap();
         if !(delta > 0.0 && delta < 0.15) {
-            return Err(format!("work 1050 should cost more: delta {delta}"));
+            return Err(Attempt::Failed(format!(
+                "work 1050 should cost more: delta {delta}"
+            )));
         }
         for c in cells(&adaptive) {
             if c["n"].as_u64().unwrap() > 15 {
-                return Err(format!("more than half of 30 samples: n = {}", c["n"]));
+                return Err(Attempt::Failed(format!(
+                    "more than half of 30 samples: n = {}",
+                    c["n"]
+                )));
             }
         }
         Ok(())
@@ -156,7 +183,7 @@ fn until_verdict_decides_a_5_percent_difference_with_half_the_samples() {
 #[test]
 fn until_verdict_on_identical_cells_ends_equivalent() {
     let _g = serial();
-    attempts(3, || {
+    attempts("until_verdict_on_identical_cells", 3, || {
         let dir = tempfile::tempdir().unwrap();
         // Two labels for the same CPU set: identical work.
         let p = plan(
@@ -184,10 +211,26 @@ params = { work = 1000 }
                 "60",
             ],
         );
-        if v["verdict"]["verdict"] != "equivalent" || v["verdict"]["margin"] != 0.03 {
-            return Err(format!("verdict {}", v["verdict"]));
+        let verdict = &v["verdict"];
+        if verdict["margin"] != 0.03 {
+            return Err(Attempt::Failed(format!("margin {verdict}")));
         }
-        Ok(())
+        match verdict["verdict"].as_str() {
+            Some("equivalent") => Ok(()),
+            // Undecided only at the cap, with an interval wider than the
+            // margin: the machine's noise, not a wrong stop.
+            Some("inconclusive")
+                if cells(&v).iter().all(|c| c["n"] == 60)
+                    && (verdict["interval"]["hi"].as_f64().unwrap()
+                        - verdict["interval"]["lo"].as_f64().unwrap())
+                        > 0.03 =>
+            {
+                Err(Attempt::Noisy(format!(
+                    "inconclusive at the cap: {verdict}"
+                )))
+            }
+            _ => Err(Attempt::Failed(format!("verdict {verdict}"))),
+        }
     });
 }
 

@@ -215,3 +215,144 @@ fn the_same_cell_twice_is_bad_input() {
     assert!(e.to_string().contains("names the same cell twice"), "{e}");
     let _ = &mut st;
 }
+
+/// A deterministic normal deviate for sample `i` of `variant` (splitmix64
+/// and Box-Muller): noise without a clock, the same on every machine.
+fn noise(variant: i64, i: u32) -> f64 {
+    fn mix(mut z: u64) -> u64 {
+        z = z.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+    let s = mix(((variant as u64) << 32) | i as u64);
+    let u = |x: u64| ((x >> 11) as f64 + 0.5) / (1u64 << 53) as f64;
+    let (u1, u2) = (u(s), u(mix(s)));
+    (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()
+}
+
+fn adaptive(precision: f64, max_samples: u32, until_verdict: bool) -> crate::record::RunConfig {
+    let mut o = options(max_samples, 0);
+    o.stop = Some(crate::record::StopRule {
+        precision,
+        max_samples,
+        max_time: None,
+        until_verdict,
+    });
+    o
+}
+
+fn values_of(st: &MemoryStore, run: i64) -> Vec<Vec<f64>> {
+    let mut cells = st.cells(Scope::Run(run)).unwrap();
+    cells.sort_by(|a, b| a.0.info.key.cmp(&b.0.info.key));
+    cells
+        .iter()
+        .map(|(_, s)| s.iter().map(|r| r.value).collect())
+        .collect()
+}
+
+#[test]
+fn until_verdict_decides_a_5_percent_difference_early() {
+    // Means 1000 and 1050, 2% noise: 30 fixed samples see the difference;
+    // the adaptive run decides it with at most half of them.
+    let mean = |v: i64| if v == 1 { 1000.0 } else { 1050.0 };
+    let p = plan(
+        "diff",
+        vec![bench(
+            Fake::new("a", ns(), move |v, i| mean(v) * (1.0 + 0.02 * noise(v, i))),
+            &[1, 2],
+        )],
+    );
+    let mut st = MemoryStore::new();
+    let (_, status, run) = testing::run(&mut st, &p, &adaptive(0.01, 30, true), None);
+    assert_eq!(status, RunStatus::Done);
+    let v = values_of(&st, run);
+    let look = crate::runner::adaptive::look(&v[0], &v[1], 0.01).unwrap();
+    assert_eq!(
+        look.verdict,
+        crate::stats::equivalence::Verdict::Different,
+        "{look}"
+    );
+    assert!((look.delta - 0.05).abs() < 0.02, "{look}");
+    for c in &v {
+        assert!(
+            (crate::runner::adaptive::MIN_SAMPLES..=15).contains(&c.len()),
+            "{} samples",
+            c.len()
+        );
+    }
+}
+
+#[test]
+fn until_verdict_on_identical_cells_ends_equivalent_or_at_the_cap() {
+    // Same mean, 1% noise, 3% margin: decided equivalent before the cap.
+    let p = plan(
+        "same",
+        vec![bench(
+            Fake::new("a", ns(), |v, i| 1000.0 * (1.0 + 0.01 * noise(v, i))),
+            &[1, 2],
+        )],
+    );
+    let mut st = MemoryStore::new();
+    let (_, _, run) = testing::run(&mut st, &p, &adaptive(0.03, 60, true), None);
+    let v = values_of(&st, run);
+    let look = crate::runner::adaptive::look(&v[0], &v[1], 0.03).unwrap();
+    assert_eq!(
+        look.verdict,
+        crate::stats::equivalence::Verdict::Equivalent,
+        "{look}"
+    );
+    assert!(v.iter().all(|c| c.len() < 60), "stopped before the cap");
+    // 20% noise cannot be decided within 10 samples: the run ends at the
+    // cap, inconclusive, never "different".
+    let p = plan(
+        "wide",
+        vec![bench(
+            Fake::new("a", ns(), |v, i| 1000.0 * (1.0 + 0.2 * noise(v, i))),
+            &[1, 2],
+        )],
+    );
+    let (_, _, run) = testing::run(&mut st, &p, &adaptive(0.03, 10, true), None);
+    let v = values_of(&st, run);
+    assert!(v.iter().all(|c| c.len() == 10));
+    let look = crate::runner::adaptive::look(&v[0], &v[1], 0.03).unwrap();
+    assert_eq!(
+        look.verdict,
+        crate::stats::equivalence::Verdict::Inconclusive,
+        "{look}"
+    );
+}
+
+#[test]
+fn precision_stops_each_cell_when_its_interval_is_narrow_enough() {
+    // Cell 1 has 1% noise (precise after a few samples), cell 2 has 30%
+    // (never within 40 samples at 2%).
+    let p = plan(
+        "prec",
+        vec![bench(
+            Fake::new("a", ns(), |v, i| {
+                let cv = if v == 1 { 0.01 } else { 0.3 };
+                1000.0 * (1.0 + cv * noise(v, i))
+            }),
+            &[1, 2],
+        )],
+    );
+    let mut st = MemoryStore::new();
+    let (_, status, run) = testing::run(&mut st, &p, &adaptive(0.02, 40, false), None);
+    assert_eq!(status, RunStatus::Done);
+    let v = values_of(&st, run);
+    let hw = crate::runner::adaptive::relative_halfwidth;
+    assert!(v[0].len() < 40 && hw(&v[0]) <= 0.02, "{:?}", v[0]);
+    // It stopped at the first sample count that reached the target.
+    assert!(v[0].len() == 5 || hw(&v[0][..v[0].len() - 1]) > 0.02);
+    assert_eq!(v[1].len(), 40);
+    assert!(hw(&v[1]) > 0.02);
+}
+
+#[test]
+fn noise_is_standard_normal() {
+    let v: Vec<f64> = (0..20_000).map(|i| noise(3, i)).collect();
+    let s = crate::stats::Sample::new(&v).unwrap();
+    assert!(s.mean().abs() < 0.03, "{}", s.mean());
+    assert!((s.stddev() - 1.0).abs() < 0.03, "{}", s.stddev());
+}
