@@ -141,10 +141,21 @@ fn until_verdict_decides_a_5_percent_difference_with_half_the_samples() {
             ],
         );
         let f = cells(&fixed);
-        if !welch_excludes_zero(&f[0], &f[1]) {
+        // The claim is about a machine quiet enough that 30 samples see the
+        // 5% clearly (noise of a few percent); under heavier load there is
+        // nothing to check.
+        let noise = |v: &[serde_json::Value]| {
+            v.iter()
+                .map(|c| c["stddev"].as_f64().unwrap() / c["mean"].as_f64().unwrap())
+                .fold(0.0, f64::max)
+        };
+        let was = noise(&f);
+        if was > 0.03 || !welch_excludes_zero(&f[0], &f[1]) {
             return Err(Attempt::Noisy(format!(
-                "30 fixed samples did not see the 5%: means {} {}",
-                f[0]["mean"], f[1]["mean"]
+                "30 fixed samples: noise {:.2}%, means {} {}",
+                was * 100.0,
+                f[0]["mean"],
+                f[1]["mean"]
             )));
         }
         let adaptive = run_json(
@@ -157,8 +168,20 @@ fn until_verdict_decides_a_5_percent_difference_with_half_the_samples() {
                 "1%",
                 "--sample-time",
                 "0.02",
+                "--max-samples",
+                "60",
             ],
         );
+        // "Half the samples" holds for the noise the fixed run saw; a
+        // neighbour that starts between the two runs changes the question.
+        let now = noise(&cells(&adaptive));
+        if now > 1.5 * was {
+            return Err(Attempt::Noisy(format!(
+                "noise grew from {:.2}% to {:.2}% between the runs",
+                was * 100.0,
+                now * 100.0
+            )));
+        }
         if adaptive["verdict"]["verdict"] != "different" {
             return Err(Attempt::Failed(format!("verdict {}", adaptive["verdict"])));
         }
