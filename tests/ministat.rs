@@ -281,3 +281,39 @@ fn freebsd_mode_specifics() {
          +   5       1394.45       1407.08       1398.99      1400.916     5.5563774\n"
     );
 }
+
+/// Run `script` under `sh` with the address space capped at `kib`.
+fn limited(kib: u64, script: &str) -> std::process::Output {
+    Command::new("sh")
+        .arg("-c")
+        .arg(format!("ulimit -v {kib}; {script}"))
+        .env("KBENCH", env!("CARGO_BIN_EXE_kbench"))
+        .output()
+        .unwrap()
+}
+
+/// Issue 13: reading endless or huge input under a memory limit. ministat
+/// itself reads /dev/zero forever (no line holds data); kbench does too,
+/// in bounded memory, instead of aborting on an allocation failure. Too many
+/// points for the memory there is is one line and exit 2.
+#[test]
+fn endless_and_huge_inputs_under_a_memory_limit() {
+    let out = limited(300_000, "timeout 2 \"$KBENCH\" ministat /dev/zero");
+    assert_eq!(
+        out.status.code(),
+        Some(124),
+        "still reading when the timeout came: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.stderr.is_empty());
+    // 50 million points need 400 MB; the cap is 300 MB.
+    let out = limited(300_000, "yes 1 | head -c 100000000 | \"$KBENCH\" ministat");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(out.stdout.is_empty());
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.starts_with("ministat: out of memory after ") && err.contains("data points in <stdin>"),
+        "{err}"
+    );
+}

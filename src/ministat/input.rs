@@ -6,11 +6,19 @@
 //! walks to token number `column` unless a token starting with `#` comes
 //! first, and parses it with `strtod`, which must consume the whole token.
 //!
-//! Here the whole input is read into memory once and scanned in place: no
-//! allocation per line, a 256-entry delimiter table, and kbench's own
-//! `strtod` (see [`super::cnum`]).
+//! Here the input streams through one fixed buffer and is scanned in place:
+//! memory is bounded whatever the input (`/dev/zero` reads forever, as
+//! ministat does, in 72 KiB), no allocation per line, a 256-entry
+//! delimiter table, and kbench's own `strtod` (see [`super::cnum`]). Only
+//! the points grow, and running out of memory for them is an error, not an
+//! abort.
+
+use std::io::Read;
 
 use super::cnum::{is_c_space, strtod};
+
+/// Bytes read from the input at a time.
+const CHUNK: usize = 1 << 16;
 
 /// A data set as ministat holds it.
 #[derive(Debug, Clone)]
@@ -31,6 +39,8 @@ pub enum ReadError {
     /// `strtod` did not consume the whole token on this line (1-based,
     /// counting `fgets` pieces).
     InvalidData { line: u64 },
+    /// No memory for more points after this many.
+    OutOfMemory { points: usize },
 }
 
 /// How to cut lines and pick the column.
@@ -55,16 +65,39 @@ impl Parser {
         }
     }
 
-    /// Parse a whole input into a data set named `name`.
-    pub fn read(&self, name: Vec<u8>, data: &[u8]) -> Result<DataSet, ReadError> {
-        let mut points = Vec::with_capacity(data.len() / 8 + 4);
+    /// Parse a whole input held in memory into a data set named `name`.
+    #[cfg(test)]
+    pub fn read(&self, name: Vec<u8>, mut data: &[u8]) -> Result<DataSet, ReadError> {
+        self.read_from(name, &mut data)
+    }
+
+    /// Parse an input as it streams in; a read error ends the data like
+    /// fgets' NULL does.
+    pub fn read_from(&self, name: Vec<u8>, input: &mut dyn Read) -> Result<DataSet, ReadError> {
+        let mut points: Vec<f64> = Vec::new();
         let (mut sy, mut syy) = (0.0f64, 0.0f64);
         let max = self.bufsiz - 1;
-        let mut pos = 0usize;
+        let mut buf = vec![0u8; CHUNK + max];
+        let (mut pos, mut end, mut eof) = (0usize, 0usize, false);
         let mut line = 0u64;
-        while pos < data.len() {
+        loop {
+            if !eof && end - pos < max {
+                buf.copy_within(pos..end, 0);
+                (end, pos) = (end - pos, 0);
+                while !eof && end < buf.len() {
+                    match input.read(&mut buf[end..]) {
+                        Ok(0) => eof = true,
+                        Ok(n) => end += n,
+                        Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                        Err(_) => eof = true,
+                    }
+                }
+            }
+            if pos == end {
+                break;
+            }
             // One fgets() call: up to BUFSIZ-1 bytes, through a newline.
-            let window = &data[pos..data.len().min(pos + max)];
+            let window = &buf[pos..end.min(pos + max)];
             let len = match window.iter().position(|&b| b == b'\n') {
                 Some(k) => k + 1,
                 None => window.len(),
@@ -77,21 +110,30 @@ impl Parser {
                 Some(k) => &piece[..k],
                 None => piece,
             };
-            let mut end = piece.len();
-            while end > 0 && is_c_space(piece[end - 1]) {
-                end -= 1;
+            let mut cut = piece.len();
+            while cut > 0 && is_c_space(piece[cut - 1]) {
+                cut -= 1;
             }
-            let Some(tok) = self.pick(&piece[..end]) else {
+            let Some(tok) = self.pick(&piece[..cut]) else {
                 continue;
             };
             let (d, used) = strtod(tok);
             if used != tok.len() {
                 return Err(ReadError::InvalidData { line });
             }
+            if points.len() == points.capacity() {
+                let more = points.len().max(1024);
+                if points.try_reserve_exact(more).is_err() {
+                    return Err(ReadError::OutOfMemory {
+                        points: points.len(),
+                    });
+                }
+            }
             points.push(d);
             sy += d;
             syy += d * d;
         }
+        points.shrink_to_fit();
         Ok(DataSet {
             name,
             points,
@@ -168,5 +210,37 @@ mod tests {
         let p = Parser::new(1024, 1, b" \t");
         let v = read(&p, &s).unwrap();
         assert_eq!(v.len(), 2);
+    }
+
+    /// Pieces that straddle the streaming buffer's refills read as if
+    /// the input were whole.
+    #[test]
+    fn streaming_across_chunks_is_seamless() {
+        let mut s = Vec::new();
+        let mut want = Vec::new();
+        let mut i = 0u32;
+        while s.len() < 3 * CHUNK {
+            let pad = " ".repeat((i % 37) as usize);
+            s.extend_from_slice(format!("{pad}{i}.5 # c\n").as_bytes());
+            want.push(i as f64 + 0.5);
+            i += 1;
+        }
+        // A reader that hands out odd-sized pieces.
+        struct Dribble<'a>(&'a [u8], usize);
+        impl Read for Dribble<'_> {
+            fn read(&mut self, b: &mut [u8]) -> std::io::Result<usize> {
+                self.1 = (self.1 * 7 + 3) % 1000 + 1;
+                let n = self.1.min(b.len()).min(self.0.len());
+                b[..n].copy_from_slice(&self.0[..n]);
+                self.0 = &self.0[n..];
+                Ok(n)
+            }
+        }
+        for bufsiz in [1024, 8192] {
+            let p = Parser::new(bufsiz, 1, b" \t");
+            let got = p.read_from(b"t".to_vec(), &mut Dribble(&s, 1)).unwrap();
+            assert_eq!(got.points, want);
+            assert_eq!(read(&p, &s).unwrap(), want);
+        }
     }
 }

@@ -230,35 +230,6 @@ fn cannot_open(name: &[u8], e: &std::io::Error) -> Vec<u8> {
     err_msg(&m, e.raw_os_error().unwrap_or(libc::EIO))
 }
 
-/// Read a whole source; a read error ends the data like fgets' NULL does.
-fn slurp(src: &mut Source, stdin: &mut dyn Read) -> Vec<u8> {
-    let mut buf = Vec::new();
-    match src {
-        Source::Stdin => {
-            let _ = read_all(stdin, &mut buf);
-        }
-        Source::File(f) => {
-            if let Ok(m) = f.metadata() {
-                buf.reserve(m.len() as usize + 1);
-            }
-            let _ = read_all(f, &mut buf);
-        }
-    }
-    buf
-}
-
-fn read_all(r: &mut dyn Read, buf: &mut Vec<u8>) -> std::io::Result<()> {
-    let mut chunk = vec![0u8; 1 << 16];
-    loop {
-        match r.read(&mut chunk) {
-            Ok(0) => return Ok(()),
-            Ok(n) => buf.extend_from_slice(&chunk[..n]),
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-}
-
 /// Read and check one set: parse, require 3 points, sort.
 fn load_set(
     version: Version,
@@ -267,14 +238,25 @@ fn load_set(
     src: &mut Source,
     stdin: &mut dyn Read,
 ) -> Result<DataSet, Outcome> {
-    let data = slurp(src, stdin);
-    let mut set = match parser.read(name.clone(), &data) {
+    let input: &mut dyn Read = match src {
+        Source::Stdin => stdin,
+        Source::File(f) => f,
+    };
+    let mut set = match parser.read_from(name.clone(), input) {
         Ok(s) => s,
         Err(ReadError::InvalidData { line }) => {
             // errx(2, "Invalid data on line %d in %s", line, n)
             let mut e = b"ministat: Invalid data on line ".to_vec();
             e.extend_from_slice(line.to_string().as_bytes());
             e.extend_from_slice(b" in ");
+            e.extend_from_slice(&name);
+            e.push(b'\n');
+            return Err(Outcome::fail(2, e));
+        }
+        Err(ReadError::OutOfMemory { points }) => {
+            let mut e = b"ministat: out of memory after ".to_vec();
+            e.extend_from_slice(points.to_string().as_bytes());
+            e.extend_from_slice(b" data points in ");
             e.extend_from_slice(&name);
             e.push(b'\n');
             return Err(Outcome::fail(2, e));

@@ -23,6 +23,29 @@ use super::input::DataSet;
 
 const SYMBOL: [u8; 8] = [b' ', b'x', b'+', b'*', b'%', b'#', b'@', b'O'];
 
+/// What glibc's malloc(n) really hands out on 64-bit Linux: chunks of at
+/// least 32 bytes in steps of 16, 8 of them its header. A write past the
+/// requested size but inside this lands in the chunk's slack: nothing
+/// crashes and nothing of it is printed (ministat -w 0 lives on it).
+fn usable(n: i64) -> i64 {
+    ((n.max(0) + 8 + 15) & !15).max(32) - 8
+}
+
+/// Whether C's write at `idx` into a malloc(n) buffer survives: inside the
+/// chunk's slack, or in the 8 header bytes before it (glibc keeps the
+/// chunk's size there and ministat never frees or grows that buffer
+/// again before exiting, so nothing notices).
+fn survives(idx: i64, n: i64) -> bool {
+    (-8..usable(n)).contains(&idx)
+}
+
+/// The same for a point OR-ed into the plot rows: it may also reach the
+/// next chunk's size field, where OR-ing a set's bit leaves glibc none the
+/// wiser before exit (checked against Debian's binary on subnormal data).
+fn point_survives(idx: i64, n: i64) -> bool {
+    (-8..usable(n) + 8).contains(&idx)
+}
+
 /// The C program would have crashed here.
 #[derive(Debug, PartialEq, Eq)]
 pub struct Crash;
@@ -82,12 +105,11 @@ impl Plot {
         if self.span == 0.0 {
             return Ok(());
         }
-        if self.width < 2 {
-            // malloc(width) of 0 or less, or dx infinite: C writes out of
-            // bounds or through INT_MIN offsets.
+        let w = self.width;
+        if w < 0 {
+            // malloc of a negative (huge) size returns NULL.
             return Err(Crash);
         }
-        let w = self.width;
         let bar = if self.separate { val as usize - 1 } else { 0 };
         if self.bars[bar].is_none() {
             self.bars[bar] = Some(vec![0u8; w as usize]);
@@ -115,6 +137,11 @@ impl Plot {
             return Err(Crash);
         }
         if m > self.height {
+            if w * m == 0 && self.height > 0 {
+                // glibc's realloc(p, 0) frees p and returns NULL, which the
+                // points below are written through.
+                return Err(Crash);
+            }
             // realloc(data, width*m) then zero rows height..m.
             self.data.truncate((self.height * w) as usize);
             self.data.resize((m * w) as usize, 0);
@@ -129,18 +156,23 @@ impl Plot {
                 j = 1;
                 i = x;
             }
+            // Out of its row, a point lands in a neighbouring row as in C.
             let idx = j * w + x;
-            if idx < 0 || idx as usize >= self.data.len() {
+            if !point_survives(idx, self.data.len() as i64) {
                 return Err(Crash);
             }
-            self.data[idx as usize] |= val;
+            if let Some(cell) = usize::try_from(idx).ok().and_then(|i| self.data.get_mut(i)) {
+                *cell |= val;
+            }
         }
         let row = self.bars[bar].as_mut().expect("allocated");
         let put = |row: &mut Vec<u8>, x: i64, c: u8| -> Result<(), Crash> {
-            if x < 0 || x >= w {
+            if !survives(x, w) {
                 return Err(Crash);
             }
-            row[x as usize] = c;
+            if let Some(cell) = usize::try_from(x).ok().and_then(|i| row.get_mut(i)) {
+                *cell = c;
+            }
             Ok(())
         };
         if !s.stddev.is_nan() {
@@ -149,8 +181,13 @@ impl Plot {
             put(row, x1, b'|')?;
             put(row, x0, b'|')?;
             for k in (x0 + 1)..x1 {
-                if row[k as usize] == 0 {
-                    row[k as usize] = b'_';
+                if !survives(k, w) {
+                    return Err(Crash);
+                }
+                if let Some(cell) = usize::try_from(k).ok().and_then(|i| row.get_mut(i))
+                    && *cell == 0
+                {
+                    *cell = b'_';
                 }
             }
         }
