@@ -425,6 +425,71 @@ shell = "sleep {marker} & sleep {marker}; wait"
     assert!(left.is_empty(), "orphans: {left:?}");
 }
 
+/// Issue 13: `kill -9` of kbench used to leave the command's process tree
+/// running. A watchdog now kills it, and exits itself.
+#[test]
+fn sigkill_of_kbench_kills_the_command_and_its_children() {
+    let dir = tempfile::tempdir().unwrap();
+    let marker = format!("33.{}", std::process::id());
+    let p = write_plan(
+        dir.path(),
+        &format!(
+            r#"
+name = "killed"
+samples = 1
+[[bench]]
+name = "long"
+shell = "sleep {marker} & (sleep {marker}; true) & sleep {marker}; wait"
+"#
+        ),
+    );
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_kbench"))
+        .arg("--db")
+        .arg(dir.path().join("k.db"))
+        .args(["run", "-q", "--warmup", "0"])
+        .arg(&p)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let t0 = std::time::Instant::now();
+    // sh, its subshell and three sleeps.
+    while processes_with(&marker).len() < 5 && t0.elapsed().as_secs() < 20 {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert_eq!(
+        processes_with(&marker).len(),
+        5,
+        "the command never started"
+    );
+    // kbench's own watchdog (other tests run theirs at the same time).
+    let parent_of = |pid: &str| -> Option<String> {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        let after = &stat[stat.rfind(')')? + 2..];
+        after.split(' ').nth(1).map(str::to_string)
+    };
+    let kb = child.id().to_string();
+    let watchdog: Vec<String> = processes_with("kbench-watchdog")
+        .into_iter()
+        .map(|l| l.split(':').next().unwrap().to_string())
+        .filter(|pid| parent_of(pid).as_deref() == Some(kb.as_str()))
+        .collect();
+    assert_eq!(watchdog.len(), 1, "one watchdog per kbench");
+    child.kill().unwrap(); // SIGKILL, kbench alone
+    child.wait().unwrap();
+    let gone = || {
+        processes_with(&marker).is_empty()
+            && !std::path::Path::new(&format!("/proc/{}", watchdog[0])).exists()
+    };
+    let t1 = std::time::Instant::now();
+    while !gone() && t1.elapsed().as_secs() < 5 {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let left = processes_with(&marker);
+    assert!(left.is_empty(), "orphans: {left:?}");
+    assert!(gone(), "the watchdog stays");
+}
+
 fn one_line_error(dir: &Path, text: &str, want: &str) {
     let p = write_plan(dir, text);
     let out = kbench(dir).args(["run", "-q"]).arg(&p).output().unwrap();

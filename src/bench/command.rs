@@ -9,7 +9,8 @@
 //! makes itself a child subreaper, so descendants orphaned by the command
 //! come back to it; when the command exits (or times out), whatever is left
 //! in its process group is killed and reaped, its CPU time added. No
-//! benchmark leaves a process behind.
+//! benchmark leaves a process behind, even when kbench is killed with
+//! SIGKILL: a watchdog process then kills the group (`system::watchdog`).
 //!
 //! Custom metrics are read after each successful sample: a regular
 //! expression on stdout/stderr, a JSON pointer into stdout, the size of a
@@ -715,6 +716,8 @@ fn install_reaper() {
         unsafe {
             libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
         }
+        #[cfg(target_os = "linux")]
+        crate::system::watchdog::ready();
         interrupted();
     });
 }
@@ -812,6 +815,10 @@ pub fn spawn_measured(
     let t0 = Instant::now();
     let child = cmd.spawn()?;
     let pid = child.id() as i32;
+    // The group dies with kbench even if kbench is killed (SIGKILL); the
+    // guard is dropped once it has been killed and reaped below.
+    #[cfg(target_os = "linux")]
+    let _guard = crate::system::watchdog::guard(pid);
     // We reap the child ourselves with wait4; std's handle is not used.
     drop(child);
     let (seen, stop) = wait_exit(pid, timeout.map(|d| t0 + d));

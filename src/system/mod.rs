@@ -9,6 +9,8 @@
 mod linux;
 pub mod probe;
 #[cfg(target_os = "linux")]
+pub mod watchdog;
+#[cfg(target_os = "linux")]
 use linux as os;
 
 use indexmap::IndexMap;

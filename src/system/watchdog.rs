@@ -1,0 +1,168 @@
+//! Process groups die with kbench, however kbench dies.
+//!
+//! A command benchmark runs in a process group of its own. When kbench ends
+//! normally, or by Ctrl-C, it kills and reaps that group itself
+//! (`bench::command::spawn_measured`). When kbench is killed with SIGKILL
+//! (or crashes), nothing of kbench runs any more: the group's leader would be
+//! re-parented to init and a world build would go on for an hour.
+//! `PR_SET_PDEATHSIG` cannot help there: it reaches only the direct child, not
+//! the grandchildren a `make -j` or a shell starts.
+//!
+//! So kbench starts one small watchdog process before its first command: a
+//! fork that re-executes kbench's own binary as `kbench-watchdog` (a fresh
+//! process, not a copy of kbench's memory, and not matched by a `pkill -f
+//! 'kbench run'` aimed at kbench). It holds the read end of a pipe whose write end only kbench
+//! holds (close-on-exec, so no command inherits it), and kbench writes each
+//! group id it starts (+pgid) and ends (-pgid) into the pipe. When kbench
+//! dies, the kernel closes the write end; the watchdog reads end-of-file,
+//! kills every group still listed with SIGKILL and exits. When kbench exits
+//! normally its groups are already gone and the list is empty.
+//!
+//! Between fork() and exec, a multi-threaded program's child may only make
+//! async-signal-safe calls (signal, open, dup2, close_range, execv); if the
+//! exec fails, the forked child watches itself with the same loop, which
+//! uses only read, kill and _exit and a fixed array on its stack.
+
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::sync::Mutex;
+
+/// The `argv[0]` that makes kbench's binary run as the watchdog.
+pub const ARGV0: &std::ffi::CStr = c"kbench-watchdog";
+/// The pipe's read end in the watchdog.
+const FD: libc::c_int = 3;
+
+/// Most process groups alive at once that the watchdog tracks.
+const MAX_GROUPS: usize = 256;
+
+static WRITER: Mutex<Option<OwnedFd>> = Mutex::new(None);
+
+/// A registered process group: dropping it tells the watchdog the group is
+/// gone (after it was killed and reaped).
+pub struct Guarded(libc::pid_t);
+
+impl Drop for Guarded {
+    fn drop(&mut self) {
+        send(-self.0);
+    }
+}
+
+/// Register process group `pgid` with the watchdog, starting it the first
+/// time. Without a watchdog (fork failed) the group is only killed by
+/// kbench itself, as before; that is said once on stderr.
+pub fn guard(pgid: libc::pid_t) -> Guarded {
+    send(pgid);
+    Guarded(pgid)
+}
+
+/// Start the watchdog now, so its fork is not timed with a command's first
+/// sample.
+pub fn ready() {
+    with_writer(|_| ());
+}
+
+fn send(msg: libc::pid_t) {
+    with_writer(|fd| {
+        let b = msg.to_ne_bytes();
+        // A 4-byte write to a pipe is atomic; EPIPE (the watchdog is gone)
+        // leaves only kbench's own clean-up, which still runs.
+        // SAFETY: writing our buffer to our fd.
+        let _ = unsafe { libc::write(fd.as_raw_fd(), b.as_ptr().cast(), b.len()) };
+    });
+}
+
+fn with_writer(f: impl FnOnce(&OwnedFd)) {
+    let mut w = WRITER.lock().unwrap_or_else(|e| e.into_inner());
+    if w.is_none() {
+        match start() {
+            Ok(fd) => *w = Some(fd),
+            Err(e) => {
+                static WARNED: std::sync::Once = std::sync::Once::new();
+                WARNED.call_once(|| {
+                    eprintln!("kbench: warning: no watchdog for command process groups: {e}")
+                });
+                return;
+            }
+        }
+    }
+    if let Some(fd) = w.as_ref() {
+        f(fd);
+    }
+}
+
+/// Fork the watchdog; returns the write end of its pipe.
+fn start() -> std::io::Result<OwnedFd> {
+    let mut fds = [0 as libc::c_int; 2];
+    // SAFETY: fds is a valid array of two ints.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: both fds are fresh and ours.
+    let (r, w) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    let devnull = c"/dev/null";
+    let exe = c"/proc/self/exe";
+    let argv = [ARGV0.as_ptr(), std::ptr::null()];
+    // SAFETY: fork; the child makes only async-signal-safe calls and never
+    // returns.
+    match unsafe { libc::fork() } {
+        -1 => Err(std::io::Error::last_os_error()),
+        0 => unsafe {
+            // Ctrl-C and hang-ups are for kbench, which cleans up itself;
+            // the watchdog must outlive it. (Ignored signals stay ignored
+            // across exec.)
+            for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT] {
+                libc::signal(sig, libc::SIG_IGN);
+            }
+            // Hold no other file of kbench's open (a reader waiting for
+            // kbench's stdout to end must not wait for the watchdog too).
+            let null = libc::open(devnull.as_ptr(), libc::O_RDWR);
+            if null >= 0 {
+                for fd in 0..3 {
+                    libc::dup2(null, fd);
+                }
+            }
+            // dup2 clears close-on-exec on the copy.
+            libc::dup2(r.as_raw_fd(), FD);
+            libc::syscall(libc::SYS_close_range, FD + 1, u32::MAX, 0);
+            libc::execv(exe.as_ptr(), argv.as_ptr());
+            watch()
+        },
+        _ => Ok(w),
+    }
+}
+
+/// `kbench-watchdog`: the re-executed binary's whole life.
+pub fn main() -> ! {
+    watch()
+}
+
+/// Read group ids from [`FD`] until end of file, then kill the groups
+/// still listed. Async-signal-safe calls only.
+fn watch() -> ! {
+    let mut groups = [0 as libc::pid_t; MAX_GROUPS];
+    let mut buf = [0u8; 4];
+    // SAFETY: plain syscalls on integers and our own buffers.
+    unsafe {
+        loop {
+            let n = libc::read(FD, buf.as_mut_ptr().cast(), 4);
+            if n == 4 {
+                let msg = libc::pid_t::from_ne_bytes(buf);
+                if msg > 0 {
+                    if let Some(slot) = groups.iter_mut().find(|g| **g == 0) {
+                        *slot = msg;
+                    }
+                } else if let Some(slot) = groups.iter_mut().find(|g| **g == -msg) {
+                    *slot = 0;
+                }
+                continue;
+            }
+            if n < 0 && *libc::__errno_location() == libc::EINTR {
+                continue;
+            }
+            // End of file (or FD was never ours): kbench is gone.
+            for &g in groups.iter().filter(|g| **g > 0) {
+                libc::kill(-g, libc::SIGKILL);
+            }
+            libc::_exit(0);
+        }
+    }
+}
