@@ -233,3 +233,82 @@ measure = ["real"]
     assert!(unit.contains("@reboot"), "{unit}");
     assert!(unit.contains("WantedBy=multi-user.target"), "{unit}");
 }
+
+/// The start-up transaction a real systemd (test mode, as `nobody`: it
+/// will not run it as root) computes for multi-user.target with `unit`
+/// installed and enabled, or `None` where systemd is not installed.
+fn boot_transaction(dir: &Path, name: &str, unit: &str) -> Option<String> {
+    let systemd = Path::new("/lib/systemd/systemd");
+    if !systemd.exists() || !Path::new("/usr/sbin/runuser").exists() {
+        eprintln!("skipping the systemd check: no /lib/systemd/systemd or runuser");
+        return None;
+    }
+    let units = dir.join("units");
+    let wants = units.join("multi-user.target.wants");
+    std::fs::create_dir_all(&wants).unwrap();
+    let file = units.join(format!("{name}.service"));
+    std::fs::write(&file, unit).unwrap();
+    std::os::unix::fs::symlink(&file, wants.join(format!("{name}.service"))).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    for p in [dir.parent().unwrap(), dir, &units, &wants] {
+        std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let out = std::process::Command::new("/usr/sbin/runuser")
+        .args(["-u", "nobody", "--", "env"])
+        // The trailing colon keeps systemd's own unit directories.
+        .arg(format!("SYSTEMD_UNIT_PATH={}:", units.display()))
+        .arg(systemd)
+        .args([
+            "--test",
+            "--system",
+            "--unit=multi-user.target",
+            "--no-pager",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Some(String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr))
+}
+
+/// Issue 13: the resume unit must survive systemd's boot transaction.
+/// kbench starts after multi-user.target (a quiet, fully booted system);
+/// systemd does not add the target's implicit After= on a unit that is
+/// already ordered after it, so there is no cycle and the job stays. The
+/// control, a unit that is also ordered before basic.target, shows the
+/// check does see a cycle where there is one.
+#[test]
+fn the_resume_unit_starts_at_boot_in_a_real_systemd() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let plan = d.join("p.toml");
+    std::fs::write(
+        &plan,
+        "name = \"resume me\"\nsamples = 1\n[[bench]]\nuse = \"getppid\"\n",
+    )
+    .unwrap();
+    let unit = stdout(kbench(d).args(["status", "--resume-unit"]).arg(&plan));
+    assert!(
+        unit.contains("/etc/systemd/system/kbench-resume-me.service"),
+        "{unit}"
+    );
+    let Some(t) = boot_transaction(&d.join("ok"), "kbench-resume-me", &unit) else {
+        return;
+    };
+    assert!(!t.contains("ordering cycle"), "{t}");
+    assert!(
+        t.contains("Action: kbench-resume-me.service -> start"),
+        "no start job at boot: {t}"
+    );
+    let cyclic = unit.replace("[Service]", "Before=basic.target\n\n[Service]");
+    let t = boot_transaction(&d.join("control"), "kbench-resume-me", &cyclic).unwrap();
+    assert!(t.contains("Found ordering cycle"), "{t}");
+    assert!(
+        t.contains("Job kbench-resume-me.service/start deleted"),
+        "{t}"
+    );
+}
