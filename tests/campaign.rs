@@ -312,3 +312,54 @@ fn the_resume_unit_starts_at_boot_in_a_real_systemd() {
         "{t}"
     );
 }
+
+/// Issue 13: `kbench report CAMPAIGN` re-read the stored plan relative to
+/// the current directory, and so compiled and dlopen()ed a `testcase =
+/// "x.c"` found there. A report never compiles, loads or runs anything.
+#[test]
+fn reporting_a_campaign_never_loads_a_c_testcase() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let (lab, elsewhere) = (d.join("lab"), d.join("elsewhere"));
+    std::fs::create_dir_all(&lab).unwrap();
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    let testcase = "char *testcase_description = \"loop\";\n\
+        void testcase(unsigned long long *iterations, unsigned long nr)\n\
+        { (void)nr; for (;;) (*iterations)++; }\n";
+    std::fs::write(lab.join("t.c"), testcase).unwrap();
+    let marker = d.join("constructor-ran");
+    std::fs::write(
+        elsewhere.join("t.c"),
+        format!(
+            "#include <fcntl.h>\n\
+             __attribute__((constructor)) static void mark(void)\n\
+             {{ creat(\"{}\", 0600); }}\n{testcase}",
+            marker.display()
+        ),
+    )
+    .unwrap();
+    let plan = lab.join("p.toml");
+    std::fs::write(
+        &plan,
+        "name = \"ctc\"\nsamples = 1\nsample_time = 0.05\nwarmup = 0\n\
+         [[bench]]\ntestcase = \"t.c\"\nparams = { tasks = 1 }\n",
+    )
+    .unwrap();
+    let db = d.join("k.db");
+    let k = |cwd: &Path| {
+        let mut c = assert_cmd::Command::new(env!("CARGO_BIN_EXE_kbench"));
+        c.current_dir(cwd).arg("--db").arg(&db);
+        c
+    };
+    k(&lab).args(["run", "-q"]).arg(&plan).assert().success();
+    for args in [
+        &["report", "ctc"][..],
+        &["report", "ctc", "--json"],
+        &["runs"],
+        &["compare", "ctc", "ctc"],
+    ] {
+        let out = k(&elsewhere).args(args).output().unwrap();
+        assert!(!marker.exists(), "`kbench {}` loaded ./t.c", args.join(" "));
+        assert_ne!(out.status.code(), Some(101), "panic: {args:?}");
+    }
+}

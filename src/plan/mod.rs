@@ -331,6 +331,10 @@ pub(crate) struct Source<'a> {
     pub text: &'a str,
     /// Directory command benchmarks run in.
     pub dir: PathBuf,
+    /// Text that is not a plan the user named to `kbench run` (a stored
+    /// campaign's plan, fuzzing input): nothing it names is compiled or
+    /// loaded (`testcase = "x.c"` stays an unloaded placeholder).
+    pub inert: bool,
 }
 
 impl Source<'_> {
@@ -353,22 +357,31 @@ pub fn load(path: &Path) -> anyhow::Result<Plan> {
         .map_err(|e| bad_input!("{}: cannot read plan: {e}", path.display()))?;
     let abs = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
     let dir = abs.parent().map(Path::to_path_buf).unwrap_or_default();
-    let mut plan = parse_in(&text, &path.display().to_string(), &dir)?;
+    let mut plan = parse_in(&text, &path.display().to_string(), &dir, false)?;
     plan.path = Some(abs);
     Ok(plan)
 }
 
-/// Parse and validate plan text; `name` is used in error positions.
+/// Parse and validate plan text that no user named to `kbench run` (a
+/// stored campaign's plan, fuzzing input): it is only read, never acted on,
+/// so no C testcase it names is compiled or loaded; `name` is used in error
+/// positions.
 pub fn parse(text: &str, name: &str) -> anyhow::Result<Plan> {
-    parse_in(text, name, &std::env::current_dir().unwrap_or_default())
+    parse_in(
+        text,
+        name,
+        &std::env::current_dir().unwrap_or_default(),
+        true,
+    )
 }
 
 /// Parse and validate plan text whose commands run in `dir`.
-pub fn parse_in(text: &str, name: &str, dir: &Path) -> anyhow::Result<Plan> {
+fn parse_in(text: &str, name: &str, dir: &Path, inert: bool) -> anyhow::Result<Plan> {
     let src = Source {
         name: name.to_string(),
         text,
         dir: dir.to_path_buf(),
+        inert,
     };
     let file: PlanFile = toml::from_str(text).map_err(|e| {
         let msg = e.message().trim().replace('\n', " ");

@@ -515,8 +515,12 @@ fn bench_spec(
     if let (Some(tc), None) = (&d.testcase, &d.use_) {
         let base = std::path::Path::new(&src.name).parent();
         let path = base.map_or_else(|| tc.get_ref().into(), |b| b.join(tc.get_ref()));
-        let bench = bench::scale::cfile::load_c_testcase(&path)
-            .map_err(|e| src.err(tc.span(), format!("{e:#}")))?;
+        let bench = if src.inert {
+            bench::scale::cfile::unloaded_c_testcase(&path)
+        } else {
+            bench::scale::cfile::load_c_testcase(&path)
+                .map_err(|e| src.err(tc.span(), format!("{e:#}")))?
+        };
         return finish_spec(src, d, bench, tc.get_ref().clone());
     }
     let Some(use_) = &d.use_ else {

@@ -255,6 +255,30 @@ pub fn load_c_testcase(path: &Path) -> anyhow::Result<BenchRef> {
     Ok(BenchRef::Owned(Arc::new(Scale(tc))))
 }
 
+/// A C testcase named by a plan that is only read (a stored campaign's
+/// plan in a report): its name and parameters, never compiled or loaded.
+/// Running it is an error.
+pub fn unloaded_c_testcase(path: &Path) -> BenchRef {
+    struct Unloaded(String);
+    impl Testcase for Unloaded {
+        fn name(&self) -> &str {
+            &self.0
+        }
+        fn description(&self) -> &str {
+            "C testcase of a stored plan (not loaded)"
+        }
+        fn prepare(&self, _: &Prep) -> anyhow::Result<Box<dyn Body>> {
+            anyhow::bail!("{}: a stored plan's C testcase is never loaded", self.0)
+        }
+    }
+    let name = path
+        .file_name()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| path.display().to_string());
+    let tc: Arc<dyn Testcase> = Arc::new(Unloaded(name));
+    BenchRef::Owned(Arc::new(Scale(tc)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
