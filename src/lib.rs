@@ -56,6 +56,33 @@ pub mod fuzzing {
     pub fn plan(text: &str) {
         let _ = crate::plan::parse(text, "fuzz.toml");
     }
+
+    /// Read an event stream (`kbench ingest`'s input) to its end or its
+    /// first error.
+    pub fn events(data: &[u8]) {
+        let mut r = crate::event::jsonl::Reader::new(data, "fuzz.jsonl");
+        while let Ok(Some(_)) = r.next_event() {}
+    }
+
+    /// `kbench ministat` in both modes: the first line holds the options
+    /// (space-separated; words naming paths are dropped, so only stdin or
+    /// missing files are read), the rest is stdin. Option parsing, the
+    /// input reader, the statistics and the plot all run.
+    pub fn ministat(data: &[u8]) {
+        let (line, stdin) = match data.iter().position(|&b| b == b'\n') {
+            Some(i) => (&data[..i], &data[i + 1..]),
+            None => (data, &[][..]),
+        };
+        let words: Vec<Vec<u8>> = line
+            .split(|&b| b == b' ')
+            .filter(|w| !w.contains(&b'/'))
+            .take(32)
+            .map(<[u8]>::to_vec)
+            .collect();
+        for compat in [false, true] {
+            crate::ministat::run_in_memory(compat, &words, &mut &stdin[..]);
+        }
+    }
 }
 
 /// Support shared by the unit tests and the integration tests.

@@ -319,6 +319,23 @@ fn vitals(version: Version, s: &DataSet) -> Vitals {
     }
 }
 
+/// Run ministat on `words` with `stdin` as a program would, outputs kept in
+/// memory (fuzzing): returns whether the C program would have crashed.
+pub(crate) fn run_in_memory(compat: bool, words: &[Vec<u8>], stdin: &mut dyn Read) -> bool {
+    let env = Env {
+        stdout_is_tty: false,
+        columns: None,
+        ws_col: None,
+        posixly_correct: false,
+    };
+    let version = if compat {
+        Version::Debian2015
+    } else {
+        Version::FreeBsdMain
+    };
+    run(version, words, &env, stdin).crash
+}
+
 /// The whole program, minus process-level I/O.
 fn run(version: Version, words: &[Vec<u8>], env: &Env, stdin: &mut dyn Read) -> Outcome {
     let mut termwidth: i64 = 74;

@@ -1,0 +1,178 @@
+//! Crash safety (issue 13): `kbench run` killed with SIGKILL at 20 moments
+//! spread over calibration, warm-up, samples, commits and the final report
+//! of a plan with micro and command benchmarks. After each kill: the store
+//! passes `PRAGMA integrity_check`, no process of the run is left, and every
+//! sample the run had announced (its event line on stdout, written only
+//! after the store took it) is stored. At the end, one more run completes
+//! the campaign with exactly the planned sample counts.
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::io::Read;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+/// Four campaigns of this plan (`NAME` replaced) share the 20 kills, so
+/// that each stays incomplete through its five and every kill meets a run
+/// that is still working (a whole run takes about 4 s here).
+const PLAN: &str = r#"
+name = "NAME"
+samples = 60
+sample_time = 0.01
+warmup = 1
+
+[[bench]]
+use = "getppid"
+
+[[bench]]
+use = "pipe-lat"
+params = { placement = "same" }
+
+[[bench]]
+name = "cmd"
+shell = "sleep 0.04 & sleep 0.03; wait; echo MARK"
+"#;
+
+/// (run uuid, cell key, round) of every sample event in `out`; a line cut
+/// short by the kill is not an announcement.
+fn announced(out: &str) -> BTreeSet<(String, String, u64)> {
+    out.lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|v| v["event"] == "sample")
+        .map(|v| {
+            (
+                v["run"].as_str().unwrap().to_string(),
+                v["cell"].as_str().unwrap().to_string(),
+                v["round"].as_u64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+fn stored(db: &Path) -> BTreeSet<(String, String, u64)> {
+    let c = rusqlite::Connection::open(db).unwrap();
+    let ok: String = c
+        .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(ok, "ok");
+    let mut q = c
+        .prepare(
+            "SELECT r.uuid, c.key, s.round FROM samples s \
+             JOIN cells c ON c.id = s.cell_id JOIN runs r ON r.id = s.run_id",
+        )
+        .unwrap();
+    q.query_map([], |r| {
+        Ok((r.get(0)?, r.get(1)?, r.get::<_, i64>(2)? as u64))
+    })
+    .unwrap()
+    .map(Result::unwrap)
+    .collect()
+}
+
+/// Processes whose command line holds `needle` and whose ancestry leads to
+/// `pid` or to nobody alive (orphans): any sleep of our command counts.
+fn leftovers() -> Vec<String> {
+    let mut found = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        if let Ok(c) = std::fs::read(e.path().join("cmdline")) {
+            let c = String::from_utf8_lossy(&c).replace('\0', " ");
+            if c.contains("echo MARK") {
+                found.push(c);
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn sigkill_at_twenty_moments_loses_and_corrupts_nothing() {
+    let _g = common::serial();
+    let dir = tempfile::tempdir().unwrap();
+    let plans: Vec<_> = (0..4)
+        .map(|i| {
+            let name = format!("crash{i}");
+            common::plan(
+                dir.path(),
+                &format!("{name}.toml"),
+                &PLAN.replace("NAME", &name),
+            )
+        })
+        .collect();
+    let db = common::db(dir.path());
+    // A fixed sequence of moments (a linear congruential generator), from
+    // right after exec to past the end of a whole run (about 1.5 s here).
+    let mut x: u64 = 20_261_124;
+    let mut kills = 0;
+    for i in 0..20 {
+        let plan = &plans[i % 4];
+        x = x
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        let at = Duration::from_millis((x >> 33) % 1500);
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_kbench"))
+            .arg("--db")
+            .arg(&db)
+            .args(["run", "-q", "--events", "jsonl"])
+            .arg(plan)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let t0 = Instant::now();
+        while t0.elapsed() < at && child.try_wait().unwrap().is_none() {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        if child.try_wait().unwrap().is_none() {
+            child.kill().unwrap();
+            kills += 1;
+        }
+        child.wait().unwrap();
+        let mut out = String::new();
+        child
+            .stdout
+            .take()
+            .unwrap()
+            .read_to_string(&mut out)
+            .unwrap();
+        let have = stored(&db);
+        let missing: Vec<_> = announced(&out).difference(&have).cloned().collect();
+        assert!(missing.is_empty(), "announced but not stored: {missing:?}");
+        let t1 = Instant::now();
+        while !leftovers().is_empty() && t1.elapsed() < Duration::from_secs(3) {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert!(leftovers().is_empty(), "left behind: {:?}", leftovers());
+    }
+    assert!(kills >= 15, "only {kills} of 20 runs were still running");
+    // One more run completes each campaign: exactly 60 samples per cell
+    // and metric.
+    for (i, plan) in plans.iter().enumerate() {
+        common::kbench(dir.path())
+            .args(["run", "-q"])
+            .arg(plan)
+            .assert()
+            .success();
+        let v = common::json(
+            &common::kbench(dir.path())
+                .args(["report", &format!("crash{i}"), "--json"])
+                .output()
+                .unwrap()
+                .stdout,
+        );
+        let counts: Vec<(String, u64)> = common::cells(&v)
+            .iter()
+            .map(|c| {
+                (
+                    c["bench"].as_str().unwrap().to_string(),
+                    c["n"].as_u64().unwrap(),
+                )
+            })
+            .collect();
+        // One row per metric: getppid, pipe-lat and cmd's six rusage ones.
+        assert_eq!(counts.len(), 8, "{counts:?}");
+        for (b, n) in &counts {
+            assert_eq!(*n, 60, "crash{i} {b}: {counts:?}");
+        }
+    }
+}
