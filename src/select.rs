@@ -32,13 +32,8 @@ pub fn split(spec: &str) -> anyhow::Result<(String, Vec<(String, String)>)> {
         Some((n, r)) => (n.to_string(), r),
         None => (spec.to_string(), ""),
     };
-    let mut filters = Vec::new();
-    for kv in rest.split(',').filter(|s| !s.is_empty()) {
-        let (k, v) = kv
-            .split_once('=')
-            .ok_or_else(|| bad_input!("`{spec}`: expected k=v after `:`, found `{kv}`"))?;
-        filters.push((k.trim().to_string(), v.trim().to_string()));
-    }
+    let filters = crate::units::split_assignments(rest)
+        .map_err(|e| bad_input!("`{spec}`: after `:`, {e}"))?;
     Ok((name, filters))
 }
 

@@ -47,9 +47,38 @@ pub fn parse_percent(s: &str) -> Result<f64, String> {
         .parse()
         .map_err(|_| format!("`{s}` is not a percentage (use e.g. 1%)"))?;
     if !(v > 0.0 && v < 100.0) {
-        return Err(format!("percentage `{s}` must be between 0% and 100%"));
+        return Err(format!(
+            "percentage `{s}` must be more than 0% and less than 100%"
+        ));
     }
     Ok(v / 100.0)
+}
+
+/// Split `k=v,k=v` (the part of `NAME:k=v,...` after the colon) into its
+/// assignments. A piece without `=` continues the value before it, so
+/// lists need no quoting: `placement=0,1,cpus=0-1,3` is `placement` = `0,1`
+/// and `cpus` = `0-1,3`. A key given twice is an error.
+pub fn split_assignments(rest: &str) -> Result<Vec<(String, String)>, String> {
+    let mut out: Vec<(String, String)> = Vec::new();
+    for piece in rest.split(',').filter(|x| !x.is_empty()) {
+        match piece.split_once('=') {
+            Some((k, v)) => {
+                let k = k.trim();
+                if out.iter().any(|(seen, _)| seen == k) {
+                    return Err(format!("`{k}` is given twice"));
+                }
+                out.push((k.to_string(), v.trim().to_string()));
+            }
+            None => match out.last_mut() {
+                Some((_, v)) => {
+                    v.push(',');
+                    v.push_str(piece.trim());
+                }
+                None => return Err(format!("expected k=v, found `{piece}`")),
+            },
+        }
+    }
+    Ok(out)
 }
 
 /// A set of CPU numbers, kept sorted and unique.
@@ -151,6 +180,24 @@ mod tests {
                 .check_online(&online)
                 .is_err()
         );
+    }
+
+    #[test]
+    fn assignments_and_lists() {
+        let kv = |s: &str| split_assignments(s);
+        let own = |v: &[(&str, &str)]| -> Vec<(String, String)> {
+            v.iter()
+                .map(|(a, b)| (a.to_string(), b.to_string()))
+                .collect()
+        };
+        assert_eq!(
+            kv("placement=0,1,chunk=4k"),
+            Ok(own(&[("placement", "0,1"), ("chunk", "4k")]))
+        );
+        assert_eq!(kv("cpus=0-1,3"), Ok(own(&[("cpus", "0-1,3")])));
+        assert_eq!(kv(""), Ok(vec![]));
+        assert_eq!(kv("cpu=0,cpu=1"), Err("`cpu` is given twice".into()));
+        assert_eq!(kv("0,1"), Err("expected k=v, found `0`".into()));
     }
 
     #[test]

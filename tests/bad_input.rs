@@ -156,7 +156,22 @@ const CASES: &[Case] = &[
     case(
         &["compare", "1:x", "1"],
         2,
-        "expected k=v after `:`, found `x`",
+        "`1:x`: after `:`, expected k=v, found `x`",
+    ),
+    case(
+        &["compare", "1:a=1,a=2", "1"],
+        2,
+        "`1:a=1,a=2`: after `:`, `a` is given twice",
+    ),
+    case(
+        &["run", "getppid:cpu=0,cpu=1"],
+        2,
+        "`getppid:cpu=0,cpu=1`: `cpu` is given twice",
+    ),
+    case(
+        &["run", "--precision", "0%", "getuid"],
+        2,
+        "percentage `0%` must be more than 0% and less than 100%",
     ),
     case(
         &["compare", "1", "1", "--confidence", "101"],

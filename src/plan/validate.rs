@@ -1015,13 +1015,11 @@ pub fn adhoc(specs: &[String]) -> anyhow::Result<Plan> {
                 )
             })?
         };
-        let mut fixed = Vec::new();
-        for kv in rest.split(',').filter(|x| !x.is_empty()) {
-            let (k, v) = kv
-                .split_once('=')
-                .ok_or_else(|| bad_input!("`{s}`: expected k=v, found `{kv}`"))?;
-            fixed.push((k.trim().to_string(), raw_from_str(v.trim())));
-        }
+        let fixed: Vec<_> = crate::units::split_assignments(rest)
+            .map_err(|e| bad_input!("`{s}`: {e}"))?
+            .into_iter()
+            .map(|(k, v)| (k, raw_from_str(&v)))
+            .collect();
         Params::resolve(&*bench, &fixed).map_err(|e| bad_input!("`{s}`: {e}"))?;
         let key = format!("{name}:{rest}");
         if !seen.insert(key) {

@@ -89,6 +89,12 @@ pub fn resolve_in(
         }
         list => {
             let cpus = ordered_list(list)?;
+            if cpus.len() > parties {
+                return Err(format!(
+                    "placement={list} names {} CPUs for {parties} parties (party i runs on the i-th)",
+                    cpus.len()
+                ));
+            }
             if let Some(c) = cpus.iter().find(|c| !allowed.contains(c)) {
                 return Err(format!(
                     "placement={list}: CPU {c} is not in the allowed set {set} (a `cpus` factor or taskset restricts it)"
@@ -796,6 +802,8 @@ mod tests {
         assert_eq!(resolve_in("none", 2, &two).unwrap(), vec![None, None]);
         assert_eq!(resolve_in("1,0", 2, &two).unwrap(), vec![Some(1), Some(0)]);
         assert_eq!(resolve_in("1", 2, &two).unwrap(), vec![Some(1), Some(1)]);
+        let e = resolve_in("0,1,1", 2, &two).unwrap_err();
+        assert!(e.contains("names 3 CPUs for 2 parties"), "{e}");
         // Same on the first allowed CPU, not CPU 0.
         assert_eq!(resolve_in("same", 2, &[3]).unwrap(), vec![Some(3), Some(3)]);
         let e = resolve_in("cross", 2, &[0]).unwrap_err();
