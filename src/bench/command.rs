@@ -282,11 +282,25 @@ pub struct CommandBench {
     description: String,
 }
 
+/// A `&'static str` for a plan's parameter name or default (ParamDef holds
+/// `&'static str`). Each distinct string is kept once for the life of the
+/// process, so parsing plans again and again (reports of stored campaigns,
+/// a fleet coordinator) does not grow memory.
+fn intern(s: &str) -> &'static str {
+    static SEEN: std::sync::Mutex<std::collections::BTreeSet<&'static str>> =
+        std::sync::Mutex::new(std::collections::BTreeSet::new());
+    let mut seen = SEEN.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(&have) = seen.get(s) {
+        return have;
+    }
+    let new: &'static str = Box::leak(s.to_string().into_boxed_str());
+    seen.insert(new);
+    new
+}
+
 impl CommandBench {
     pub fn new(spec: CommandSpec) -> CommandBench {
-        // ParamDef holds `&'static str`: a plan's few names live as long as
-        // the process anyway, so leaking them is the simple, honest choice.
-        let leak = |s: &str| -> &'static str { Box::leak(s.to_string().into_boxed_str()) };
+        let leak = intern;
         let mut defs: Vec<ParamDef> = spec
             .params
             .iter()
