@@ -179,7 +179,7 @@ fn options(a: &RunArgs, plan: &crate::plan::Plan, quick: bool) -> anyhow::Result
         }),
         seed: a.seed.or(plan.seed).unwrap_or_else(crate::ids::fresh_seed),
         force: a.force,
-        argv: std::env::args().collect(),
+        argv: store::postgres::redact_args(std::env::args()),
     })
 }
 

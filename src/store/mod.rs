@@ -14,6 +14,7 @@
 
 #[cfg(test)]
 pub mod memory;
+pub mod postgres;
 pub mod sink;
 pub mod sqlite;
 
@@ -291,9 +292,10 @@ pub enum Access {
 /// Open the store named by a path or URL (`None` = default path).
 pub fn open(url: Option<&str>, access: Access) -> anyhow::Result<Box<dyn Store>> {
     match url {
-        Some(u) if u.starts_with("postgres://") || u.starts_with("postgresql://") => Err(
-            bad_input!("--db {u}: the PostgreSQL store is not supported yet; use a file path"),
-        ),
+        Some(u) if postgres::is_url(u) => Ok(Box::new(postgres::PgStore::open(
+            u,
+            access == Access::Write,
+        )?)),
         Some(u) => Ok(Box::new(sqlite::SqliteStore::open(
             std::path::Path::new(u),
             access == Access::Write,
