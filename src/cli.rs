@@ -9,8 +9,10 @@ use clap::{Args, Parser, Subcommand};
 #[command(name = "kbench", version, max_term_width = 100)]
 pub struct Cli {
     /// Results store: an SQLite file path (default
-    /// $XDG_DATA_HOME/kbench/kbench.db).
-    #[arg(long, global = true, env = "KBENCH_DB", value_name = "PATH")]
+    /// $XDG_DATA_HOME/kbench/kbench.db), or a PostgreSQL URL
+    /// `postgres://USER@HOST:PORT/DB` (password from PGPASSWORD or
+    /// ~/.pgpass).
+    #[arg(long, global = true, env = "KBENCH_DB", value_name = "PATH|URL")]
     pub db: Option<String>,
 
     #[command(subcommand)]
@@ -97,12 +99,35 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Whole stores: copy runs and campaigns between them.
+    Store {
+        #[command(subcommand)]
+        command: StoreCommand,
+    },
     /// FreeBSD ministat(1), byte for byte (`kbench ministat --help`).
     #[command(disable_help_flag = true)]
     Ministat {
         /// ministat's options and files.
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<std::ffi::OsString>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum StoreCommand {
+    /// Copy runs and their campaigns from one store to another (SQLite
+    /// file or postgres:// URL), by their stable identities: what the
+    /// destination holds already is not copied again.
+    Copy {
+        /// The source store.
+        #[arg(long, value_name = "PATH|URL")]
+        from: String,
+        /// The destination store (created when it is a new file).
+        #[arg(long, value_name = "PATH|URL")]
+        to: String,
+        /// Only these campaigns (names, `campaign:ID` or plan files);
+        /// default: every run.
+        campaigns: Vec<String>,
     },
 }
 

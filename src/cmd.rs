@@ -8,7 +8,7 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use crate::bench;
-use crate::cli::{Cli, Command, EventsFormat, RunArgs};
+use crate::cli::{Cli, Command, EventsFormat, RunArgs, StoreCommand};
 use crate::error::bad_input;
 use crate::event::{self, Sink};
 use crate::record::{RunConfig, RunStatus, StopRule};
@@ -78,6 +78,14 @@ pub fn dispatch(args: Vec<OsString>) -> anyhow::Result<ExitCode> {
             margin,
             json,
         } => compare(db, &operands, test, confidence, &margin, json),
+        Command::Store {
+            command:
+                StoreCommand::Copy {
+                    from,
+                    to,
+                    campaigns,
+                },
+        } => store_copy(&from, &to, &campaigns),
         Command::Ministat { args } => crate::ministat::main(&args),
     }
 }
@@ -398,4 +406,18 @@ fn compare(
     }
     let c = report::compare::compare(&sels, test, confidence, margin)?;
     print(&Document::Compare(&c), Format::json_if(json))
+}
+
+fn store_copy(from: &str, to: &str, campaigns: &[String]) -> anyhow::Result<ExitCode> {
+    let src = store::open(Some(from), store::Access::Read)?;
+    let mut dst = store::open(Some(to), store::Access::Write)?;
+    let c = store::copy::copy(&*src, dst.as_mut(), campaigns)?;
+    eprintln!(
+        "kbench: {} new run(s) of {} campaign(s), {} new sample(s) copied to {}",
+        c.runs,
+        c.campaigns,
+        c.samples,
+        store::display_name(to)
+    );
+    Ok(ExitCode::SUCCESS)
 }

@@ -12,6 +12,7 @@
 //! Every sample is committed as soon as it is written, so a run killed at
 //! any point keeps everything it measured.
 
+pub mod copy;
 #[cfg(test)]
 pub mod memory;
 pub mod postgres;
@@ -287,6 +288,11 @@ pub enum Access {
     /// `runs`, `report`, `compare`, `status`: nothing is created. A missing
     /// default store reads as empty; a missing `--db` is an error.
     Read,
+}
+
+/// How messages name a store: its path, or its URL without the password.
+pub fn display_name(url: &str) -> String {
+    postgres::redact(url)
 }
 
 /// Open the store named by a path or URL (`None` = default path).

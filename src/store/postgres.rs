@@ -230,7 +230,19 @@ impl PgStore {
         let mut conn = config.connect(NoTls).map_err(|e| {
             // The driver's message names the cause (refused, auth failed),
             // never the password; the store is named by the redacted URL.
-            anyhow::anyhow!("store {name}: cannot connect: {}", chain(&e))
+            // A wrong password, user or database is the user's to fix.
+            use postgres::error::SqlState as S;
+            let why = chain(&e);
+            match e.code() {
+                Some(c)
+                    if *c == S::INVALID_PASSWORD
+                        || *c == S::INVALID_AUTHORIZATION_SPECIFICATION
+                        || *c == S::INVALID_CATALOG_NAME =>
+                {
+                    bad_input!("store {name}: cannot connect: {why}")
+                }
+                _ => anyhow::anyhow!("store {name}: cannot connect: {why}"),
+            }
         })?;
         // Samples are committed as they arrive; losing the last commits
         // on a server crash is what SQLite's NORMAL mode also accepts.
