@@ -8,7 +8,7 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use crate::bench;
-use crate::cli::{Cli, Command, EventsFormat, RunArgs, StoreCommand};
+use crate::cli::{Cli, Command, EventsFormat, FleetCommand, RunArgs, StoreCommand};
 use crate::error::bad_input;
 use crate::event::{self, Sink};
 use crate::record::{RunConfig, RunStatus, StopRule};
@@ -86,6 +86,7 @@ pub fn dispatch(args: Vec<OsString>) -> anyhow::Result<ExitCode> {
                     campaigns,
                 },
         } => store_copy(&from, &to, &campaigns),
+        Command::Fleet { command } => fleet(db, command),
         Command::Ministat { args } => crate::ministat::main(&args),
     }
 }
@@ -420,4 +421,68 @@ fn store_copy(from: &str, to: &str, campaigns: &[String]) -> anyhow::Result<Exit
         store::display_name(to)
     );
     Ok(ExitCode::SUCCESS)
+}
+
+fn fleet(db: Option<&str>, command: FleetCommand) -> anyhow::Result<ExitCode> {
+    use crate::fleet;
+    match command {
+        FleetCommand::Run {
+            plan,
+            hosts,
+            jobs,
+            accept_new_host_keys,
+            quiet,
+            run_args,
+        } => {
+            let hs = fleet::hosts::load(std::path::Path::new(&hosts))?;
+            if jobs == 0 {
+                return Err(bad_input!("--jobs 0: need at least one"));
+            }
+            let o = fleet::RunOptions {
+                db,
+                jobs,
+                keys: if accept_new_host_keys {
+                    fleet::HostKeys::AcceptNew
+                } else {
+                    fleet::HostKeys::Strict
+                },
+                run_args: &run_args,
+                quiet,
+            };
+            let outcome = fleet::run(std::path::Path::new(&plan), &hs, &o)?;
+            let failed: Vec<&str> = outcome
+                .iter()
+                .filter(|(_, e)| e.is_some())
+                .map(|(n, _)| n.as_str())
+                .collect();
+            eprintln!(
+                "kbench: {} of {} host(s) done{}",
+                outcome.len() - failed.len(),
+                outcome.len(),
+                if failed.is_empty() {
+                    String::new()
+                } else {
+                    format!(
+                        "; failed: {} (`kbench fleet status {plan} --hosts {hosts}`; re-run to resume)",
+                        failed.join(", ")
+                    )
+                }
+            );
+            Ok(if failed.is_empty() {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(1)
+            })
+        }
+        FleetCommand::Status { plan, hosts, json } => {
+            let hs = fleet::hosts::load(std::path::Path::new(&hosts))?;
+            let s = fleet::status(db, std::path::Path::new(&plan), &hs)?;
+            if json {
+                out(&(serde_json::to_string_pretty(&s)? + "\n"))?;
+            } else {
+                out(&fleet::status_text(&s))?;
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+    }
 }

@@ -12,6 +12,7 @@ mod cli;
 mod cmd;
 mod error;
 mod event;
+mod fleet;
 mod ids;
 mod ministat;
 mod plan;

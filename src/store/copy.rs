@@ -29,6 +29,19 @@ pub fn copy(
     to: &mut dyn StoreWrite,
     campaigns: &[String],
 ) -> anyhow::Result<Copied> {
+    copy_with(from, to, campaigns, &|_, _| {})
+}
+
+/// [`copy`], passing each run's host and each cell through `relabel` on
+/// the way (the fleet names the host and adds its labels to the cells'
+/// system state). It must give the same result every time, so that a
+/// second copy finds what the first wrote.
+pub fn copy_with(
+    from: &dyn StoreRead,
+    to: &mut dyn StoreWrite,
+    campaigns: &[String],
+    relabel: &dyn Fn(&mut String, Option<&mut crate::record::CellInfo>),
+) -> anyhow::Result<Copied> {
     let runs = if campaigns.is_empty() {
         from.runs(None)?
     } else {
@@ -96,10 +109,12 @@ pub fn copy(
             None => None,
         };
         let existed = to.run_id(&run.uuid)?.is_some();
+        let mut host = run.host.clone();
+        relabel(&mut host, None);
         let run_id = to.begin_run(&NewRun {
             uuid: run.uuid.clone(),
             campaign,
-            host: run.host.clone(),
+            host,
             started: run.started,
             fingerprint: details.fingerprint,
             config: details.config,
@@ -109,7 +124,8 @@ pub fn copy(
             done.runs += 1;
         }
         let mut cell_ids = std::collections::HashMap::new();
-        for (cell, samples) in from.cells(Scope::Run(run.id))? {
+        for (mut cell, samples) in from.cells(Scope::Run(run.id))? {
+            relabel(&mut String::new(), Some(&mut cell.info));
             let id = to.add_cell(run_id, &cell.info)?;
             cell_ids.insert(cell.id, id);
             if cell.placement.is_some() || !cell.notes.is_empty() {
