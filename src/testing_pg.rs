@@ -202,8 +202,8 @@ fn start(bin: &Path) -> Result<Server, String> {
 fn spawn(bin: &Path, base: &Path, port: u16, who: Option<(u32, u32)>) -> Result<(), String> {
     let script = r#"
 trap 'kill -INT $pid 2>/dev/null; wait $pid; rm -rf "$0"; exit 0' TERM INT HUP
-"$1" -D "$0/data" -p "$2" -h 127.0.0.1 -c unix_socket_directories= -c fsync=off \
-    -c full_page_writes=off -c max_connections=200 >"$0/log" 2>&1 &
+"$1" -D "$0/data" -p "$2" -h 127.0.0.1 -c unix_socket_directories= -c fsync="$3" \
+    -c full_page_writes="$3" -c max_connections=200 >"$0/log" 2>&1 &
 pid=$!
 wait $pid
 echo $? >"$0/exited"
@@ -214,6 +214,14 @@ echo $? >"$0/exited"
         .arg(base)
         .arg(bin.join("postgres"))
         .arg(port.to_string())
+        // Tests need no durability; a measurement does (KBENCH_PG_FSYNC=on).
+        .arg(
+            if std::env::var_os("KBENCH_PG_FSYNC").is_some_and(|v| v == "on") {
+                "on"
+            } else {
+                "off"
+            },
+        )
         .current_dir(base)
         .stdin(Stdio::null())
         .stdout(Stdio::null())

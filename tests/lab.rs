@@ -197,3 +197,130 @@ fn the_password_never_shows() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// A run's event stream with `cells` cells of `rounds` samples each.
+fn stream(host: &str, run: &str, cells: usize, rounds: usize) -> String {
+    let mut s = format!(
+        r#"{{"event":"run_begun","schema":1,"run":"{run}","campaign":null,"host":"{host}","started":1.0,"fingerprint":{{"hostname":"{host}"}},"config":{{"version":2,"plan":"bulk","samples":{rounds},"sample_time":0.1,"warmup":0,"seed":1,"stop":null,"force":false,"argv":[]}},"overhead_ns":0.3,"planned_cells":{cells},"planned_samples":{}}}"#,
+        cells * rounds
+    );
+    s.push('\n');
+    for c in 0..cells {
+        s += &format!(
+            r#"{{"event":"cell_prepared","run":"{run}","cell":{{"key":"c{c}","bench":"getppid","source":"getppid","kind":"micro","params":{{}},"factors":{{"n":"{c}"}},"label_params":[],"metrics":[{{"name":"ns/op","unit":"ns","direction":"lower"}}],"readings":{{}}}}}}"#
+        );
+        s.push('\n');
+    }
+    for r in 0..rounds {
+        for c in 0..cells {
+            let v = 100.0 + c as f64 + ((r * 7919 + c * 104729) % 1000) as f64 / 100.0;
+            s += &format!(
+                r#"{{"event":"sample","run":"{run}","cell":"c{c}","round":{r},"t":{}.5,"values":[["ns/op",{v}]]}}"#,
+                r + 2
+            );
+            s.push('\n');
+        }
+    }
+    s += &format!(r#"{{"event":"run_ended","run":"{run}","ended":9.0,"status":"done"}}"#);
+    s.push('\n');
+    s
+}
+
+/// The README's lab figures: samples per second ingested into PostgreSQL
+/// from two hosts at once (two `kbench ingest` processes, the fleet's
+/// write path), and the time `report` takes over 10^6 samples stored in
+/// PostgreSQL. Measures, so run alone and on purpose:
+/// `KBENCH_PG_FSYNC=on cargo test --release --test lab -- --ignored --nocapture`.
+#[test]
+#[ignore]
+fn lab_throughput() {
+    let Some(url) = pg::fresh_db("throughput") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let per_host = 100_000;
+    let files: Vec<_> = ["h1", "h2"]
+        .iter()
+        .enumerate()
+        .map(|(i, h)| {
+            let f = d.join(format!("{h}.jsonl"));
+            std::fs::write(
+                &f,
+                stream(
+                    h,
+                    &format!("00000000-0000-4000-8000-00000000000{i}"),
+                    10,
+                    per_host / 10,
+                ),
+            )
+            .unwrap();
+            f
+        })
+        .collect();
+    let t = std::time::Instant::now();
+    let children: Vec<_> = files
+        .iter()
+        .map(|f| {
+            std::process::Command::new(assert_cmd::cargo::cargo_bin("kbench"))
+                .env_remove("KBENCH_DB")
+                .args(["--db", &url, "ingest"])
+                .arg(f)
+                .stderr(std::process::Stdio::null())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for c in children {
+        assert!(c.wait_with_output().unwrap().status.success());
+    }
+    let secs = t.elapsed().as_secs_f64();
+    let (runs, _) = ok(d, &url, &["runs", "--json"]);
+    let runs: Value = serde_json::from_str(&runs).unwrap();
+    let total: i64 = runs
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["samples"].as_i64().unwrap())
+        .sum();
+    assert_eq!(total, 2 * per_host as i64);
+    eprintln!(
+        "ingest: {} samples from two streams at once in {secs:.2} s = {:.0} samples/s",
+        total,
+        total as f64 / secs
+    );
+
+    // 10^6 samples: into SQLite, copied into PostgreSQL, then reported.
+    let big = d.join("big.jsonl");
+    std::fs::write(
+        &big,
+        stream("big", "00000000-0000-4000-8000-0000000000ff", 20, 50_000),
+    )
+    .unwrap();
+    let lite = d.join("big.db");
+    let lite = lite.to_str().unwrap();
+    ok(d, lite, &["ingest", big.to_str().unwrap()]);
+    let url2 = pg::fresh_db("throughput_big").unwrap();
+    let t = std::time::Instant::now();
+    ok(d, lite, &["store", "copy", "--from", lite, "--to", &url2]);
+    eprintln!(
+        "store copy of 10^6 samples SQLite -> PostgreSQL: {:.2} s",
+        t.elapsed().as_secs_f64()
+    );
+    for (name, db) in [("PostgreSQL", url2.as_str()), ("SQLite", lite)] {
+        for json in [false, true] {
+            let t = std::time::Instant::now();
+            let mut args = vec!["report", "1"];
+            if json {
+                args.push("--json");
+            }
+            let (out, _) = ok(d, db, &args);
+            let secs = t.elapsed().as_secs_f64();
+            assert!(out.contains("getppid") || out.contains("c19"), "{out}");
+            eprintln!(
+                "report{} over 10^6 samples in {name}: {secs:.2} s",
+                if json { " --json" } else { "" }
+            );
+        }
+    }
+}

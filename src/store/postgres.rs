@@ -188,7 +188,18 @@ fn pgpass_lookup(text: &str, host: &str, port: u16, db: &str, user: &str) -> Opt
 
 pub struct PgStore {
     conn: RefCell<Client>,
+    /// The sample insert, prepared once: one round trip per batch.
+    insert_samples: Option<postgres::Statement>,
 }
+
+const INSERT_SAMPLES: &str =
+    "INSERT INTO samples (run_id, cell_id, metric, unit, value, round, seq, t)
+     SELECT $1::BIGINT, u.cell_id, u.metric, u.unit, u.value, u.round, u.seq, u.t
+     FROM UNNEST($2::BIGINT[], $3::TEXT[], $4::TEXT[], $5::DOUBLE PRECISION[], $6::BIGINT[],
+                 $7::BIGINT[], $8::DOUBLE PRECISION[]) WITH ORDINALITY
+         AS u(cell_id, metric, unit, value, round, seq, t, ord)
+     ORDER BY ord
+     ON CONFLICT (cell_id, metric, round, seq) DO NOTHING";
 
 impl PgStore {
     /// Connect to the store at `url`; with `create`, make its tables when
@@ -250,6 +261,7 @@ impl PgStore {
             .with_context(|| format!("store {name}"))?;
         let s = PgStore {
             conn: RefCell::new(conn),
+            insert_samples: None,
         };
         s.migrate(&name, create)?;
         Ok(s)
@@ -722,15 +734,17 @@ impl StoreWrite for PgStore {
         let round: Vec<i64> = samples.iter().map(|s| i64::from(s.round)).collect();
         let seq: Vec<i64> = samples.iter().map(|s| i64::from(s.seq)).collect();
         let t: Vec<f64> = samples.iter().map(|s| s.t).collect();
-        let n = self.conn.get_mut().execute(
-            "INSERT INTO samples (run_id, cell_id, metric, unit, value, round, seq, t)
-             SELECT $1::BIGINT, u.cell_id, u.metric, u.unit, u.value, u.round, u.seq, u.t
-             FROM UNNEST($2::BIGINT[], $3::TEXT[], $4::TEXT[],
-                                      $5::DOUBLE PRECISION[], $6::BIGINT[], $7::BIGINT[],
-                                      $8::DOUBLE PRECISION[]) WITH ORDINALITY
-                 AS u(cell_id, metric, unit, value, round, seq, t, ord)
-             ORDER BY ord
-             ON CONFLICT (cell_id, metric, round, seq) DO NOTHING",
+        let conn = self.conn.get_mut();
+        let st = match &self.insert_samples {
+            Some(st) => st.clone(),
+            None => {
+                let st = conn.prepare(INSERT_SAMPLES)?;
+                self.insert_samples = Some(st.clone());
+                st
+            }
+        };
+        let n = conn.execute(
+            &st,
             &[&run_id, &cell, &metric, &unit, &value, &round, &seq, &t],
         )?;
         Ok(n as usize)
