@@ -198,6 +198,41 @@ fn the_password_never_shows() {
     );
 }
 
+#[test]
+fn ingest_into_postgres_twice_stores_once_and_bad_urls_are_one_line() {
+    let Some(url) = pg::fresh_db("ingest_twice") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let f = d.join("s.jsonl");
+    std::fs::write(
+        &f,
+        stream("h", "00000000-0000-4000-8000-000000000abc", 3, 4),
+    )
+    .unwrap();
+    let f = f.to_str().unwrap();
+    let (_, err) = ok(d, &url, &["ingest", f]);
+    assert!(err.contains("12 new sample(s) stored"), "{err}");
+    let (_, err) = ok(d, &url, &["ingest", f]);
+    assert!(err.contains("0 new sample(s) stored"), "{err}");
+    let (out, _) = ok(d, &url, &["report", "1", "--json"]);
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert!(
+        v["cells"].as_array().unwrap().iter().all(|c| c["n"] == 4),
+        "{v}"
+    );
+    let bad = url.replace("127.0.0.1:", "127.0.0.1:x");
+    let (code, _, err) = at(d, &bad, &["runs"]);
+    assert_eq!(code, 2, "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("not a PostgreSQL URL") && err.contains(":***@"),
+        "{err}"
+    );
+    assert!(!err.contains(&pg::server("x").unwrap().password), "{err}");
+}
+
 /// A run's event stream with `cells` cells of `rounds` samples each.
 fn stream(host: &str, run: &str, cells: usize, rounds: usize) -> String {
     let mut s = format!(
