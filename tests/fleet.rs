@@ -374,6 +374,19 @@ fn two_hosts_one_killed_mid_run_then_resumed() {
         assert_eq!(cells.len(), 4, "{op}");
         assert!(cells.iter().all(|c| c["n"] == 6), "{op}: {v}");
     }
+    // The two hosts compare cell by cell.
+    let out = kbench(d)
+        .args(["compare", "fleet:host=a", "fleet:host=b", "--json"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["geomean"][0]["k"], 4, "four cells paired: {v}");
+    assert_eq!(v["unpaired"].as_array().map(Vec::len), Some(0), "{v}");
     let st = fleet(&lab, &["status", plan]);
     let text = String::from_utf8_lossy(&st.stdout);
     assert!(
