@@ -221,7 +221,10 @@ fn run(a: RunArgs, db: Option<&str>) -> anyhow::Result<ExitCode> {
         Some(_) => {
             let d = runner::campaign::check(&*st, &plan, a.force)?;
             let have = match &d {
-                runner::campaign::Decision::Resume(c) => runner::campaign::progress(&*st, c.id)?,
+                // What this host measured: a campaign is per host.
+                runner::campaign::Decision::Resume(c) => {
+                    runner::campaign::progress_on(&*st, c.id, Some(&runner::campaign::this_host()))?
+                }
                 runner::campaign::Decision::New(_) => Default::default(),
             };
             (Some(d.key(&plan)), have)

@@ -233,6 +233,50 @@ fn ingest_into_postgres_twice_stores_once_and_bad_urls_are_one_line() {
     assert!(!err.contains(&pg::server("x").unwrap().password), "{err}");
 }
 
+/// Another host's runs of a campaign complete nothing here: the campaign
+/// is per host, also on a store shared without `fleet`.
+#[test]
+fn a_campaign_is_per_host() {
+    let Some(url) = pg::fresh_db("per_host") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let plan = common::plan(d, "lab.toml", PLAN);
+    let plan = plan.to_str().unwrap();
+    let scratch = d.join("scratch.db");
+    let (events, _) = ok(
+        d,
+        scratch.to_str().unwrap(),
+        &["run", plan, "--events", "jsonl", "-q"],
+    );
+    // The same stream, as if another machine had measured it.
+    let mut lines: Vec<String> = events.lines().map(String::from).collect();
+    let mut begun: Value = serde_json::from_str(&lines[0]).unwrap();
+    assert_eq!(begun["event"], "run_begun");
+    begun["host"] = "elsewhere".into();
+    lines[0] = begun.to_string();
+    let f = d.join("elsewhere.jsonl");
+    std::fs::write(&f, lines.join("\n") + "\n").unwrap();
+    ok(d, &url, &["ingest", f.to_str().unwrap()]);
+    let (_, err) = ok(d, &url, &["status", plan, "--json"]);
+    assert!(!err.contains("error"), "{err}");
+    // Here, every cell is still to run; then nothing is.
+    let (out, err) = ok(d, &url, &["run", plan, "-q", "--json"]);
+    assert!(!err.contains("nothing to run here"), "{err}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["cells"].as_array().unwrap().len(), 2, "{v}");
+    assert!(
+        v["cells"].as_array().unwrap().iter().all(|c| c["n"] == 3),
+        "{v}"
+    );
+    let (_, err) = ok(d, &url, &["run", plan, "-q"]);
+    assert!(err.contains("nothing to run here"), "{err}");
+    let (out, _) = ok(d, &url, &["report", "lab", "--json"]);
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["runs"].as_array().unwrap().len(), 2, "{v}");
+}
+
 /// A run's event stream with `cells` cells of `rounds` samples each.
 fn stream(host: &str, run: &str, cells: usize, rounds: usize) -> String {
     let mut s = format!(

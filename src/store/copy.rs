@@ -175,7 +175,7 @@ mod tests {
         suite::round_trip(&mut a);
         let mut b = SqliteStore::open(&dir.path().join("b.db"), true).unwrap();
         let first = copy(&a, &mut b, &[]).unwrap();
-        assert_eq!((first.runs, first.samples), (2, 6));
+        assert_eq!((first.runs, first.samples), (3, 8));
         let again = copy(&a, &mut b, &[]).unwrap();
         assert_eq!(
             (again.runs, again.samples),
@@ -205,10 +205,10 @@ mod tests {
             assert_eq!(v(xs), v(ys));
         }
         assert_eq!(b.failures(Scope::Run(rb[0].id)).unwrap().len(), 1);
-        // Only the campaign named: the campaign `c` has both runs.
+        // Only the campaign named: the campaign `c` has all three runs.
         let mut c = SqliteStore::open(&dir.path().join("c.db"), true).unwrap();
         let only = copy(&a, &mut c, &["c".into()]).unwrap();
-        assert_eq!(only.runs, 2);
+        assert_eq!(only.runs, 3);
         let e = copy(&a, &mut c, &["nope".into()]).unwrap_err();
         assert!(e.to_string().contains("no campaign `nope`"), "{e}");
     }

@@ -597,11 +597,11 @@ impl StoreRead for PgStore {
         // Rounds restart at 0 in every run: count each cell's distinct
         // rounds, then add the cells of one key and state up.
         let rows = self.conn.borrow_mut().query(
-            "SELECT c.key, c.readings, COALESCE(SUM(x.n), 0)::BIGINT
+            "SELECT c.key, c.readings, r.host, COALESCE(SUM(x.n), 0)::BIGINT
              FROM cells c JOIN runs r ON r.id = c.run_id
              CROSS JOIN LATERAL (SELECT COUNT(DISTINCT s.round) AS n FROM samples s
                                  WHERE s.cell_id = c.id) x
-             WHERE r.campaign_id = $1 GROUP BY c.key, c.readings ORDER BY MIN(c.id)",
+             WHERE r.campaign_id = $1 GROUP BY c.key, c.readings, r.host ORDER BY MIN(c.id)",
             &[&campaign],
         )?;
         rows.iter()
@@ -609,7 +609,8 @@ impl StoreRead for PgStore {
                 Ok(CellProgress {
                     key: r.get(0),
                     readings: r.get(1),
-                    samples: u32_col(r, 2)?,
+                    host: r.get(2),
+                    samples: u32_col(r, 3)?,
                 })
             })
             .collect()
@@ -803,7 +804,7 @@ mod tests {
             .unwrap()
             .get(0);
         assert_eq!(v, MIGRATIONS.len() as i64);
-        assert_eq!(s.runs(None).unwrap().len(), 2);
+        assert_eq!(s.runs(None).unwrap().len(), 3);
         // Read access to a database without a store creates nothing.
         let other = pg::fresh_db("passes_the_store_suite_read").unwrap();
         let e = PgStore::open(&other, false).err().unwrap();
