@@ -12,7 +12,13 @@ pub struct Cli {
     /// $XDG_DATA_HOME/kbench/kbench.db), or a PostgreSQL URL
     /// `postgres://USER@HOST:PORT/DB` (password from PGPASSWORD or
     /// ~/.pgpass).
-    #[arg(long, global = true, env = "KBENCH_DB", value_name = "PATH|URL")]
+    #[arg(
+        long,
+        global = true,
+        env = "KBENCH_DB",
+        hide_env_values = true,
+        value_name = "PATH|URL"
+    )]
     pub db: Option<String>,
 
     #[command(subcommand)]

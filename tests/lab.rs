@@ -157,6 +157,13 @@ fn the_password_never_shows() {
         seen += &out;
         seen += &err;
     }
+    // Help shows where the store comes from, never KBENCH_DB's value.
+    let out = kbench(d)
+        .env("KBENCH_DB", &url)
+        .args(["runs", "--help"])
+        .output()
+        .unwrap();
+    seen += &String::from_utf8_lossy(&out.stdout);
     assert!(seen.contains("getppid"), "the commands ran: {seen}");
     assert!(!seen.contains(&password), "password printed:\n{seen}");
     // The command line stored with each run is redacted.
