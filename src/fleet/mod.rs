@@ -151,7 +151,6 @@ pub fn relabel(host: &Host, cell: &mut CellInfo) {
 pub fn run(plan_path: &Path, hosts: &[Host], o: &RunOptions<'_>) -> anyhow::Result<Outcome> {
     let plan = crate::plan::load(plan_path)?;
     let exe = std::env::current_exe().map_err(|e| anyhow::anyhow!("this kbench's path: {e}"))?;
-    let binary = std::fs::read(&exe).map_err(|e| anyhow::anyhow!("{}: {e}", exe.display()))?;
     let hash = sha256_hex(&exe)?;
     // The coordinator's store must open before any host is contacted.
     drop(store::open(o.db, store::Access::Write)?);
@@ -165,7 +164,7 @@ pub fn run(plan_path: &Path, hosts: &[Host], o: &RunOptions<'_>) -> anyhow::Resu
     let results: Mutex<Vec<(usize, Option<String>)>> = Mutex::new(Vec::new());
     let ctx = HostCtx {
         plan: &plan,
-        binary: &binary,
+        binary: &exe,
         hash: &hash,
         o,
         shared: &shared,
@@ -200,7 +199,8 @@ pub fn run(plan_path: &Path, hosts: &[Host], o: &RunOptions<'_>) -> anyhow::Resu
 
 struct HostCtx<'a> {
     plan: &'a crate::plan::Plan,
-    binary: &'a [u8],
+    /// This kbench's executable.
+    binary: &'a Path,
     hash: &'a str,
     o: &'a RunOptions<'a>,
     shared: &'a Shared,
@@ -235,13 +235,13 @@ impl HostCtx<'_> {
         }
         if remote_hash != self.hash {
             self.shared.set(&h.name, "copying kbench", None);
-            ssh::run(
+            ssh::run_file(
                 h,
                 keys,
                 &format!(
                     r#"{REMOTE_DIR}; cat >"$D/kbench.new" && chmod 755 "$D/kbench.new" && mv "$D/kbench.new" "$D/kbench""#
                 ),
-                Some(self.binary),
+                self.binary,
             )?;
         }
         let remote_plan = format!("$D/plans/{}.toml", self.plan.name);

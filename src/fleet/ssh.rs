@@ -129,6 +129,30 @@ pub fn run(
     }
 }
 
+/// Run `script` on `host` with the file at `path` on its stdin (the
+/// kbench binary: streamed, not read into memory).
+pub fn run_file(
+    host: &Host,
+    keys: HostKeys,
+    script: &str,
+    path: &std::path::Path,
+) -> Result<Vec<u8>, String> {
+    let file = std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let child = command(host, keys, script)
+        .stdin(Stdio::from(file))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("host {}: cannot start ssh: {e}", host.name))?;
+    let (code, stdout, stderr) =
+        wait(child).map_err(|e| format!("host {}: ssh: {e}", host.name))?;
+    if code == Some(0) {
+        Ok(stdout)
+    } else {
+        Err(explain(host, &String::from_utf8_lossy(&stderr), code))
+    }
+}
+
 fn wait(child: Child) -> std::io::Result<(Option<i32>, Vec<u8>, Vec<u8>)> {
     let out = child.wait_with_output()?;
     Ok((out.status.code(), out.stdout, out.stderr))
