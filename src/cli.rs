@@ -9,8 +9,16 @@ use clap::{Args, Parser, Subcommand};
 #[command(name = "kbench", version, max_term_width = 100)]
 pub struct Cli {
     /// Results store: an SQLite file path (default
-    /// $XDG_DATA_HOME/kbench/kbench.db).
-    #[arg(long, global = true, env = "KBENCH_DB", value_name = "PATH")]
+    /// $XDG_DATA_HOME/kbench/kbench.db), or a PostgreSQL URL
+    /// `postgres://USER@HOST:PORT/DB` (password from PGPASSWORD or
+    /// ~/.pgpass).
+    #[arg(
+        long,
+        global = true,
+        env = "KBENCH_DB",
+        hide_env_values = true,
+        value_name = "PATH|URL"
+    )]
     pub db: Option<String>,
 
     #[command(subcommand)]
@@ -97,12 +105,82 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Run a plan on many hosts over OpenSSH, every result in this store.
+    Fleet {
+        #[command(subcommand)]
+        command: FleetCommand,
+    },
+    /// Whole stores: copy runs and campaigns between them.
+    Store {
+        #[command(subcommand)]
+        command: StoreCommand,
+    },
     /// FreeBSD ministat(1), byte for byte (`kbench ministat --help`).
     #[command(disable_help_flag = true)]
     Ministat {
         /// ministat's options and files.
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<std::ffi::OsString>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum FleetCommand {
+    /// Run the plan on every host of the hosts file, in parallel: copy
+    /// kbench there when missing or different, stream each host's events
+    /// into this store as they arrive, and resume each host's campaign
+    /// (fetching what a broken connection left behind). One failing host
+    /// never stops the others.
+    Run {
+        /// The plan file.
+        plan: String,
+        /// The hosts file (`[[host]]` tables: name, ssh, port, identity,
+        /// known_hosts, ssh_options, labels; `[defaults]`).
+        #[arg(long, value_name = "HOSTS.toml")]
+        hosts: String,
+        /// Hosts worked on at once.
+        #[arg(long, default_value_t = 4, value_name = "N")]
+        jobs: usize,
+        /// Add the keys of hosts not yet in known_hosts (ssh's
+        /// `accept-new`); a changed key is refused all the same.
+        #[arg(long)]
+        accept_new_host_keys: bool,
+        /// No per-host progress lines.
+        #[arg(long, short)]
+        quiet: bool,
+        /// Arguments for `kbench run` on each host (after `--`), e.g.
+        /// `-- --quick`.
+        #[arg(last = true, value_name = "RUN ARGS")]
+        run_args: Vec<String>,
+    },
+    /// Each host's progress in this store, its state and its last error.
+    Status {
+        /// The plan file.
+        plan: String,
+        /// The hosts file.
+        #[arg(long, value_name = "HOSTS.toml")]
+        hosts: String,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum StoreCommand {
+    /// Copy runs and their campaigns from one store to another (SQLite
+    /// file or postgres:// URL), by their stable identities: what the
+    /// destination holds already is not copied again.
+    Copy {
+        /// The source store.
+        #[arg(long, value_name = "PATH|URL")]
+        from: String,
+        /// The destination store (created when it is a new file).
+        #[arg(long, value_name = "PATH|URL")]
+        to: String,
+        /// Only these campaigns (names, `campaign:ID` or plan files);
+        /// default: every run.
+        campaigns: Vec<String>,
     },
 }
 

@@ -8,7 +8,7 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use crate::bench;
-use crate::cli::{Cli, Command, EventsFormat, RunArgs};
+use crate::cli::{Cli, Command, EventsFormat, FleetCommand, RunArgs, StoreCommand};
 use crate::error::bad_input;
 use crate::event::{self, Sink};
 use crate::record::{RunConfig, RunStatus, StopRule};
@@ -78,6 +78,15 @@ pub fn dispatch(args: Vec<OsString>) -> anyhow::Result<ExitCode> {
             margin,
             json,
         } => compare(db, &operands, test, confidence, &margin, json),
+        Command::Store {
+            command:
+                StoreCommand::Copy {
+                    from,
+                    to,
+                    campaigns,
+                },
+        } => store_copy(&from, &to, &campaigns),
+        Command::Fleet { command } => fleet(db, command),
         Command::Ministat { args } => crate::ministat::main(&args),
     }
 }
@@ -179,7 +188,7 @@ fn options(a: &RunArgs, plan: &crate::plan::Plan, quick: bool) -> anyhow::Result
         }),
         seed: a.seed.or(plan.seed).unwrap_or_else(crate::ids::fresh_seed),
         force: a.force,
-        argv: std::env::args().collect(),
+        argv: store::postgres::redact_args(std::env::args()),
     })
 }
 
@@ -212,7 +221,10 @@ fn run(a: RunArgs, db: Option<&str>) -> anyhow::Result<ExitCode> {
         Some(_) => {
             let d = runner::campaign::check(&*st, &plan, a.force)?;
             let have = match &d {
-                runner::campaign::Decision::Resume(c) => runner::campaign::progress(&*st, c.id)?,
+                // What this host measured: a campaign is per host.
+                runner::campaign::Decision::Resume(c) => {
+                    runner::campaign::progress_on(&*st, c.id, Some(&runner::campaign::this_host()))?
+                }
                 runner::campaign::Decision::New(_) => Default::default(),
             };
             (Some(d.key(&plan)), have)
@@ -398,4 +410,82 @@ fn compare(
     }
     let c = report::compare::compare(&sels, test, confidence, margin)?;
     print(&Document::Compare(&c), Format::json_if(json))
+}
+
+fn store_copy(from: &str, to: &str, campaigns: &[String]) -> anyhow::Result<ExitCode> {
+    let src = store::open(Some(from), store::Access::Read)?;
+    let mut dst = store::open(Some(to), store::Access::Write)?;
+    let c = store::copy::copy(&*src, dst.as_mut(), campaigns)?;
+    eprintln!(
+        "kbench: {} new run(s) of {} campaign(s), {} new sample(s) copied to {}",
+        c.runs,
+        c.campaigns,
+        c.samples,
+        store::display_name(to)
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+fn fleet(db: Option<&str>, command: FleetCommand) -> anyhow::Result<ExitCode> {
+    use crate::fleet;
+    match command {
+        FleetCommand::Run {
+            plan,
+            hosts,
+            jobs,
+            accept_new_host_keys,
+            quiet,
+            run_args,
+        } => {
+            let hs = fleet::hosts::load(std::path::Path::new(&hosts))?;
+            if jobs == 0 {
+                return Err(bad_input!("--jobs 0: need at least one"));
+            }
+            let o = fleet::RunOptions {
+                db,
+                jobs,
+                keys: if accept_new_host_keys {
+                    fleet::HostKeys::AcceptNew
+                } else {
+                    fleet::HostKeys::Strict
+                },
+                run_args: &run_args,
+                quiet,
+            };
+            let outcome = fleet::run(std::path::Path::new(&plan), &hs, &o)?;
+            let failed: Vec<&str> = outcome
+                .iter()
+                .filter(|(_, e)| e.is_some())
+                .map(|(n, _)| n.as_str())
+                .collect();
+            eprintln!(
+                "kbench: {} of {} host(s) done{}",
+                outcome.len() - failed.len(),
+                outcome.len(),
+                if failed.is_empty() {
+                    String::new()
+                } else {
+                    format!(
+                        "; failed: {} (`kbench fleet status {plan} --hosts {hosts}`; re-run to resume)",
+                        failed.join(", ")
+                    )
+                }
+            );
+            Ok(if failed.is_empty() {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(1)
+            })
+        }
+        FleetCommand::Status { plan, hosts, json } => {
+            let hs = fleet::hosts::load(std::path::Path::new(&hosts))?;
+            let s = fleet::status(db, std::path::Path::new(&plan), &hs)?;
+            if json {
+                out(&(serde_json::to_string_pretty(&s)? + "\n"))?;
+            } else {
+                out(&fleet::status_text(&s))?;
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+    }
 }

@@ -12,6 +12,7 @@ mod cli;
 mod cmd;
 mod error;
 mod event;
+mod fleet;
 mod ids;
 mod ministat;
 mod plan;
@@ -24,6 +25,8 @@ mod store;
 mod system;
 #[cfg(test)]
 mod testing;
+#[doc(hidden)]
+pub mod testing_pg;
 mod units;
 
 use std::process::ExitCode;
@@ -89,6 +92,8 @@ pub mod fuzzing {
 #[doc(hidden)]
 pub mod test_support {
     use std::os::fd::AsRawFd;
+
+    pub use crate::testing_pg as pg;
 
     /// Held while a test measures time: tests that time things must not
     /// overlap, whether they run as threads of one test binary (`cargo

@@ -112,6 +112,9 @@ fn value_of(c: &crate::record::CellInfo, key: &str) -> Option<String> {
         .get(key)
         .cloned()
         .or_else(|| c.params.get(key).map(crate::report::json_label))
+        // The system state: probe readings, and a fleet host's name and
+        // labels (`PLAN:host=old`).
+        .or_else(|| c.readings.get(key).cloned())
 }
 
 /// Keep the cells matching every filter of `op`; a filter no cell knows is

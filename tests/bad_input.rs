@@ -343,6 +343,41 @@ const CASES: &[Case] = &[
         1,
         "ministat: Cannot open /nonexistent",
     ),
+    // --- the lab: PostgreSQL URLs, hosts files ----------------------------
+    case(
+        &["--db", "postgres://u:hunter2@127.0.0.1:x/db", "runs"],
+        2,
+        "--db postgres://u:***@127.0.0.1:x/db: not a PostgreSQL URL",
+    ),
+    case(
+        &["store", "copy", "--from", "nosuch.db", "--to", "x.db"],
+        2,
+        "nosuch.db: no such store",
+    ),
+    with(
+        &[
+            ("p.toml", "name = \"p\"\n[[bench]]\nuse = \"getuid\"\n"),
+            (
+                "h.toml",
+                "[[host]]\nname = \"a\"\nssh = \"a@b\"\nport = \"22\"\n",
+            ),
+        ],
+        &["fleet", "run", "p.toml", "--hosts", "h.toml"],
+        "h.toml:4: invalid type",
+    ),
+    with(
+        &[
+            ("p.toml", "name = \"p\"\n[[bench]]\nuse = \"getuid\"\n"),
+            ("h.toml", "[[host]]\nname = \"a\"\n"),
+        ],
+        &["fleet", "status", "p.toml", "--hosts", "h.toml"],
+        "h.toml: host `a` has no `ssh` destination",
+    ),
+    case(
+        &["fleet", "run", "p.toml", "--hosts", "missing.toml"],
+        2,
+        "missing.toml: cannot read hosts file",
+    ),
 ];
 
 #[test]

@@ -112,13 +112,38 @@ pub fn find(store: &dyn StoreRead, plan: &Plan) -> anyhow::Result<Option<Campaig
         .max_by_key(|c| c.generation))
 }
 
-/// How far a campaign got, as the runner wants it.
+/// How far a campaign got, as the runner wants it (every host's runs).
+#[cfg(test)]
 pub fn progress(store: &dyn StoreRead, campaign: i64) -> anyhow::Result<Progress> {
+    progress_on(store, campaign, None)
+}
+
+/// How far a campaign got on one host (`None`: on all of them). A
+/// campaign is per host: on a store shared by several hosts (PostgreSQL,
+/// or streams ingested from elsewhere) a cell complete on one host is
+/// still pending on another.
+pub fn progress_on(
+    store: &dyn StoreRead,
+    campaign: i64,
+    host: Option<&str>,
+) -> anyhow::Result<Progress> {
     let mut m = Progress::new();
     for p in store.progress(campaign)? {
+        if host.is_some_and(|h| h != p.host) {
+            continue;
+        }
         *m.entry(p.key).or_default().entry(p.readings).or_default() += p.samples;
     }
     Ok(m)
+}
+
+/// This machine's name as its runs record it (the fingerprint's hostname).
+pub fn this_host() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|s| s.trim().to_string())
+        .ok()
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| "unknown".into())
 }
 
 /// Where one cell of a campaign stands.
@@ -175,7 +200,10 @@ pub fn status(
         None => store.campaigns(CampaignQuery::Named(&plan.name))?.pop(),
     };
     let (counts, runs) = match &campaign {
-        Some(c) => (progress(store, c.id)?, store.runs(Some(c.id))?.len()),
+        Some(c) => (
+            progress_on(store, c.id, Some(&this_host()))?,
+            store.runs(Some(c.id))?.len(),
+        ),
         None => (Progress::new(), 0),
     };
     let mut cells = Vec::new();

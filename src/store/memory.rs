@@ -131,7 +131,7 @@ impl StoreRead for MemoryStore {
     }
 
     fn progress(&self, campaign: i64) -> anyhow::Result<Vec<CellProgress>> {
-        let mut acc: IndexMap<(String, String), u32> = IndexMap::new();
+        let mut acc: IndexMap<(String, String, String), u32> = IndexMap::new();
         for c in &self.cells {
             if !self.in_scope(c.run_id, Scope::Campaign(campaign)) {
                 continue;
@@ -144,13 +144,20 @@ impl StoreRead for MemoryStore {
                 .collect();
             rounds.sort_unstable();
             rounds.dedup();
-            *acc.entry((c.info.key.clone(), c.info.readings_text()))
+            let host = self
+                .runs
+                .iter()
+                .find(|r| r.row.id == c.run_id)
+                .map(|r| r.row.host.clone())
+                .unwrap_or_default();
+            *acc.entry((c.info.key.clone(), c.info.readings_text(), host))
                 .or_default() += rounds.len() as u32;
         }
         Ok(acc
             .into_iter()
-            .map(|((key, readings), samples)| CellProgress {
+            .map(|((key, readings, host), samples)| CellProgress {
                 key,
+                host,
                 readings,
                 samples,
             })

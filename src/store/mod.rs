@@ -12,8 +12,10 @@
 //! Every sample is committed as soon as it is written, so a run killed at
 //! any point keeps everything it measured.
 
+pub mod copy;
 #[cfg(test)]
 pub mod memory;
+pub mod postgres;
 pub mod sink;
 pub mod sqlite;
 
@@ -151,11 +153,15 @@ pub enum Scope {
 /// A cell with its samples, in the order they were taken.
 pub type StoredCell = (CellRec, Vec<SampleRec>);
 
-/// How far one cell of a campaign got under one system state: the number
-/// of measured samples (distinct rounds) summed over the campaign's runs.
+/// How far one cell of a campaign got under one system state on one host:
+/// the number of measured samples (distinct rounds) summed over the
+/// campaign's runs there. A campaign is per host: a cell complete on one
+/// host is still pending on another.
 #[derive(Clone, Debug, PartialEq)]
 pub struct CellProgress {
     pub key: String,
+    /// The host of the runs (their `host`).
+    pub host: String,
     /// The probe readings, as stored text ([`crate::record::readings_text`]).
     pub readings: String,
     pub samples: u32,
@@ -174,8 +180,8 @@ pub trait StoreRead {
     /// Cells with their samples, in insertion order.
     fn cells(&self, scope: Scope) -> anyhow::Result<Vec<StoredCell>>;
     fn failures(&self, scope: Scope) -> anyhow::Result<Vec<FailureRec>>;
-    /// Samples per cell key and system state of a campaign, counted by the
-    /// backend without loading samples.
+    /// Samples per cell key, system state and host of a campaign, counted
+    /// by the backend without loading samples.
     fn progress(&self, campaign: i64) -> anyhow::Result<Vec<CellProgress>>;
 }
 
@@ -288,12 +294,18 @@ pub enum Access {
     Read,
 }
 
+/// How messages name a store: its path, or its URL without the password.
+pub fn display_name(url: &str) -> String {
+    postgres::redact(url)
+}
+
 /// Open the store named by a path or URL (`None` = default path).
 pub fn open(url: Option<&str>, access: Access) -> anyhow::Result<Box<dyn Store>> {
     match url {
-        Some(u) if u.starts_with("postgres://") || u.starts_with("postgresql://") => Err(
-            bad_input!("--db {u}: the PostgreSQL store is not supported yet; use a file path"),
-        ),
+        Some(u) if postgres::is_url(u) => Ok(Box::new(postgres::PgStore::open(
+            u,
+            access == Access::Write,
+        )?)),
         Some(u) => Ok(Box::new(sqlite::SqliteStore::open(
             std::path::Path::new(u),
             access == Access::Write,
@@ -464,7 +476,21 @@ pub mod suite {
             .unwrap();
         s.add_samples(run2, &[sample(a2, 0, 1.0), sample(a3, 0, 1.0)])
             .unwrap();
+        // Another host's run of the same campaign counts for that host.
+        let run3 = s
+            .begin_run(&NewRun {
+                host: "h2".into(),
+                ..new_run("u3", Some(c1))
+            })
+            .unwrap();
+        let a4 = s.add_cell(run3, &cell_info("a", &[("smt", "on")])).unwrap();
+        s.add_samples(run3, &[sample(a4, 0, 1.0), sample(a4, 1, 1.0)])
+            .unwrap();
         let mut p = s.progress(c1).unwrap();
+        let other: Vec<_> = p.iter().filter(|x| x.host == "h2").collect();
+        assert_eq!(other.len(), 1);
+        assert_eq!((other[0].key.as_str(), other[0].samples), ("a", 2));
+        p.retain(|x| x.host == "h");
         p.sort_by(|x, y| (&x.key, &x.readings).cmp(&(&y.key, &y.readings)));
         let p: Vec<(&str, &str, u32)> = p
             .iter()

@@ -578,16 +578,17 @@ impl StoreRead for SqliteStore {
         // Rounds restart at 0 in every run: count each cell's distinct
         // rounds, then add the cells of one key and state up.
         let mut st = self.conn.prepare(
-            "SELECT c.key, c.readings,
+            "SELECT c.key, c.readings, r.host,
                     SUM((SELECT COUNT(DISTINCT s.round) FROM samples s WHERE s.cell_id = c.id))
              FROM cells c JOIN runs r ON r.id = c.run_id
-             WHERE r.campaign_id = ?1 GROUP BY c.key, c.readings ORDER BY MIN(c.id)",
+             WHERE r.campaign_id = ?1 GROUP BY c.key, c.readings, r.host ORDER BY MIN(c.id)",
         )?;
         let rows = st.query_map([campaign], |r| {
             Ok(CellProgress {
                 key: r.get(0)?,
                 readings: r.get(1)?,
-                samples: r.get(2)?,
+                host: r.get(2)?,
+                samples: r.get(3)?,
             })
         })?;
         Ok(rows.collect::<Result<_, _>>()?)
@@ -753,7 +754,7 @@ mod tests {
             .pragma_query_value(None, "user_version", |r| r.get(0))
             .unwrap();
         assert_eq!(v, MIGRATIONS.len() as i64);
-        assert_eq!(s.runs(None).unwrap().len(), 2);
+        assert_eq!(s.runs(None).unwrap().len(), 3);
     }
 
     /// A store written by kbench before the event stream (schema 2, a

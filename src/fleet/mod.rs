@@ -1,0 +1,471 @@
+//! `kbench fleet`: one plan run on many hosts over OpenSSH, every result
+//! in the coordinator's store (`--db`: a SQLite file or the lab's
+//! PostgreSQL). No daemon and no protocol of kbench's own: the remote side
+//! is the same kbench binary, run by `ssh`, printing its event stream
+//! (`run --events jsonl`) on stdout.
+//!
+//! For each host, on a bounded number of threads: check the OS and
+//! architecture; copy this kbench binary when the remote one is missing or
+//! differs (sha256); copy the plan; fetch what the host's own store holds
+//! of the campaign and the coordinator lacks (a run whose connection broke
+//! kept measuring there, or stopped with its samples stored); then run the
+//! plan there and write each event into the coordinator's store as it
+//! arrives. The host's own store decides what is left to run, so a
+//! campaign is per host: a cell complete on one host is pending on
+//! another, and re-running resumes every host without duplicate samples
+//! (every write is keyed by the run UUID and sample identity).
+//!
+//! In the coordinator's store each run's host is the hosts file's name,
+//! and each cell's system state (its probe readings) gains `host` and the
+//! host's labels: reports show one state per host, and operands narrow on
+//! them (`PLAN:host=old`, `PLAN:hardware=type 2`).
+//!
+//! Remote files live in `$KBENCH_FLEET_DIR` on the host, default
+//! `~/.kbench-fleet` (binary, plans, the host's store `kbench.db`).
+
+pub mod hosts;
+pub mod ssh;
+
+use indexmap::IndexMap;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use crate::event::{self, Event, Sink};
+use crate::record::{CellInfo, RunStatus};
+use crate::store;
+use hosts::Host;
+pub use ssh::HostKeys;
+
+/// The remote directory, as a shell expression.
+const REMOTE_DIR: &str = r#"D="${KBENCH_FLEET_DIR:-$HOME/.kbench-fleet}""#;
+
+/// How one host stands, as `fleet status` shows it.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct HostState {
+    /// `checking`, `copying`, `catching up`, `running`, `done`, `failed`.
+    pub state: String,
+    /// Unix time of the last change.
+    pub updated: f64,
+    pub last_error: Option<String>,
+    /// Samples of this host in the coordinator's store (filled by status).
+    #[serde(default)]
+    pub samples: u64,
+    /// Cells of the plan with all their samples on this host (status).
+    #[serde(default)]
+    pub cells_done: usize,
+    #[serde(default)]
+    pub cells: usize,
+}
+
+/// What `fleet run` records between runs, per plan: each host's state.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct FleetState {
+    pub hosts: BTreeMap<String, HostState>,
+}
+
+/// Where a plan's fleet state is kept: `$XDG_STATE_HOME/kbench/fleet/`
+/// (default `~/.local/state`), one file per plan name and text.
+pub fn state_path(plan: &crate::plan::Plan) -> PathBuf {
+    let base = std::env::var_os("XDG_STATE_HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/state")))
+        .unwrap_or_else(|| PathBuf::from("."));
+    base.join("kbench/fleet").join(format!(
+        "{}-{}.json",
+        plan.name,
+        crate::ids::plan_hash(&plan.text)
+    ))
+}
+
+fn load_state(path: &Path) -> FleetState {
+    std::fs::read_to_string(path)
+        .ok()
+        .and_then(|t| serde_json::from_str(&t).ok())
+        .unwrap_or_default()
+}
+
+/// The shared state of a fleet run: updated by every host's thread and
+/// written to disk on each change (atomically, by rename).
+struct Shared {
+    path: PathBuf,
+    state: Mutex<FleetState>,
+    quiet: bool,
+}
+
+impl Shared {
+    fn set(&self, host: &str, state: &str, error: Option<String>) {
+        let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let h = s.hosts.entry(host.to_string()).or_default();
+        h.state = state.to_string();
+        h.updated = crate::ids::unix_now();
+        if error.is_some() || state == "done" {
+            h.last_error = error.clone();
+        }
+        if !self.quiet {
+            match &error {
+                Some(e) => eprintln!("kbench: {e}"),
+                None => eprintln!("kbench: host {host}: {state}"),
+            }
+        }
+        if let Some(dir) = self.path.parent() {
+            let _ = std::fs::create_dir_all(dir);
+        }
+        let tmp = self.path.with_extension("json.tmp");
+        if std::fs::write(&tmp, serde_json::to_string_pretty(&*s).unwrap_or_default()).is_ok() {
+            let _ = std::fs::rename(&tmp, &self.path);
+        }
+    }
+}
+
+/// Options of `kbench fleet run`.
+pub struct RunOptions<'a> {
+    pub db: Option<&'a str>,
+    pub jobs: usize,
+    pub keys: HostKeys,
+    /// Extra arguments for the remote `kbench run` (`--quick`, `--samples N`).
+    pub run_args: &'a [String],
+    pub quiet: bool,
+}
+
+/// What `fleet run` did on each host: `None` for success, else the error.
+pub type Outcome = Vec<(String, Option<String>)>;
+
+/// The fleet's name for a host's cell: `host` and its labels before the
+/// cell's own probe readings.
+pub fn relabel(host: &Host, cell: &mut CellInfo) {
+    let mut r: IndexMap<String, String> = IndexMap::new();
+    r.insert("host".into(), host.name.clone());
+    for (k, v) in &host.labels {
+        r.insert(k.clone(), v.clone());
+    }
+    for (k, v) in &cell.readings {
+        r.entry(k.clone()).or_insert_with(|| v.clone());
+    }
+    cell.readings = r;
+}
+
+/// Run `plan` on every host; one failing host never stops the others.
+pub fn run(plan_path: &Path, hosts: &[Host], o: &RunOptions<'_>) -> anyhow::Result<Outcome> {
+    let plan = crate::plan::load(plan_path)?;
+    let exe = std::env::current_exe().map_err(|e| anyhow::anyhow!("this kbench's path: {e}"))?;
+    let hash = sha256_hex(&exe)?;
+    // The coordinator's store must open before any host is contacted.
+    drop(store::open(o.db, store::Access::Write)?);
+    let path = state_path(&plan);
+    let shared = Shared {
+        state: Mutex::new(load_state(&path)),
+        path,
+        quiet: o.quiet,
+    };
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let results: Mutex<Vec<(usize, Option<String>)>> = Mutex::new(Vec::new());
+    let ctx = HostCtx {
+        plan: &plan,
+        binary: &exe,
+        hash: &hash,
+        o,
+        shared: &shared,
+    };
+    std::thread::scope(|sc| {
+        for _ in 0..o.jobs.clamp(1, hosts.len().max(1)) {
+            sc.spawn(|| {
+                loop {
+                    let i = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                    let Some(h) = hosts.get(i) else { break };
+                    let r = ctx.host(h);
+                    let err = r.err();
+                    shared.set(
+                        &h.name,
+                        if err.is_some() { "failed" } else { "done" },
+                        err.clone(),
+                    );
+                    results
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .push((i, err));
+                }
+            });
+        }
+    });
+    let mut r = results.into_inner().unwrap_or_else(|e| e.into_inner());
+    r.sort_by_key(|(i, _)| *i);
+    Ok(r.into_iter()
+        .map(|(i, e)| (hosts[i].name.clone(), e))
+        .collect())
+}
+
+struct HostCtx<'a> {
+    plan: &'a crate::plan::Plan,
+    /// This kbench's executable.
+    binary: &'a Path,
+    hash: &'a str,
+    o: &'a RunOptions<'a>,
+    shared: &'a Shared,
+}
+
+impl HostCtx<'_> {
+    /// Everything for one host; the error is one line naming it.
+    fn host(&self, h: &Host) -> Result<(), String> {
+        let keys = self.o.keys;
+        self.shared.set(&h.name, "checking", None);
+        let probe = ssh::run(
+            h,
+            keys,
+            &format!(
+                r#"{REMOTE_DIR}; mkdir -p "$D/plans" && uname -s && uname -m && (sha256sum "$D/kbench" 2>/dev/null || echo -)"#
+            ),
+            None,
+        )?;
+        let probe = String::from_utf8_lossy(&probe);
+        let mut lines = probe.lines();
+        let (os, arch) = (lines.next().unwrap_or(""), lines.next().unwrap_or(""));
+        let remote_hash = lines
+            .next()
+            .and_then(|l| l.split_whitespace().next())
+            .unwrap_or("-");
+        if os != "Linux" || arch != std::env::consts::ARCH {
+            return Err(format!(
+                "host {}: {os}/{arch}, but this kbench is built for Linux/{}; cannot run there",
+                h.name,
+                std::env::consts::ARCH
+            ));
+        }
+        if remote_hash != self.hash {
+            self.shared.set(&h.name, "copying kbench", None);
+            ssh::run_file(
+                h,
+                keys,
+                &format!(
+                    r#"{REMOTE_DIR}; cat >"$D/kbench.new" && chmod 755 "$D/kbench.new" && mv "$D/kbench.new" "$D/kbench""#
+                ),
+                self.binary,
+            )?;
+        }
+        let remote_plan = format!("$D/plans/{}.toml", self.plan.name);
+        ssh::run(
+            h,
+            keys,
+            &format!(
+                r#"{REMOTE_DIR}; cat >"{remote_plan}.new" && mv "{remote_plan}.new" "{remote_plan}""#
+            ),
+            Some(self.plan.text.as_bytes()),
+        )?;
+        self.catch_up(h, &remote_plan)?;
+        self.shared.set(&h.name, "running", None);
+        self.stream(h, &remote_plan)
+    }
+
+    /// Copy what the host's own store holds of the campaign into the
+    /// coordinator's (the host exports it with `kbench store copy` into a
+    /// consistent file, sent over ssh).
+    fn catch_up(&self, h: &Host, remote_plan: &str) -> Result<(), String> {
+        let script = format!(
+            r#"{REMOTE_DIR}; rm -f "$D/export.db"; [ -f "$D/kbench.db" ] || exit 0; "$D/kbench" store copy --from "$D/kbench.db" --to "$D/export.db" "{remote_plan}" >/dev/null 2>&1 || exit 0; cat "$D/export.db"; rm -f "$D/export.db""#
+        );
+        let bytes = ssh::run(h, self.o.keys, &script, None)?;
+        if bytes.is_empty() {
+            return Ok(());
+        }
+        self.shared.set(&h.name, "catching up", None);
+        let err = |e: anyhow::Error| format!("host {}: catching up: {e:#}", h.name);
+        let tmp = std::env::temp_dir().join(format!(
+            "kbench-fleet-{}-{}-{}.db",
+            std::process::id(),
+            h.name,
+            crate::ids::new_run_uuid()
+        ));
+        std::fs::write(&tmp, &bytes).map_err(|e| err(e.into()))?;
+        let r = (|| -> anyhow::Result<store::copy::Copied> {
+            let from = store::sqlite::SqliteStore::open(&tmp, false)?;
+            let mut to = store::open(self.o.db, store::Access::Write)?;
+            store::copy::copy_with(&from, to.as_mut(), &[], &|host, cell| match cell {
+                Some(c) => relabel(h, c),
+                None => *host = h.name.clone(),
+            })
+        })();
+        let _ = std::fs::remove_file(&tmp);
+        let c = r.map_err(err)?;
+        if c.samples > 0 && !self.o.quiet {
+            eprintln!(
+                "kbench: host {}: fetched {} sample(s) the coordinator lacked",
+                h.name, c.samples
+            );
+        }
+        Ok(())
+    }
+
+    /// Run the plan on the host, storing each event as it arrives.
+    fn stream(&self, h: &Host, remote_plan: &str) -> Result<(), String> {
+        let args: Vec<String> = self.o.run_args.iter().map(|a| ssh::quote(a)).collect();
+        let script = format!(
+            r#"{REMOTE_DIR}; exec "$D/kbench" --db "$D/kbench.db" run "{remote_plan}" --events jsonl -q {}"#,
+            args.join(" ")
+        );
+        let mut child = ssh::spawn(h, self.o.keys, &script)
+            .map_err(|e| format!("host {}: cannot start ssh: {e}", h.name))?;
+        let stderr = child.stderr.take().expect("piped");
+        let errs = std::thread::spawn(move || ssh::drain(stderr));
+        let stdout = std::io::BufReader::new(child.stdout.take().expect("piped"));
+        let mut st = store::open(self.o.db, store::Access::Write)
+            .map_err(|e| format!("host {}: the coordinator's store: {e:#}", h.name))?;
+        let mut sink = store::sink::StoreSink::new(st.as_mut());
+        let mut reader = event::jsonl::Reader::new(stdout, &format!("host {}", h.name));
+        let mut ended = false;
+        let mut broken: Option<String> = None;
+        loop {
+            match reader.next_event() {
+                Ok(Some(mut e)) => {
+                    match &mut e {
+                        Event::RunBegun(b) => b.host = h.name.clone(),
+                        Event::CellPrepared(c) => relabel(h, &mut c.cell),
+                        Event::RunEnded(_) => ended = true,
+                        _ => {}
+                    }
+                    if let Err(e) = sink.event(&e) {
+                        // The coordinator's store failed: stop this host
+                        // (its own store keeps measuring results).
+                        let _ = child.kill();
+                        broken = Some(format!("host {}: storing its results: {e:#}", h.name));
+                        break;
+                    }
+                }
+                Ok(None) => break,
+                Err(e) => {
+                    // A line cut off by a broken connection.
+                    broken = Some(format!("host {}: {e:#}", h.name));
+                    let _ = child.kill();
+                    break;
+                }
+            }
+        }
+        let status = child.wait().map_err(|e| format!("host {}: {e}", h.name))?;
+        let stderr = errs.join().unwrap_or_default();
+        if !ended {
+            let _ = sink.close_open_runs(RunStatus::Interrupted);
+        }
+        if let Some(b) = broken {
+            return Err(b);
+        }
+        if !status.success() {
+            let code = status.code();
+            if code == Some(1) && ended {
+                // The run completed with failed cells: the host is fine.
+                let why = stderr
+                    .lines()
+                    .rfind(|l| !l.trim().is_empty())
+                    .unwrap_or("some cells failed");
+                return Err(format!("host {}: {why}", h.name));
+            }
+            let mut e = ssh::explain(h, &stderr, code);
+            if code == Some(255) && sink.added > 0 || !ended && code != Some(255) {
+                e = format!("{e} (connection lost during the run; results so far are stored)");
+            }
+            return Err(e);
+        }
+        Ok(())
+    }
+}
+
+/// sha256 of a file, by coreutils' `sha256sum` (the same tool the remote
+/// side uses).
+fn sha256_hex(path: &Path) -> anyhow::Result<String> {
+    let out = std::process::Command::new("sha256sum")
+        .arg(path)
+        .output()
+        .map_err(|e| anyhow::anyhow!("sha256sum: {e}"))?;
+    if !out.status.success() {
+        anyhow::bail!("sha256sum {} failed", path.display());
+    }
+    Ok(String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .next()
+        .unwrap_or("")
+        .to_string())
+}
+
+/// `fleet status`: each host's last state and error, with its progress
+/// in the coordinator's store.
+pub fn status(db: Option<&str>, plan_path: &Path, hosts: &[Host]) -> anyhow::Result<FleetState> {
+    let plan = crate::plan::load(plan_path)?;
+    let mut state = load_state(&state_path(&plan));
+    let cells = crate::plan::expand(&plan)?.len();
+    let target = plan.samples.unwrap_or(10);
+    let st = store::open(db, store::Access::Read)?;
+    let progress = match crate::runner::campaign::find(&*st, &plan)? {
+        Some(c) => st.progress(c.id)?,
+        None => Vec::new(),
+    };
+    let mut out = FleetState::default();
+    for h in hosts {
+        let mut s = state.hosts.remove(&h.name).unwrap_or_else(|| HostState {
+            state: "not run".into(),
+            ..Default::default()
+        });
+        s.cells = cells;
+        s.samples = 0;
+        s.cells_done = 0;
+        for p in &progress {
+            let r: IndexMap<String, String> = serde_json::from_str(&p.readings).unwrap_or_default();
+            if r.get("host") == Some(&h.name) {
+                s.samples += u64::from(p.samples);
+                if p.samples >= target {
+                    s.cells_done += 1;
+                }
+            }
+        }
+        out.hosts.insert(h.name.clone(), s);
+    }
+    Ok(out)
+}
+
+/// `fleet status` as text: one line per host.
+pub fn status_text(s: &FleetState) -> String {
+    let mut t = String::new();
+    let w = s.hosts.keys().map(|k| k.len()).max().unwrap_or(4).max(4);
+    t.push_str(&format!(
+        "{:w$}  {:>10}  {:>8}  {:14}  last error\n",
+        "host", "cells", "samples", "state"
+    ));
+    for (name, h) in &s.hosts {
+        t.push_str(&format!(
+            "{name:w$}  {:>10}  {:>8}  {:14}  {}\n",
+            format!("{}/{}", h.cells_done, h.cells),
+            h.samples,
+            h.state,
+            h.last_error.as_deref().unwrap_or("-")
+        ));
+    }
+    t
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn relabel_puts_host_and_labels_first() {
+        let h = Host {
+            name: "old".into(),
+            ssh: "a@b".into(),
+            port: None,
+            identity: None,
+            known_hosts: None,
+            ssh_options: vec![],
+            labels: [("hardware".to_string(), "type 1".to_string())]
+                .into_iter()
+                .collect(),
+        };
+        let mut c = crate::store::suite::cell_info("a", &[("smt", "on")]);
+        relabel(&h, &mut c);
+        assert_eq!(
+            c.readings_text(),
+            r#"{"host":"old","hardware":"type 1","smt":"on"}"#
+        );
+        let once = c.clone();
+        relabel(&h, &mut c);
+        assert_eq!(c, once, "relabelling is idempotent");
+    }
+}

@@ -1,0 +1,215 @@
+//! `kbench store copy`: runs and their campaigns from one store to another
+//! (a laptop's SQLite into the lab's PostgreSQL and back), through the
+//! same traits every backend implements. Every write is keyed by the
+//! stable identities (campaign name/hash/generation, run UUID, cell key,
+//! sample cell/metric/round/seq, failure seq), so copying twice, or
+//! copying a run that is partly there already, adds only what is missing.
+
+use super::{CampaignQuery, NewRun, Scope, StoreRead, StoreWrite};
+use crate::record::{CampaignKey, RunStatus};
+
+/// What one copy added.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Copied {
+    /// Runs that were not in the destination yet.
+    pub runs: usize,
+    /// Campaigns the copied runs belong to (found or created).
+    pub campaigns: usize,
+    /// Samples that were not in the destination yet.
+    pub samples: usize,
+}
+
+/// Samples written per statement.
+const BATCH: usize = 5000;
+
+/// Copy every run of `from` (only the runs of the named campaigns, when
+/// `campaigns` is not empty: names, `campaign:ID` or plan files) into `to`.
+pub fn copy(
+    from: &dyn StoreRead,
+    to: &mut dyn StoreWrite,
+    campaigns: &[String],
+) -> anyhow::Result<Copied> {
+    copy_with(from, to, campaigns, &|_, _| {})
+}
+
+/// [`copy`], passing each run's host and each cell through `relabel` on
+/// the way (the fleet names the host and adds its labels to the cells'
+/// system state). It must give the same result every time, so that a
+/// second copy finds what the first wrote.
+pub fn copy_with(
+    from: &dyn StoreRead,
+    to: &mut dyn StoreWrite,
+    campaigns: &[String],
+    relabel: &dyn Fn(&mut String, Option<&mut crate::record::CellInfo>),
+) -> anyhow::Result<Copied> {
+    let runs = if campaigns.is_empty() {
+        from.runs(None)?
+    } else {
+        let mut v = Vec::new();
+        for name in campaigns {
+            // A name means every campaign of that name (all generations);
+            // `campaign:ID` or a plan file, exactly one.
+            let ids: Vec<i64> = if name.starts_with("campaign:") || name.ends_with(".toml") {
+                vec![crate::select::campaign(from, name)?]
+            } else {
+                let all = from.campaigns(CampaignQuery::Named(name))?;
+                if all.is_empty() {
+                    return Err(crate::error::bad_input!(
+                        "no campaign `{name}` in the source store (see `kbench runs`)"
+                    ));
+                }
+                all.iter().map(|c| c.id).collect()
+            };
+            for id in ids {
+                v.extend(from.runs(Some(id))?);
+            }
+        }
+        v.sort_by_key(|r| r.id);
+        v.dedup_by_key(|r| r.id);
+        v
+    };
+    // Which campaign each run belongs to (runs name only the campaign's
+    // name; its identity needs the campaign row).
+    let mut run_campaign: std::collections::HashMap<i64, super::CampaignRow> = Default::default();
+    let mut names: Vec<&str> = runs.iter().filter_map(|r| r.campaign.as_deref()).collect();
+    names.sort_unstable();
+    names.dedup();
+    for name in names {
+        for c in from.campaigns(CampaignQuery::Named(name))? {
+            for r in from.runs(Some(c.id))? {
+                run_campaign.insert(r.id, c.clone());
+            }
+        }
+    }
+    let mut done = Copied::default();
+    let mut campaign_ids: std::collections::HashMap<String, i64> = Default::default();
+    for run in &runs {
+        let details = from.run_details(run.id)?;
+        // The run's campaign, by its identity.
+        let campaign = match run_campaign.get(&run.id) {
+            Some(c) => {
+                let key = CampaignKey {
+                    name: c.name.clone(),
+                    plan_hash: c.plan_hash.clone(),
+                    generation: c.generation,
+                    plan_text: c.plan_text.clone(),
+                };
+                let label = format!("{}\0{}", c.name, c.hash_label());
+                let id = match campaign_ids.get(&label) {
+                    Some(id) => *id,
+                    None => {
+                        let id = to.campaign(&key)?;
+                        campaign_ids.insert(label, id);
+                        done.campaigns += 1;
+                        id
+                    }
+                };
+                Some(id)
+            }
+            None => None,
+        };
+        let existed = to.run_id(&run.uuid)?.is_some();
+        let mut host = run.host.clone();
+        relabel(&mut host, None);
+        let run_id = to.begin_run(&NewRun {
+            uuid: run.uuid.clone(),
+            campaign,
+            host,
+            started: run.started,
+            fingerprint: details.fingerprint,
+            config: details.config,
+            overhead_ns: run.overhead_ns,
+        })?;
+        if !existed {
+            done.runs += 1;
+        }
+        let mut cell_ids = std::collections::HashMap::new();
+        for (mut cell, samples) in from.cells(Scope::Run(run.id))? {
+            relabel(&mut String::new(), Some(&mut cell.info));
+            let id = to.add_cell(run_id, &cell.info)?;
+            cell_ids.insert(cell.id, id);
+            if cell.placement.is_some() || !cell.notes.is_empty() {
+                to.update_cell(id, cell.placement.as_deref(), &cell.notes)?;
+            }
+            if let Some(s) = cell.status {
+                to.finish_cell(id, s)?;
+            }
+            for chunk in samples.chunks(BATCH) {
+                let mapped: Vec<_> = chunk
+                    .iter()
+                    .map(|s| super::SampleRec {
+                        cell_id: id,
+                        ..s.clone()
+                    })
+                    .collect();
+                done.samples += to.add_samples(run_id, &mapped)?;
+            }
+        }
+        for f in from.failures(Scope::Run(run.id))? {
+            let Some(&cell_id) = cell_ids.get(&f.cell_id) else {
+                continue;
+            };
+            to.add_failure(&super::FailureRec {
+                run_id,
+                cell_id,
+                ..f
+            })?;
+        }
+        if run.ended.is_some() || run.status != RunStatus::Running {
+            to.finish_run(run_id, run.ended.unwrap_or(run.started), run.status)?;
+        }
+    }
+    Ok(done)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::sqlite::SqliteStore;
+    use crate::store::suite;
+
+    #[test]
+    fn copies_once_by_identity() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut a = SqliteStore::open(&dir.path().join("a.db"), true).unwrap();
+        suite::round_trip(&mut a);
+        let mut b = SqliteStore::open(&dir.path().join("b.db"), true).unwrap();
+        let first = copy(&a, &mut b, &[]).unwrap();
+        assert_eq!((first.runs, first.samples), (3, 8));
+        let again = copy(&a, &mut b, &[]).unwrap();
+        assert_eq!(
+            (again.runs, again.samples),
+            (0, 0),
+            "copying twice adds nothing"
+        );
+        let (ra, rb) = (a.runs(None).unwrap(), b.runs(None).unwrap());
+        assert_eq!(ra.len(), rb.len());
+        for (x, y) in ra.iter().zip(&rb) {
+            assert_eq!(
+                (&x.uuid, &x.campaign, x.cells, x.samples, x.status, x.ended),
+                (&y.uuid, &y.campaign, y.cells, y.samples, y.status, y.ended)
+            );
+        }
+        let ca = a.cells(Scope::Run(ra[0].id)).unwrap();
+        let cb = b.cells(Scope::Run(rb[0].id)).unwrap();
+        for ((x, xs), (y, ys)) in ca.iter().zip(&cb) {
+            assert_eq!(
+                (&x.info, &x.placement, &x.notes, x.status),
+                (&y.info, &y.placement, &y.notes, y.status)
+            );
+            let v = |s: &[super::super::SampleRec]| {
+                s.iter()
+                    .map(|s| (s.metric.clone(), s.round, s.seq, s.value, s.t))
+                    .collect::<Vec<_>>()
+            };
+            assert_eq!(v(xs), v(ys));
+        }
+        assert_eq!(b.failures(Scope::Run(rb[0].id)).unwrap().len(), 1);
+        // Only the campaign named: the campaign `c` has all three runs.
+        let mut c = SqliteStore::open(&dir.path().join("c.db"), true).unwrap();
+        let only = copy(&a, &mut c, &["c".into()]).unwrap();
+        assert_eq!(only.runs, 3);
+        let e = copy(&a, &mut c, &["nope".into()]).unwrap_err();
+        assert!(e.to_string().contains("no campaign `nope`"), "{e}");
+    }
+}

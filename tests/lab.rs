@@ -1,0 +1,412 @@
+//! The lab store: a real PostgreSQL server (started by the test helper,
+//! `kbench::test_support::pg`) used through the binary exactly as a
+//! SQLite file is. `kbench store copy` moves campaigns SQLite ->
+//! PostgreSQL -> a new SQLite with identical report cells and adds nothing
+//! the second time; two runners write one campaign at once and lose
+//! nothing; the password never shows in any output or stored setting.
+
+mod common;
+
+use common::kbench;
+use kbench::test_support::pg;
+use serde_json::Value;
+use std::path::Path;
+
+const PLAN: &str = r#"
+name = "lab"
+samples = 3
+sample_time = 0.01
+warmup = 0
+
+[[bench]]
+use = "getppid"
+
+[[bench]]
+use = "getuid"
+"#;
+
+/// `kbench --db DB ARGS`: (exit code, stdout, stderr).
+fn at(dir: &Path, db: &str, args: &[&str]) -> (i32, String, String) {
+    let out = kbench(dir)
+        .env_remove("KBENCH_DB")
+        .arg("--db")
+        .arg(db)
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into(),
+        String::from_utf8_lossy(&out.stderr).into(),
+    )
+}
+
+fn ok(dir: &Path, db: &str, args: &[&str]) -> (String, String) {
+    let (code, out, err) = at(dir, db, args);
+    assert_eq!(code, 0, "kbench {args:?} on {db}: {err}");
+    (out, err)
+}
+
+fn cells(dir: &Path, db: &str) -> Value {
+    let (out, _) = ok(dir, db, &["report", "lab", "--json"]);
+    let v: Value = serde_json::from_str(&out).unwrap();
+    v["cells"].clone()
+}
+
+#[test]
+fn copy_sqlite_to_postgres_and_back_keeps_every_cell() {
+    let Some(url) = pg::fresh_db("copy_round_trip") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let plan = common::plan(d, "lab.toml", PLAN);
+    let plan = plan.to_str().unwrap();
+    let a = d.join("a.db");
+    let a = a.to_str().unwrap();
+    ok(d, a, &["run", "-q", plan]);
+    let (_, err) = ok(d, a, &["store", "copy", "--from", a, "--to", &url]);
+    assert!(
+        err.contains("1 new run(s) of 1 campaign(s), 6 new sample(s)"),
+        "{err}"
+    );
+    let b = d.join("b.db");
+    let b = b.to_str().unwrap();
+    ok(d, a, &["store", "copy", "--from", &url, "--to", b, "lab"]);
+    let want = cells(d, a);
+    assert_eq!(want.as_array().unwrap().len(), 2);
+    assert_eq!(cells(d, &url), want, "PostgreSQL report");
+    assert_eq!(cells(d, b), want, "SQLite -> PostgreSQL -> SQLite report");
+    // Copying again adds nothing, either way.
+    let (_, err) = ok(d, a, &["store", "copy", "--from", a, "--to", &url]);
+    assert!(
+        err.contains("0 new run(s) of 1 campaign(s), 0 new sample(s)"),
+        "{err}"
+    );
+    let (_, err) = ok(d, a, &["store", "copy", "--from", &url, "--to", b]);
+    assert!(err.contains("0 new run(s)"), "{err}");
+    let (runs, _) = ok(d, &url, &["runs", "--json"]);
+    let runs: Value = serde_json::from_str(&runs).unwrap();
+    assert_eq!(runs.as_array().unwrap().len(), 1);
+    // The campaign resumes from PostgreSQL: nothing is left to run.
+    let (_, err) = ok(d, &url, &["run", "-q", plan]);
+    assert!(err.contains("nothing to run here"), "{err}");
+}
+
+#[test]
+fn two_runners_write_one_campaign_at_once() {
+    let Some(url) = pg::fresh_db("two_runners") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let plan = common::plan(d, "lab.toml", PLAN);
+    let children: Vec<_> = (0..2)
+        .map(|_| {
+            std::process::Command::new(assert_cmd::cargo::cargo_bin("kbench"))
+                .env("NO_COLOR", "1")
+                .env_remove("KBENCH_DB")
+                .args(["--db", &url, "run", "-q", "--samples", "20"])
+                .arg(&plan)
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for c in children {
+        let out = c.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let (out, _) = ok(d, &url, &["report", "lab", "--json"]);
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(
+        v["runs"].as_array().unwrap().len(),
+        2,
+        "one campaign, both runs"
+    );
+    for c in v["cells"].as_array().unwrap() {
+        assert_eq!(c["n"], 40, "both runners' samples: {c}");
+    }
+}
+
+#[test]
+fn the_password_never_shows() {
+    let Some(url) = pg::fresh_db("password") else {
+        return;
+    };
+    let password = pg::server("password").unwrap().password.clone();
+    assert!(url.contains(&password));
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let plan = common::plan(d, "lab.toml", PLAN);
+    let plan = plan.to_str().unwrap();
+    let mut seen = String::new();
+    for args in [
+        vec!["run", plan],
+        vec!["run", "--json", plan, "--force"],
+        vec!["runs"],
+        vec!["report", "lab", "--json"],
+        vec!["status", plan, "--json"],
+    ] {
+        let (_, out, err) = at(d, &url, &args);
+        seen += &out;
+        seen += &err;
+    }
+    // Help shows where the store comes from, never KBENCH_DB's value.
+    let out = kbench(d)
+        .env("KBENCH_DB", &url)
+        .args(["runs", "--help"])
+        .output()
+        .unwrap();
+    seen += &String::from_utf8_lossy(&out.stdout);
+    assert!(seen.contains("getppid"), "the commands ran: {seen}");
+    assert!(!seen.contains(&password), "password printed:\n{seen}");
+    // The command line stored with each run is redacted.
+    assert!(seen.contains(":***@127.0.0.1"), "{seen}");
+    // A wrong password: one line, exit 2, neither password in it.
+    let wrong = url.replace(&password, "WrongSecret123");
+    let (code, out, err) = at(d, &wrong, &["runs"]);
+    assert_eq!(code, 2, "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("password authentication failed"), "{err}");
+    assert!(!(out + &err).contains("WrongSecret123"), "{err}");
+    // The same server reached through PGPASSWORD, the URL without it.
+    let bare = url.replace(&format!(":{password}@"), "@");
+    let out = kbench(d)
+        .env_remove("KBENCH_DB")
+        .env("PGPASSWORD", &password)
+        .args(["--db", &bare, "runs"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // ... and through a pgpass file.
+    let pass = d.join("pgpass");
+    std::fs::write(&pass, format!("127.0.0.1:*:*:kbench:{password}\n")).unwrap();
+    let out = kbench(d)
+        .env_remove("KBENCH_DB")
+        .env_remove("PGPASSWORD")
+        .env("PGPASSFILE", &pass)
+        .args(["--db", &bare, "runs"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn ingest_into_postgres_twice_stores_once_and_bad_urls_are_one_line() {
+    let Some(url) = pg::fresh_db("ingest_twice") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let f = d.join("s.jsonl");
+    std::fs::write(
+        &f,
+        stream("h", "00000000-0000-4000-8000-000000000abc", 3, 4),
+    )
+    .unwrap();
+    let f = f.to_str().unwrap();
+    let (_, err) = ok(d, &url, &["ingest", f]);
+    assert!(err.contains("12 new sample(s) stored"), "{err}");
+    let (_, err) = ok(d, &url, &["ingest", f]);
+    assert!(err.contains("0 new sample(s) stored"), "{err}");
+    let (out, _) = ok(d, &url, &["report", "1", "--json"]);
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert!(
+        v["cells"].as_array().unwrap().iter().all(|c| c["n"] == 4),
+        "{v}"
+    );
+    let bad = url.replace("127.0.0.1:", "127.0.0.1:x");
+    let (code, _, err) = at(d, &bad, &["runs"]);
+    assert_eq!(code, 2, "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("not a PostgreSQL URL") && err.contains(":***@"),
+        "{err}"
+    );
+    assert!(!err.contains(&pg::server("x").unwrap().password), "{err}");
+}
+
+/// Another host's runs of a campaign complete nothing here: the campaign
+/// is per host, also on a store shared without `fleet`.
+#[test]
+fn a_campaign_is_per_host() {
+    let Some(url) = pg::fresh_db("per_host") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let plan = common::plan(d, "lab.toml", PLAN);
+    let plan = plan.to_str().unwrap();
+    let scratch = d.join("scratch.db");
+    let (events, _) = ok(
+        d,
+        scratch.to_str().unwrap(),
+        &["run", plan, "--events", "jsonl", "-q"],
+    );
+    // The same stream, as if another machine had measured it.
+    let mut lines: Vec<String> = events.lines().map(String::from).collect();
+    let mut begun: Value = serde_json::from_str(&lines[0]).unwrap();
+    assert_eq!(begun["event"], "run_begun");
+    begun["host"] = "elsewhere".into();
+    lines[0] = begun.to_string();
+    let f = d.join("elsewhere.jsonl");
+    std::fs::write(&f, lines.join("\n") + "\n").unwrap();
+    ok(d, &url, &["ingest", f.to_str().unwrap()]);
+    let (_, err) = ok(d, &url, &["status", plan, "--json"]);
+    assert!(!err.contains("error"), "{err}");
+    // Here, every cell is still to run; then nothing is.
+    let (out, err) = ok(d, &url, &["run", plan, "-q", "--json"]);
+    assert!(!err.contains("nothing to run here"), "{err}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["cells"].as_array().unwrap().len(), 2, "{v}");
+    assert!(
+        v["cells"].as_array().unwrap().iter().all(|c| c["n"] == 3),
+        "{v}"
+    );
+    let (_, err) = ok(d, &url, &["run", plan, "-q"]);
+    assert!(err.contains("nothing to run here"), "{err}");
+    let (out, _) = ok(d, &url, &["report", "lab", "--json"]);
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["runs"].as_array().unwrap().len(), 2, "{v}");
+}
+
+/// A run's event stream with `cells` cells of `rounds` samples each.
+fn stream(host: &str, run: &str, cells: usize, rounds: usize) -> String {
+    let mut s = format!(
+        r#"{{"event":"run_begun","schema":1,"run":"{run}","campaign":null,"host":"{host}","started":1.0,"fingerprint":{{"hostname":"{host}"}},"config":{{"version":2,"plan":"bulk","samples":{rounds},"sample_time":0.1,"warmup":0,"seed":1,"stop":null,"force":false,"argv":[]}},"overhead_ns":0.3,"planned_cells":{cells},"planned_samples":{}}}"#,
+        cells * rounds
+    );
+    s.push('\n');
+    for c in 0..cells {
+        s += &format!(
+            r#"{{"event":"cell_prepared","run":"{run}","cell":{{"key":"c{c}","bench":"getppid","source":"getppid","kind":"micro","params":{{}},"factors":{{"n":"{c}"}},"label_params":[],"metrics":[{{"name":"ns/op","unit":"ns","direction":"lower"}}],"readings":{{}}}}}}"#
+        );
+        s.push('\n');
+    }
+    for r in 0..rounds {
+        for c in 0..cells {
+            let v = 100.0 + c as f64 + ((r * 7919 + c * 104729) % 1000) as f64 / 100.0;
+            s += &format!(
+                r#"{{"event":"sample","run":"{run}","cell":"c{c}","round":{r},"t":{}.5,"values":[["ns/op",{v}]]}}"#,
+                r + 2
+            );
+            s.push('\n');
+        }
+    }
+    s += &format!(r#"{{"event":"run_ended","run":"{run}","ended":9.0,"status":"done"}}"#);
+    s.push('\n');
+    s
+}
+
+/// The README's lab figures: samples per second ingested into PostgreSQL
+/// from two hosts at once (two `kbench ingest` processes, the fleet's
+/// write path), and the time `report` takes over 10^6 samples stored in
+/// PostgreSQL. Measures, so run alone and on purpose:
+/// `KBENCH_PG_FSYNC=on cargo test --release --test lab -- --ignored --nocapture`.
+#[test]
+#[ignore]
+fn lab_throughput() {
+    let Some(url) = pg::fresh_db("throughput") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let per_host = 100_000;
+    let files: Vec<_> = ["h1", "h2"]
+        .iter()
+        .enumerate()
+        .map(|(i, h)| {
+            let f = d.join(format!("{h}.jsonl"));
+            std::fs::write(
+                &f,
+                stream(
+                    h,
+                    &format!("00000000-0000-4000-8000-00000000000{i}"),
+                    10,
+                    per_host / 10,
+                ),
+            )
+            .unwrap();
+            f
+        })
+        .collect();
+    let t = std::time::Instant::now();
+    let children: Vec<_> = files
+        .iter()
+        .map(|f| {
+            std::process::Command::new(assert_cmd::cargo::cargo_bin("kbench"))
+                .env_remove("KBENCH_DB")
+                .args(["--db", &url, "ingest"])
+                .arg(f)
+                .stderr(std::process::Stdio::null())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for c in children {
+        assert!(c.wait_with_output().unwrap().status.success());
+    }
+    let secs = t.elapsed().as_secs_f64();
+    let (runs, _) = ok(d, &url, &["runs", "--json"]);
+    let runs: Value = serde_json::from_str(&runs).unwrap();
+    let total: i64 = runs
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["samples"].as_i64().unwrap())
+        .sum();
+    assert_eq!(total, 2 * per_host as i64);
+    eprintln!(
+        "ingest: {} samples from two streams at once in {secs:.2} s = {:.0} samples/s",
+        total,
+        total as f64 / secs
+    );
+
+    // 10^6 samples: into SQLite, copied into PostgreSQL, then reported.
+    let big = d.join("big.jsonl");
+    std::fs::write(
+        &big,
+        stream("big", "00000000-0000-4000-8000-0000000000ff", 20, 50_000),
+    )
+    .unwrap();
+    let lite = d.join("big.db");
+    let lite = lite.to_str().unwrap();
+    ok(d, lite, &["ingest", big.to_str().unwrap()]);
+    let url2 = pg::fresh_db("throughput_big").unwrap();
+    let t = std::time::Instant::now();
+    ok(d, lite, &["store", "copy", "--from", lite, "--to", &url2]);
+    eprintln!(
+        "store copy of 10^6 samples SQLite -> PostgreSQL: {:.2} s",
+        t.elapsed().as_secs_f64()
+    );
+    for (name, db) in [("PostgreSQL", url2.as_str()), ("SQLite", lite)] {
+        for json in [false, true] {
+            let t = std::time::Instant::now();
+            let mut args = vec!["report", "1"];
+            if json {
+                args.push("--json");
+            }
+            let (out, _) = ok(d, db, &args);
+            let secs = t.elapsed().as_secs_f64();
+            assert!(out.contains("getppid") || out.contains("c19"), "{out}");
+            eprintln!(
+                "report{} over 10^6 samples in {name}: {secs:.2} s",
+                if json { " --json" } else { "" }
+            );
+        }
+    }
+}
