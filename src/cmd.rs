@@ -62,7 +62,10 @@ pub fn dispatch(args: Vec<OsString>) -> anyhow::Result<ExitCode> {
         }
         Command::Runs { json } => {
             let st = store::open(db, store::Access::Read)?;
-            print(&Document::Runs(&st.runs(None)?), Format::json_if(json))
+            print(
+                &Document::Runs(&store::runs(st.as_ref(), None)?),
+                Format::json_if(json),
+            )
         }
         Command::Status {
             plan,
@@ -189,6 +192,7 @@ fn options(a: &RunArgs, plan: &crate::plan::Plan, quick: bool) -> anyhow::Result
         seed: a.seed.or(plan.seed).unwrap_or_else(crate::ids::fresh_seed),
         force: a.force,
         argv: store::postgres::redact_args(std::env::args()),
+        owner: crate::system::owner(),
     })
 }
 

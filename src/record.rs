@@ -170,6 +170,22 @@ pub struct RunConfig {
     pub force: bool,
     /// The command line.
     pub argv: Vec<String>,
+    /// The process that made the run, so a run left `running` by a kbench
+    /// that was killed reads as interrupted (absent in older records).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner: Option<Owner>,
+}
+
+/// A process on one boot of one machine: the pid, its start time (so a
+/// reused pid is not taken for it) and the kernel's boot id.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Owner {
+    pub pid: u32,
+    /// Clock ticks after boot at which the process started
+    /// (`/proc/PID/stat` field 22).
+    pub start: u64,
+    /// `/proc/sys/kernel/random/boot_id`.
+    pub boot_id: String,
 }
 
 /// Version 1's `options` object (fields that were recorded).
@@ -217,6 +233,7 @@ impl RunConfig {
                     stop: old.options.stop,
                     force: old.options.force,
                     argv: old.options.argv,
+                    owner: None,
                 })
             }
         }

@@ -89,6 +89,7 @@ pub fn options(samples: u32, warmup: u32) -> RunConfig {
         stop: None,
         force: false,
         argv: vec!["kbench".into(), "run".into()],
+        owner: None,
     }
 }
 
@@ -203,6 +204,7 @@ pub fn run_data(cells: Vec<crate::store::StoredCell>) -> crate::store::RunData {
                 stop: None,
                 force: false,
                 argv: vec![],
+                owner: None,
             },
         },
         cells,

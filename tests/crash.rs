@@ -145,6 +145,26 @@ fn sigkill_at_twenty_moments_loses_and_corrupts_nothing() {
         assert!(leftovers().is_empty(), "left behind: {:?}", leftovers());
     }
     assert!(kills >= 15, "only {kills} of 20 runs were still running");
+    // The killed runs read as interrupted, none as running forever.
+    let runs = common::json(
+        &common::kbench(dir.path())
+            .args(["runs", "--json"])
+            .output()
+            .unwrap()
+            .stdout,
+    );
+    let statuses: Vec<&str> = runs
+        .as_array()
+        .or_else(|| runs["runs"].as_array())
+        .expect("a list of runs")
+        .iter()
+        .map(|r| r["status"].as_str().unwrap())
+        .collect();
+    assert!(!statuses.contains(&"running"), "{statuses:?}");
+    assert!(
+        statuses.iter().filter(|s| **s == "interrupted").count() >= kills,
+        "{statuses:?}"
+    );
     // One more run completes each campaign: exactly 60 samples per cell
     // and metric.
     for (i, plan) in plans.iter().enumerate() {

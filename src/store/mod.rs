@@ -240,11 +240,34 @@ pub struct CampaignData {
     pub latest: Option<RunDetails>,
 }
 
+/// Runs stored as `running` whose kbench is certainly gone (killed, or the
+/// machine rebooted since) read as interrupted: the store keeps what it was
+/// told, the reader says what is true.
+pub fn reconcile(st: &dyn StoreRead, rows: &mut [RunRow]) -> anyhow::Result<()> {
+    for r in rows.iter_mut().filter(|r| r.status == RunStatus::Running) {
+        let d = st.run_details(r.id)?;
+        if let Some(o) = &d.config.owner
+            && crate::system::owner_is_gone(o, &d.fingerprint.hostname)
+        {
+            r.status = RunStatus::Interrupted;
+        }
+    }
+    Ok(())
+}
+
+/// Every run (of one campaign), reconciled.
+pub fn runs(st: &dyn StoreRead, campaign: Option<i64>) -> anyhow::Result<Vec<RunRow>> {
+    let mut rows = st.runs(campaign)?;
+    reconcile(st, &mut rows)?;
+    Ok(rows)
+}
+
 /// Load a run for a report.
 pub fn load_run(st: &dyn StoreRead, id: i64) -> anyhow::Result<RunData> {
-    let run = st
+    let mut run = st
         .run(id)?
         .ok_or_else(|| bad_input!("no run {id} in the store (see `kbench runs`)"))?;
+    reconcile(st, std::slice::from_mut(&mut run))?;
     Ok(RunData {
         details: st.run_details(id)?,
         cells: st.cells(Scope::Run(id))?,
@@ -259,7 +282,7 @@ pub fn load_campaign(st: &dyn StoreRead, id: i64) -> anyhow::Result<CampaignData
         .campaigns(CampaignQuery::Id(id))?
         .pop()
         .ok_or_else(|| bad_input!("no campaign {id} in the store (see `kbench runs`)"))?;
-    let runs = st.runs(Some(id))?;
+    let runs = runs(st, Some(id))?;
     let latest = match runs.last() {
         Some(r) => Some(st.run_details(r.id)?),
         None => None,
@@ -347,6 +370,7 @@ pub mod suite {
                 stop: None,
                 force: false,
                 argv: vec![],
+                owner: None,
             },
             overhead_ns: 0.3,
         }

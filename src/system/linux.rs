@@ -223,10 +223,29 @@ fn boost() -> Option<bool> {
     read("/sys/devices/system/cpu/intel_pstate/no_turbo").map(|v| v == "0")
 }
 
+/// The host name, as fingerprints record it.
+pub fn hostname() -> String {
+    read("/proc/sys/kernel/hostname").unwrap_or_else(|| "unknown".into())
+}
+
+/// Process `pid` on this boot, or `None` if there is no such process.
+pub fn owner(pid: u32) -> Option<crate::record::Owner> {
+    let boot_id = read("/proc/sys/kernel/random/boot_id")?.trim().to_string();
+    let stat = read(&format!("/proc/{pid}/stat"))?;
+    // Fields after the command name (which may hold spaces and parens).
+    let rest = &stat[stat.rfind(')')? + 2..];
+    let start = rest.split(' ').nth(19)?.parse().ok()?;
+    Some(crate::record::Owner {
+        pid,
+        start,
+        boot_id,
+    })
+}
+
 pub fn fingerprint() -> Fingerprint {
     let online = online_cpus();
     let mut fp = Fingerprint {
-        hostname: read("/proc/sys/kernel/hostname").unwrap_or_else(|| "unknown".into()),
+        hostname: hostname(),
         os: read("/proc/sys/kernel/ostype").unwrap_or_else(|| "Linux".into()),
         kernel_release: read("/proc/sys/kernel/osrelease").unwrap_or_default(),
         kernel_version: read("/proc/sys/kernel/version").unwrap_or_default(),

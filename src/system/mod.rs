@@ -95,6 +95,24 @@ impl fmt::Display for Warning {
 }
 
 /// Read the fingerprint of the running system.
+/// This process, on this boot (`None` where the OS does not say).
+pub fn owner() -> Option<crate::record::Owner> {
+    os::owner(std::process::id())
+}
+
+/// Whether `o`, recorded on host `host`, is certainly gone: this is that
+/// host, and it was rebooted since or the process no longer exists. On
+/// another host nothing can be told.
+pub fn owner_is_gone(o: &crate::record::Owner, host: &str) -> bool {
+    if host != os::hostname() {
+        return false;
+    }
+    match os::owner(o.pid) {
+        Some(now) => now.boot_id != o.boot_id || now.start != o.start,
+        None => os::owner(std::process::id()).is_some(),
+    }
+}
+
 pub fn fingerprint() -> Fingerprint {
     os::fingerprint()
 }

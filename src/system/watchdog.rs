@@ -123,7 +123,11 @@ fn start() -> std::io::Result<OwnedFd> {
             // dup2 clears close-on-exec on the copy.
             libc::dup2(r.as_raw_fd(), FD);
             libc::syscall(libc::SYS_close_range, FD + 1, u32::MAX, 0);
-            libc::execv(exe.as_ptr(), argv.as_ptr());
+            // In a unit-test binary /proc/self/exe is the test harness, which
+            // would run the tests again: watch in the forked copy instead.
+            if !cfg!(test) {
+                libc::execv(exe.as_ptr(), argv.as_ptr());
+            }
             watch()
         },
         _ => Ok(w),
