@@ -69,7 +69,7 @@ pub fn dispatch(args: Vec<OsString>) -> anyhow::Result<ExitCode> {
             resume_unit,
             json,
         } => status(db, &plan, resume_unit, json),
-        Command::Report { runs, json } => report(db, &runs, json),
+        Command::Report(a) => report(db, &a),
         Command::Ingest { file } => ingest(db, &file),
         Command::Compare {
             operands,
@@ -310,7 +310,9 @@ fn status(
     print(&Document::Status(&s), Format::json_if(json))
 }
 
-fn report(db: Option<&str>, specs: &[String], json: bool) -> anyhow::Result<ExitCode> {
+fn report(db: Option<&str>, a: &crate::cli::ReportArgs) -> anyhow::Result<ExitCode> {
+    use crate::plan::report::{Layout, TableKind, parse_assign};
+    let specs = &a.runs;
     let st = store::open(db, store::Access::Read)?;
     let ops: Vec<select::Operand> = if specs.is_empty() {
         let last = st
@@ -327,7 +329,54 @@ fn report(db: Option<&str>, specs: &[String], json: bool) -> anyhow::Result<Exit
         .iter()
         .map(|op| select::report(&*st, op))
         .collect::<anyhow::Result<_>>()?;
-    print(&Document::Reports(&reports), Format::json_if(json))
+    let format = a.format.unwrap_or(Format::json_if(a.json));
+    // The layout: the first campaign's `[report]`, then the flags.
+    let mut layout = reports
+        .iter()
+        .find_map(|r| match &r.subject {
+            report::Subject::Campaign { campaign, .. } => {
+                crate::plan::parse(&campaign.plan_text, &campaign.name)
+                    .ok()
+                    .and_then(|p| p.layout)
+            }
+            report::Subject::Run(_) => None,
+        })
+        .unwrap_or_default();
+    if let Some(t) = a.table {
+        layout.table = t;
+    }
+    if let Some(b) = &a.baseline {
+        layout.baseline = parse_assign(b).map_err(|e| bad_input!("--baseline: {e}"))?;
+    }
+    for (flag, v, dst) in [
+        ("--rows", &a.rows, &mut layout.rows),
+        ("--cols", &a.cols, &mut layout.cols),
+        ("--groups", &a.groups, &mut layout.groups),
+    ] {
+        if let Some(v) = v {
+            if let Some(bad) = v.iter().find(|d| d.trim().is_empty()) {
+                return Err(bad_input!("{flag}: empty dimension name in `{bad}`"));
+            }
+            *dst = v.iter().map(|d| d.trim().to_string()).collect();
+        }
+    }
+    let text = if layout.table == TableKind::Ministat && format != Format::Markdown {
+        report::render(&Document::Reports(&reports), format)?
+    } else {
+        let mut layout: Layout = layout;
+        if layout.table == TableKind::Ministat {
+            // Markdown of the ministat layout: a matrix per benchmark.
+            layout.table = TableKind::Matrix;
+        }
+        let doc = report::table::build(&reports, &layout, a.unicode);
+        report::render(&Document::Tables(&doc), format)?
+    };
+    match &a.output {
+        Some(path) => std::fs::write(path, text)
+            .map_err(|e| bad_input!("{}: cannot write: {e}", path.display()))?,
+        None => out(&text)?,
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 fn ingest(db: Option<&str>, file: &str) -> anyhow::Result<ExitCode> {

@@ -37,6 +37,7 @@ pub fn render(doc: &Document<'_>) -> String {
         Document::Status(s) => status(&mut o, s),
         Document::Sysinfo(s) => sysinfo(&mut o, s),
         Document::Benches(b) => benches(&mut o, b),
+        Document::Tables(t) => tables(&mut o, t),
     }
     o
 }
@@ -814,5 +815,245 @@ fn compare(o: &mut String, c: &Comparison) {
     }
     for u in &c.unpaired {
         let _ = writeln!(o, "unpaired (not in every operand): {u}");
+    }
+}
+
+// --- layouts (table.rs) ------------------------------------------------------
+
+use super::grid::{self, Panel};
+use super::human;
+use super::table::{Column, SystemBlock, Table, TableDoc, Value};
+
+/// Widest line of a layout's text.
+pub const WIDTH: usize = 80;
+
+/// One value as text: human units, a `*` when the change is significant.
+pub fn cell_text(v: &Value, c: &Column, panel: Panel, unicode: bool) -> String {
+    match v {
+        Value::Mean { mean, half, .. } => {
+            let s = human::value(*mean, &c.unit, *half, unicode);
+            match half {
+                Some(h) if *mean != 0.0 && h.is_finite() => {
+                    let pm = if unicode { "±" } else { "+/-" };
+                    format!("{s} {pm}{:.1}%", 100.0 * h / mean.abs())
+                }
+                _ => s,
+            }
+        }
+        Value::Change {
+            pct,
+            lo,
+            hi,
+            significant,
+            ..
+        } => {
+            let half = (hi - lo) / 2.0;
+            let mark = if *significant { "*" } else { " " };
+            format!("{}{mark}", human::percent(*pct, Some(half)))
+        }
+        Value::Ratio {
+            mean,
+            half,
+            ratio,
+            lo,
+            hi,
+            significant,
+        } => match panel {
+            Panel::Means => mean.map_or("-".into(), |m| human::value(m, &c.unit, *half, unicode)),
+            Panel::Main => {
+                let h = lo.zip(*hi).map(|(l, h)| (h - l) / 2.0);
+                let mark = if *significant { "*" } else { " " };
+                format!("{}{mark}", human::ratio(*ratio, h))
+            }
+        },
+    }
+}
+
+fn table_head(o: &mut String, t: &Table) {
+    let mut head = t.bench.clone();
+    if let Some(m) = &t.metric {
+        head.push_str(": ");
+        head.push_str(m);
+        if let Some(u) = &t.unit
+            && u != m
+        {
+            let _ = write!(head, " [{u}]");
+        }
+    }
+    if !t.section.is_empty() {
+        let s: Vec<String> = t.section.iter().map(|(k, v)| format!("{k} {v}")).collect();
+        let _ = write!(head, " ({})", s.join(", "));
+    }
+    o.push_str(&grid::wrap(&head, WIDTH, "  "));
+    for l in &t.legend {
+        o.push_str(&grid::wrap(l, WIDTH, "  "));
+    }
+    if !t.constant.is_empty() {
+        let c: Vec<String> = t.constant.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        o.push_str(&grid::wrap(
+            &format!("all cells: {}", c.join(", ")),
+            WIDTH,
+            "  ",
+        ));
+    }
+    if t.kind == crate::plan::report::TableKind::Matrix {
+        let d: Vec<String> = t
+            .cols
+            .iter()
+            .map(|c| format!("{}: {}", c.metric, c.direction))
+            .collect();
+        o.push_str(&grid::wrap(&d.join("; "), WIDTH, "  "));
+    }
+}
+
+fn layout_table(o: &mut String, t: &Table, unicode: bool) {
+    table_head(o, t);
+    o.push('\n');
+    let rule = '-';
+    if t.kind == crate::plan::report::TableKind::Ratio && t.metric.is_some() {
+        o.push_str("values:\n");
+        let g = grid::of_table(t, Panel::Means, &|v, c| {
+            cell_text(v, c, Panel::Means, unicode)
+        });
+        o.push_str(&g.text(WIDTH, rule));
+        let _ = writeln!(o, "\nnormalised to {}:", t.cols[0].label);
+    }
+    let g = grid::of_table(t, Panel::Main, &|v, c| {
+        cell_text(v, c, Panel::Main, unicode)
+    });
+    o.push_str(&g.text(WIDTH, rule));
+    for d in &t.diffs {
+        let _ = writeln!(o, "\n{}: {} vs {}", d.metric, d.baseline, d.contender);
+        let _ = writeln!(o, "x {}\n+ {}", d.baseline, d.contender);
+        o.push_str(&difference_block(Version::FreeBsdMain, d.a, d.b, d.level));
+    }
+}
+
+fn system_text(o: &mut String, s: &SystemBlock) {
+    let _ = writeln!(o, "System configuration ({}):", s.host);
+    let mut kv = |k: &str, v: String| {
+        o.push_str(&grid::wrap(
+            &format!("  {k:<11} {v}"),
+            WIDTH,
+            &" ".repeat(14),
+        ));
+    };
+    kv("OS:", s.os.clone());
+    kv("Kernel:", s.kernel.clone());
+    kv("Memory:", gib(s.memory_bytes));
+    kv(
+        "CPUs:",
+        format!(
+            "{} socket(s), {} core(s), {} thread(s), SMT {}",
+            s.sockets,
+            s.cores,
+            s.threads,
+            s.smt.as_deref().unwrap_or("unknown")
+        ),
+    );
+    kv(
+        "CPU model:",
+        s.cpu_model.clone().unwrap_or_else(|| "unknown".into()),
+    );
+    for (state, m) in &s.microcode {
+        if state.is_empty() {
+            kv("Microcode:", m.clone());
+        } else {
+            kv("Microcode:", format!("{m} ({state})"));
+        }
+    }
+    let day = |t: f64| fmt_time(t).chars().take(10).collect::<String>();
+    let (a, b) = (day(s.first), day(s.last));
+    kv("Date:", if a == b { a } else { format!("{a} .. {b}") });
+    if s.warnings.is_empty() {
+        kv("Noise:", "no warning".into());
+    }
+    for w in &s.warnings {
+        kv("Noise:", w.clone());
+    }
+}
+
+/// Scaling curves with human units: per testcase and context, tasks down,
+/// a group per mode (ops/s and efficiency).
+fn scaling_text(o: &mut String, s: &super::scale::Scaling, unicode: bool) {
+    let mut head = format!("{}: ops/s by tasks", s.bench);
+    if !s.context.is_empty() {
+        let _ = write!(head, " ({})", s.context.join(", "));
+    }
+    o.push_str(&grid::wrap(&head, WIDTH, "  "));
+    o.push_str("eff = ops(n) / (n * ops(first)), the per-task efficiency\n\n");
+    let mut tasks: Vec<u32> = s
+        .series
+        .iter()
+        .flat_map(|x| x.points.iter().map(|p| p.tasks))
+        .collect();
+    tasks.sort_unstable();
+    tasks.dedup();
+    let g = grid::Grid {
+        row_head: vec!["tasks".into()],
+        groups: s.series.iter().map(|x| (x.mode.clone(), 2)).collect(),
+        col_head: s
+            .series
+            .iter()
+            .flat_map(|_| ["ops/s".to_string(), "eff".to_string()])
+            .collect(),
+        rows: tasks
+            .iter()
+            .map(|n| {
+                let vals = s
+                    .series
+                    .iter()
+                    .flat_map(|x| match x.points.iter().find(|p| p.tasks == *n) {
+                        Some(p) => [
+                            human::value(p.mean, "ops/s", None, unicode),
+                            format!("{:.2}", p.efficiency),
+                        ],
+                        None => ["-".into(), "-".into()],
+                    })
+                    .collect();
+                (vec![n.to_string()], vals)
+            })
+            .collect(),
+        summary_from: None,
+    };
+    o.push_str(&g.text(WIDTH, '-'));
+    let flat: Vec<String> = s
+        .series
+        .iter()
+        .map(|x| match x.flattens_at {
+            Some(n) => format!("{} at {n} tasks", x.mode),
+            None => format!("{} not within the tasks measured", x.mode),
+        })
+        .collect();
+    o.push_str(&grid::wrap(
+        &format!("flattens (eff < {FLATTEN_BELOW:.2}): {}", flat.join("; ")),
+        WIDTH,
+        "  ",
+    ));
+}
+
+fn tables(o: &mut String, d: &TableDoc) {
+    for t in &d.title {
+        let _ = writeln!(o, "{t}");
+    }
+    for t in &d.tables {
+        o.push('\n');
+        layout_table(o, t, d.unicode);
+    }
+    if d.kind == crate::plan::report::TableKind::Scaling || d.tables.is_empty() {
+        for s in &d.scaling {
+            o.push('\n');
+            scaling_text(o, s, d.unicode);
+        }
+    }
+    if !d.skipped.is_empty() {
+        o.push('\n');
+        for s in &d.skipped {
+            o.push_str(&grid::wrap(&format!("no table: {s}"), WIDTH, "  "));
+        }
+    }
+    for s in &d.systems {
+        o.push('\n');
+        system_text(o, s);
     }
 }
