@@ -360,6 +360,45 @@ fn report(db: Option<&str>, a: &crate::cli::ReportArgs) -> anyhow::Result<ExitCo
             *dst = v.iter().map(|d| d.trim().to_string()).collect();
         }
     }
+    // A dimension placed by a flag leaves the axis the plan gave it.
+    let placed: Vec<String> = [&a.rows, &a.cols, &a.groups]
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|d| d.trim().to_string())
+        .collect();
+    for (v, list) in [
+        (&a.rows, &mut layout.rows),
+        (&a.cols, &mut layout.cols),
+        (&a.groups, &mut layout.groups),
+    ] {
+        if v.is_none() {
+            list.retain(|d| !placed.contains(d));
+        }
+    }
+    // Dimensions named on the command line must exist: a typo would
+    // otherwise quietly give another table.
+    let known = report::table::known_dims(&reports);
+    let named = [
+        ("--rows", a.rows.clone().unwrap_or_default()),
+        ("--cols", a.cols.clone().unwrap_or_default()),
+        ("--groups", a.groups.clone().unwrap_or_default()),
+        (
+            "--baseline",
+            a.baseline
+                .as_ref()
+                .map(|_| layout.baseline.iter().map(|(k, _)| k.clone()).collect())
+                .unwrap_or_default(),
+        ),
+    ];
+    for (flag, dims) in named {
+        if let Some(d) = dims.iter().find(|d| !known.contains(&d.trim().to_string())) {
+            return Err(bad_input!(
+                "{flag}: `{d}` is neither a factor nor a parameter of the reported cells (known: {})",
+                known.join(", ")
+            ));
+        }
+    }
     let text = if layout.table == TableKind::Ministat && format != Format::Markdown {
         report::render(&Document::Reports(&reports), format)?
     } else {

@@ -291,3 +291,85 @@ pub(super) fn validate(
     }
     Ok(l)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const HEAD: &str = "name = \"t\"\n[factors]\nps = { apply = \"param\", param = \"pipe_size\", values = [\"4k\", \"32k\"] }\n[[bench]]\nuse = \"pipe-bw\"\nsweep = { chunk = [\"2k\", \"4k\"] }\n";
+
+    fn err(report: &str) -> String {
+        let text = format!("{HEAD}[report]\n{report}");
+        format!("{:#}", crate::plan::parse(&text, "p.toml").unwrap_err())
+    }
+
+    #[test]
+    fn a_valid_section_becomes_a_layout() {
+        let text = format!(
+            "{HEAD}[report]\ntable = \"improvement\"\nrows = [\"chunk\"]\ncols = [\"ps\"]\nbaseline = {{ ps = \"4k\" }}\nnames = {{ chunk = \"T.S\" }}\n[report.variants]\n\"LP(32k)\" = {{ ps = \"32k\" }}\n"
+        );
+        let l = crate::plan::parse(&text, "p.toml").unwrap().layout.unwrap();
+        assert_eq!(l.table, TableKind::Improvement);
+        assert_eq!(l.baseline, vec![("ps".to_string(), "4k".to_string())]);
+        assert_eq!(l.name_of("chunk"), "T.S");
+        assert_eq!(l.variants[0].0, "LP(32k)");
+    }
+
+    #[test]
+    fn errors_name_the_line_column_and_key() {
+        let e = err("table = \"pie\"\n");
+        assert!(
+            e.starts_with("p.toml:8:9: `table`: unknown table `pie`"),
+            "{e}"
+        );
+        let e = err("rows = [\"nope\"]\n");
+        assert!(
+            e.starts_with("p.toml:8:9: `rows`: `nope` is neither a factor nor a parameter"),
+            "{e}"
+        );
+        let e = err("baseline = { ps = \"8k\" }\n");
+        assert!(
+            e.starts_with(
+                "p.toml:8:19: `baseline`: factor `ps` has no value `8k` (values: 4k, 32k)"
+            ),
+            "{e}"
+        );
+        let e = err("rows = [\"ps\"]\ncols = [\"ps\"]\n");
+        assert!(e.contains("`cols`: `ps` is already placed"), "{e}");
+        let e = err("pairs = [[\"ps=4k\"]]\n");
+        assert!(e.starts_with("p.toml:8:10: `pairs`: each entry"), "{e}");
+        let e = err("pairs = [[\"ps=4k\", \"ps=1m\"]]\n");
+        assert!(e.contains("factor `ps` has no value `1m`"), "{e}");
+        let e = err("test = \"z\"\n");
+        assert!(e.contains("`test`: unknown test `z`"), "{e}");
+        let e = err("confidence = 50.0\n");
+        assert!(e.contains("`confidence` must be in 80..99.9"), "{e}");
+        let e = err("colour = 1\n");
+        assert!(e.contains("unknown field `colour`"), "{e}");
+    }
+
+    #[test]
+    fn the_examples_choose_the_seeds_layouts() {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/");
+        for (file, kind) in [
+            ("pipe-patches.toml", TableKind::Improvement),
+            ("jcc-erratum.toml", TableKind::Ratio),
+            ("mitigation-cost.toml", TableKind::Matrix),
+            ("scalability.toml", TableKind::Scaling),
+        ] {
+            let p = crate::plan::load(std::path::Path::new(&format!("{dir}{file}"))).unwrap();
+            assert_eq!(p.layout.unwrap().table, kind, "{file}");
+        }
+    }
+
+    #[test]
+    fn assignments_parse() {
+        assert_eq!(
+            parse_assign("a=1, b=x").unwrap(),
+            vec![("a".into(), "1".into()), ("b".into(), "x".into())]
+        );
+        assert!(parse_assign("a").is_err());
+        assert!(parse_assign("").is_err());
+        assert!(parse_assign("=x").is_err());
+    }
+}

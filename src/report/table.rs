@@ -347,14 +347,15 @@ fn ratio_value(b: &CellSummary, v: &CellSummary, layout: &Layout) -> Option<Valu
         TKind::Student => TTest::student(&sb, &sv, conf),
         TKind::Welch => TTest::welch(&sb, &sv, conf),
     };
-    let ok = t.too_few.is_none() && t.relative.lo.is_finite();
+    let same = std::ptr::eq(b, v);
+    let ok = !same && t.too_few.is_none() && t.relative.lo.is_finite();
     Some(Value::Ratio {
         mean: Some(sv.mean()),
         half: v.ci95.map(|[lo, hi]| (hi - lo) / 2.0),
         ratio: sv.mean() / sb.mean(),
         lo: ok.then_some(1.0 + t.relative.lo),
         hi: ok.then_some(1.0 + t.relative.hi),
-        significant: !std::ptr::eq(b, v) && t.significant(),
+        significant: !same && t.significant(),
     })
 }
 
@@ -1003,4 +1004,20 @@ fn system_block(r: &Report) -> Option<SystemBlock> {
         last,
         warnings: fp.warnings().iter().map(|w| w.to_string()).collect(),
     })
+}
+
+/// Every dimension name of the reports' cells (factors, parameters,
+/// `host`, `revision`), for checking a layout given on the command line.
+pub fn known_dims(reports: &[Report]) -> Vec<String> {
+    let mut out: Vec<String> = vec!["host".into(), "revision".into()];
+    for r in reports {
+        for g in &r.groups {
+            for c in &g.rows {
+                for k in dims_of(c, "").keys() {
+                    push_unique(&mut out, k.clone());
+                }
+            }
+        }
+    }
+    out
 }
