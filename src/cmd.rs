@@ -325,11 +325,25 @@ fn report(db: Option<&str>, a: &crate::cli::ReportArgs) -> anyhow::Result<ExitCo
             .map(|s| select::resolve(&*st, s))
             .collect::<anyhow::Result<_>>()?
     };
+    let format = a.format.unwrap_or(Format::json_if(a.json));
+    if format == Format::Csv {
+        let mut cells = Vec::new();
+        let mut runs = Vec::new();
+        for op in &ops {
+            let (c, r) = select::cells(&*st, op)?;
+            cells.extend(c);
+            runs.extend(r);
+        }
+        let t = report::samples::build(&cells, &runs);
+        return write_out(
+            a.output.as_deref(),
+            &report::render(&Document::Samples(&t), format)?,
+        );
+    }
     let reports: Vec<report::Report> = ops
         .iter()
         .map(|op| select::report(&*st, op))
         .collect::<anyhow::Result<_>>()?;
-    let format = a.format.unwrap_or(Format::json_if(a.json));
     // The layout: the first campaign's `[report]`, then the flags.
     let mut layout = reports
         .iter()
@@ -410,10 +424,15 @@ fn report(db: Option<&str>, a: &crate::cli::ReportArgs) -> anyhow::Result<ExitCo
         let doc = report::table::build(&reports, &layout, a.unicode);
         report::render(&Document::Tables(&doc), format)?
     };
-    match &a.output {
+    write_out(a.output.as_deref(), &text)
+}
+
+/// `-o FILE`, else standard output.
+fn write_out(path: Option<&std::path::Path>, text: &str) -> anyhow::Result<ExitCode> {
+    match path {
         Some(path) => std::fs::write(path, text)
             .map_err(|e| bad_input!("{}: cannot write: {e}", path.display()))?,
-        None => out(&text)?,
+        None => out(text)?,
     }
     Ok(ExitCode::SUCCESS)
 }

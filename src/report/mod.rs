@@ -5,10 +5,12 @@
 //! format anywhere else.
 
 pub mod compare;
+pub mod csv;
 pub mod grid;
 pub mod human;
 pub mod json;
 pub mod markdown;
+pub mod samples;
 pub mod scale;
 pub mod table;
 pub mod text;
@@ -41,6 +43,8 @@ pub enum Format {
     Json,
     /// GitHub-flavoured Markdown tables, for reviews and issues.
     Markdown,
+    /// One row per sample (`kbench report` only), for R or pandas.
+    Csv,
 }
 
 impl Format {
@@ -61,6 +65,8 @@ pub enum Document<'a> {
     Benches(&'a [BenchInfo]),
     /// `kbench report` under a layout (`table.rs`).
     Tables(&'a table::TableDoc),
+    /// `kbench report --format csv`: every sample (`samples.rs`).
+    Samples(&'a samples::SampleTable),
 }
 
 /// Render a document; the text ends with a newline.
@@ -69,6 +75,7 @@ pub fn render(doc: &Document<'_>, format: Format) -> anyhow::Result<String> {
         Format::Text => text::render(doc),
         Format::Json => format!("{:#}\n", json::render(doc)?),
         Format::Markdown => markdown::render(doc),
+        Format::Csv => csv::render(doc)?,
     })
 }
 

@@ -393,3 +393,30 @@ fn the_json_model_holds_numbers() {
     assert!(c["p"].as_f64().unwrap() < 0.05);
     assert_eq!(v["kind"], "improvement");
 }
+
+#[test]
+fn csv_has_one_tidy_row_per_sample() {
+    let d = pipes("U,P \"x\"");
+    let n: usize = d.cells.iter().map(|(_, s)| s.len()).sum();
+    let t = super::samples::build(&d.cells, std::slice::from_ref(&d.run));
+    let csv = render(&Document::Samples(&t), Format::Csv).unwrap();
+    let lines: Vec<&str> = csv.lines().collect();
+    assert_eq!(lines.len(), n + 1);
+    insta::assert_snapshot!("csv_header", lines[0]);
+    // Sizes as the user writes them; a label with a comma and quotes is
+    // one quoted field.
+    assert!(
+        lines.iter().any(|l| l.contains(",\"U,P \"\"x\"\"\",2k,")),
+        "{}",
+        lines[9]
+    );
+    // Values read back exactly.
+    let last: f64 = lines[1].rsplit(',').next().unwrap().parse().unwrap();
+    assert_eq!(last, d.cells[0].1[0].value);
+    // Other documents have no CSV form.
+    let e = render(&Document::Runs(&[]), Format::Csv).unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("--format csv is for `kbench report`")
+    );
+}
