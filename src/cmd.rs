@@ -274,7 +274,20 @@ fn run(a: RunArgs, db: Option<&str>) -> anyhow::Result<ExitCode> {
     };
     if lines.is_none() {
         let r = report::Report::of_run(store::load_run(&*st, run_id)?);
-        print(&Document::Reports(&[r]), format)?;
+        // A plan with a `[report]` layout prints it (text only: the JSON
+        // report keeps every cell's statistics).
+        match &plan.layout {
+            Some(l) if !a.json && l.table != crate::plan::report::TableKind::Ministat => {
+                let doc = report::table::build(std::slice::from_ref(&r), l, false);
+                print(&Document::Tables(&doc), format)?;
+                eprintln!(
+                    "kbench: the ministat tables of every cell: `kbench report {run_id} --table ministat`"
+                );
+            }
+            _ => {
+                print(&Document::Reports(&[r]), format)?;
+            }
+        }
     }
     Ok(match status {
         RunStatus::Done | RunStatus::Running => ExitCode::SUCCESS,

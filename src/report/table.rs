@@ -186,13 +186,37 @@ impl<'a> Cells<'a> {
                 }
             }
         }
-        names
+        let varying: Vec<String> = names
             .into_iter()
             .filter(|k| {
                 let first = self.rows[0].1.get(k);
                 self.rows.iter().any(|(_, d)| d.get(k) != first)
             })
+            .collect();
+        // A parameter a factor sets (`env.WORK` of factor `work`) moves
+        // with it one to one: the factor's label says it already.
+        let factors: Vec<&String> = varying
+            .iter()
+            .filter(|k| self.rows.iter().all(|(c, _)| c.factors.contains_key(*k)))
+            .collect();
+        varying
+            .iter()
+            .filter(|k| factors.contains(k) || !factors.iter().any(|f| self.one_to_one(f, k)))
+            .cloned()
             .collect()
+    }
+
+    /// Do `a` and `b` determine each other across the cells?
+    fn one_to_one(&self, a: &str, b: &str) -> bool {
+        let mut ab: IndexMap<Option<&String>, Option<&String>> = IndexMap::new();
+        let mut ba: IndexMap<Option<&String>, Option<&String>> = IndexMap::new();
+        for (_, d) in &self.rows {
+            let (x, y) = (d.get(a), d.get(b));
+            if *ab.entry(x).or_insert(y) != y || *ba.entry(y).or_insert(x) != x {
+                return false;
+            }
+        }
+        true
     }
 
     fn constant(&self, varying: &[String], hide: &[&str]) -> Vec<(String, String)> {
@@ -200,7 +224,11 @@ impl<'a> Cells<'a> {
             return Vec::new();
         };
         d.iter()
-            .filter(|(k, _)| !varying.contains(k) && !hide.contains(&k.as_str()))
+            .filter(|(k, v)| {
+                !varying.contains(k)
+                    && !hide.contains(&k.as_str())
+                    && self.rows.iter().all(|(_, x)| x.get(*k) == Some(*v))
+            })
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect()
     }
@@ -317,20 +345,25 @@ fn change(b: &CellSummary, v: &CellSummary, layout: &Layout) -> Option<Value> {
         TKind::Student => TTest::student(&sb, &sv, conf),
         TKind::Welch => TTest::welch(&sb, &sv, conf),
     };
-    let sign = if v.direction == Direction::Lower {
-        -1.0
-    } else {
-        1.0
-    };
+    // Higher is better: the relative change of the value. Lower is
+    // better: that of its inverse (the rate), base/value - 1, so that 10x
+    // slower reads -90% and 2x faster +100%, as for a throughput.
     let rel = (sv.mean() - sb.mean()) / sb.mean();
-    let (lo, hi) = if sign > 0.0 {
-        (t.relative.lo, t.relative.hi)
+    let inv = |r: f64| {
+        if 1.0 + r > 0.0 {
+            1.0 / (1.0 + r) - 1.0
+        } else {
+            f64::NAN
+        }
+    };
+    let (pct, lo, hi) = if v.direction == Direction::Lower {
+        (inv(rel), inv(t.relative.hi), inv(t.relative.lo))
     } else {
-        (-t.relative.hi, -t.relative.lo)
+        (rel, t.relative.lo, t.relative.hi)
     };
     let finite = |x: f64| if x.is_finite() { x * 100.0 } else { f64::NAN };
     Some(Value::Change {
-        pct: sign * rel * 100.0,
+        pct: pct * 100.0,
         lo: finite(lo),
         hi: finite(hi),
         p: t.p,

@@ -1,0 +1,139 @@
+//! `kbench report` layouts through the real binary: a plan's `[report]`
+//! section, the flags that override it, the formats and `-o`.
+
+mod common;
+
+use common::{kbench, plan, stdout};
+
+/// Two command variants whose cost differs by construction (one loop of
+/// 20000 vs 200000 shell iterations), swept over two sizes.
+const PLAN: &str = r#"
+name = "layouts"
+samples = 4
+warmup = 0
+
+[factors]
+work = { apply = "env", var = "WORK", values = ["1", "10"], labels = ["light", "<script>alert(1)</script>"] }
+
+[[bench]]
+name = "loop"
+shell = "i=0; while [ $i -lt $((20000 * WORK)) ]; do i=$((i+1)); done; : {size}"
+sweep = { size = ["2k", "64k"] }
+measure = ["real"]
+
+[report]
+table = "improvement"
+rows = ["size"]
+cols = ["work"]
+baseline = { work = "light" }
+names = { size = "T.S" }
+"#;
+
+fn setup() -> (tempfile::TempDir, std::path::PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let p = plan(dir.path(), "layouts.toml", PLAN);
+    kbench(dir.path())
+        .args([
+            "run",
+            p.to_str().unwrap(),
+            "--quiet",
+            "--sample-time",
+            "0.01",
+        ])
+        .assert()
+        .success();
+    (dir, p)
+}
+
+#[test]
+fn the_plan_layout_the_flags_and_every_format() {
+    let (dir, _) = setup();
+    let d = dir.path();
+    // The plan's layout: improvement of the heavy variant, a row per size.
+    let text = stdout(kbench(d).args(["report", "layouts"]));
+    assert!(text.contains("% improvement over work=light"), "{text}");
+    assert!(text.contains("T.S"), "{text}");
+    let row = text
+        .lines()
+        .find(|l| l.starts_with("64k"))
+        .unwrap_or_else(|| panic!("{text}"));
+    // Ten times the work is slower: a large negative improvement.
+    let pct: f64 = row
+        .split_whitespace()
+        .nth(1)
+        .unwrap()
+        .trim_end_matches('*')
+        .parse()
+        .unwrap();
+    assert!((-99.0..-50.0).contains(&pct), "{row}");
+    for l in text.lines() {
+        assert!(l.len() <= 80, "{l}");
+    }
+    // Markdown escapes the label.
+    let md = stdout(kbench(d).args(["report", "layouts", "--format", "markdown"]));
+    assert!(md.contains("&lt;script&gt;alert(1)&lt;/script&gt;"), "{md}");
+    assert!(!md.contains("<script>"), "{md}");
+    assert!(md.contains("| T.S |"), "{md}");
+    // Flags override: a ratio table with the sizes as columns.
+    let r = stdout(kbench(d).args([
+        "report",
+        "layouts",
+        "--table",
+        "ratio",
+        "--cols",
+        "size",
+        "--baseline",
+        "size=2k",
+    ]));
+    assert!(r.contains("normalised to 2k"), "{r}");
+    // CSV: a header and one row per sample, written with -o.
+    let out = d.join("s.csv");
+    kbench(d)
+        .args([
+            "report",
+            "layouts",
+            "--format",
+            "csv",
+            "-o",
+            out.to_str().unwrap(),
+        ])
+        .assert()
+        .success()
+        .stdout("");
+    let csv = std::fs::read_to_string(&out).unwrap();
+    assert!(
+        csv.starts_with("run,host,bench,work,env.WORK,size,metric,unit,round,seq,value\n"),
+        "{csv}"
+    );
+    assert_eq!(csv.lines().count(), 1 + 2 * 2 * 4);
+    // JSON: the same model.
+    let j = common::json(
+        &kbench(d)
+            .args(["report", "layouts", "--format", "json"])
+            .output()
+            .unwrap()
+            .stdout,
+    );
+    assert_eq!(j["kind"], "improvement");
+    assert_eq!(j["tables"][0]["rows"].as_array().unwrap().len(), 2);
+}
+
+#[test]
+fn a_wrong_dimension_is_one_line_and_exit_2() {
+    let (dir, _) = setup();
+    for args in [
+        vec!["--rows", "nope"],
+        vec!["--baseline", "nope=1"],
+        vec!["--baseline", "work"],
+    ] {
+        let out = kbench(dir.path())
+            .args(["report", "layouts"])
+            .args(&args)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(out.stdout.is_empty());
+    }
+}
