@@ -137,3 +137,35 @@ fn a_wrong_dimension_is_one_line_and_exit_2() {
         assert!(out.stdout.is_empty());
     }
 }
+
+#[test]
+fn the_compare_summary_fits_80_columns_with_p_for_every_row() {
+    let (dir, _) = setup();
+    for test in ["student", "welch", "mwu", "bootstrap"] {
+        let text = stdout(kbench(dir.path()).args([
+            "compare",
+            "layouts:size=2k",
+            "layouts:size=64k",
+            "--test",
+            test,
+        ]));
+        let summary = &text[text.find("summary (").unwrap()..];
+        for l in summary.lines() {
+            assert!(l.chars().count() <= 80, "{test}: {l}");
+        }
+        // Long labels move to a legend; a p-value on each row.
+        let rows: Vec<&str> = summary.lines().filter(|l| l.starts_with("#")).collect();
+        assert_eq!(rows.len(), 4, "{summary}");
+        assert!(
+            summary.contains("#2 loop real [work=<script>alert(1)</script>"),
+            "{summary}"
+        );
+        let rows = &rows[..2];
+        for r in rows {
+            let p = r.split_whitespace().rev().nth(1).unwrap();
+            let p: f64 = p.parse().unwrap_or_else(|_| panic!("{test}: {r}"));
+            assert!((0.0..=1.0).contains(&p), "{r}");
+        }
+        assert_eq!(summary.matches("geomean per unit").count(), 1);
+    }
+}

@@ -7,6 +7,8 @@
 
 use std::fmt::Write;
 
+use indexmap::IndexMap;
+
 use super::compare::{Comparison, Detail, Row, Test};
 use super::scale::{FLATTEN_BELOW, Scaling};
 use super::{BenchInfo, CellSummary, Document, Group, Report, Subject, Sysinfo};
@@ -645,14 +647,17 @@ fn compare_block(o: &mut String, c: &Comparison, r: &Row) {
     } else {
         format!(" [{}]", r.cell)
     };
-    let _ = writeln!(
-        o,
-        "{} {}{cell} ({}, {})",
-        r.bench,
-        r.metric,
-        r.unit,
-        direction_text(r.direction)
-    );
+    o.push_str(&grid::wrap(
+        &format!(
+            "{} {}{cell} ({}, {})",
+            r.bench,
+            r.metric,
+            r.unit,
+            direction_text(r.direction)
+        ),
+        WIDTH,
+        "    ",
+    ));
     for (i, name) in c.operands.iter().enumerate() {
         let _ = writeln!(o, "{} {name}", SYMBOL[i]);
     }
@@ -718,80 +723,9 @@ fn compare(o: &mut String, c: &Comparison) {
         compare_block(o, c, r);
         o.push('\n');
     }
-    let name_w = c
-        .rows
-        .iter()
-        .map(|r| r.bench.len() + r.metric.len() + r.cell.len() + 4)
-        .chain([9])
-        .max()
-        .unwrap_or(9)
-        .min(40);
-    let test = match c.test {
-        Test::Student => "Student",
-        Test::Welch => "Welch",
-        Test::Mwu => "Mwu",
-        Test::Bootstrap => "Bootstrap",
-    };
-    let _ = writeln!(
-        o,
-        "summary ({test} at {}% confidence; `~` = no significant difference; baseline {}):",
-        c.confidence, c.operands[0]
-    );
-    let line = |o: &mut String, cols: [&str; 7]| {
-        let _ = writeln!(
-            o,
-            "{:<name_w$} {:>12} {:>12} {:>9} {:>21} {:>7} {:>7}",
-            cols[0], cols[1], cols[2], cols[3], cols[4], cols[5], cols[6]
-        );
-    };
-    line(
-        o,
-        [
-            "cell",
-            "baseline",
-            "contender",
-            "delta",
-            "interval",
-            "p",
-            "n",
-        ],
-    );
-    for r in &c.rows {
-        let name = if r.cell.is_empty() {
-            format!("{} {}", r.bench, r.metric)
-        } else {
-            format!("{} {} [{}]", r.bench, r.metric, r.cell)
-        };
-        for v in &r.versus {
-            let delta = if v.significant {
-                pct(v.delta)
-            } else {
-                "~".to_string()
-            };
-            let iv = v
-                .interval
-                .map(|[l, h]| format!("[{}, {}]", pct(l), pct(h)))
-                .unwrap_or_else(|| "-".into());
-            let p = v.p.map(|p| format!("{p:.3}")).unwrap_or_else(|| "-".into());
-            line(
-                o,
-                [
-                    &name,
-                    &fmt_g(r.mean, 0, 6),
-                    &fmt_g(v.mean, 0, 6),
-                    &delta,
-                    &iv,
-                    &p,
-                    &format!("{}+{}", v.n1, v.n2),
-                ],
-            );
-        }
-    }
+    summary_lines(o, c);
     if !c.geomean.is_empty() {
-        let _ = writeln!(
-            o,
-            "\ngeomean per unit (improvement: positive = better, whatever the direction):"
-        );
+        o.push_str("\ngeomean per unit (improvement: positive = better):\n");
     }
     for g in &c.geomean {
         let iv = g
@@ -805,16 +739,19 @@ fn compare(o: &mut String, c: &Comparison) {
         } else {
             "same"
         };
-        let _ = writeln!(
-            o,
-            "  {} ({}), {}: {} {word}{iv}, ratio {} over {} row(s)",
-            g.unit,
-            direction_text(g.direction),
-            g.name,
-            pct(g.improvement),
-            fmt_g(g.ratio, 0, 6),
-            g.k
-        );
+        o.push_str(&grid::wrap(
+            &format!(
+                "  {} ({}), {}: {} {word}{iv}, ratio {} over {} row(s)",
+                g.unit,
+                direction_text(g.direction),
+                g.name,
+                pct(g.improvement),
+                fmt_g(g.ratio, 0, 6),
+                g.k
+            ),
+            WIDTH,
+            "    ",
+        ));
     }
     for u in &c.unpaired {
         let _ = writeln!(o, "unpaired (not in every operand): {u}");
@@ -1058,5 +995,142 @@ fn tables(o: &mut String, d: &TableDoc) {
     for s in &d.systems {
         o.push('\n');
         system_text(o, s);
+    }
+}
+
+/// The comparison's summary within 80 columns: a row per cell and
+/// contender, values in human units, p for every test; labels show only
+/// what varies between the rows, and long ones move to a numbered legend.
+fn summary_lines(o: &mut String, c: &Comparison) {
+    let test = match c.test {
+        Test::Student => "Student",
+        Test::Welch => "Welch",
+        Test::Mwu => "Mwu",
+        Test::Bootstrap => "Bootstrap",
+    };
+    o.push_str(&grid::wrap(
+        &format!(
+            "summary ({test} at {}% confidence; `~` = no significant difference; baseline {}):",
+            c.confidence, c.operands[0]
+        ),
+        WIDTH,
+        "  ",
+    ));
+    // `k=v` parts of the cell labels that every row of a benchmark
+    // shares: said once, under the table.
+    let parts: Vec<Vec<&str>> = c
+        .rows
+        .iter()
+        .map(|r| {
+            r.cell
+                .split(',')
+                .map(str::trim)
+                .filter(|p| !p.is_empty())
+                .collect()
+        })
+        .collect();
+    let mut shared: IndexMap<&str, Vec<&str>> = IndexMap::new();
+    for (i, r) in c.rows.iter().enumerate() {
+        if shared.contains_key(r.bench.as_str()) {
+            continue;
+        }
+        let same: Vec<usize> = (0..c.rows.len())
+            .filter(|&j| c.rows[j].bench == r.bench)
+            .collect();
+        let common: Vec<&str> = parts[i]
+            .iter()
+            .copied()
+            .filter(|p| same.len() > 1 && same.iter().all(|&j| parts[j].contains(p)))
+            .collect();
+        shared.insert(r.bench.as_str(), common);
+    }
+    let names: Vec<String> = c
+        .rows
+        .iter()
+        .zip(&parts)
+        .map(|(r, p)| {
+            let common = &shared[r.bench.as_str()];
+            let rest: Vec<&str> = p.iter().copied().filter(|x| !common.contains(x)).collect();
+            if rest.is_empty() {
+                format!("{} {}", r.bench, r.metric)
+            } else {
+                format!("{} {} [{}]", r.bench, r.metric, rest.join(","))
+            }
+        })
+        .collect();
+    const NAME_MAX: usize = 22;
+    let legend = names.iter().any(|n| n.chars().count() > NAME_MAX);
+    let contenders = c.operands.len() > 2;
+    let mut rows: Vec<(Vec<String>, Vec<String>)> = Vec::new();
+    for (i, (r, name)) in c.rows.iter().zip(&names).enumerate() {
+        let label = if legend {
+            format!("#{}", i + 1)
+        } else {
+            name.clone()
+        };
+        for v in &r.versus {
+            let delta = if v.significant {
+                pct(v.delta)
+            } else {
+                "~".to_string()
+            };
+            let iv = v
+                .interval
+                .map(|[l, h]| format!("[{:+.1}%, {:+.1}%]", l * 100.0, h * 100.0))
+                .unwrap_or_else(|| "-".into());
+            let p = v.p.map(fmt_p).unwrap_or_else(|| "-".into());
+            let mut labels = vec![label.clone()];
+            if contenders {
+                labels.push(v.name.clone());
+            }
+            rows.push((
+                labels,
+                vec![
+                    human::value(r.mean, &r.unit, None, false),
+                    human::value(v.mean, &r.unit, None, false),
+                    delta,
+                    iv,
+                    p,
+                    format!("{}+{}", v.n1, v.n2),
+                ],
+            ));
+        }
+    }
+    let mut head = vec!["cell".to_string()];
+    if contenders {
+        head.push("vs".into());
+    }
+    let g = grid::Grid {
+        row_head: head,
+        groups: vec![(String::new(), 6)],
+        col_head: ["baseline", "contender", "delta", "interval", "p", "n"]
+            .map(String::from)
+            .to_vec(),
+        rows,
+        summary_from: None,
+    };
+    o.push_str(&g.text(WIDTH, '-'));
+    if legend {
+        for (i, n) in names.iter().enumerate() {
+            o.push_str(&grid::wrap(&format!("#{} {n}", i + 1), WIDTH, "    "));
+        }
+    }
+    for (bench, common) in &shared {
+        if !common.is_empty() {
+            o.push_str(&grid::wrap(
+                &format!("every {bench} row: {}", common.join(", ")),
+                WIDTH,
+                "  ",
+            ));
+        }
+    }
+}
+
+/// A p-value with the digits it needs: `0.034`, `2e-06`.
+fn fmt_p(p: f64) -> String {
+    if p >= 0.001 || p == 0.0 {
+        format!("{p:.3}")
+    } else {
+        format!("{p:.0e}")
     }
 }
