@@ -304,12 +304,20 @@ fn axes(layout: &Layout, varying: &[String], default_cols: Vec<String>) -> Axes 
     Axes { rows, cols, groups }
 }
 
-/// A column's label: the variant's name when one matches, else its values.
-fn col_label(layout: &Layout, dims: &[String], ck: &[String]) -> String {
-    let assign: Vec<(String, String)> = dims.iter().cloned().zip(ck.iter().cloned()).collect();
+/// A column's label: the variant's name when one matches, else its
+/// values. A variant names a column when each of its assignments holds
+/// there, by the column's own values or the table's constant ones (`hw`
+/// is `sw=baseline` only where `mcu=hw` too).
+fn col_label(
+    layout: &Layout,
+    dims: &[String],
+    ck: &[String],
+    constant: &[(String, String)],
+) -> String {
+    let mut assign: Vec<(String, String)> = dims.iter().cloned().zip(ck.iter().cloned()).collect();
+    assign.extend(constant.iter().cloned());
     for (name, a) in &layout.variants {
-        let relevant: Vec<&(String, String)> = a.iter().filter(|(k, _)| dims.contains(k)).collect();
-        if !relevant.is_empty() && relevant.iter().all(|kv| assign.contains(kv)) {
+        if a.iter().any(|(k, _)| dims.contains(k)) && a.iter().all(|kv| assign.contains(kv)) {
             return name.clone();
         }
     }
@@ -551,7 +559,7 @@ fn improvement_table(
         .iter()
         .filter(|ck| **ck != base_ck)
         .map(|ck| {
-            let label = col_label(layout, &g.axes.cols, ck);
+            let label = col_label(layout, &g.axes.cols, ck, &g.constant);
             (ck.clone(), column(cells, label, metric, &g.axes.cols, ck))
         })
         .collect();
@@ -672,7 +680,7 @@ fn ratio_table(cells: &Cells, layout: &Layout, bench: &str, metric: &str) -> Res
             let label = if g.axes.cols.is_empty() {
                 metric.to_string()
             } else {
-                col_label(layout, &g.axes.cols, ck)
+                col_label(layout, &g.axes.cols, ck, &g.constant)
             };
             (ck.clone(), column(cells, label, metric, &g.axes.cols, ck))
         })
@@ -881,10 +889,12 @@ fn matrix_tables(
             .map(|s| s.to_string())
             .filter(|d| cells.rows[0].1.contains_key(d))
             .collect();
+        // The rows the layout names stay even when constant (seed 000's
+        // `pti | pcid` columns); other dimensions only when they vary.
         let mut row_dims: Vec<String> = layout
             .rows
             .iter()
-            .filter(|d| varying.contains(d))
+            .filter(|d| cells.rows[0].1.contains_key(*d))
             .cloned()
             .collect();
         for d in &varying {
