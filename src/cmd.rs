@@ -426,12 +426,14 @@ fn report(db: Option<&str>, a: &crate::cli::ReportArgs) -> anyhow::Result<ExitCo
             ));
         }
     }
-    let text = if layout.table == TableKind::Ministat && format != Format::Markdown {
+    let text = if layout.table == TableKind::Ministat
+        && !matches!(format, Format::Markdown | Format::Html)
+    {
         report::render(&Document::Reports(&reports), format)?
     } else {
         let mut layout: Layout = layout;
         if layout.table == TableKind::Ministat {
-            // Markdown of the ministat layout: a matrix per benchmark.
+            // Markdown and HTML of the ministat layout: a matrix per benchmark.
             layout.table = TableKind::Matrix;
         }
         let doc = report::table::build(&reports, &layout, a.unicode);

@@ -7,6 +7,7 @@
 pub mod compare;
 pub mod csv;
 pub mod grid;
+pub mod html;
 pub mod human;
 pub mod json;
 pub mod markdown;
@@ -45,6 +46,8 @@ pub enum Format {
     Markdown,
     /// One row per sample (`kbench report` only), for R or pandas.
     Csv,
+    /// One self-contained HTML page with SVG charts.
+    Html,
 }
 
 impl Format {
@@ -76,6 +79,7 @@ pub fn render(doc: &Document<'_>, format: Format) -> anyhow::Result<String> {
         Format::Json => format!("{:#}\n", json::render(doc)?),
         Format::Markdown => markdown::render(doc),
         Format::Csv => csv::render(doc)?,
+        Format::Html => html::render(doc),
     })
 }
 

@@ -35,6 +35,12 @@ pub struct TableDoc {
     /// Why some benchmark has no table under this layout.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub skipped: Vec<String>,
+    /// How the numbers were taken: samples, warm-ups, order and seed,
+    /// outlier handling, the command line.
+    pub methods: Vec<String>,
+    /// The campaign's plan, as run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub plan: Option<String>,
     /// Print `µ` and box characters instead of ASCII (text only).
     #[serde(skip)]
     pub unicode: bool,
@@ -409,6 +415,8 @@ pub fn build(reports: &[Report], layout: &Layout, unicode: bool) -> TableDoc {
         scaling: Vec::new(),
         systems: Vec::new(),
         skipped: Vec::new(),
+        methods: Vec::new(),
+        plan: None,
         unicode,
     };
     for r in reports {
@@ -444,6 +452,23 @@ pub fn build(reports: &[Report], layout: &Layout, unicode: bool) -> TableDoc {
             }
             TableKind::Matrix => doc.tables.extend(matrix_tables(r, layout, &hosts, &only)),
             TableKind::Scaling => {}
+        }
+        if let Some(c) = r.config() {
+            doc.methods.push(format!(
+                "{} sample(s) per cell of ~{} s each after {} warm-up(s); the cells' samples are taken in interleaved rounds, in an order shuffled with seed {}",
+                c.samples, c.sample_time, c.warmup, c.seed
+            ));
+            doc.methods.push(
+                "outliers (modified z-score > 3.5) are flagged in the ministat report and kept in every statistic".into(),
+            );
+            if !c.argv.is_empty() {
+                doc.methods.push(format!("command: {}", c.argv.join(" ")));
+            }
+        }
+        if let Subject::Campaign { campaign, .. } = &r.subject
+            && !campaign.plan_text.is_empty()
+        {
+            doc.plan = Some(campaign.plan_text.clone());
         }
         doc.scaling.extend(r.scaling.iter().cloned());
         if let Some(s) = system_block(r) {

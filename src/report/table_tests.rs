@@ -421,3 +421,46 @@ fn csv_has_one_tidy_row_per_sample() {
             .contains("--format csv is for `kbench report`")
     );
 }
+
+#[test]
+fn html_is_one_self_contained_page_with_charts_and_escaped_labels() {
+    let d = doc(
+        Report::of_run(pipes("<script>alert(1)</script>")),
+        &improvement_layout(),
+    );
+    let h = render(&Document::Tables(&d), Format::Html).unwrap();
+    assert!(h.starts_with("<!DOCTYPE html>"));
+    assert!(
+        !h.contains("<script"),
+        "no script, and the label is escaped"
+    );
+    assert!(h.contains("&lt;script&gt;alert(1)&lt;/script&gt;"));
+    // Nothing fetched: no URL but the SVG namespace, a CSP forbidding the rest.
+    let bare = h.replace("http://www.w3.org/2000/svg", "");
+    assert!(!bare.contains("http://") && !bare.contains("https://") && !bare.contains("src="));
+    assert!(h.contains("default-src 'none'"));
+    // A chart with bars and interval whiskers, the table, the system block,
+    // the methods.
+    assert_eq!(h.matches("<svg").count(), 1);
+    assert!(h.matches("<rect").count() >= 12, "a bar per cell");
+    assert!(h.matches("<path d=\"M").count() >= 12, "a whisker per cell");
+    assert!(h.contains("<td class=\"sig\">"));
+    assert!(h.contains("System configuration (lab1)"));
+    assert!(h.contains("<h2>Methods</h2>"));
+    // Scaling curves with the ideal line.
+    let l = Layout {
+        table: TableKind::Scaling,
+        ..Layout::default()
+    };
+    let s = render(
+        &Document::Tables(&doc(Report::of_run(scale_run()), &l)),
+        Format::Html,
+    )
+    .unwrap();
+    assert!(s.contains("<title>ideal scaling</title>"));
+    assert_eq!(
+        s.matches("stroke-width=\"2\"").count(),
+        2,
+        "a curve per mode"
+    );
+}
