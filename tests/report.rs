@@ -169,3 +169,104 @@ fn the_compare_summary_fits_80_columns_with_p_for_every_row() {
         assert_eq!(summary.matches("geomean per unit").count(), 1);
     }
 }
+
+/// Headless Chromium (Debian's `chromium`, installed by `.ci/run`) renders
+/// the HTML report: no console error, no network request, and the chart
+/// area of the screenshot is not blank.
+#[test]
+fn html_renders_in_headless_chromium_without_errors_or_requests() {
+    let Some(chromium) = ["chromium", "chromium-browser"].into_iter().find(|c| {
+        std::process::Command::new(c)
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success())
+    }) else {
+        eprintln!("skipped: no chromium (apt-get install chromium)");
+        return;
+    };
+    let (dir, _) = setup();
+    let d = dir.path();
+    let page = d.join("r.html");
+    kbench(d)
+        .args([
+            "report",
+            "layouts",
+            "--format",
+            "html",
+            "-o",
+            page.to_str().unwrap(),
+        ])
+        .assert()
+        .success();
+    let profile = tempfile::tempdir().unwrap();
+    let shot = d.join("shot.png");
+    let netlog = d.join("net.json");
+    let out = std::process::Command::new(chromium)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--enable-logging=stderr",
+            "--v=0",
+            "--window-size=1000,700",
+            // Chromium's own services (update checks, accounts) try to
+            // reach Google even so: no name resolves, nothing leaves.
+            "--host-resolver-rules=MAP * ~NOTFOUND",
+        ])
+        .arg(format!("--user-data-dir={}", profile.path().display()))
+        .arg(format!("--screenshot={}", shot.display()))
+        .arg(format!("--log-net-log={}", netlog.display()))
+        .arg(format!("file://{}", page.display()))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    // Page console messages are logged as `CONSOLE(line)`.
+    assert!(!err.contains("CONSOLE"), "{err}");
+    assert!(!err.contains("Refused to"), "{err}");
+    // Every URL in the net log is the page itself or one of Chromium's own
+    // background services (google.com hosts): the page fetched nothing.
+    let net = std::fs::read_to_string(&netlog).unwrap();
+    let url = regex::Regex::new(r#"(?:https?|wss?|ftp)://([A-Za-z0-9.-]+)"#).unwrap();
+    for m in url.captures_iter(&net) {
+        let host = &m[1];
+        assert!(
+            host.ends_with("google.com")
+                || host.ends_with("googleapis.com")
+                || host == "www.w3.org",
+            "a request the page made: {}",
+            &m[0]
+        );
+    }
+    assert!(
+        net.contains(&format!("file://{}", page.display())),
+        "the page was loaded"
+    );
+    // Decode the screenshot: the chart (below the title, legend) has
+    // coloured bars, not only white and grey.
+    let decoder = png::Decoder::new(std::fs::File::open(&shot).unwrap());
+    let mut reader = decoder.read_info().unwrap();
+    let mut buf = vec![0; reader.output_buffer_size()];
+    let info = reader.next_frame(&mut buf).unwrap();
+    let ch = info.color_type.samples();
+    let coloured = buf[..info.buffer_size()]
+        .chunks(ch)
+        .filter(|p| {
+            let (r, g, b) = (p[0] as i32, p[1] as i32, p[2] as i32);
+            (r - g).abs() > 40 || (g - b).abs() > 40 || (r - b).abs() > 40
+        })
+        .count();
+    assert!(
+        coloured > 2000,
+        "chart area looks blank: {coloured} coloured pixels"
+    );
+}

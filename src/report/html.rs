@@ -55,6 +55,18 @@ pub fn render(doc: &Document<'_>) -> String {
     )
 }
 
+/// An axis label with the digits the axis span needs.
+fn tick(v: f64, span: f64) -> String {
+    let d = if span >= 20.0 {
+        0
+    } else if span >= 2.0 {
+        1
+    } else {
+        3
+    };
+    format!("{v:.d$}")
+}
+
 /// One bar: value, optional interval.
 type Bar = Option<(f64, Option<(f64, f64)>)>;
 
@@ -105,7 +117,7 @@ fn bar_chart(
             w - 10.0,
             left - 4.0,
             y(v) + 4.0,
-            esc(&format!("{v:.3}")),
+            esc(&tick(v, hi - lo)),
             y = y(v)
         );
     }
