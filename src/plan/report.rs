@@ -116,6 +116,9 @@ pub fn parse_assign(s: &str) -> Result<Assign, String> {
     Ok(out)
 }
 
+/// `dim = value` pairs as written.
+type AssignFile = IndexMap<Spanned<String>, Spanned<toml::Value>>;
+
 /// The section as written.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -130,7 +133,7 @@ pub(super) struct ReportFile {
     #[serde(default)]
     baseline: IndexMap<Spanned<String>, Spanned<toml::Value>>,
     #[serde(default)]
-    variants: IndexMap<Spanned<String>, Spanned<IndexMap<Spanned<String>, Spanned<toml::Value>>>>,
+    variants: IndexMap<Spanned<String>, Spanned<AssignFile>>,
     #[serde(default)]
     names: IndexMap<Spanned<String>, String>,
     #[serde(default)]

@@ -108,7 +108,7 @@ pub fn scale(v: f64, unit: &str, half: Option<f64>, unicode: bool) -> (f64, Stri
 /// decimal beyond the integer part for changes of 10% and more.
 pub fn percent(p: f64, half: Option<f64>) -> String {
     let d = decimals_for(half).unwrap_or(1).min(2);
-    let d = if p.abs() >= 10.0 { d.min(0) } else { d };
+    let d = if p.abs() >= 10.0 { 0 } else { d };
     let s = format!("{p:+.d$}");
     // `-0` reads as a loss that is not there.
     if s.trim_start_matches(['+', '-'])
@@ -157,7 +157,7 @@ mod tests {
     #[test]
     fn percents_and_ratios() {
         assert_eq!(percent(165.2, Some(4.0)), "+165");
-        assert_eq!(percent(-3.14, Some(0.5)), "-3.1");
+        assert_eq!(percent(-3.24, Some(0.5)), "-3.2");
         assert_eq!(percent(-0.01, Some(0.5)), "0.0");
         assert_eq!(percent(1.61, Some(0.02)), "+1.61");
         assert_eq!(ratio(1.0213, Some(0.01)), "1.021");

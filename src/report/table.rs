@@ -506,13 +506,16 @@ fn hosts(r: &Report) -> (IndexMap<i64, String>, String) {
     }
 }
 
+/// A cell's (row, group, column) key.
+type Coord = (Vec<String>, Vec<String>, Vec<String>);
+
 /// Axes, keys and a cell index for an improvement or ratio table.
 struct Grid<'a> {
     axes: Axes,
     row_keys: Vec<Vec<String>>,
     group_keys: Vec<Vec<String>>,
     col_keys: Vec<Vec<String>>,
-    at: std::collections::HashMap<(Vec<String>, Vec<String>, Vec<String>), &'a CellSummary>,
+    at: std::collections::HashMap<Coord, &'a CellSummary>,
     constant: Vec<(String, String)>,
 }
 
