@@ -67,6 +67,17 @@ pub enum Command {
         /// The JSON-lines file, or `-`.
         file: String,
     },
+    /// Import results measured by another tool as a run (fingerprint
+    /// marked as imported), for `report` and `compare`. A malformed file
+    /// stores nothing.
+    Import {
+        /// The files to read.
+        #[arg(required = true)]
+        files: Vec<String>,
+        /// Their format.
+        #[arg(long, value_enum)]
+        from: ImportFormat,
+    },
     /// Compare recorded results: ministat's table and difference block for
     /// each benchmark, metric and cell, then a summary with a geomean row.
     /// Operands: run ids, campaigns (name, campaign:ID or PLAN.toml), each
@@ -209,4 +220,11 @@ pub struct ReportArgs {
     /// Print `µ` and `±` in text instead of ASCII `us` and `+/-`.
     #[arg(long)]
     pub unicode: bool,
+}
+
+/// Formats `kbench import` reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum ImportFormat {
+    /// hyperfine --export-json: a cell per command, a sample per run.
+    Hyperfine,
 }

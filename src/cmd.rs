@@ -71,6 +71,7 @@ pub fn dispatch(args: Vec<OsString>) -> anyhow::Result<ExitCode> {
         } => status(db, &plan, resume_unit, json),
         Command::Report(a) => report(db, &a),
         Command::Ingest { file } => ingest(db, &file),
+        Command::Import { files, from } => import(db, &files, from),
         Command::Compare {
             operands,
             test,
@@ -449,6 +450,43 @@ fn write_out(path: Option<&std::path::Path>, text: &str) -> anyhow::Result<ExitC
             .map_err(|e| bad_input!("{}: cannot write: {e}", path.display()))?,
         None => out(text)?,
     }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn import(
+    db: Option<&str>,
+    files: &[String],
+    from: crate::cli::ImportFormat,
+) -> anyhow::Result<ExitCode> {
+    // Every file is read and checked before anything is stored.
+    let mut runs = Vec::new();
+    for f in files {
+        let text = std::fs::read_to_string(f).map_err(|e| bad_input!("{f}: cannot read: {e}"))?;
+        let (name, cells) = match from {
+            crate::cli::ImportFormat::Hyperfine => {
+                ("hyperfine", crate::import::hyperfine::parse(f, &text)?)
+            }
+        };
+        runs.push(crate::import::events(name, f, cells));
+    }
+    let mut st = store::open(db, store::Access::Write)?;
+    let mut sink = store::sink::StoreSink::new(st.as_mut());
+    let mut ids = Vec::new();
+    for evs in &runs {
+        for e in evs {
+            sink.event(e)?;
+        }
+        if let Some(event::Event::RunBegun(b)) = evs.first()
+            && let Some(id) = sink.run_id(&b.run)
+        {
+            ids.push(id.to_string());
+        }
+    }
+    eprintln!(
+        "kbench: {} sample(s) imported as run(s) {}",
+        sink.added,
+        ids.join(", ")
+    );
     Ok(ExitCode::SUCCESS)
 }
 

@@ -13,6 +13,7 @@ mod cmd;
 mod error;
 mod event;
 mod ids;
+mod import;
 mod ministat;
 mod plan;
 mod record;

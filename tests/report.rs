@@ -270,3 +270,56 @@ fn html_renders_in_headless_chromium_without_errors_or_requests() {
         "chart area looks blank: {coloured} coloured pixels"
     );
 }
+
+/// hyperfine's own export, imported, reported and compared.
+#[test]
+fn a_hyperfine_export_imports_and_compares() {
+    if std::process::Command::new("hyperfine")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        eprintln!("skipped: no hyperfine (apt-get install hyperfine)");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let h = d.join("h.json");
+    let ok = std::process::Command::new("hyperfine")
+        .args(["-N", "--runs", "10", "--style", "none", "--export-json"])
+        .arg(&h)
+        .args(["true", "sleep 0.01"])
+        .output()
+        .unwrap();
+    assert!(
+        ok.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ok.stderr)
+    );
+    kbench(d)
+        .args(["import", h.to_str().unwrap(), "--from", "hyperfine"])
+        .assert()
+        .success();
+    let text = stdout(kbench(d).args(["report", "1", "--table", "ratio", "--cols", "command"]));
+    assert!(text.contains("imported from hyperfine"), "{text}");
+    let c = stdout(kbench(d).args(["compare", "1:command=true", "1:command=sleep 0.01"]));
+    let row = c
+        .lines()
+        .find(|l| l.starts_with("hyperfine time") && l.contains("10+10"))
+        .unwrap_or_else(|| panic!("{c}"));
+    // sleep 0.01 takes at least 10 ms; `true` well under.
+    assert!(row.contains("ms"), "{row}");
+    // A malformed file: one line naming it, exit 2, nothing stored.
+    let bad = d.join("bad.json");
+    std::fs::write(&bad, "{\"results\": [\n{\"command\": 1}]}").unwrap();
+    let out = kbench(d)
+        .args(["import", bad.to_str().unwrap(), "--from", "hyperfine"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("bad.json:2:"), "{err}");
+    let runs = stdout(kbench(d).args(["runs"]));
+    assert_eq!(runs.lines().count(), 2, "{runs}");
+}

@@ -70,6 +70,9 @@ impl Grid {
             group_of.extend(std::iter::repeat_n(gi, *n));
         }
         let labels_w: usize = lab_w.iter().sum::<usize>() + COL_GAP * nlab.saturating_sub(1);
+        // Labels and values part by a wider gap only where groups are drawn.
+        let has_groups = self.groups.iter().any(|(l, _)| !l.is_empty());
+        let lead_gap = if has_groups { GROUP_GAP } else { COL_GAP + 1 };
         // Pack columns into panels.
         let mut panels: Vec<Vec<usize>> = Vec::new();
         let mut cur: Vec<usize> = Vec::new();
@@ -77,7 +80,7 @@ impl Grid {
         for j in 0..ncols {
             let gap = match cur.last() {
                 None if nlab == 0 => 0,
-                None => GROUP_GAP,
+                None => lead_gap,
                 Some(&p) if group_of[p] != group_of[j] => GROUP_GAP,
                 Some(_) => COL_GAP,
             };
@@ -86,7 +89,7 @@ impl Grid {
             if !cur.is_empty() && w + need > max {
                 panels.push(std::mem::take(&mut cur));
                 w = labels_w;
-                let gap = if nlab == 0 { 0 } else { GROUP_GAP };
+                let gap = if nlab == 0 { 0 } else { lead_gap };
                 w += gap + col_w[j];
             } else {
                 w += need;
@@ -131,7 +134,7 @@ impl Grid {
                 for &j in panel {
                     let gap = match prev {
                         None if nlab == 0 => 0,
-                        None => GROUP_GAP,
+                        None => lead_gap,
                         Some(p) if group_of[p] != group_of[j] => GROUP_GAP,
                         Some(_) => COL_GAP,
                     };
@@ -145,7 +148,6 @@ impl Grid {
                     prev = Some(j);
                 }
             };
-            let has_groups = self.groups.iter().any(|(l, _)| !l.is_empty());
             if has_groups {
                 for line in 0..2 {
                     let mut l = String::new();

@@ -1069,14 +1069,23 @@ fn summary_lines(o: &mut String, c: &Comparison) {
             name.clone()
         };
         for v in &r.versus {
+            // Fewer digits for large changes: the row stays within 80.
+            let short = |x: f64| {
+                let p = x * 100.0;
+                if p.abs() >= 100.0 {
+                    format!("{p:+.0}%")
+                } else {
+                    format!("{p:+.1}%")
+                }
+            };
             let delta = if v.significant {
-                pct(v.delta)
+                short(v.delta)
             } else {
                 "~".to_string()
             };
             let iv = v
                 .interval
-                .map(|[l, h]| format!("[{:+.1}%, {:+.1}%]", l * 100.0, h * 100.0))
+                .map(|[l, h]| format!("[{}, {}]", short(l), short(h)))
                 .unwrap_or_else(|| "-".into());
             let p = v.p.map(fmt_p).unwrap_or_else(|| "-".into());
             let mut labels = vec![label.clone()];
