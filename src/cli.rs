@@ -64,22 +64,27 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Report recorded runs or campaigns (default: the latest run).
-    Report {
-        /// Run ids, campaign names (the latest campaign of that name),
-        /// `campaign:ID`, or a plan file (its campaign), each optionally
-        /// narrowed as `NAME:factor=value,...`.
-        runs: Vec<String>,
-        /// Print JSON instead of text.
-        #[arg(long)]
-        json: bool,
-    },
+    /// Report recorded runs or campaigns (default: the latest run). The
+    /// layout is the plan's `[report]` section (a campaign's) or ministat
+    /// tables; the flags override it.
+    Report(ReportArgs),
     /// Store a run event stream (`kbench run --events jsonl`) read from a
     /// file or `-` (standard input). Runs already in the store are
     /// completed, never doubled: ingesting a stream twice adds nothing.
     Ingest {
         /// The JSON-lines file, or `-`.
         file: String,
+    },
+    /// Import results measured by another tool as a run (fingerprint
+    /// marked as imported), for `report` and `compare`. A malformed file
+    /// stores nothing.
+    Import {
+        /// The files to read.
+        #[arg(required = true)]
+        files: Vec<String>,
+        /// Their format.
+        #[arg(long, value_enum)]
+        from: ImportFormat,
     },
     /// Compare recorded results: ministat's table and difference block for
     /// each benchmark, metric and cell, then a summary with a geomean row.
@@ -256,4 +261,48 @@ mod tests {
     fn verify_cli() {
         Cli::command().debug_assert();
     }
+}
+
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// Run ids, campaign names (the latest campaign of that name),
+    /// `campaign:ID`, or a plan file (its campaign), each optionally
+    /// narrowed as `NAME:factor=value,...`.
+    pub runs: Vec<String>,
+    /// Print JSON instead of text (same as `--format json`).
+    #[arg(long)]
+    pub json: bool,
+    /// Output format.
+    #[arg(long, value_enum, value_name = "FORMAT")]
+    pub format: Option<crate::report::Format>,
+    /// Write the report to FILE instead of standard output.
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub output: Option<std::path::PathBuf>,
+    /// Layout: ministat tables, % improvement over a baseline, ratios to a
+    /// baseline with a geomean row, a matrix per benchmark, or scaling
+    /// curves [default: the plan's `[report] table`, else ministat].
+    #[arg(long, value_enum, value_name = "KIND")]
+    pub table: Option<crate::plan::report::TableKind>,
+    /// The baseline variant, e.g. `pipe_size=4k,zero_copy=copy`.
+    #[arg(long, value_name = "DIM=VALUE,...")]
+    pub baseline: Option<String>,
+    /// Dimensions (factors, parameters) along the rows, comma-separated.
+    #[arg(long, value_name = "DIM,...", value_delimiter = ',')]
+    pub rows: Option<Vec<String>>,
+    /// Dimensions across the columns.
+    #[arg(long, value_name = "DIM,...", value_delimiter = ',')]
+    pub cols: Option<Vec<String>>,
+    /// Dimensions that group the columns (`2way | UP`).
+    #[arg(long, value_name = "DIM,...", value_delimiter = ',')]
+    pub groups: Option<Vec<String>>,
+    /// Print `µ` and `±` in text instead of ASCII `us` and `+/-`.
+    #[arg(long)]
+    pub unicode: bool,
+}
+
+/// Formats `kbench import` reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum ImportFormat {
+    /// hyperfine --export-json: a cell per command, a sample per run.
+    Hyperfine,
 }

@@ -72,8 +72,9 @@ pub fn dispatch(args: Vec<OsString>) -> anyhow::Result<ExitCode> {
             resume_unit,
             json,
         } => status(db, &plan, resume_unit, json),
-        Command::Report { runs, json } => report(db, &runs, json),
+        Command::Report(a) => report(db, &a),
         Command::Ingest { file } => ingest(db, &file),
+        Command::Import { files, from } => import(db, &files, from),
         Command::Compare {
             operands,
             test,
@@ -290,7 +291,20 @@ fn run(a: RunArgs, db: Option<&str>) -> anyhow::Result<ExitCode> {
     };
     if lines.is_none() {
         let r = report::Report::of_run(store::load_run(&*st, run_id)?);
-        print(&Document::Reports(&[r]), format)?;
+        // A plan with a `[report]` layout prints it (text only: the JSON
+        // report keeps every cell's statistics).
+        match &plan.layout {
+            Some(l) if !a.json && l.table != crate::plan::report::TableKind::Ministat => {
+                let doc = report::table::build(std::slice::from_ref(&r), l, false);
+                print(&Document::Tables(&doc), format)?;
+                eprintln!(
+                    "kbench: the ministat tables of every cell: `kbench report {run_id} --table ministat`"
+                );
+            }
+            _ => {
+                print(&Document::Reports(&[r]), format)?;
+            }
+        }
     }
     Ok(match status {
         RunStatus::Done | RunStatus::Running => ExitCode::SUCCESS,
@@ -326,7 +340,9 @@ fn status(
     print(&Document::Status(&s), Format::json_if(json))
 }
 
-fn report(db: Option<&str>, specs: &[String], json: bool) -> anyhow::Result<ExitCode> {
+fn report(db: Option<&str>, a: &crate::cli::ReportArgs) -> anyhow::Result<ExitCode> {
+    use crate::plan::report::{Layout, TableKind, parse_assign};
+    let specs = &a.runs;
     let st = store::open(db, store::Access::Read)?;
     let ops: Vec<select::Operand> = if specs.is_empty() {
         let last = st
@@ -339,11 +355,155 @@ fn report(db: Option<&str>, specs: &[String], json: bool) -> anyhow::Result<Exit
             .map(|s| select::resolve(&*st, s))
             .collect::<anyhow::Result<_>>()?
     };
+    let format = a.format.unwrap_or(Format::json_if(a.json));
+    if format == Format::Csv {
+        let mut cells = Vec::new();
+        let mut runs = Vec::new();
+        for op in &ops {
+            let (c, r) = select::cells(&*st, op)?;
+            cells.extend(c);
+            runs.extend(r);
+        }
+        let t = report::samples::build(&cells, &runs);
+        return write_out(
+            a.output.as_deref(),
+            &report::render(&Document::Samples(&t), format)?,
+        );
+    }
     let reports: Vec<report::Report> = ops
         .iter()
         .map(|op| select::report(&*st, op))
         .collect::<anyhow::Result<_>>()?;
-    print(&Document::Reports(&reports), Format::json_if(json))
+    // The layout: the first campaign's `[report]`, then the flags.
+    let mut layout = reports
+        .iter()
+        .find_map(|r| match &r.subject {
+            report::Subject::Campaign { campaign, .. } => {
+                crate::plan::parse(&campaign.plan_text, &campaign.name)
+                    .ok()
+                    .and_then(|p| p.layout)
+            }
+            report::Subject::Run(_) => None,
+        })
+        .unwrap_or_default();
+    if let Some(t) = a.table {
+        layout.table = t;
+    }
+    if let Some(b) = &a.baseline {
+        layout.baseline = parse_assign(b).map_err(|e| bad_input!("--baseline: {e}"))?;
+    }
+    for (flag, v, dst) in [
+        ("--rows", &a.rows, &mut layout.rows),
+        ("--cols", &a.cols, &mut layout.cols),
+        ("--groups", &a.groups, &mut layout.groups),
+    ] {
+        if let Some(v) = v {
+            if let Some(bad) = v.iter().find(|d| d.trim().is_empty()) {
+                return Err(bad_input!("{flag}: empty dimension name in `{bad}`"));
+            }
+            *dst = v.iter().map(|d| d.trim().to_string()).collect();
+        }
+    }
+    // A dimension placed by a flag leaves the axis the plan gave it.
+    let placed: Vec<String> = [&a.rows, &a.cols, &a.groups]
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|d| d.trim().to_string())
+        .collect();
+    for (v, list) in [
+        (&a.rows, &mut layout.rows),
+        (&a.cols, &mut layout.cols),
+        (&a.groups, &mut layout.groups),
+    ] {
+        if v.is_none() {
+            list.retain(|d| !placed.contains(d));
+        }
+    }
+    // Dimensions named on the command line must exist: a typo would
+    // otherwise quietly give another table.
+    let known = report::table::known_dims(&reports);
+    let named = [
+        ("--rows", a.rows.clone().unwrap_or_default()),
+        ("--cols", a.cols.clone().unwrap_or_default()),
+        ("--groups", a.groups.clone().unwrap_or_default()),
+        (
+            "--baseline",
+            a.baseline
+                .as_ref()
+                .map(|_| layout.baseline.iter().map(|(k, _)| k.clone()).collect())
+                .unwrap_or_default(),
+        ),
+    ];
+    for (flag, dims) in named {
+        if let Some(d) = dims.iter().find(|d| !known.contains(&d.trim().to_string())) {
+            return Err(bad_input!(
+                "{flag}: `{d}` is neither a factor nor a parameter of the reported cells (known: {})",
+                known.join(", ")
+            ));
+        }
+    }
+    let text = if layout.table == TableKind::Ministat
+        && !matches!(format, Format::Markdown | Format::Html)
+    {
+        report::render(&Document::Reports(&reports), format)?
+    } else {
+        let mut layout: Layout = layout;
+        if layout.table == TableKind::Ministat {
+            // Markdown and HTML of the ministat layout: a matrix per benchmark.
+            layout.table = TableKind::Matrix;
+        }
+        let doc = report::table::build(&reports, &layout, a.unicode);
+        report::render(&Document::Tables(&doc), format)?
+    };
+    write_out(a.output.as_deref(), &text)
+}
+
+/// `-o FILE`, else standard output.
+fn write_out(path: Option<&std::path::Path>, text: &str) -> anyhow::Result<ExitCode> {
+    match path {
+        Some(path) => std::fs::write(path, text)
+            .map_err(|e| bad_input!("{}: cannot write: {e}", path.display()))?,
+        None => out(text)?,
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn import(
+    db: Option<&str>,
+    files: &[String],
+    from: crate::cli::ImportFormat,
+) -> anyhow::Result<ExitCode> {
+    // Every file is read and checked before anything is stored.
+    let mut runs = Vec::new();
+    for f in files {
+        let text = std::fs::read_to_string(f).map_err(|e| bad_input!("{f}: cannot read: {e}"))?;
+        let (name, cells) = match from {
+            crate::cli::ImportFormat::Hyperfine => {
+                ("hyperfine", crate::import::hyperfine::parse(f, &text)?)
+            }
+        };
+        runs.push(crate::import::events(name, f, cells));
+    }
+    let mut st = store::open(db, store::Access::Write)?;
+    let mut sink = store::sink::StoreSink::new(st.as_mut());
+    let mut ids = Vec::new();
+    for evs in &runs {
+        for e in evs {
+            sink.event(e)?;
+        }
+        if let Some(event::Event::RunBegun(b)) = evs.first()
+            && let Some(id) = sink.run_id(&b.run)
+        {
+            ids.push(id.to_string());
+        }
+    }
+    eprintln!(
+        "kbench: {} sample(s) imported as run(s) {}",
+        sink.added,
+        ids.join(", ")
+    );
+    Ok(ExitCode::SUCCESS)
 }
 
 fn ingest(db: Option<&str>, file: &str) -> anyhow::Result<ExitCode> {

@@ -14,6 +14,7 @@ mod error;
 mod event;
 mod fleet;
 mod ids;
+mod import;
 mod ministat;
 mod plan;
 mod record;

@@ -162,6 +162,29 @@ pub fn report(st: &dyn StoreRead, op: &Operand) -> anyhow::Result<crate::report:
     })
 }
 
+/// The stored cells an operand selects, with the runs they belong to.
+pub fn cells(
+    st: &dyn StoreRead,
+    op: &Operand,
+) -> anyhow::Result<(Vec<StoredCell>, Vec<crate::store::RunRow>)> {
+    let (cells, runs) = match op.scope {
+        Scope::Run(id) => {
+            let d = store::load_run(st, id)?;
+            (d.cells, vec![d.run])
+        }
+        Scope::Campaign(id) => {
+            let d = store::load_campaign(st, id)?;
+            (d.cells, d.runs)
+        }
+    };
+    let cells = if op.filters.is_empty() {
+        cells
+    } else {
+        narrow(op, cells)?
+    };
+    Ok((cells, runs))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

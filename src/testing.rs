@@ -75,6 +75,7 @@ pub fn plan(name: &str, benches: Vec<BenchSpec>) -> Plan {
         factors: Vec::new(),
         benches,
         reboot: None,
+        layout: None,
     }
 }
 

@@ -73,6 +73,7 @@
 //! exact) are documented in `system/probe.rs`; campaign rules (resume,
 //! `--force`, states) in `runner/campaign.rs`.
 
+pub mod report;
 mod validate;
 
 use indexmap::IndexMap;
@@ -101,9 +102,8 @@ struct PlanFile {
     factors: IndexMap<Spanned<String>, Spanned<FactorFile>>,
     #[serde(default)]
     bench: Vec<Spanned<BenchFile>>,
-    /// Report layout; read by the reports issue, accepted now.
-    #[allow(dead_code)]
-    report: Option<toml::Value>,
+    /// Report layout (`report.rs`).
+    report: Option<report::ReportFile>,
     /// How to arm the next boot for a pending system state (printed by
     /// `kbench status`).
     reboot: Option<Spanned<RebootFile>>,
@@ -263,6 +263,8 @@ pub struct Plan {
     pub benches: Vec<BenchSpec>,
     /// `[reboot] command`: arms the next boot for a pending state.
     pub reboot: Option<String>,
+    /// `[report]`: the layout of the campaign's report.
+    pub layout: Option<report::Layout>,
 }
 
 impl Plan {

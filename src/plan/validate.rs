@@ -197,6 +197,36 @@ pub(super) fn validate(file: PlanFile, src: &Source) -> anyhow::Result<Plan> {
         .reboot
         .as_ref()
         .map(|r| r.get_ref().command.get_ref().clone());
+    let layout = match &file.report {
+        Some(r) => {
+            let mut dims: Vec<String> = factors.iter().map(|f| f.name.clone()).collect();
+            for b in &benches {
+                let names = b
+                    .bench
+                    .params()
+                    .iter()
+                    .map(|d| d.name.to_string())
+                    .chain(b.fixed.iter().map(|(k, _)| k.clone()))
+                    .chain(b.sweep.iter().map(|(k, _)| k.clone()));
+                for n in names {
+                    if !dims.contains(&n) {
+                        dims.push(n);
+                    }
+                }
+            }
+            let labels: IndexMap<String, Vec<String>> = factors
+                .iter()
+                .map(|f| {
+                    (
+                        f.name.clone(),
+                        f.levels.iter().map(|l| l.label.clone()).collect(),
+                    )
+                })
+                .collect();
+            Some(super::report::validate(r, src, &dims, &labels)?)
+        }
+        None => None,
+    };
     let plan = Plan {
         name,
         path: None,
@@ -209,6 +239,7 @@ pub(super) fn validate(file: PlanFile, src: &Source) -> anyhow::Result<Plan> {
         factors,
         benches,
         reboot,
+        layout,
     };
     // Expanding resolves every cell's parameters: the benchmark's own
     // cross-checks run now, before anything is measured.
@@ -1046,6 +1077,7 @@ pub fn adhoc(specs: &[String]) -> anyhow::Result<Plan> {
         factors: Vec::new(),
         benches,
         reboot: None,
+        layout: None,
     })
 }
 

@@ -67,7 +67,12 @@ fn pair_key(c: &crate::record::CellInfo, metric: &str, fixed: &[String]) -> Pair
     }
     for (k, v) in &c.params {
         if !fixed.contains(k) && !c.factors.contains_key(k) {
-            parts.push(format!("{k}={}", super::json_label(v)));
+            let _ = v;
+            // Sizes as the user writes them (`2k`), like every label.
+            parts.push(format!(
+                "{k}={}",
+                super::param_label(&c.source, &c.params, k)
+            ));
         }
     }
     (c.bench.clone(), metric.to_string(), parts.join(","))

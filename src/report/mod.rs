@@ -5,10 +5,19 @@
 //! format anywhere else.
 
 pub mod compare;
+pub mod csv;
+pub mod grid;
+pub mod html;
+pub mod human;
 pub mod json;
+pub mod markdown;
+pub mod samples;
 pub mod scale;
+pub mod table;
 pub mod text;
 
+#[cfg(test)]
+mod table_tests;
 #[cfg(test)]
 mod tests;
 
@@ -33,6 +42,12 @@ pub enum Format {
     Text,
     /// One JSON document, for scripts.
     Json,
+    /// GitHub-flavoured Markdown tables, for reviews and issues.
+    Markdown,
+    /// One row per sample (`kbench report` only), for R or pandas.
+    Csv,
+    /// One self-contained HTML page with SVG charts.
+    Html,
 }
 
 impl Format {
@@ -51,6 +66,10 @@ pub enum Document<'a> {
     Status(&'a Status),
     Sysinfo(&'a Sysinfo),
     Benches(&'a [BenchInfo]),
+    /// `kbench report` under a layout (`table.rs`).
+    Tables(&'a table::TableDoc),
+    /// `kbench report --format csv`: every sample (`samples.rs`).
+    Samples(&'a samples::SampleTable),
 }
 
 /// Render a document; the text ends with a newline.
@@ -58,6 +77,9 @@ pub fn render(doc: &Document<'_>, format: Format) -> anyhow::Result<String> {
     Ok(match format {
         Format::Text => text::render(doc),
         Format::Json => format!("{:#}\n", json::render(doc)?),
+        Format::Markdown => markdown::render(doc),
+        Format::Csv => csv::render(doc)?,
+        Format::Html => html::render(doc),
     })
 }
 
@@ -114,6 +136,9 @@ impl BenchInfo {
 pub struct CellSummary {
     /// Benchmark display name.
     pub bench: String,
+    /// The benchmark it runs (registry name or command name), for labels.
+    #[serde(skip)]
+    pub source: String,
     /// Resolved parameters.
     pub params: serde_json::Map<String, serde_json::Value>,
     /// Factor name -> value label.
@@ -285,7 +310,7 @@ pub(crate) fn json_label(v: &serde_json::Value) -> String {
 
 /// Display a stored parameter value (sizes as `64k`) using the benchmark's
 /// definition when it is a built-in one.
-fn param_label(
+pub(crate) fn param_label(
     bench_name: &str,
     params: &serde_json::Map<String, serde_json::Value>,
     name: &str,
@@ -358,6 +383,7 @@ fn groups(cells: &[StoredCell], runs: &[Vec<i64>], stop: Option<StopRule>) -> Ve
                 .collect();
             g.rows.push(CellSummary {
                 bench: c.bench.clone(),
+                source: c.source.clone(),
                 params: c.params.clone(),
                 factors: c.factors.clone(),
                 metric: m.name.clone(),

@@ -7,6 +7,8 @@
 
 use std::fmt::Write;
 
+use indexmap::IndexMap;
+
 use super::compare::{Comparison, Detail, Row, Test};
 use super::scale::{FLATTEN_BELOW, Scaling};
 use super::{BenchInfo, CellSummary, Document, Group, Report, Subject, Sysinfo};
@@ -37,6 +39,10 @@ pub fn render(doc: &Document<'_>) -> String {
         Document::Status(s) => status(&mut o, s),
         Document::Sysinfo(s) => sysinfo(&mut o, s),
         Document::Benches(b) => benches(&mut o, b),
+        Document::Tables(t) => tables(&mut o, t),
+        Document::Samples(t) => {
+            o.push_str(&super::csv::render(doc).unwrap_or_else(|_| super::csv::header(t)))
+        }
     }
     o
 }
@@ -641,14 +647,17 @@ fn compare_block(o: &mut String, c: &Comparison, r: &Row) {
     } else {
         format!(" [{}]", r.cell)
     };
-    let _ = writeln!(
-        o,
-        "{} {}{cell} ({}, {})",
-        r.bench,
-        r.metric,
-        r.unit,
-        direction_text(r.direction)
-    );
+    o.push_str(&grid::wrap(
+        &format!(
+            "{} {}{cell} ({}, {})",
+            r.bench,
+            r.metric,
+            r.unit,
+            direction_text(r.direction)
+        ),
+        WIDTH,
+        "    ",
+    ));
     for (i, name) in c.operands.iter().enumerate() {
         let _ = writeln!(o, "{} {name}", SYMBOL[i]);
     }
@@ -714,80 +723,9 @@ fn compare(o: &mut String, c: &Comparison) {
         compare_block(o, c, r);
         o.push('\n');
     }
-    let name_w = c
-        .rows
-        .iter()
-        .map(|r| r.bench.len() + r.metric.len() + r.cell.len() + 4)
-        .chain([9])
-        .max()
-        .unwrap_or(9)
-        .min(40);
-    let test = match c.test {
-        Test::Student => "Student",
-        Test::Welch => "Welch",
-        Test::Mwu => "Mwu",
-        Test::Bootstrap => "Bootstrap",
-    };
-    let _ = writeln!(
-        o,
-        "summary ({test} at {}% confidence; `~` = no significant difference; baseline {}):",
-        c.confidence, c.operands[0]
-    );
-    let line = |o: &mut String, cols: [&str; 7]| {
-        let _ = writeln!(
-            o,
-            "{:<name_w$} {:>12} {:>12} {:>9} {:>21} {:>7} {:>7}",
-            cols[0], cols[1], cols[2], cols[3], cols[4], cols[5], cols[6]
-        );
-    };
-    line(
-        o,
-        [
-            "cell",
-            "baseline",
-            "contender",
-            "delta",
-            "interval",
-            "p",
-            "n",
-        ],
-    );
-    for r in &c.rows {
-        let name = if r.cell.is_empty() {
-            format!("{} {}", r.bench, r.metric)
-        } else {
-            format!("{} {} [{}]", r.bench, r.metric, r.cell)
-        };
-        for v in &r.versus {
-            let delta = if v.significant {
-                pct(v.delta)
-            } else {
-                "~".to_string()
-            };
-            let iv = v
-                .interval
-                .map(|[l, h]| format!("[{}, {}]", pct(l), pct(h)))
-                .unwrap_or_else(|| "-".into());
-            let p = v.p.map(|p| format!("{p:.3}")).unwrap_or_else(|| "-".into());
-            line(
-                o,
-                [
-                    &name,
-                    &fmt_g(r.mean, 0, 6),
-                    &fmt_g(v.mean, 0, 6),
-                    &delta,
-                    &iv,
-                    &p,
-                    &format!("{}+{}", v.n1, v.n2),
-                ],
-            );
-        }
-    }
+    summary_lines(o, c);
     if !c.geomean.is_empty() {
-        let _ = writeln!(
-            o,
-            "\ngeomean per unit (improvement: positive = better, whatever the direction):"
-        );
+        o.push_str("\ngeomean per unit (improvement: positive = better):\n");
     }
     for g in &c.geomean {
         let iv = g
@@ -801,18 +739,407 @@ fn compare(o: &mut String, c: &Comparison) {
         } else {
             "same"
         };
-        let _ = writeln!(
-            o,
-            "  {} ({}), {}: {} {word}{iv}, ratio {} over {} row(s)",
-            g.unit,
-            direction_text(g.direction),
-            g.name,
-            pct(g.improvement),
-            fmt_g(g.ratio, 0, 6),
-            g.k
-        );
+        o.push_str(&grid::wrap(
+            &format!(
+                "  {} ({}), {}: {} {word}{iv}, ratio {} over {} row(s)",
+                g.unit,
+                direction_text(g.direction),
+                g.name,
+                pct(g.improvement),
+                fmt_g(g.ratio, 0, 6),
+                g.k
+            ),
+            WIDTH,
+            "    ",
+        ));
     }
     for u in &c.unpaired {
         let _ = writeln!(o, "unpaired (not in every operand): {u}");
+    }
+}
+
+// --- layouts (table.rs) ------------------------------------------------------
+
+use super::grid::{self, Panel};
+use super::human;
+use super::table::{Column, SystemBlock, Table, TableDoc, Value};
+
+/// Widest line of a layout's text.
+pub const WIDTH: usize = 80;
+
+/// One value as text: human units, a `*` when the change is significant.
+pub fn cell_text(v: &Value, c: &Column, panel: Panel, unicode: bool) -> String {
+    match v {
+        Value::Mean { mean, half, .. } => {
+            let s = human::value(*mean, &c.unit, *half, unicode);
+            match half {
+                Some(h) if *mean != 0.0 && h.is_finite() => {
+                    let pm = if unicode { "±" } else { "+/-" };
+                    format!("{s} {pm}{:.1}%", 100.0 * h / mean.abs())
+                }
+                _ => s,
+            }
+        }
+        Value::Change {
+            pct,
+            lo,
+            hi,
+            significant,
+            ..
+        } => {
+            let half = (hi - lo) / 2.0;
+            let mark = if *significant { "*" } else { " " };
+            format!("{}{mark}", human::percent(*pct, Some(half)))
+        }
+        Value::Ratio {
+            mean,
+            half,
+            ratio,
+            lo,
+            hi,
+            significant,
+        } => match panel {
+            Panel::Means => mean.map_or("-".into(), |m| human::value(m, &c.unit, *half, unicode)),
+            Panel::Main => {
+                let h = lo.zip(*hi).map(|(l, h)| (h - l) / 2.0);
+                let mark = if *significant { "*" } else { " " };
+                format!("{}{mark}", human::ratio(*ratio, h))
+            }
+        },
+    }
+}
+
+fn table_head(o: &mut String, t: &Table) {
+    let mut head = t.bench.clone();
+    if let Some(m) = &t.metric {
+        head.push_str(": ");
+        head.push_str(m);
+        if let Some(u) = &t.unit
+            && u != m
+        {
+            let _ = write!(head, " [{u}]");
+        }
+    }
+    if !t.section.is_empty() {
+        let s: Vec<String> = t.section.iter().map(|(k, v)| format!("{k} {v}")).collect();
+        let _ = write!(head, " ({})", s.join(", "));
+    }
+    o.push_str(&grid::wrap(&head, WIDTH, "  "));
+    for l in &t.legend {
+        o.push_str(&grid::wrap(l, WIDTH, "  "));
+    }
+    if !t.constant.is_empty() {
+        let c: Vec<String> = t.constant.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        o.push_str(&grid::wrap(
+            &format!("all cells: {}", c.join(", ")),
+            WIDTH,
+            "  ",
+        ));
+    }
+    if t.kind == crate::plan::report::TableKind::Matrix {
+        let d: Vec<String> = t
+            .cols
+            .iter()
+            .map(|c| format!("{}: {}", c.metric, c.direction))
+            .collect();
+        o.push_str(&grid::wrap(&d.join("; "), WIDTH, "  "));
+    }
+}
+
+fn layout_table(o: &mut String, t: &Table, unicode: bool) {
+    table_head(o, t);
+    o.push('\n');
+    let rule = '-';
+    if t.kind == crate::plan::report::TableKind::Ratio && t.metric.is_some() {
+        o.push_str("values:\n");
+        let g = grid::of_table(t, Panel::Means, &|v, c| {
+            cell_text(v, c, Panel::Means, unicode)
+        });
+        o.push_str(&g.text(WIDTH, rule));
+        let _ = writeln!(o, "\nnormalised to {}:", t.cols[0].label);
+    }
+    let g = grid::of_table(t, Panel::Main, &|v, c| {
+        cell_text(v, c, Panel::Main, unicode)
+    });
+    o.push_str(&g.text(WIDTH, rule));
+    for d in &t.diffs {
+        let _ = writeln!(o, "\n{}: {} vs {}", d.metric, d.baseline, d.contender);
+        let _ = writeln!(o, "x {}\n+ {}", d.baseline, d.contender);
+        o.push_str(&difference_block(Version::FreeBsdMain, d.a, d.b, d.level));
+    }
+}
+
+fn system_text(o: &mut String, s: &SystemBlock) {
+    let _ = writeln!(o, "System configuration ({}):", s.host);
+    let mut kv = |k: &str, v: String| {
+        o.push_str(&grid::wrap(
+            &format!("  {k:<11} {v}"),
+            WIDTH,
+            &" ".repeat(14),
+        ));
+    };
+    kv("OS:", s.os.clone());
+    kv("Kernel:", s.kernel.clone());
+    kv("Memory:", gib(s.memory_bytes));
+    kv(
+        "CPUs:",
+        format!(
+            "{} socket(s), {} core(s), {} thread(s), SMT {}",
+            s.sockets,
+            s.cores,
+            s.threads,
+            s.smt.as_deref().unwrap_or("unknown")
+        ),
+    );
+    kv(
+        "CPU model:",
+        s.cpu_model.clone().unwrap_or_else(|| "unknown".into()),
+    );
+    for (state, m) in &s.microcode {
+        if state.is_empty() {
+            kv("Microcode:", m.clone());
+        } else {
+            kv("Microcode:", format!("{m} ({state})"));
+        }
+    }
+    let day = |t: f64| fmt_time(t).chars().take(10).collect::<String>();
+    let (a, b) = (day(s.first), day(s.last));
+    kv("Date:", if a == b { a } else { format!("{a} .. {b}") });
+    if s.warnings.is_empty() {
+        kv("Noise:", "no warning".into());
+    }
+    for w in &s.warnings {
+        kv("Noise:", w.clone());
+    }
+}
+
+/// Scaling curves with human units: per testcase and context, tasks down,
+/// a group per mode (ops/s and efficiency).
+fn scaling_text(o: &mut String, s: &super::scale::Scaling, unicode: bool) {
+    let mut head = format!("{}: ops/s by tasks", s.bench);
+    if !s.context.is_empty() {
+        let _ = write!(head, " ({})", s.context.join(", "));
+    }
+    o.push_str(&grid::wrap(&head, WIDTH, "  "));
+    o.push_str("eff = ops(n) / (n * ops(first)), the per-task efficiency\n\n");
+    let mut tasks: Vec<u32> = s
+        .series
+        .iter()
+        .flat_map(|x| x.points.iter().map(|p| p.tasks))
+        .collect();
+    tasks.sort_unstable();
+    tasks.dedup();
+    let g = grid::Grid {
+        row_head: vec!["tasks".into()],
+        groups: s.series.iter().map(|x| (x.mode.clone(), 2)).collect(),
+        col_head: s
+            .series
+            .iter()
+            .flat_map(|_| ["ops/s".to_string(), "eff".to_string()])
+            .collect(),
+        rows: tasks
+            .iter()
+            .map(|n| {
+                let vals = s
+                    .series
+                    .iter()
+                    .flat_map(|x| match x.points.iter().find(|p| p.tasks == *n) {
+                        Some(p) => [
+                            human::value(p.mean, "ops/s", None, unicode),
+                            format!("{:.2}", p.efficiency),
+                        ],
+                        None => ["-".into(), "-".into()],
+                    })
+                    .collect();
+                (vec![n.to_string()], vals)
+            })
+            .collect(),
+        summary_from: None,
+    };
+    o.push_str(&g.text(WIDTH, '-'));
+    let flat: Vec<String> = s
+        .series
+        .iter()
+        .map(|x| match x.flattens_at {
+            Some(n) => format!("{} at {n} tasks", x.mode),
+            None => format!("{} not within the tasks measured", x.mode),
+        })
+        .collect();
+    o.push_str(&grid::wrap(
+        &format!("flattens (eff < {FLATTEN_BELOW:.2}): {}", flat.join("; ")),
+        WIDTH,
+        "  ",
+    ));
+}
+
+fn tables(o: &mut String, d: &TableDoc) {
+    for t in &d.title {
+        let _ = writeln!(o, "{t}");
+    }
+    for t in &d.tables {
+        o.push('\n');
+        layout_table(o, t, d.unicode);
+    }
+    if d.kind == crate::plan::report::TableKind::Scaling || d.tables.is_empty() {
+        for s in &d.scaling {
+            o.push('\n');
+            scaling_text(o, s, d.unicode);
+        }
+    }
+    if !d.skipped.is_empty() {
+        o.push('\n');
+        for s in &d.skipped {
+            o.push_str(&grid::wrap(&format!("no table: {s}"), WIDTH, "  "));
+        }
+    }
+    for s in &d.systems {
+        o.push('\n');
+        system_text(o, s);
+    }
+}
+
+/// The comparison's summary within 80 columns: a row per cell and
+/// contender, values in human units, p for every test; labels show only
+/// what varies between the rows, and long ones move to a numbered legend.
+fn summary_lines(o: &mut String, c: &Comparison) {
+    let test = match c.test {
+        Test::Student => "Student",
+        Test::Welch => "Welch",
+        Test::Mwu => "Mwu",
+        Test::Bootstrap => "Bootstrap",
+    };
+    o.push_str(&grid::wrap(
+        &format!(
+            "summary ({test} at {}% confidence; `~` = no significant difference; baseline {}):",
+            c.confidence, c.operands[0]
+        ),
+        WIDTH,
+        "  ",
+    ));
+    // `k=v` parts of the cell labels that every row of a benchmark
+    // shares: said once, under the table.
+    let parts: Vec<Vec<&str>> = c
+        .rows
+        .iter()
+        .map(|r| {
+            r.cell
+                .split(',')
+                .map(str::trim)
+                .filter(|p| !p.is_empty())
+                .collect()
+        })
+        .collect();
+    let mut shared: IndexMap<&str, Vec<&str>> = IndexMap::new();
+    for (i, r) in c.rows.iter().enumerate() {
+        if shared.contains_key(r.bench.as_str()) {
+            continue;
+        }
+        let same: Vec<usize> = (0..c.rows.len())
+            .filter(|&j| c.rows[j].bench == r.bench)
+            .collect();
+        let common: Vec<&str> = parts[i]
+            .iter()
+            .copied()
+            .filter(|p| same.len() > 1 && same.iter().all(|&j| parts[j].contains(p)))
+            .collect();
+        shared.insert(r.bench.as_str(), common);
+    }
+    let names: Vec<String> = c
+        .rows
+        .iter()
+        .zip(&parts)
+        .map(|(r, p)| {
+            let common = &shared[r.bench.as_str()];
+            let rest: Vec<&str> = p.iter().copied().filter(|x| !common.contains(x)).collect();
+            if rest.is_empty() {
+                format!("{} {}", r.bench, r.metric)
+            } else {
+                format!("{} {} [{}]", r.bench, r.metric, rest.join(","))
+            }
+        })
+        .collect();
+    const NAME_MAX: usize = 22;
+    let legend = names.iter().any(|n| n.chars().count() > NAME_MAX);
+    let contenders = c.operands.len() > 2;
+    let mut rows: Vec<(Vec<String>, Vec<String>)> = Vec::new();
+    for (i, (r, name)) in c.rows.iter().zip(&names).enumerate() {
+        let label = if legend {
+            format!("#{}", i + 1)
+        } else {
+            name.clone()
+        };
+        for v in &r.versus {
+            // Fewer digits for large changes: the row stays within 80.
+            let short = |x: f64| {
+                let p = x * 100.0;
+                if p.abs() >= 100.0 {
+                    format!("{p:+.0}%")
+                } else {
+                    format!("{p:+.1}%")
+                }
+            };
+            let delta = if v.significant {
+                short(v.delta)
+            } else {
+                "~".to_string()
+            };
+            let iv = v
+                .interval
+                .map(|[l, h]| format!("[{}, {}]", short(l), short(h)))
+                .unwrap_or_else(|| "-".into());
+            let p = v.p.map(fmt_p).unwrap_or_else(|| "-".into());
+            let mut labels = vec![label.clone()];
+            if contenders {
+                labels.push(v.name.clone());
+            }
+            rows.push((
+                labels,
+                vec![
+                    human::value(r.mean, &r.unit, None, false),
+                    human::value(v.mean, &r.unit, None, false),
+                    delta,
+                    iv,
+                    p,
+                    format!("{}+{}", v.n1, v.n2),
+                ],
+            ));
+        }
+    }
+    let mut head = vec!["cell".to_string()];
+    if contenders {
+        head.push("vs".into());
+    }
+    let g = grid::Grid {
+        row_head: head,
+        groups: vec![(String::new(), 6)],
+        col_head: ["baseline", "contender", "delta", "interval", "p", "n"]
+            .map(String::from)
+            .to_vec(),
+        rows,
+        summary_from: None,
+    };
+    o.push_str(&g.text(WIDTH, '-'));
+    if legend {
+        for (i, n) in names.iter().enumerate() {
+            o.push_str(&grid::wrap(&format!("#{} {n}", i + 1), WIDTH, "    "));
+        }
+    }
+    for (bench, common) in &shared {
+        if !common.is_empty() {
+            o.push_str(&grid::wrap(
+                &format!("every {bench} row: {}", common.join(", ")),
+                WIDTH,
+                "  ",
+            ));
+        }
+    }
+}
+
+/// A p-value with the digits it needs: `0.034`, `2e-06`.
+fn fmt_p(p: f64) -> String {
+    if p >= 0.001 || p == 0.0 {
+        format!("{p:.3}")
+    } else {
+        format!("{p:.0e}")
     }
 }

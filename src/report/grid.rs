@@ -1,0 +1,348 @@
+//! A table already turned into strings (by the text or Markdown renderer),
+//! and its layout: aligned plain text within a width, split into panels
+//! that repeat the row labels when the columns do not fit; or a GitHub
+//! Markdown table.
+
+/// Cells as strings: row labels, then the value columns, grouped.
+pub struct Grid {
+    /// Headers of the row-label columns.
+    pub row_head: Vec<String>,
+    /// Column groups: (label, number of columns); one group with an empty
+    /// label when there are none.
+    pub groups: Vec<(String, usize)>,
+    /// Headers of the value columns, group-major.
+    pub col_head: Vec<String>,
+    /// (row labels, values).
+    pub rows: Vec<(Vec<String>, Vec<String>)>,
+    /// Rows from this index on are summaries (a rule above them).
+    pub summary_from: Option<usize>,
+}
+
+fn width(s: &str) -> usize {
+    s.chars().count()
+}
+
+fn pad_left(s: &str, w: usize) -> String {
+    format!("{}{s}", " ".repeat(w.saturating_sub(width(s))))
+}
+
+fn pad_right(s: &str, w: usize) -> String {
+    format!("{s}{}", " ".repeat(w.saturating_sub(width(s))))
+}
+
+fn center(s: &str, w: usize) -> String {
+    let n = w.saturating_sub(width(s));
+    format!("{}{s}{}", " ".repeat(n / 2), " ".repeat(n - n / 2))
+}
+
+const COL_GAP: usize = 2;
+const GROUP_GAP: usize = 4;
+
+impl Grid {
+    /// Plain text, each line at most `max` columns where the labels allow
+    /// (columns that do not fit go to a following panel).
+    pub fn text(&self, max: usize, rule: char) -> String {
+        let nlab = self.row_head.len();
+        let lab_w: Vec<usize> = (0..nlab)
+            .map(|i| {
+                self.rows
+                    .iter()
+                    .map(|(l, _)| l.get(i).map_or(0, |s| width(s)))
+                    .chain([width(&self.row_head[i])])
+                    .max()
+                    .unwrap_or(0)
+            })
+            .collect();
+        let ncols = self.col_head.len();
+        let col_w: Vec<usize> = (0..ncols)
+            .map(|j| {
+                self.rows
+                    .iter()
+                    .map(|(_, v)| v.get(j).map_or(0, |s| width(s)))
+                    .chain([width(&self.col_head[j])])
+                    .max()
+                    .unwrap_or(0)
+            })
+            .collect();
+        // Column j's group.
+        let mut group_of = Vec::with_capacity(ncols);
+        for (gi, (_, n)) in self.groups.iter().enumerate() {
+            group_of.extend(std::iter::repeat_n(gi, *n));
+        }
+        let labels_w: usize = lab_w.iter().sum::<usize>() + COL_GAP * nlab.saturating_sub(1);
+        // Labels and values part by a wider gap only where groups are drawn.
+        let has_groups = self.groups.iter().any(|(l, _)| !l.is_empty());
+        let lead_gap = if has_groups { GROUP_GAP } else { COL_GAP + 1 };
+        // Pack columns into panels.
+        let mut panels: Vec<Vec<usize>> = Vec::new();
+        let mut cur: Vec<usize> = Vec::new();
+        let mut w = labels_w;
+        for j in 0..ncols {
+            let gap = match cur.last() {
+                None if nlab == 0 => 0,
+                None => lead_gap,
+                Some(&p) if group_of[p] != group_of[j] => GROUP_GAP,
+                Some(_) => COL_GAP,
+            };
+            // A group's label must fit over its columns too.
+            let need = gap + col_w[j];
+            if !cur.is_empty() && w + need > max {
+                panels.push(std::mem::take(&mut cur));
+                w = labels_w;
+                let gap = if nlab == 0 { 0 } else { lead_gap };
+                w += gap + col_w[j];
+            } else {
+                w += need;
+            }
+            cur.push(j);
+        }
+        if !cur.is_empty() || panels.is_empty() {
+            panels.push(cur);
+        }
+        let mut o = String::new();
+        for (pi, panel) in panels.iter().enumerate() {
+            if pi > 0 {
+                o.push('\n');
+            }
+            // Spans of each group in this panel.
+            let mut spans: Vec<(usize, Vec<usize>)> = Vec::new();
+            for &j in panel {
+                match spans.last_mut() {
+                    Some((g, v)) if *g == group_of[j] => v.push(j),
+                    _ => spans.push((group_of[j], vec![j])),
+                }
+            }
+            // Widen a group's last column when its label is wider.
+            let mut cw = col_w.clone();
+            for (g, cols) in &spans {
+                let lw = width(&self.groups[*g].0);
+                let span: usize = cols.iter().map(|j| cw[*j]).sum::<usize>()
+                    + COL_GAP * cols.len().saturating_sub(1);
+                if lw > span {
+                    let last = *cols.last().expect("non-empty");
+                    cw[last] += lw - span;
+                }
+            }
+            let lead = |o: &mut String, cells: &[String]| {
+                let parts: Vec<String> = (0..nlab)
+                    .map(|i| pad_right(cells.get(i).map_or("", |s| s.as_str()), lab_w[i]))
+                    .collect();
+                o.push_str(&parts.join(&" ".repeat(COL_GAP)));
+            };
+            let body = |o: &mut String, cells: &dyn Fn(usize) -> String, right: bool| {
+                let mut prev: Option<usize> = None;
+                for &j in panel {
+                    let gap = match prev {
+                        None if nlab == 0 => 0,
+                        None => lead_gap,
+                        Some(p) if group_of[p] != group_of[j] => GROUP_GAP,
+                        Some(_) => COL_GAP,
+                    };
+                    o.push_str(&" ".repeat(gap));
+                    let s = cells(j);
+                    o.push_str(&if right {
+                        pad_left(&s, cw[j])
+                    } else {
+                        pad_right(&s, cw[j])
+                    });
+                    prev = Some(j);
+                }
+            };
+            if has_groups {
+                for line in 0..2 {
+                    let mut l = String::new();
+                    lead(&mut l, &vec![String::new(); nlab]);
+                    let mut first = true;
+                    for (g, cols) in &spans {
+                        let span: usize = cols.iter().map(|j| cw[*j]).sum::<usize>()
+                            + COL_GAP * cols.len().saturating_sub(1);
+                        if !(first && nlab == 0) {
+                            l.push_str(&" ".repeat(GROUP_GAP));
+                        }
+                        first = false;
+                        let label = &self.groups[*g].0;
+                        let text = if line == 0 {
+                            label.clone()
+                        } else {
+                            rule.to_string().repeat(width(label))
+                        };
+                        l.push_str(&center(&text, span));
+                    }
+                    o.push_str(l.trim_end());
+                    o.push('\n');
+                }
+            }
+            for line in 0..2 {
+                let mut l = String::new();
+                let heads: Vec<String> = if line == 0 {
+                    self.row_head.clone()
+                } else {
+                    self.row_head
+                        .iter()
+                        .map(|h| rule.to_string().repeat(width(h)))
+                        .collect()
+                };
+                lead(&mut l, &heads);
+                body(
+                    &mut l,
+                    &|j| {
+                        if line == 0 {
+                            self.col_head[j].clone()
+                        } else {
+                            rule.to_string().repeat(width(&self.col_head[j]))
+                        }
+                    },
+                    true,
+                );
+                o.push_str(l.trim_end());
+                o.push('\n');
+            }
+            for (ri, (labels, values)) in self.rows.iter().enumerate() {
+                if self.summary_from == Some(ri) {
+                    let mut l = String::new();
+                    lead(&mut l, &vec![String::new(); nlab]);
+                    body(&mut l, &|_| String::new(), true);
+                    o.push_str(&rule.to_string().repeat(width(&l).min(max)));
+                    o.push('\n');
+                }
+                let mut l = String::new();
+                lead(&mut l, labels);
+                body(
+                    &mut l,
+                    &|j| values.get(j).cloned().unwrap_or_default(),
+                    true,
+                );
+                o.push_str(l.trim_end());
+                o.push('\n');
+            }
+        }
+        o
+    }
+
+    /// A GitHub Markdown table; `esc` escapes user strings (labels and
+    /// headers), values are taken as they are.
+    pub fn markdown(&self, esc: &dyn Fn(&str) -> String) -> String {
+        let mut heads: Vec<String> = self.row_head.iter().map(|h| esc(h)).collect();
+        let mut j = 0;
+        for (g, n) in &self.groups {
+            for _ in 0..*n {
+                let h = esc(&self.col_head[j]);
+                heads.push(if g.is_empty() {
+                    h
+                } else {
+                    format!("{}: {h}", esc(g))
+                });
+                j += 1;
+            }
+        }
+        let mut o = format!("| {} |\n", heads.join(" | "));
+        let aligns: Vec<&str> = (0..heads.len())
+            .map(|i| {
+                if i < self.row_head.len() {
+                    ":--"
+                } else {
+                    "--:"
+                }
+            })
+            .collect();
+        o.push_str(&format!("| {} |\n", aligns.join(" | ")));
+        for (ri, (labels, values)) in self.rows.iter().enumerate() {
+            let mut cells: Vec<String> = labels.iter().map(|l| esc(l)).collect();
+            if self.summary_from.is_some_and(|s| ri >= s) {
+                cells = cells.into_iter().map(|c| format!("*{c}*")).collect();
+            }
+            while cells.len() < self.row_head.len() {
+                cells.push(String::new());
+            }
+            cells.extend(values.iter().cloned());
+            o.push_str(&format!("| {} |\n", cells.join(" | ")));
+        }
+        o
+    }
+}
+
+/// Escape a user string for Markdown (and the HTML GitHub renders it to):
+/// table pipes, HTML specials, emphasis and code marks.
+pub fn md_escape(s: &str) -> String {
+    let mut o = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => o.push_str("&amp;"),
+            '<' => o.push_str("&lt;"),
+            '>' => o.push_str("&gt;"),
+            '"' => o.push_str("&quot;"),
+            '|' | '*' | '_' | '`' | '[' | ']' | '\\' | '#' => {
+                o.push('\\');
+                o.push(c);
+            }
+            '\n' => o.push(' '),
+            c => o.push(c),
+        }
+    }
+    o
+}
+
+use super::table::{Column, Table, TableRow, Value};
+
+/// Which numbers of a ratio table a grid shows.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Panel {
+    /// The table's own values (changes, ratios, means).
+    Main,
+    /// The means of a ratio table, before normalising.
+    Means,
+}
+
+/// A table as a grid, each value formatted by `cell`.
+pub fn of_table(t: &Table, panel: Panel, cell: &dyn Fn(&Value, &Column) -> String) -> Grid {
+    let ncols = t.cols.len();
+    let row = |r: &TableRow| -> (Vec<String>, Vec<String>) {
+        let values = r
+            .cells
+            .iter()
+            .enumerate()
+            .map(|(i, v)| match v {
+                Some(v) => cell(v, &t.cols[i % ncols.max(1)]),
+                None => "-".to_string(),
+            })
+            .collect();
+        (r.labels.clone(), values)
+    };
+    let mut rows: Vec<(Vec<String>, Vec<String>)> = t.rows.iter().map(row).collect();
+    let summary_from = (panel == Panel::Main && !t.summary.is_empty()).then_some(rows.len());
+    if panel == Panel::Main {
+        rows.extend(t.summary.iter().map(row));
+    }
+    let mut col_head = Vec::new();
+    for _ in &t.groups {
+        col_head.extend(t.cols.iter().map(|c| c.label.clone()));
+    }
+    Grid {
+        row_head: t.row_dims.clone(),
+        groups: t.groups.iter().map(|g| (g.clone(), ncols)).collect(),
+        col_head,
+        rows,
+        summary_from,
+    }
+}
+
+/// Words of `text` in lines of at most `max` columns, the continuation
+/// lines indented by `indent`.
+pub fn wrap(text: &str, max: usize, indent: &str) -> String {
+    let mut o = String::new();
+    let lead = width(text) - width(text.trim_start());
+    let mut line = " ".repeat(lead);
+    for w in text.trim_start().split(' ') {
+        if !line.trim().is_empty() && width(&line) + 1 + width(w) > max {
+            o.push_str(line.trim_end());
+            o.push('\n');
+            line = indent.to_string();
+        } else if !line.trim().is_empty() {
+            line.push(' ');
+        }
+        line.push_str(w);
+    }
+    o.push_str(line.trim_end());
+    o.push('\n');
+    o
+}

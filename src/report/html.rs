@@ -1,0 +1,609 @@
+//! HTML: one self-contained page (inline CSS and SVG; no script, font,
+//! image or style fetched) with a bar chart per table (confidence-interval
+//! whiskers), scaling curves with the ideal-scaling line, the tables, the
+//! system block and a methods section. Every user string is escaped.
+//! Documents without a layout are their text rendering in a `<pre>`.
+
+use std::fmt::Write;
+
+use super::Document;
+use super::grid::Panel;
+use super::human;
+use super::scale::Scaling;
+use super::table::{SystemBlock, Table, TableDoc, Value};
+use crate::ministat::{Version, difference_block};
+use crate::plan::report::TableKind;
+
+/// Escape text for HTML element content and attribute values.
+pub fn esc(s: &str) -> String {
+    let mut o = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => o.push_str("&amp;"),
+            '<' => o.push_str("&lt;"),
+            '>' => o.push_str("&gt;"),
+            '"' => o.push_str("&quot;"),
+            '\'' => o.push_str("&#39;"),
+            c => o.push(c),
+        }
+    }
+    o
+}
+
+const CSS: &str = "body{font-family:sans-serif;max-width:1100px;margin:1em auto;padding:0 1em;color:#222}\
+table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #ccc;padding:2px 8px;text-align:right}\
+th{background:#f3f3f3}td.l,th.l{text-align:left}.sig{font-weight:bold}pre{background:#f7f7f7;padding:.5em;overflow:auto}\
+.legend{color:#555;font-size:90%}svg{display:block;margin:.5em 0}";
+
+const COLOURS: [&str; 8] = [
+    "#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#9c755f",
+];
+
+pub fn render(doc: &Document<'_>) -> String {
+    let (title, body) = match doc {
+        Document::Tables(t) => (t.title.join("; "), tables(t)),
+        other => (
+            "kbench".to_string(),
+            format!("<pre>{}</pre>", esc(&super::text::render(other))),
+        ),
+    };
+    format!(
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
+         <meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; img-src data:\">\
+         <title>{}</title><style>{CSS}</style></head>\n<body>\n{body}</body></html>\n",
+        esc(&title)
+    )
+}
+
+/// An axis label with the digits the axis span needs.
+fn tick(v: f64, span: f64) -> String {
+    let d = if span >= 20.0 {
+        0
+    } else if span >= 2.0 {
+        1
+    } else {
+        3
+    };
+    format!("{v:.d$}")
+}
+
+/// One bar: value, optional interval.
+type Bar = Option<(f64, Option<(f64, f64)>)>;
+
+/// A grouped bar chart: `cats` along x, one bar per series in each, with
+/// whiskers for the intervals and a reference line at `base`.
+fn bar_chart(
+    series: &[String],
+    cats: &[String],
+    bars: &[Vec<Bar>],
+    base: f64,
+    ylabel: &str,
+) -> String {
+    let (w, h, left, bottom, top) = (900.0, 300.0, 70.0, 60.0, 20.0);
+    let mut lo = base;
+    let mut hi = base;
+    for b in bars.iter().flatten().flatten() {
+        let (v, iv) = b;
+        for x in [Some(*v), iv.map(|i| i.0), iv.map(|i| i.1)]
+            .into_iter()
+            .flatten()
+        {
+            if x.is_finite() {
+                lo = lo.min(x);
+                hi = hi.max(x);
+            }
+        }
+    }
+    if hi <= lo {
+        hi = lo + 1.0;
+    }
+    let pad = (hi - lo) * 0.05;
+    let (lo, hi) = (lo - pad, hi + pad);
+    let plot_h = h - bottom - top;
+    let y = |v: f64| top + plot_h * (hi - v) / (hi - lo);
+    let plot_w = w - left - 10.0;
+    let cat_w = plot_w / cats.len().max(1) as f64;
+    let bar_w = (cat_w * 0.8) / series.len().max(1) as f64;
+    let mut o = format!(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{}\" class=\"chart\" role=\"img\">",
+        h + 20.0 * ((series.len() as f64) / 4.0).ceil()
+    );
+    // Axis, ticks and the reference line.
+    for k in 0..=4 {
+        let v = lo + (hi - lo) * k as f64 / 4.0;
+        let _ = write!(
+            o,
+            "<line x1=\"{left}\" x2=\"{}\" y1=\"{y:.1}\" y2=\"{y:.1}\" stroke=\"#eee\"/><text x=\"{}\" y=\"{:.1}\" font-size=\"11\" text-anchor=\"end\">{}</text>",
+            w - 10.0,
+            left - 4.0,
+            y(v) + 4.0,
+            esc(&tick(v, hi - lo)),
+            y = y(v)
+        );
+    }
+    let _ = write!(
+        o,
+        "<line x1=\"{left}\" x2=\"{}\" y1=\"{b:.1}\" y2=\"{b:.1}\" stroke=\"#333\"/>\
+         <text x=\"12\" y=\"{}\" font-size=\"11\" transform=\"rotate(-90 12 {})\" text-anchor=\"middle\">{}</text>",
+        w - 10.0,
+        top + plot_h / 2.0,
+        top + plot_h / 2.0,
+        esc(ylabel),
+        b = y(base)
+    );
+    for (ci, cat) in cats.iter().enumerate() {
+        let x0 = left + cat_w * ci as f64 + cat_w * 0.1;
+        for (si, b) in bars.get(ci).into_iter().flatten().enumerate() {
+            let Some((v, iv)) = b else { continue };
+            if !v.is_finite() {
+                continue;
+            }
+            let x = x0 + bar_w * si as f64;
+            let (a, b2) = (y(*v), y(base));
+            let _ = write!(
+                o,
+                "<rect x=\"{x:.1}\" y=\"{:.1}\" width=\"{:.1}\" height=\"{:.1}\" fill=\"{}\"><title>{}</title></rect>",
+                a.min(b2),
+                (bar_w - 1.0).max(1.0),
+                (a - b2).abs().max(0.5),
+                COLOURS[si % COLOURS.len()],
+                esc(&format!("{} {}: {v:.4}", cat, series[si]))
+            );
+            if let Some((l, u)) = iv
+                && l.is_finite()
+                && u.is_finite()
+            {
+                let cx = x + bar_w / 2.0;
+                let _ = write!(
+                    o,
+                    "<path d=\"M{cx:.1} {:.1}V{:.1}M{:.1} {:.1}H{:.1}M{:.1} {:.1}H{:.1}\" stroke=\"#000\" fill=\"none\"/>",
+                    y(*l),
+                    y(*u),
+                    cx - 3.0,
+                    y(*l),
+                    cx + 3.0,
+                    cx - 3.0,
+                    y(*u),
+                    cx + 3.0
+                );
+            }
+        }
+        let _ = write!(
+            o,
+            "<text x=\"{:.1}\" y=\"{:.1}\" font-size=\"11\" text-anchor=\"middle\">{}</text>",
+            left + cat_w * (ci as f64 + 0.5),
+            h - bottom + 14.0,
+            esc(cat)
+        );
+    }
+    for (si, s) in series.iter().enumerate() {
+        let (lx, ly) = (
+            left + 200.0 * (si % 4) as f64,
+            h - bottom + 36.0 + 20.0 * (si / 4) as f64,
+        );
+        let _ = write!(
+            o,
+            "<rect x=\"{lx}\" y=\"{:.1}\" width=\"10\" height=\"10\" fill=\"{}\"/><text x=\"{}\" y=\"{ly:.1}\" font-size=\"11\">{}</text>",
+            ly - 9.0,
+            COLOURS[si % COLOURS.len()],
+            lx + 14.0,
+            esc(s)
+        );
+    }
+    o.push_str("</svg>\n");
+    o
+}
+
+/// The bars of a table: a category per row, a series per group and
+/// column.
+fn table_chart(t: &Table) -> String {
+    let series: Vec<String> = t
+        .groups
+        .iter()
+        .flat_map(|g| {
+            t.cols.iter().map(move |c| {
+                if g.is_empty() {
+                    c.label.clone()
+                } else {
+                    format!("{g}: {}", c.label)
+                }
+            })
+        })
+        .collect();
+    let rows: Vec<&super::table::TableRow> = t.rows.iter().chain(&t.summary).collect();
+    let cats: Vec<String> = rows.iter().map(|r| r.labels.join(" ")).collect();
+    let (base, ylabel) = match t.kind {
+        TableKind::Improvement => (0.0, "% improvement (positive = better)".to_string()),
+        TableKind::Ratio => (1.0, "ratio to the baseline".to_string()),
+        _ => (0.0, "mean / the column's first row".to_string()),
+    };
+    let bars: Vec<Vec<Bar>> = rows
+        .iter()
+        .map(|r| {
+            r.cells
+                .iter()
+                .enumerate()
+                .map(|(i, c)| match c {
+                    Some(Value::Change { pct, lo, hi, .. }) => Some((*pct, Some((*lo, *hi)))),
+                    Some(Value::Ratio { ratio, lo, hi, .. }) => Some((*ratio, lo.zip(*hi))),
+                    // Matrix columns have different units: each relative
+                    // to its first row, so one axis holds them.
+                    Some(Value::Mean { mean, half, .. }) => {
+                        let first = t.rows.iter().find_map(|r| match &r.cells[i] {
+                            Some(Value::Mean { mean, .. }) if *mean != 0.0 => Some(*mean),
+                            _ => None,
+                        })?;
+                        Some((
+                            mean / first,
+                            half.map(|h| ((mean - h) / first, (mean + h) / first)),
+                        ))
+                    }
+                    None => None,
+                })
+                .collect()
+        })
+        .collect();
+    let base = if t.kind == TableKind::Matrix {
+        1.0
+    } else {
+        base
+    };
+    bar_chart(&series, &cats, &bars, base, &ylabel)
+}
+
+fn cell(v: &Value, c: &super::table::Column, panel: Panel) -> String {
+    let s = super::text::cell_text(v, c, panel, true);
+    let sig = matches!(
+        v,
+        Value::Change {
+            significant: true,
+            ..
+        }
+    ) || (panel == Panel::Main
+        && matches!(
+            v,
+            Value::Ratio {
+                significant: true,
+                ..
+            }
+        ));
+    let iv = match v {
+        Value::Change { lo, hi, .. } if lo.is_finite() && hi.is_finite() => {
+            let h = Some((hi - lo) / 2.0);
+            format!(
+                " [{}, {}]",
+                human::percent_end(*lo, h),
+                human::percent_end(*hi, h)
+            )
+        }
+        Value::Ratio {
+            lo: Some(l),
+            hi: Some(h),
+            ..
+        } if panel == Panel::Main => format!(" [{l:.3}, {h:.3}]"),
+        _ => String::new(),
+    };
+    let s = s.trim_end_matches(['*', ' ']).to_string();
+    if sig {
+        format!("<td class=\"sig\">{}{}</td>", esc(&s), esc(&iv))
+    } else {
+        format!("<td>{}{}</td>", esc(&s), esc(&iv))
+    }
+}
+
+fn html_table(o: &mut String, t: &Table, panel: Panel) {
+    o.push_str("<table>");
+    let grouped = t.groups.iter().any(|g| !g.is_empty());
+    if grouped {
+        o.push_str("<tr>");
+        for _ in &t.row_dims {
+            o.push_str("<th></th>");
+        }
+        for g in &t.groups {
+            let _ = write!(o, "<th colspan=\"{}\">{}</th>", t.cols.len(), esc(g));
+        }
+        o.push_str("</tr>");
+    }
+    o.push_str("<tr>");
+    for d in &t.row_dims {
+        let _ = write!(o, "<th class=\"l\">{}</th>", esc(d));
+    }
+    for _ in &t.groups {
+        for c in &t.cols {
+            let _ = write!(o, "<th>{}</th>", esc(&c.label));
+        }
+    }
+    o.push_str("</tr>\n");
+    let summary: &[super::table::TableRow] = if panel == Panel::Main {
+        &t.summary
+    } else {
+        &[]
+    };
+    for r in t.rows.iter().chain(summary) {
+        o.push_str("<tr>");
+        for i in 0..t.row_dims.len().max(1) {
+            let _ = write!(
+                o,
+                "<td class=\"l\">{}</td>",
+                esc(r.labels.get(i).map_or("", |s| s.as_str()))
+            );
+        }
+        for (i, c) in r.cells.iter().enumerate() {
+            match c {
+                Some(v) => o.push_str(&cell(v, &t.cols[i % t.cols.len().max(1)], panel)),
+                None => o.push_str("<td>-</td>"),
+            }
+        }
+        o.push_str("</tr>\n");
+    }
+    o.push_str("</table>\n");
+}
+
+fn table(o: &mut String, t: &Table) {
+    let mut head = t.bench.clone();
+    if let Some(m) = &t.metric {
+        let _ = write!(head, ": {m}");
+        if let Some(u) = &t.unit
+            && u != m
+        {
+            let _ = write!(head, " [{u}]");
+        }
+    }
+    if !t.section.is_empty() {
+        let s: Vec<String> = t.section.iter().map(|(k, v)| format!("{k} {v}")).collect();
+        let _ = write!(head, " ({})", s.join(", "));
+    }
+    let _ = writeln!(o, "<h2>{}</h2>", esc(&head));
+    o.push_str("<p class=\"legend\">");
+    for l in &t.legend {
+        let l = l.replace("* = ", "bold = ");
+        let _ = write!(o, "{}<br>", esc(&l));
+    }
+    if !t.constant.is_empty() {
+        let c: Vec<String> = t.constant.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        let _ = write!(o, "all cells: {}", esc(&c.join(", ")));
+    }
+    o.push_str("</p>\n");
+    o.push_str(&table_chart(t));
+    if t.kind == TableKind::Ratio && t.metric.is_some() {
+        o.push_str("<h3>Values</h3>\n");
+        html_table(o, t, Panel::Means);
+        let _ = writeln!(o, "<h3>Normalised to {}</h3>", esc(&t.cols[0].label));
+    }
+    html_table(o, t, Panel::Main);
+    for d in &t.diffs {
+        let _ = writeln!(
+            o,
+            "<p>{}: {} vs {}</p><pre>{}</pre>",
+            esc(&d.metric),
+            esc(&d.baseline),
+            esc(&d.contender),
+            esc(&difference_block(Version::FreeBsdMain, d.a, d.b, d.level))
+        );
+    }
+}
+
+/// ops/s against tasks, a line per mode, and the ideal line (the first
+/// point scaled by the task count).
+fn scaling(o: &mut String, s: &Scaling) {
+    let mut head = format!("{}: ops/s by tasks", s.bench);
+    if !s.context.is_empty() {
+        let _ = write!(head, " ({})", s.context.join(", "));
+    }
+    let _ = writeln!(o, "<h2>{}</h2>", esc(&head));
+    let (w, h, left, bottom, top) = (700.0, 320.0, 90.0, 50.0, 20.0);
+    let tasks: Vec<u32> = s
+        .series
+        .iter()
+        .flat_map(|x| x.points.iter().map(|p| p.tasks))
+        .collect();
+    let tmax = tasks.iter().copied().max().unwrap_or(1).max(2) as f64;
+    let tmin = tasks.iter().copied().min().unwrap_or(1) as f64;
+    let ideal: Vec<(f64, f64)> = s
+        .series
+        .first()
+        .and_then(|x| x.points.first())
+        .map(|p| {
+            let per = p.mean / p.tasks as f64;
+            vec![(tmin, per * tmin), (tmax, per * tmax)]
+        })
+        .unwrap_or_default();
+    let ymax = s
+        .series
+        .iter()
+        .flat_map(|x| x.points.iter().map(|p| p.max))
+        .chain(ideal.iter().map(|p| p.1))
+        .fold(1.0, f64::max)
+        * 1.05;
+    let x = |t: f64| left + (w - left - 20.0) * (t - tmin) / (tmax - tmin).max(1.0);
+    let y = |v: f64| top + (h - top - bottom) * (1.0 - v / ymax);
+    let _ = write!(
+        o,
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{h}\" class=\"chart\" role=\"img\">"
+    );
+    for k in 0..=4 {
+        let v = ymax * k as f64 / 4.0;
+        let _ = write!(
+            o,
+            "<line x1=\"{left}\" x2=\"{}\" y1=\"{yy:.1}\" y2=\"{yy:.1}\" stroke=\"#eee\"/><text x=\"{}\" y=\"{:.1}\" font-size=\"11\" text-anchor=\"end\">{}</text>",
+            w - 20.0,
+            left - 4.0,
+            y(v) + 4.0,
+            esc(&human::value(v, "ops/s", None, true)),
+            yy = y(v)
+        );
+    }
+    let mut ts = tasks.clone();
+    ts.sort_unstable();
+    ts.dedup();
+    for t in &ts {
+        let _ = write!(
+            o,
+            "<text x=\"{:.1}\" y=\"{:.1}\" font-size=\"11\" text-anchor=\"middle\">{t}</text>",
+            x(*t as f64),
+            h - bottom + 16.0
+        );
+    }
+    let _ = write!(
+        o,
+        "<text x=\"{:.1}\" y=\"{:.1}\" font-size=\"11\" text-anchor=\"middle\">tasks</text>",
+        (left + w) / 2.0,
+        h - 10.0
+    );
+    if let [a, b] = ideal.as_slice() {
+        let _ = write!(
+            o,
+            "<path d=\"M{:.1} {:.1}L{:.1} {:.1}\" stroke=\"#999\" stroke-dasharray=\"4 3\" fill=\"none\"><title>ideal scaling</title></path>",
+            x(a.0),
+            y(a.1),
+            x(b.0),
+            y(b.1)
+        );
+    }
+    for (si, sr) in s.series.iter().enumerate() {
+        let c = COLOURS[si % COLOURS.len()];
+        let d: Vec<String> = sr
+            .points
+            .iter()
+            .enumerate()
+            .map(|(i, p)| {
+                format!(
+                    "{}{:.1} {:.1}",
+                    if i == 0 { "M" } else { "L" },
+                    x(p.tasks as f64),
+                    y(p.mean)
+                )
+            })
+            .collect();
+        let _ = write!(
+            o,
+            "<path d=\"{}\" stroke=\"{c}\" stroke-width=\"2\" fill=\"none\"/>",
+            d.join("")
+        );
+        for p in &sr.points {
+            let _ = write!(
+                o,
+                "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"3\" fill=\"{c}\"><title>{}</title></circle>",
+                x(p.tasks as f64),
+                y(p.mean),
+                esc(&format!(
+                    "{} {} tasks: {}",
+                    sr.mode,
+                    p.tasks,
+                    human::value(p.mean, "ops/s", None, true)
+                ))
+            );
+        }
+        let _ = write!(
+            o,
+            "<text x=\"{:.1}\" y=\"{:.1}\" font-size=\"12\" fill=\"{c}\">{}</text>",
+            left + 10.0 + 120.0 * si as f64,
+            top + 12.0,
+            esc(&sr.mode)
+        );
+    }
+    o.push_str("</svg>\n<table><tr><th>tasks</th>");
+    for sr in &s.series {
+        let _ = write!(o, "<th>{} ops/s</th><th>eff</th>", esc(&sr.mode));
+    }
+    o.push_str("</tr>\n");
+    for t in &ts {
+        let _ = write!(o, "<tr><td>{t}</td>");
+        for sr in &s.series {
+            match sr.points.iter().find(|p| p.tasks == *t) {
+                Some(p) => {
+                    let _ = write!(
+                        o,
+                        "<td>{}</td><td>{:.2}</td>",
+                        esc(&human::value(p.mean, "ops/s", None, true)),
+                        p.efficiency
+                    );
+                }
+                None => o.push_str("<td>-</td><td>-</td>"),
+            }
+        }
+        o.push_str("</tr>\n");
+    }
+    o.push_str("</table>\n");
+}
+
+fn system(o: &mut String, s: &SystemBlock) {
+    let _ = writeln!(o, "<h2>System configuration ({})</h2><table>", esc(&s.host));
+    let mut kv = |k: &str, v: String| {
+        let _ = writeln!(
+            o,
+            "<tr><th class=\"l\">{}</th><td class=\"l\">{}</td></tr>",
+            esc(k),
+            esc(&v)
+        );
+    };
+    kv("OS", s.os.clone());
+    kv("Kernel", s.kernel.clone());
+    kv(
+        "Memory",
+        format!("{:.1} GiB", s.memory_bytes as f64 / (1u64 << 30) as f64),
+    );
+    kv(
+        "CPUs",
+        format!(
+            "{} socket(s), {} core(s), {} thread(s), SMT {}",
+            s.sockets,
+            s.cores,
+            s.threads,
+            s.smt.as_deref().unwrap_or("unknown")
+        ),
+    );
+    kv("CPU model", s.cpu_model.clone().unwrap_or_default());
+    for (state, m) in &s.microcode {
+        kv(
+            "Microcode",
+            if state.is_empty() {
+                m.clone()
+            } else {
+                format!("{m} ({state})")
+            },
+        );
+    }
+    kv(
+        "Date",
+        format!(
+            "{} .. {}",
+            super::text::fmt_time(s.first),
+            super::text::fmt_time(s.last)
+        ),
+    );
+    for w in &s.warnings {
+        kv("Noise", w.clone());
+    }
+    o.push_str("</table>\n");
+}
+
+fn tables(d: &TableDoc) -> String {
+    let mut o = String::new();
+    for t in &d.title {
+        let _ = writeln!(o, "<h1>{}</h1>", esc(t));
+    }
+    for t in &d.tables {
+        table(&mut o, t);
+    }
+    if d.kind == TableKind::Scaling || d.tables.is_empty() {
+        for s in &d.scaling {
+            scaling(&mut o, s);
+        }
+    }
+    for s in &d.skipped {
+        let _ = writeln!(o, "<p class=\"legend\">no table: {}</p>", esc(s));
+    }
+    for s in &d.systems {
+        system(&mut o, s);
+    }
+    o.push_str("<h2>Methods</h2>\n<ul>");
+    for m in &d.methods {
+        let _ = write!(o, "<li>{}</li>", esc(m));
+    }
+    o.push_str("</ul>\n");
+    if let Some(p) = &d.plan {
+        let _ = writeln!(o, "<h3>Plan</h3><pre>{}</pre>", esc(p));
+    }
+    o
+}

@@ -1,0 +1,267 @@
+//! Markdown (GitHub tables) for reviews and issues: a layout's tables with
+//! each value's interval beside it and significant values in bold; every
+//! user string (labels, names, host) escaped. Documents without a table
+//! layout are their text rendering in a fenced block.
+
+use std::fmt::Write;
+
+use super::Document;
+use super::grid::{self, Panel, md_escape};
+use super::human;
+use super::table::{Column, SystemBlock, Table, TableDoc, Value};
+use crate::ministat::{Version, difference_block};
+use crate::plan::report::TableKind;
+
+pub fn render(doc: &Document<'_>) -> String {
+    match doc {
+        Document::Tables(t) => tables(t),
+        other => format!("```\n{}```\n", super::text::render(other)),
+    }
+}
+
+fn cell(v: &Value, c: &Column, panel: Panel) -> String {
+    let bold = |s: String, b: bool| if b { format!("**{s}**") } else { s };
+    match v {
+        Value::Mean { .. } => super::text::cell_text(v, c, panel, true),
+        Value::Change {
+            pct,
+            lo,
+            hi,
+            significant,
+            ..
+        } => {
+            let h = Some((hi - lo) / 2.0);
+            let iv = if lo.is_finite() && hi.is_finite() {
+                format!(
+                    " [{}, {}]",
+                    human::percent_end(*lo, h),
+                    human::percent_end(*hi, h)
+                )
+            } else {
+                String::new()
+            };
+            format!("{}{iv}", bold(human::percent(*pct, h), *significant))
+        }
+        Value::Ratio {
+            mean,
+            half,
+            ratio,
+            lo,
+            hi,
+            significant,
+        } => match panel {
+            Panel::Means => mean.map_or("-".into(), |m| human::value(m, &c.unit, *half, true)),
+            Panel::Main => {
+                let h = lo.zip(*hi).map(|(l, h)| (h - l) / 2.0);
+                let iv = match (lo, hi) {
+                    (Some(l), Some(h2)) => {
+                        format!(" [{}, {}]", human::ratio(*l, h), human::ratio(*h2, h))
+                    }
+                    _ => String::new(),
+                };
+                format!("{}{iv}", bold(human::ratio(*ratio, h), *significant))
+            }
+        },
+    }
+}
+
+fn table(o: &mut String, t: &Table) {
+    let mut head = md_escape(&t.bench);
+    if let Some(m) = &t.metric {
+        let _ = write!(head, ": {}", md_escape(m));
+        if let Some(u) = &t.unit
+            && u != m
+        {
+            let _ = write!(head, " \\[{}\\]", md_escape(u));
+        }
+    }
+    if !t.section.is_empty() {
+        let s: Vec<String> = t
+            .section
+            .iter()
+            .map(|(k, v)| format!("{} {}", md_escape(k), md_escape(v)))
+            .collect();
+        let _ = write!(head, " ({})", s.join(", "));
+    }
+    let _ = writeln!(o, "### {head}\n");
+    for l in &t.legend {
+        let l = l.replace("* = significant", "bold = significant");
+        let l = l.replace("; * = the", "; bold = the");
+        let _ = writeln!(o, "{}  ", md_escape(&l));
+    }
+    if !t.constant.is_empty() {
+        let c: Vec<String> = t
+            .constant
+            .iter()
+            .map(|(k, v)| format!("{}={}", md_escape(k), md_escape(v)))
+            .collect();
+        let _ = writeln!(o, "all cells: {}  ", c.join(", "));
+    }
+    if t.kind == TableKind::Matrix {
+        let d: Vec<String> = t
+            .cols
+            .iter()
+            .map(|c| format!("{}: {}", md_escape(&c.metric), c.direction))
+            .collect();
+        let _ = writeln!(o, "{}  ", d.join("; "));
+    }
+    o.push('\n');
+    if t.kind == TableKind::Ratio && t.metric.is_some() {
+        o.push_str("Values:\n\n");
+        let g = grid::of_table(t, Panel::Means, &|v, c| cell(v, c, Panel::Means));
+        o.push_str(&g.markdown(&md_escape));
+        let _ = writeln!(o, "\nNormalised to {}:\n", md_escape(&t.cols[0].label));
+    }
+    let g = grid::of_table(t, Panel::Main, &|v, c| cell(v, c, Panel::Main));
+    o.push_str(&g.markdown(&md_escape));
+    for d in &t.diffs {
+        let _ = writeln!(
+            o,
+            "\n{}: {} vs {}\n",
+            md_escape(&d.metric),
+            md_escape(&d.baseline),
+            md_escape(&d.contender)
+        );
+        // A code block shows ministat's lines as they are; only a fence
+        // inside a label could end it, and labels are escaped above.
+        let _ = writeln!(
+            o,
+            "```\n{}```",
+            difference_block(Version::FreeBsdMain, d.a, d.b, d.level)
+        );
+    }
+}
+
+fn system(o: &mut String, s: &SystemBlock) {
+    let _ = writeln!(o, "### System configuration ({})\n", md_escape(&s.host));
+    let mut kv = |k: &str, v: String| {
+        let _ = writeln!(o, "- **{k}**: {}", md_escape(&v));
+    };
+    kv("OS", s.os.clone());
+    kv("Kernel", s.kernel.clone());
+    kv(
+        "Memory",
+        format!("{:.1} GiB", s.memory_bytes as f64 / (1u64 << 30) as f64),
+    );
+    kv(
+        "CPUs",
+        format!(
+            "{} socket(s), {} core(s), {} thread(s), SMT {}",
+            s.sockets,
+            s.cores,
+            s.threads,
+            s.smt.as_deref().unwrap_or("unknown")
+        ),
+    );
+    kv(
+        "CPU model",
+        s.cpu_model.clone().unwrap_or_else(|| "unknown".into()),
+    );
+    for (state, m) in &s.microcode {
+        kv(
+            "Microcode",
+            if state.is_empty() {
+                m.clone()
+            } else {
+                format!("{m} ({state})")
+            },
+        );
+    }
+    let day = |t: f64| {
+        super::text::fmt_time(t)
+            .chars()
+            .take(10)
+            .collect::<String>()
+    };
+    let (a, b) = (day(s.first), day(s.last));
+    kv("Date", if a == b { a } else { format!("{a} .. {b}") });
+    for w in &s.warnings {
+        kv("Noise", w.clone());
+    }
+}
+
+fn scaling(o: &mut String, s: &super::scale::Scaling) {
+    let mut head = format!("{}: ops/s by tasks", md_escape(&s.bench));
+    if !s.context.is_empty() {
+        let c: Vec<String> = s.context.iter().map(|x| md_escape(x)).collect();
+        let _ = write!(head, " ({})", c.join(", "));
+    }
+    let _ = writeln!(o, "### {head}\n");
+    let mut tasks: Vec<u32> = s
+        .series
+        .iter()
+        .flat_map(|x| x.points.iter().map(|p| p.tasks))
+        .collect();
+    tasks.sort_unstable();
+    tasks.dedup();
+    let g = grid::Grid {
+        row_head: vec!["tasks".into()],
+        groups: s.series.iter().map(|x| (x.mode.clone(), 2)).collect(),
+        col_head: s
+            .series
+            .iter()
+            .flat_map(|_| ["ops/s".to_string(), "eff".to_string()])
+            .collect(),
+        rows: tasks
+            .iter()
+            .map(|n| {
+                let vals = s
+                    .series
+                    .iter()
+                    .flat_map(|x| match x.points.iter().find(|p| p.tasks == *n) {
+                        Some(p) => [
+                            human::value(p.mean, "ops/s", None, true),
+                            format!("{:.2}", p.efficiency),
+                        ],
+                        None => ["-".into(), "-".into()],
+                    })
+                    .collect();
+                (vec![n.to_string()], vals)
+            })
+            .collect(),
+        summary_from: None,
+    };
+    o.push_str(&g.markdown(&md_escape));
+    let flat: Vec<String> = s
+        .series
+        .iter()
+        .map(|x| match x.flattens_at {
+            Some(n) => format!("{} at {n} tasks", md_escape(&x.mode)),
+            None => format!("{} not within the tasks measured", md_escape(&x.mode)),
+        })
+        .collect();
+    let _ = writeln!(
+        o,
+        "\nFlattens (efficiency < {:.2}): {}",
+        super::scale::FLATTEN_BELOW,
+        flat.join("; ")
+    );
+}
+
+fn tables(d: &TableDoc) -> String {
+    let mut o = String::new();
+    for t in &d.title {
+        let _ = writeln!(o, "## {}\n", md_escape(t));
+    }
+    for t in &d.tables {
+        table(&mut o, t);
+        o.push('\n');
+    }
+    if d.kind == TableKind::Scaling || d.tables.is_empty() {
+        for s in &d.scaling {
+            scaling(&mut o, s);
+            o.push('\n');
+        }
+    }
+    for s in &d.skipped {
+        let _ = writeln!(o, "- no table: {}", md_escape(s));
+    }
+    if !d.skipped.is_empty() {
+        o.push('\n');
+    }
+    for s in &d.systems {
+        system(&mut o, s);
+        o.push('\n');
+    }
+    o
+}

@@ -1,0 +1,1094 @@
+//! Tables as data (benchstat's `benchtab` is the model): a table holds one
+//! benchmark's cells, its rows and columns are projections of the cells'
+//! dimensions (factors and parameters), and each cell holds numbers (a
+//! mean with its interval, a change with its test, a ratio), never text.
+//! The layouts of [`TableKind`] are choices of rows, columns, column groups
+//! and baseline made by a [`Layout`] (the plan's `[report]` section and the
+//! `kbench report` flags), not separate code paths; renderers
+//! (`text.rs`, `markdown.rs`, `json.rs`) only format.
+//!
+//! Labels show only what varies: a dimension with one value across a
+//! table's cells is moved to the table's `constant` legend.
+
+use indexmap::IndexMap;
+use serde::Serialize;
+
+use super::scale::Scaling;
+use super::{CellSummary, Report, Subject};
+use crate::plan::report::{Assign, Layout, TableKind};
+use crate::record::Direction;
+use crate::stats::geomean::geomean_of_ratios;
+use crate::stats::student::{self, Moments};
+use crate::stats::ttest::{TKind, TTest};
+use crate::stats::{Confidence, Sample};
+
+/// What `kbench report` prints when a layout other than ministat's is
+/// chosen: a title, the tables, scaling curves and the systems measured.
+#[derive(Clone, Debug, Serialize)]
+pub struct TableDoc {
+    pub title: Vec<String>,
+    pub kind: TableKind,
+    pub tables: Vec<Table>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub scaling: Vec<Scaling>,
+    pub systems: Vec<SystemBlock>,
+    /// Why some benchmark has no table under this layout.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub skipped: Vec<String>,
+    /// How the numbers were taken: samples, warm-ups, order and seed,
+    /// outlier handling, the command line.
+    pub methods: Vec<String>,
+    /// The campaign's plan, as run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub plan: Option<String>,
+    /// Print `µ` and box characters instead of ASCII (text only).
+    #[serde(skip)]
+    pub unicode: bool,
+}
+
+/// One column: a variant of the compared dimensions, or (matrix) a metric.
+#[derive(Clone, Debug, Serialize)]
+pub struct Column {
+    pub label: String,
+    pub metric: String,
+    pub unit: String,
+    pub direction: Direction,
+    /// The dimension values the column stands for.
+    pub assign: Vec<(String, String)>,
+}
+
+/// A number a table shows.
+#[derive(Clone, Debug, Serialize)]
+#[serde(tag = "type", rename_all = "lowercase")]
+pub enum Value {
+    /// A mean and the half-width of its confidence interval.
+    Mean {
+        mean: f64,
+        half: Option<f64>,
+        n: usize,
+    },
+    /// The change of a variant over its baseline in percent, signed so
+    /// that positive is better, with the test's interval and p-value.
+    Change {
+        pct: f64,
+        lo: f64,
+        hi: f64,
+        p: f64,
+        significant: bool,
+        n1: usize,
+        n2: usize,
+    },
+    /// A mean (absent in a geomean row) and its ratio to the baseline's,
+    /// with the ratio's interval.
+    Ratio {
+        mean: Option<f64>,
+        half: Option<f64>,
+        ratio: f64,
+        lo: Option<f64>,
+        hi: Option<f64>,
+        significant: bool,
+    },
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct TableRow {
+    pub labels: Vec<String>,
+    /// `groups.len() * cols.len()` cells, group-major.
+    pub cells: Vec<Option<Value>>,
+}
+
+/// ministat's difference block between two rows of a matrix.
+#[derive(Clone, Debug, Serialize)]
+pub struct Diff {
+    pub metric: String,
+    pub baseline: String,
+    pub contender: String,
+    pub a: Moments,
+    pub b: Moments,
+    /// Index of the confidence level in ministat's table.
+    pub level: usize,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Table {
+    pub kind: TableKind,
+    pub bench: String,
+    /// The metric (all columns share it), or none for a matrix.
+    pub metric: Option<String>,
+    pub unit: Option<String>,
+    pub direction: Option<Direction>,
+    /// Section: `host`, `revision` values this table is restricted to.
+    pub section: Vec<(String, String)>,
+    /// Dimensions with one value in this table (`placement=none`).
+    pub constant: Vec<(String, String)>,
+    /// What the numbers mean (`% improvement over ...`).
+    pub legend: Vec<String>,
+    pub row_dims: Vec<String>,
+    /// Column-group header (`cpus`) and the group labels (`2way`, `UP`);
+    /// one empty label when there are no groups.
+    pub group_dims: Vec<String>,
+    pub groups: Vec<String>,
+    pub cols: Vec<Column>,
+    pub rows: Vec<TableRow>,
+    /// Rows computed over the others (`geomean`).
+    pub summary: Vec<TableRow>,
+    pub diffs: Vec<Diff>,
+}
+
+/// `kbench sysinfo`'s essentials for the reader of a report (seed 004's
+/// "System Configuration").
+#[derive(Clone, Debug, Serialize)]
+pub struct SystemBlock {
+    pub host: String,
+    pub os: String,
+    pub kernel: String,
+    pub memory_bytes: u64,
+    pub sockets: usize,
+    pub cores: usize,
+    pub threads: usize,
+    pub smt: Option<String>,
+    pub cpu_model: Option<String>,
+    /// Microcode revision, per system state when the states differ.
+    pub microcode: Vec<(String, String)>,
+    /// When the runs took place (UTC timestamps).
+    pub first: f64,
+    pub last: f64,
+    pub warnings: Vec<String>,
+}
+
+/// A row's dimensions: factors, then parameters (sizes as `2k`), then
+/// `host` and `revision`.
+fn dims_of(r: &CellSummary, host: &str) -> IndexMap<String, String> {
+    let mut d = r.factors.clone();
+    for k in r.params.keys() {
+        if !d.contains_key(k) {
+            d.insert(k.clone(), super::param_label(&r.source, &r.params, k));
+        }
+    }
+    if !host.is_empty() {
+        d.insert("host".into(), host.to_string());
+    }
+    if !d.contains_key("revision")
+        && let Some(k) = r.readings.get("kernel.release")
+    {
+        d.insert("revision".into(), k.clone());
+    }
+    d
+}
+
+/// Cells of one table with their dimensions.
+struct Cells<'a> {
+    rows: Vec<(&'a CellSummary, IndexMap<String, String>)>,
+}
+
+impl<'a> Cells<'a> {
+    /// Names whose value differs between cells, in first-seen order.
+    fn varying(&self) -> Vec<String> {
+        let mut names: Vec<String> = Vec::new();
+        for (_, d) in &self.rows {
+            for k in d.keys() {
+                if !names.contains(k) {
+                    names.push(k.clone());
+                }
+            }
+        }
+        let varying: Vec<String> = names
+            .into_iter()
+            .filter(|k| {
+                let first = self.rows[0].1.get(k);
+                self.rows.iter().any(|(_, d)| d.get(k) != first)
+            })
+            .collect();
+        // A parameter a factor sets (`env.WORK` of factor `work`) moves
+        // with it one to one: the factor's label says it already.
+        let factors: Vec<&String> = varying
+            .iter()
+            .filter(|k| self.rows.iter().all(|(c, _)| c.factors.contains_key(*k)))
+            .collect();
+        varying
+            .iter()
+            .filter(|k| factors.contains(k) || !factors.iter().any(|f| self.one_to_one(f, k)))
+            .cloned()
+            .collect()
+    }
+
+    /// Do `a` and `b` determine each other across the cells?
+    fn one_to_one(&self, a: &str, b: &str) -> bool {
+        let mut ab: IndexMap<Option<&String>, Option<&String>> = IndexMap::new();
+        let mut ba: IndexMap<Option<&String>, Option<&String>> = IndexMap::new();
+        for (_, d) in &self.rows {
+            let (x, y) = (d.get(a), d.get(b));
+            if *ab.entry(x).or_insert(y) != y || *ba.entry(y).or_insert(x) != x {
+                return false;
+            }
+        }
+        true
+    }
+
+    fn constant(&self, varying: &[String], hide: &[&str]) -> Vec<(String, String)> {
+        let Some((_, d)) = self.rows.first() else {
+            return Vec::new();
+        };
+        d.iter()
+            .filter(|(k, v)| {
+                !varying.contains(k)
+                    && !hide.contains(&k.as_str())
+                    && self.rows.iter().all(|(_, x)| x.get(*k) == Some(*v))
+            })
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect()
+    }
+}
+
+fn key(d: &IndexMap<String, String>, dims: &[String]) -> Vec<String> {
+    dims.iter()
+        .map(|k| d.get(k).cloned().unwrap_or_else(|| "-".into()))
+        .collect()
+}
+
+fn push_unique<T: PartialEq>(v: &mut Vec<T>, x: T) {
+    if !v.contains(&x) {
+        v.push(x);
+    }
+}
+
+fn matches(d: &IndexMap<String, String>, a: &Assign) -> bool {
+    a.iter().all(|(k, v)| d.get(k) == Some(v))
+}
+
+fn assign_text(a: &[(String, String)]) -> String {
+    a.iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// Host of the runs a row holds.
+fn host_of(r: &CellSummary, hosts: &IndexMap<i64, String>, only: &str) -> String {
+    let mut hs: Vec<&str> = r
+        .runs
+        .iter()
+        .filter_map(|id| hosts.get(id).map(|s| s.as_str()))
+        .collect();
+    hs.dedup();
+    match hs.as_slice() {
+        [] => only.to_string(),
+        [h] => h.to_string(),
+        many => many.join("+"),
+    }
+}
+
+/// The rows, columns and groups a layout gives one table's cells.
+struct Axes {
+    rows: Vec<String>,
+    cols: Vec<String>,
+    groups: Vec<String>,
+}
+
+fn axes(layout: &Layout, varying: &[String], default_cols: Vec<String>) -> Axes {
+    let pick = |want: &[String]| -> Vec<String> {
+        want.iter()
+            .filter(|d| varying.contains(d))
+            .cloned()
+            .collect()
+    };
+    let groups = pick(&layout.groups);
+    let mut cols = pick(&layout.cols);
+    if cols.is_empty() {
+        cols = default_cols
+            .into_iter()
+            .filter(|d| varying.contains(d) && !groups.contains(d))
+            .collect();
+    }
+    let mut rows = pick(&layout.rows);
+    rows.retain(|d| !cols.contains(d) && !groups.contains(d));
+    for d in varying {
+        if !rows.contains(d) && !cols.contains(d) && !groups.contains(d) {
+            rows.push(d.clone());
+        }
+    }
+    Axes { rows, cols, groups }
+}
+
+/// A column's label: the variant's name when one matches, else its
+/// values. A variant names a column when each of its assignments holds
+/// there, by the column's own values or the table's constant ones (`hw`
+/// is `sw=baseline` only where `mcu=hw` too).
+fn col_label(
+    layout: &Layout,
+    dims: &[String],
+    ck: &[String],
+    constant: &[(String, String)],
+) -> String {
+    let mut assign: Vec<(String, String)> = dims.iter().cloned().zip(ck.iter().cloned()).collect();
+    assign.extend(constant.iter().cloned());
+    for (name, a) in &layout.variants {
+        if a.iter().any(|(k, _)| dims.contains(k)) && a.iter().all(|kv| assign.contains(kv)) {
+            return name.clone();
+        }
+    }
+    ck.join(",")
+}
+
+/// Order of a column: its variant's position, unnamed ones after.
+fn col_rank(layout: &Layout, label: &str) -> usize {
+    layout
+        .variants
+        .iter()
+        .position(|(n, _)| n == label)
+        .unwrap_or(usize::MAX)
+}
+
+fn sample(r: &CellSummary) -> Option<Sample> {
+    Sample::new(&r.values).ok()
+}
+
+fn mean_value(r: &CellSummary) -> Value {
+    Value::Mean {
+        mean: r.summary.mean,
+        half: r.ci95.map(|[lo, hi]| (hi - lo) / 2.0),
+        n: r.summary.n,
+    }
+}
+
+/// Change of `v` over `b` in percent, positive = better.
+fn change(b: &CellSummary, v: &CellSummary, layout: &Layout) -> Option<Value> {
+    let (sb, sv) = (sample(b)?, sample(v)?);
+    let conf = Confidence::percent(layout.confidence);
+    let t = match layout.test {
+        TKind::Student => TTest::student(&sb, &sv, conf),
+        TKind::Welch => TTest::welch(&sb, &sv, conf),
+    };
+    // Higher is better: the relative change of the value. Lower is
+    // better: that of its inverse (the rate), base/value - 1, so that 10x
+    // slower reads -90% and 2x faster +100%, as for a throughput.
+    let rel = (sv.mean() - sb.mean()) / sb.mean();
+    let inv = |r: f64| {
+        if 1.0 + r > 0.0 {
+            1.0 / (1.0 + r) - 1.0
+        } else {
+            f64::NAN
+        }
+    };
+    let (pct, lo, hi) = if v.direction == Direction::Lower {
+        (inv(rel), inv(t.relative.hi), inv(t.relative.lo))
+    } else {
+        (rel, t.relative.lo, t.relative.hi)
+    };
+    let finite = |x: f64| if x.is_finite() { x * 100.0 } else { f64::NAN };
+    Some(Value::Change {
+        pct: pct * 100.0,
+        lo: finite(lo),
+        hi: finite(hi),
+        p: t.p,
+        significant: t.significant(),
+        n1: t.n1,
+        n2: t.n2,
+    })
+}
+
+fn ratio_value(b: &CellSummary, v: &CellSummary, layout: &Layout) -> Option<Value> {
+    let (sb, sv) = (sample(b)?, sample(v)?);
+    let conf = Confidence::percent(layout.confidence);
+    let t = match layout.test {
+        TKind::Student => TTest::student(&sb, &sv, conf),
+        TKind::Welch => TTest::welch(&sb, &sv, conf),
+    };
+    let same = std::ptr::eq(b, v);
+    let ok = !same && t.too_few.is_none() && t.relative.lo.is_finite();
+    Some(Value::Ratio {
+        mean: Some(sv.mean()),
+        half: v.ci95.map(|[lo, hi]| (hi - lo) / 2.0),
+        ratio: sv.mean() / sb.mean(),
+        lo: ok.then_some(1.0 + t.relative.lo),
+        hi: ok.then_some(1.0 + t.relative.hi),
+        significant: !same && t.significant(),
+    })
+}
+
+/// Build the tables of `report` under `layout`.
+pub fn build(reports: &[Report], layout: &Layout, unicode: bool) -> TableDoc {
+    let mut doc = TableDoc {
+        title: Vec::new(),
+        kind: layout.table,
+        tables: Vec::new(),
+        scaling: Vec::new(),
+        systems: Vec::new(),
+        skipped: Vec::new(),
+        methods: Vec::new(),
+        plan: None,
+        unicode,
+    };
+    for r in reports {
+        doc.title.push(title(r));
+        let (hosts, only) = hosts(r);
+        match layout.table {
+            TableKind::Improvement | TableKind::Ratio | TableKind::Ministat => {
+                for g in &r.groups {
+                    if g.direction == Direction::Info {
+                        continue;
+                    }
+                    let cells = Cells {
+                        rows: g
+                            .rows
+                            .iter()
+                            .map(|c| (c, dims_of(c, &host_of(c, &hosts, &only))))
+                            .collect(),
+                    };
+                    let t = if layout.table == TableKind::Ratio {
+                        ratio_table(&cells, layout, &g.bench, &g.metric)
+                    } else {
+                        improvement_table(&cells, layout, &g.bench, &g.metric)
+                    };
+                    match t {
+                        Ok(t) => doc.tables.push(t),
+                        Err(why) => doc.skipped.push(format!("{} {}: {why}", g.bench, g.metric)),
+                    }
+                }
+                if layout.table == TableKind::Ratio {
+                    let summary = ratio_summary(&doc.tables);
+                    doc.tables.extend(summary);
+                }
+            }
+            TableKind::Matrix => doc.tables.extend(matrix_tables(r, layout, &hosts, &only)),
+            TableKind::Scaling => {}
+        }
+        if let Some(c) = r.config() {
+            doc.methods.push(format!(
+                "{} sample(s) per cell of ~{} s each after {} warm-up(s); the cells' samples are taken in interleaved rounds, in an order shuffled with seed {}",
+                c.samples, c.sample_time, c.warmup, c.seed
+            ));
+            doc.methods.push(
+                "outliers (modified z-score > 3.5) are flagged in the ministat report and kept in every statistic".into(),
+            );
+            if !c.argv.is_empty() {
+                doc.methods.push(format!("command: {}", c.argv.join(" ")));
+            }
+        }
+        if let Subject::Campaign { campaign, .. } = &r.subject
+            && !campaign.plan_text.is_empty()
+        {
+            doc.plan = Some(campaign.plan_text.clone());
+        }
+        doc.scaling.extend(r.scaling.iter().cloned());
+        if let Some(s) = system_block(r) {
+            doc.systems.push(s);
+        }
+    }
+    doc
+}
+
+fn title(r: &Report) -> String {
+    match &r.subject {
+        Subject::Run(run) => format!(
+            "run {} ({}) on {}",
+            run.id,
+            run.campaign.as_deref().unwrap_or("ad hoc"),
+            run.host
+        ),
+        Subject::Campaign { campaign, runs } => format!(
+            "campaign {} `{}`, {} run(s)",
+            campaign.id,
+            campaign.name,
+            runs.len()
+        ),
+    }
+}
+
+fn hosts(r: &Report) -> (IndexMap<i64, String>, String) {
+    match &r.subject {
+        Subject::Run(run) => (IndexMap::new(), run.host.clone()),
+        Subject::Campaign { runs, .. } => {
+            let m: IndexMap<i64, String> = runs.iter().map(|x| (x.id, x.host.clone())).collect();
+            let only = runs.last().map(|x| x.host.clone()).unwrap_or_default();
+            (m, only)
+        }
+    }
+}
+
+/// A cell's (row, group, column) key.
+type Coord = (Vec<String>, Vec<String>, Vec<String>);
+
+/// Axes, keys and a cell index for an improvement or ratio table.
+struct Grid<'a> {
+    axes: Axes,
+    row_keys: Vec<Vec<String>>,
+    group_keys: Vec<Vec<String>>,
+    col_keys: Vec<Vec<String>>,
+    at: std::collections::HashMap<Coord, &'a CellSummary>,
+    constant: Vec<(String, String)>,
+}
+
+fn grid<'a>(
+    cells: &Cells<'a>,
+    layout: &Layout,
+    default_cols: Vec<String>,
+) -> Result<Grid<'a>, String> {
+    if cells.rows.is_empty() {
+        return Err("no cells".into());
+    }
+    let varying = cells.varying();
+    let axes = axes(layout, &varying, default_cols);
+    let mut g = Grid {
+        row_keys: Vec::new(),
+        group_keys: Vec::new(),
+        col_keys: Vec::new(),
+        at: Default::default(),
+        constant: cells.constant(&varying, &["host"]),
+        axes,
+    };
+    for (c, d) in &cells.rows {
+        let rk = key(d, &g.axes.rows);
+        let gk = key(d, &g.axes.groups);
+        let ck = key(d, &g.axes.cols);
+        push_unique(&mut g.row_keys, rk.clone());
+        push_unique(&mut g.group_keys, gk.clone());
+        push_unique(&mut g.col_keys, ck.clone());
+        if g.at.insert((rk, gk, ck), c).is_some() {
+            return Err("two cells share a row, group and column (add a dimension to rows)".into());
+        }
+    }
+    Ok(g)
+}
+
+fn improvement_table(
+    cells: &Cells,
+    layout: &Layout,
+    bench: &str,
+    metric: &str,
+) -> Result<Table, String> {
+    let base_dims: Vec<String> = layout.baseline.iter().map(|(k, _)| k.clone()).collect();
+    let g = grid(cells, layout, base_dims)?;
+    if g.axes.cols.is_empty() {
+        return Err("no compared dimension varies (set `cols` or `baseline`)".into());
+    }
+    let base_ck: Vec<String> = g
+        .axes
+        .cols
+        .iter()
+        .enumerate()
+        .map(|(i, d)| {
+            layout
+                .baseline
+                .iter()
+                .find(|(k, _)| k == d)
+                .map(|(_, v)| v.clone())
+                .unwrap_or_else(|| g.col_keys[0][i].clone())
+        })
+        .collect();
+    if !g.col_keys.contains(&base_ck) {
+        return Err(format!(
+            "no cell is the baseline {}",
+            assign_text(&g.axes.cols.iter().cloned().zip(base_ck).collect::<Vec<_>>())
+        ));
+    }
+    let mut cols: Vec<(Vec<String>, Column)> = g
+        .col_keys
+        .iter()
+        .filter(|ck| **ck != base_ck)
+        .map(|ck| {
+            let label = col_label(layout, &g.axes.cols, ck, &g.constant);
+            (ck.clone(), column(cells, label, metric, &g.axes.cols, ck))
+        })
+        .collect();
+    cols.sort_by_key(|(_, c)| col_rank(layout, &c.label));
+    let mut rows = Vec::new();
+    for rk in &g.row_keys {
+        let mut out = Vec::new();
+        for gk in &g.group_keys {
+            let base = g.at.get(&(rk.clone(), gk.clone(), base_ck.clone()));
+            for (ck, _) in &cols {
+                let v = g.at.get(&(rk.clone(), gk.clone(), ck.clone()));
+                out.push(match (base, v) {
+                    (Some(b), Some(v)) => change(b, v, layout),
+                    _ => None,
+                });
+            }
+        }
+        rows.push(TableRow {
+            labels: rk.clone(),
+            cells: out,
+        });
+    }
+    let first = cells.rows[0].0;
+    let base_text = assign_text(
+        &g.axes
+            .cols
+            .iter()
+            .cloned()
+            .zip(base_ck.iter().cloned())
+            .collect::<Vec<_>>(),
+    );
+    let test = match layout.test {
+        TKind::Student => "Student's t",
+        TKind::Welch => "Welch's t",
+    };
+    let per = if g.axes.groups.is_empty() {
+        String::new()
+    } else {
+        format!(" of the same {}", g.axes.groups.join(", "))
+    };
+    Ok(Table {
+        kind: TableKind::Improvement,
+        bench: bench.to_string(),
+        metric: Some(metric.to_string()),
+        unit: Some(first.unit.clone()),
+        direction: Some(first.direction),
+        section: Vec::new(),
+        constant: g.constant,
+        legend: vec![
+            format!(
+                "% improvement over {base_text}{per} ({}; positive = better)",
+                first.direction
+            ),
+            format!("* = significant ({test}, {}%)", layout.confidence),
+        ],
+        row_dims: g
+            .axes
+            .rows
+            .iter()
+            .map(|d| layout.name_of(d).to_string())
+            .collect(),
+        group_dims: g.axes.groups.clone(),
+        groups: g.group_keys.iter().map(|k| k.join(",")).collect(),
+        cols: cols.into_iter().map(|(_, c)| c).collect(),
+        rows,
+        summary: Vec::new(),
+        diffs: Vec::new(),
+    })
+}
+
+fn column(cells: &Cells, label: String, metric: &str, dims: &[String], ck: &[String]) -> Column {
+    let first = cells.rows[0].0;
+    Column {
+        label,
+        metric: metric.to_string(),
+        unit: first.unit.clone(),
+        direction: first.direction,
+        assign: dims.iter().cloned().zip(ck.iter().cloned()).collect(),
+    }
+}
+
+fn ratio_table(cells: &Cells, layout: &Layout, bench: &str, metric: &str) -> Result<Table, String> {
+    // Default columns: the factors (configurations); rows the rest.
+    let factor_dims: Vec<String> = cells.rows[0].0.factors.keys().cloned().collect();
+    let default = if layout.baseline.is_empty() {
+        factor_dims
+    } else {
+        layout.baseline.iter().map(|(k, _)| k.clone()).collect()
+    };
+    let g = grid(cells, layout, default)?;
+    let base_ck: Vec<String> = match g.col_keys.first() {
+        Some(first) => g
+            .axes
+            .cols
+            .iter()
+            .enumerate()
+            .map(|(i, d)| {
+                layout
+                    .baseline
+                    .iter()
+                    .find(|(k, _)| k == d)
+                    .map(|(_, v)| v.clone())
+                    .unwrap_or_else(|| first[i].clone())
+            })
+            .collect(),
+        None => Vec::new(),
+    };
+    let mut col_keys = g.col_keys.clone();
+    if let Some(i) = col_keys.iter().position(|k| *k == base_ck) {
+        let b = col_keys.remove(i);
+        col_keys.insert(0, b);
+    } else {
+        return Err("no cell is the baseline".into());
+    }
+    let mut cols: Vec<(Vec<String>, Column)> = col_keys
+        .iter()
+        .map(|ck| {
+            let label = if g.axes.cols.is_empty() {
+                metric.to_string()
+            } else {
+                col_label(layout, &g.axes.cols, ck, &g.constant)
+            };
+            (ck.clone(), column(cells, label, metric, &g.axes.cols, ck))
+        })
+        .collect();
+    // Baseline first, then variants in their declared order.
+    cols[1..].sort_by_key(|(_, c)| col_rank(layout, &c.label));
+    let mut rows = Vec::new();
+    let mut ratios: Vec<Vec<f64>> = vec![Vec::new(); g.group_keys.len() * cols.len()];
+    for rk in &g.row_keys {
+        let mut out = Vec::new();
+        for (gi, gk) in g.group_keys.iter().enumerate() {
+            let base = g.at.get(&(rk.clone(), gk.clone(), base_ck.clone()));
+            for (ci, (ck, _)) in cols.iter().enumerate() {
+                let v = g.at.get(&(rk.clone(), gk.clone(), ck.clone()));
+                let val = match (base, v) {
+                    (Some(b), Some(v)) => ratio_value(b, v, layout),
+                    _ => None,
+                };
+                if let Some(Value::Ratio { ratio, .. }) = &val {
+                    ratios[gi * cols.len() + ci].push(*ratio);
+                }
+                out.push(val);
+            }
+        }
+        rows.push(TableRow {
+            labels: rk.clone(),
+            cells: out,
+        });
+    }
+    let conf = Confidence::percent(layout.confidence);
+    let gm: Vec<Option<Value>> = ratios
+        .iter()
+        .map(|rs| {
+            let g = geomean_of_ratios(rs, conf).ok()?;
+            let iv = g.interval;
+            Some(Value::Ratio {
+                mean: None,
+                half: None,
+                ratio: g.geomean,
+                lo: iv.map(|i| i.lo),
+                hi: iv.map(|i| i.hi),
+                significant: iv.is_some_and(|i| !i.contains(1.0)),
+            })
+        })
+        .collect();
+    let first = cells.rows[0].0;
+    let summary = if g.row_keys.len() > 1 {
+        vec![TableRow {
+            labels: vec!["geomean".to_string()],
+            cells: gm,
+        }]
+    } else {
+        Vec::new()
+    };
+    let base_text = assign_text(
+        &g.axes
+            .cols
+            .iter()
+            .cloned()
+            .zip(base_ck.iter().cloned())
+            .collect::<Vec<_>>(),
+    );
+    Ok(Table {
+        kind: TableKind::Ratio,
+        bench: bench.to_string(),
+        metric: Some(metric.to_string()),
+        unit: Some(first.unit.clone()),
+        direction: Some(first.direction),
+        section: Vec::new(),
+        constant: g.constant,
+        legend: vec![format!(
+            "ratio to {} ({}); * = the {}% interval excludes 1",
+            if base_text.is_empty() {
+                "the baseline".to_string()
+            } else {
+                base_text
+            },
+            first.direction,
+            layout.confidence
+        )],
+        row_dims: g
+            .axes
+            .rows
+            .iter()
+            .map(|d| layout.name_of(d).to_string())
+            .collect(),
+        group_dims: g.axes.groups.clone(),
+        groups: g.group_keys.iter().map(|k| k.join(",")).collect(),
+        cols: cols.into_iter().map(|(_, c)| c).collect(),
+        rows,
+        summary,
+        diffs: Vec::new(),
+    })
+}
+
+/// Seed 004's normalised table: a row per metric, its geomean ratio per
+/// configuration, when the ratio tables share their columns.
+fn ratio_summary(tables: &[Table]) -> Option<Table> {
+    let with: Vec<&Table> = tables
+        .iter()
+        .filter(|t| !t.summary.is_empty() || t.rows.len() == 1)
+        .collect();
+    let first = with.first()?;
+    let labels: Vec<&str> = first.cols.iter().map(|c| c.label.as_str()).collect();
+    if with.len() < 2
+        || with.iter().any(|t| {
+            t.groups != first.groups
+                || t.cols.iter().map(|c| c.label.as_str()).collect::<Vec<_>>() != labels
+        })
+    {
+        return None;
+    }
+    let rows: Vec<TableRow> = with
+        .iter()
+        .map(|t| TableRow {
+            labels: vec![t.metric.clone().unwrap_or_default()],
+            cells: t
+                .summary
+                .first()
+                .unwrap_or(&t.rows[0])
+                .cells
+                .iter()
+                .map(|c| match c {
+                    Some(Value::Ratio {
+                        ratio,
+                        lo,
+                        hi,
+                        significant,
+                        ..
+                    }) => Some(Value::Ratio {
+                        mean: None,
+                        half: None,
+                        ratio: *ratio,
+                        lo: *lo,
+                        hi: *hi,
+                        significant: *significant,
+                    }),
+                    other => other.clone(),
+                })
+                .collect(),
+        })
+        .collect();
+    Some(Table {
+        kind: TableKind::Ratio,
+        bench: "all benchmarks".into(),
+        metric: None,
+        unit: None,
+        direction: None,
+        section: Vec::new(),
+        constant: Vec::new(),
+        legend: {
+            let dirs: Vec<String> = with
+                .iter()
+                .map(|t| {
+                    format!(
+                        "{}: {}",
+                        t.metric.as_deref().unwrap_or(""),
+                        t.direction.map(|d| d.to_string()).unwrap_or_default()
+                    )
+                })
+                .collect();
+            vec![
+                format!(
+                    "geometric mean of each metric's ratios to {}",
+                    first.cols[0].label
+                ),
+                dirs.join("; "),
+            ]
+        },
+        row_dims: vec!["metric".into()],
+        group_dims: first.group_dims.clone(),
+        groups: first.groups.clone(),
+        cols: first.cols.clone(),
+        rows,
+        summary: Vec::new(),
+        diffs: Vec::new(),
+    })
+}
+
+fn matrix_tables(
+    r: &Report,
+    layout: &Layout,
+    hosts: &IndexMap<i64, String>,
+    only: &str,
+) -> Vec<Table> {
+    let level = student::level_index(layout.confidence).unwrap_or(2);
+    let mut benches: IndexMap<String, Vec<&super::Group>> = IndexMap::new();
+    for g in &r.groups {
+        benches.entry(g.bench.clone()).or_default().push(g);
+    }
+    let mut out = Vec::new();
+    for (bench, groups) in benches {
+        // Every cell of every metric, with dimensions.
+        let all: Vec<(&CellSummary, IndexMap<String, String>)> = groups
+            .iter()
+            .flat_map(|g| g.rows.iter())
+            .map(|c| (c, dims_of(c, &host_of(c, hosts, only))))
+            .collect();
+        let cells = Cells { rows: all };
+        if cells.rows.is_empty() {
+            continue;
+        }
+        let varying = cells.varying();
+        let section_dims: Vec<String> = ["host", "revision"]
+            .iter()
+            .map(|s| s.to_string())
+            .filter(|d| cells.rows[0].1.contains_key(d))
+            .collect();
+        // The rows the layout names stay even when constant (seed 000's
+        // `pti | pcid` columns); other dimensions only when they vary.
+        let mut row_dims: Vec<String> = layout
+            .rows
+            .iter()
+            .filter(|d| cells.rows[0].1.contains_key(*d))
+            .cloned()
+            .collect();
+        for d in &varying {
+            if !row_dims.contains(d) && !section_dims.contains(d) {
+                row_dims.push(d.clone());
+            }
+        }
+        let metrics: Vec<&super::Group> = groups.clone();
+        let mut sections: Vec<Vec<String>> = Vec::new();
+        for (_, d) in &cells.rows {
+            push_unique(&mut sections, key(d, &section_dims));
+        }
+        for sk in sections {
+            let in_sec: Vec<&(&CellSummary, IndexMap<String, String>)> = cells
+                .rows
+                .iter()
+                .filter(|(_, d)| key(d, &section_dims) == sk)
+                .collect();
+            let mut row_keys: Vec<Vec<String>> = Vec::new();
+            for (_, d) in &in_sec {
+                push_unique(&mut row_keys, key(d, &row_dims));
+            }
+            let find = |rk: &Vec<String>, metric: &str| {
+                in_sec
+                    .iter()
+                    .find(|(c, d)| c.metric == metric && key(d, &row_dims) == *rk)
+                    .map(|(c, _)| *c)
+            };
+            let cols: Vec<Column> = metrics
+                .iter()
+                .map(|g| Column {
+                    label: g.metric.clone(),
+                    metric: g.metric.clone(),
+                    unit: g.unit.clone(),
+                    direction: g.direction,
+                    assign: Vec::new(),
+                })
+                .collect();
+            let rows: Vec<TableRow> = row_keys
+                .iter()
+                .map(|rk| TableRow {
+                    labels: rk.clone(),
+                    cells: cols
+                        .iter()
+                        .map(|c| find(rk, &c.metric).map(mean_value))
+                        .collect(),
+                })
+                .collect();
+            let mut diffs = Vec::new();
+            for (a, b) in &layout.pairs {
+                for c in &cols {
+                    let pick = |want: &Assign| {
+                        in_sec
+                            .iter()
+                            .find(|(x, d)| x.metric == c.metric && matches(d, want))
+                            .and_then(|(x, _)| sample(x))
+                    };
+                    if let (Some(sa), Some(sb)) = (pick(a), pick(b)) {
+                        diffs.push(Diff {
+                            metric: c.metric.clone(),
+                            baseline: assign_text(a),
+                            contender: assign_text(b),
+                            a: Moments::of(&sa),
+                            b: Moments::of(&sb),
+                            level,
+                        });
+                    }
+                }
+            }
+            let sec_cells = Cells {
+                rows: in_sec.iter().map(|(c, d)| (*c, d.clone())).collect(),
+            };
+            let mut hide: Vec<&str> = section_dims.iter().map(|s| s.as_str()).collect();
+            hide.extend(row_dims.iter().map(|s| s.as_str()));
+            let constant = sec_cells.constant(&varying, &hide);
+            out.push(Table {
+                kind: TableKind::Matrix,
+                bench: bench.clone(),
+                metric: None,
+                unit: None,
+                direction: None,
+                section: section_dims
+                    .iter()
+                    .cloned()
+                    .zip(sk.iter().cloned())
+                    .collect(),
+                constant,
+                legend: vec![format!(
+                    "mean +/- half-width of its {}% confidence interval",
+                    adaptive_conf()
+                )],
+                row_dims: row_dims
+                    .iter()
+                    .map(|d| layout.name_of(d).to_string())
+                    .collect(),
+                group_dims: Vec::new(),
+                groups: vec![String::new()],
+                cols,
+                rows,
+                summary: Vec::new(),
+                diffs,
+            });
+        }
+    }
+    out
+}
+
+/// The level of the stored per-cell intervals (`ci95`).
+fn adaptive_conf() -> f64 {
+    crate::runner::adaptive::PRECISION_CONFIDENCE
+}
+
+fn system_block(r: &Report) -> Option<SystemBlock> {
+    let fp = r.fingerprint()?;
+    let (first, last) = match &r.subject {
+        Subject::Run(run) => (run.started, run.ended.unwrap_or(run.started)),
+        Subject::Campaign { runs, .. } => (
+            runs.first().map_or(0.0, |x| x.started),
+            runs.last().map_or(0.0, |x| x.ended.unwrap_or(x.started)),
+        ),
+    };
+    let mut microcode: Vec<(String, String)> = Vec::new();
+    for s in &r.states {
+        if let Some(m) = s.get("microcode") {
+            let state: Vec<String> = s
+                .iter()
+                .filter(|(k, _)| *k != "microcode")
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect();
+            push_unique(&mut microcode, (state.join(","), m.clone()));
+        }
+    }
+    if microcode.is_empty()
+        && let Some(m) = &fp.microcode
+    {
+        microcode.push((String::new(), m.clone()));
+    }
+    Some(SystemBlock {
+        host: fp.hostname.clone(),
+        os: fp.os_release.clone().unwrap_or_else(|| fp.os.clone()),
+        kernel: fp.kernel_release.clone(),
+        memory_bytes: fp.memory_bytes,
+        sockets: fp.sockets,
+        cores: fp.cores,
+        threads: fp.threads,
+        smt: fp.smt.clone(),
+        cpu_model: fp.cpu_model.clone(),
+        microcode,
+        first,
+        last,
+        warnings: fp.warnings().iter().map(|w| w.to_string()).collect(),
+    })
+}
+
+/// Every dimension name of the reports' cells (factors, parameters,
+/// `host`, `revision`), for checking a layout given on the command line.
+pub fn known_dims(reports: &[Report]) -> Vec<String> {
+    let mut out: Vec<String> = vec!["host".into(), "revision".into()];
+    for r in reports {
+        for g in &r.groups {
+            for c in &g.rows {
+                for k in dims_of(c, "").keys() {
+                    push_unique(&mut out, k.clone());
+                }
+            }
+        }
+    }
+    out
+}

@@ -1,0 +1,466 @@
+//! The layouts of `table.rs` from fixed samples: snapshots of every layout
+//! in text and Markdown, and checks of the numbers behind them.
+
+use super::table::{self, TableDoc, Value};
+use super::{Document, Format, Report, render};
+use crate::plan::report::{Layout, TableKind, parse_assign};
+use crate::record::{Direction, Kind, Metric};
+use crate::testing::{run_data, stored_cell};
+
+fn bps() -> Metric {
+    Metric::new("bytes/s", "B/s", Direction::Higher)
+}
+
+/// Six values around `base`, a spread of 0.4%.
+fn around(base: f64) -> Vec<f64> {
+    (0..6)
+        .map(|k| base * (1.0 + (k as f64 - 2.5) * 0.0015))
+        .collect()
+}
+
+/// Seed 001: pipe-bw over pipe_size x zero_copy x cpus, swept chunk.
+fn pipes(cpus_label: &str) -> crate::store::RunData {
+    let mut cells = Vec::new();
+    let mut id = 0;
+    for cpus in ["2way", "UP"] {
+        for (ps, zc) in [(4096, "copy"), (32768, "copy"), (4096, "zc"), (32768, "zc")] {
+            for chunk in [2048u64, 65536] {
+                id += 1;
+                // LP helps on 2way, costs on UP; ZC helps big chunks.
+                let lp = if ps == 32768 {
+                    if cpus == "2way" { 1.3 } else { 0.8 }
+                } else {
+                    1.0
+                };
+                let z = if zc == "zc" {
+                    if chunk > 32768 { 1.5 } else { 0.9 }
+                } else {
+                    1.0
+                };
+                // One variant within the noise: not significant.
+                let noise = if cpus == "UP" && ps == 4096 && zc == "zc" && chunk == 2048 {
+                    1.0 / 0.9 * 1.001
+                } else {
+                    1.0
+                };
+                let cpus = if cpus == "UP" { cpus_label } else { cpus };
+                let ps_label = if ps == 4096 { "4k" } else { "32k" };
+                cells.push(stored_cell(
+                    id,
+                    "pipe-bw",
+                    Kind::Micro,
+                    serde_json::json!({"chunk": chunk, "pipe_size": ps, "zero_copy": zc == "zc", "placement": "none"}),
+                    &[("pipe_size", ps_label), ("zero_copy", zc), ("cpus", cpus)],
+                    &["chunk"],
+                    bps(),
+                    &around(1.1e9 * lp * z * noise),
+                ));
+            }
+        }
+    }
+    run_data(cells)
+}
+
+fn improvement_layout() -> Layout {
+    Layout {
+        table: TableKind::Improvement,
+        rows: vec!["chunk".into()],
+        cols: vec!["pipe_size".into(), "zero_copy".into()],
+        groups: vec!["cpus".into()],
+        baseline: parse_assign("pipe_size=4k,zero_copy=copy").unwrap(),
+        variants: vec![
+            (
+                "LP(32k)".into(),
+                parse_assign("pipe_size=32k,zero_copy=copy").unwrap(),
+            ),
+            (
+                "ZC".into(),
+                parse_assign("pipe_size=4k,zero_copy=zc").unwrap(),
+            ),
+            (
+                "LP(32k)+ZC".into(),
+                parse_assign("pipe_size=32k,zero_copy=zc").unwrap(),
+            ),
+        ],
+        names: [("chunk".to_string(), "T.S".to_string())]
+            .into_iter()
+            .collect(),
+        ..Layout::default()
+    }
+}
+
+fn doc(r: Report, l: &Layout) -> TableDoc {
+    table::build(&[r], l, false)
+}
+
+fn text(d: &TableDoc) -> String {
+    render(&Document::Tables(d), Format::Text).unwrap()
+}
+
+fn md(d: &TableDoc) -> String {
+    render(&Document::Tables(d), Format::Markdown).unwrap()
+}
+
+fn assert_fits(s: &str) {
+    for l in s.lines() {
+        assert!(l.chars().count() <= 80, "line over 80 columns: {l:?}");
+        assert!(l.is_ascii(), "text is ASCII: {l:?}");
+    }
+}
+
+#[test]
+fn improvement_is_seed_001_table_1() {
+    let d = doc(Report::of_run(pipes("UP")), &improvement_layout());
+    let t = &d.tables[0];
+    assert_eq!(t.groups, ["2way", "UP"]);
+    let labels: Vec<&str> = t.cols.iter().map(|c| c.label.as_str()).collect();
+    assert_eq!(labels, ["LP(32k)", "ZC", "LP(32k)+ZC"]);
+    assert_eq!(t.rows[0].labels, ["2k"]);
+    assert_eq!(t.row_dims, ["T.S"]);
+    // 2way, LP(32k), 2k: +30%, significant.
+    let Some(Value::Change {
+        pct, significant, ..
+    }) = &t.rows[0].cells[0]
+    else {
+        panic!("a change")
+    };
+    assert!((pct - 30.0).abs() < 1e-6, "{pct}");
+    assert!(significant);
+    // UP, ZC, 2k: within the noise.
+    let Some(Value::Change { significant, .. }) = &t.rows[0].cells[4] else {
+        panic!("a change")
+    };
+    assert!(!significant);
+    // Constant dimensions leave the labels.
+    assert!(
+        t.constant
+            .iter()
+            .any(|(k, v)| k == "placement" && v == "none")
+    );
+    let s = text(&d);
+    assert_fits(&s);
+    insta::assert_snapshot!("improvement_text", s);
+    insta::assert_snapshot!("improvement_markdown", md(&d));
+}
+
+#[test]
+fn lower_is_better_improves_when_the_value_falls() {
+    let mk = |id, v: f64, label| {
+        stored_cell(
+            id,
+            "getppid",
+            Kind::Micro,
+            serde_json::json!({}),
+            &[("pti", label)],
+            &[],
+            Metric::new("ns/op", "ns", Direction::Lower),
+            &around(v),
+        )
+    };
+    let r = Report::of_run(run_data(vec![mk(1, 200.0, "on"), mk(2, 100.0, "off")]));
+    let l = Layout {
+        table: TableKind::Improvement,
+        baseline: parse_assign("pti=on").unwrap(),
+        ..Layout::default()
+    };
+    let d = doc(r, &l);
+    let Some(Value::Change { pct, lo, hi, .. }) = &d.tables[0].rows[0].cells[0] else {
+        panic!("a change")
+    };
+    // Twice as fast: +100%, as a rate would read.
+    assert!((pct - 100.0).abs() < 1e-9, "{pct}");
+    assert!(lo < pct && pct < hi);
+}
+
+/// Seed 004: programs x (sw x mcu), compile and exec times.
+fn jcc() -> crate::store::RunData {
+    let mut cells = Vec::new();
+    let mut id = 0;
+    for (bench, metric, base) in [
+        ("compile", "compile_time", 0.276),
+        ("exec", "exec_time", 2.86),
+    ] {
+        for (k, prog) in ["sieve", "bsearch", "crc32", "collatz"].iter().enumerate() {
+            for (sw, mcu, cost) in [
+                ("baseline", "baseline", 1.0),
+                ("sw_prefix", "baseline", 1.021),
+                ("baseline", "hw", 1.017),
+                ("sw_prefix", "hw", 1.005),
+            ] {
+                id += 1;
+                let v = base * (1.0 + k as f64 * 0.3) * cost;
+                cells.push(stored_cell(
+                    id,
+                    bench,
+                    Kind::Command,
+                    serde_json::json!({"prog": prog}),
+                    &[("sw", sw), ("mcu", mcu)],
+                    &["prog"],
+                    Metric::new(metric, "s", Direction::Lower),
+                    &around(v),
+                ));
+            }
+        }
+    }
+    run_data(cells)
+}
+
+#[test]
+fn ratio_is_seed_004_with_a_geomean_row() {
+    let l = Layout {
+        table: TableKind::Ratio,
+        cols: vec!["sw".into(), "mcu".into()],
+        ..Layout::default()
+    };
+    let d = doc(Report::of_run(jcc()), &l);
+    // Two per-metric tables and the summary of both.
+    assert_eq!(d.tables.len(), 3);
+    let t = &d.tables[0];
+    assert_eq!(t.cols[0].label, "baseline,baseline");
+    assert_eq!(t.summary[0].labels, ["geomean"]);
+    let Some(Value::Ratio { ratio, lo, hi, .. }) = &t.summary[0].cells[1] else {
+        panic!("a ratio")
+    };
+    assert!((ratio - 1.021).abs() < 1e-9, "{ratio}");
+    assert!(lo.unwrap() <= *ratio && *ratio <= hi.unwrap());
+    let s = &d.tables[2];
+    assert_eq!(s.rows[1].labels, ["exec_time"]);
+    let txt = text(&d);
+    assert_fits(&txt);
+    assert!(txt.contains("System configuration"));
+    insta::assert_snapshot!("ratio_text", txt);
+    insta::assert_snapshot!("ratio_markdown", md(&d));
+}
+
+/// Seed 000: getppid and a build under pti x pcid.
+fn mitigation() -> crate::store::RunData {
+    let mut cells = Vec::new();
+    let mut id = 0;
+    for (pti, pcid, ns, real) in [
+        ("off", "off", 165.9, 1427.4),
+        ("off", "on", 166.0, 1423.4),
+        ("on", "off", 432.0, 1435.2),
+        ("on", "on", 366.0, 1418.5),
+    ] {
+        id += 1;
+        cells.push(stored_cell(
+            id,
+            "getppid",
+            Kind::Micro,
+            serde_json::json!({"cpu": 0}),
+            &[("pti", pti), ("pcid", pcid)],
+            &[],
+            Metric::new("ns/op", "ns", Direction::Lower),
+            &around(ns),
+        ));
+        for (m, v) in [("real", real), ("user", real * 28.6), ("sys", real * 2.1)] {
+            id += 1;
+            let mut c = stored_cell(
+                id,
+                "buildworld",
+                Kind::Command,
+                serde_json::json!({}),
+                &[("pti", pti), ("pcid", pcid)],
+                &[],
+                Metric::new(m, "s", Direction::Lower),
+                &around(v),
+            );
+            c.0.info.key = format!("buildworld#{pti}{pcid}");
+            cells.push(c);
+        }
+    }
+    run_data(cells)
+}
+
+#[test]
+fn matrix_is_seed_000_with_difference_blocks() {
+    let l = Layout {
+        table: TableKind::Matrix,
+        pairs: vec![(
+            parse_assign("pti=on,pcid=on").unwrap(),
+            parse_assign("pti=off,pcid=on").unwrap(),
+        )],
+        ..Layout::default()
+    };
+    let d = doc(Report::of_run(mitigation()), &l);
+    assert_eq!(d.tables.len(), 2);
+    assert_eq!(d.tables[0].row_dims, ["pti", "pcid"]);
+    assert_eq!(
+        d.tables[0].section,
+        [("host".to_string(), "lab1".to_string())]
+    );
+    let b = &d.tables[1];
+    let metrics: Vec<&str> = b.cols.iter().map(|c| c.label.as_str()).collect();
+    assert_eq!(metrics, ["real", "user", "sys"]);
+    assert_eq!(b.diffs.len(), 3);
+    let txt = text(&d);
+    assert_fits(&txt);
+    assert!(txt.contains("Difference at 95.0% confidence"), "{txt}");
+    insta::assert_snapshot!("matrix_text", txt);
+    insta::assert_snapshot!("matrix_markdown", md(&d));
+}
+
+fn scale_run() -> crate::store::RunData {
+    let mut cells = Vec::new();
+    let mut id = 0;
+    for mode in ["processes", "threads"] {
+        for tasks in [1u32, 2, 4, 8] {
+            id += 1;
+            let eff: f64 = if mode == "threads" && tasks >= 4 {
+                0.6
+            } else {
+                0.98
+            };
+            let per = 2.5e7 * eff.powf((tasks as f64).log2());
+            cells.push(stored_cell(
+                id,
+                "getppid1",
+                Kind::Scale,
+                serde_json::json!({"tasks": tasks, "mode": mode}),
+                &[("mode", mode)],
+                &["tasks"],
+                Metric::new("ops/s", "ops/s", Direction::Higher),
+                &around(per * tasks as f64),
+            ));
+        }
+    }
+    run_data(cells)
+}
+
+#[test]
+fn scaling_tables_show_efficiency_and_the_flattening_point() {
+    let l = Layout {
+        table: TableKind::Scaling,
+        ..Layout::default()
+    };
+    let d = doc(Report::of_run(scale_run()), &l);
+    assert_eq!(d.scaling.len(), 1);
+    let th = &d.scaling[0].series[1];
+    assert_eq!(th.flattens_at, Some(4));
+    let txt = text(&d);
+    assert_fits(&txt);
+    insta::assert_snapshot!("scaling_text", txt);
+    insta::assert_snapshot!("scaling_markdown", md(&d));
+}
+
+#[test]
+fn wide_tables_split_into_panels_within_80_columns() {
+    // Six long-named variants: they cannot share one line.
+    let mut cells = Vec::new();
+    for i in 0..7 {
+        let label = format!("variant-with-a-long-name-{i}");
+        cells.push(stored_cell(
+            i + 1,
+            "getppid",
+            Kind::Micro,
+            serde_json::json!({}),
+            &[("v", &label)],
+            &[],
+            Metric::new("ns/op", "ns", Direction::Lower),
+            &around(100.0 + i as f64),
+        ));
+    }
+    let l = Layout {
+        table: TableKind::Improvement,
+        baseline: parse_assign("v=variant-with-a-long-name-0").unwrap(),
+        ..Layout::default()
+    };
+    let d = doc(Report::of_run(run_data(cells)), &l);
+    let txt = text(&d);
+    assert_fits(&txt);
+    for i in 1..7 {
+        assert!(txt.contains(&format!("variant-with-a-long-name-{i}")));
+    }
+}
+
+#[test]
+fn labels_are_escaped_in_markdown() {
+    let d = doc(
+        Report::of_run(pipes("<script>alert(1)</script>")),
+        &improvement_layout(),
+    );
+    let m = md(&d);
+    assert!(!m.contains("<script>"), "{m}");
+    assert!(m.contains("&lt;script&gt;alert(1)&lt;/script&gt;"), "{m}");
+}
+
+#[test]
+fn the_json_model_holds_numbers() {
+    let d = doc(Report::of_run(pipes("UP")), &improvement_layout());
+    let v = super::json::render(&Document::Tables(&d)).unwrap();
+    let c = &v["tables"][0]["rows"][0]["cells"][0];
+    assert_eq!(c["type"], "change");
+    assert!(c["pct"].as_f64().unwrap() > 29.0);
+    assert!(c["p"].as_f64().unwrap() < 0.05);
+    assert_eq!(v["kind"], "improvement");
+}
+
+#[test]
+fn csv_has_one_tidy_row_per_sample() {
+    let d = pipes("U,P \"x\"");
+    let n: usize = d.cells.iter().map(|(_, s)| s.len()).sum();
+    let t = super::samples::build(&d.cells, std::slice::from_ref(&d.run));
+    let csv = render(&Document::Samples(&t), Format::Csv).unwrap();
+    let lines: Vec<&str> = csv.lines().collect();
+    assert_eq!(lines.len(), n + 1);
+    insta::assert_snapshot!("csv_header", lines[0]);
+    // Sizes as the user writes them; a label with a comma and quotes is
+    // one quoted field.
+    assert!(
+        lines.iter().any(|l| l.contains(",\"U,P \"\"x\"\"\",2k,")),
+        "{}",
+        lines[9]
+    );
+    // Values read back exactly.
+    let last: f64 = lines[1].rsplit(',').next().unwrap().parse().unwrap();
+    assert_eq!(last, d.cells[0].1[0].value);
+    // Other documents have no CSV form.
+    let e = render(&Document::Runs(&[]), Format::Csv).unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("--format csv is for `kbench report`")
+    );
+}
+
+#[test]
+fn html_is_one_self_contained_page_with_charts_and_escaped_labels() {
+    let d = doc(
+        Report::of_run(pipes("<script>alert(1)</script>")),
+        &improvement_layout(),
+    );
+    let h = render(&Document::Tables(&d), Format::Html).unwrap();
+    assert!(h.starts_with("<!DOCTYPE html>"));
+    assert!(
+        !h.contains("<script"),
+        "no script, and the label is escaped"
+    );
+    assert!(h.contains("&lt;script&gt;alert(1)&lt;/script&gt;"));
+    // Nothing fetched: no URL but the SVG namespace, a CSP forbidding the rest.
+    let bare = h.replace("http://www.w3.org/2000/svg", "");
+    assert!(!bare.contains("http://") && !bare.contains("https://") && !bare.contains("src="));
+    assert!(h.contains("default-src 'none'"));
+    // A chart with bars and interval whiskers, the table, the system block,
+    // the methods.
+    assert_eq!(h.matches("<svg").count(), 1);
+    assert!(h.matches("<rect").count() >= 12, "a bar per cell");
+    assert!(h.matches("<path d=\"M").count() >= 12, "a whisker per cell");
+    assert!(h.contains("<td class=\"sig\">"));
+    assert!(h.contains("System configuration (lab1)"));
+    assert!(h.contains("<h2>Methods</h2>"));
+    // Scaling curves with the ideal line.
+    let l = Layout {
+        table: TableKind::Scaling,
+        ..Layout::default()
+    };
+    let s = render(
+        &Document::Tables(&doc(Report::of_run(scale_run()), &l)),
+        Format::Html,
+    )
+    .unwrap();
+    assert!(s.contains("<title>ideal scaling</title>"));
+    assert_eq!(
+        s.matches("stroke-width=\"2\"").count(),
+        2,
+        "a curve per mode"
+    );
+}

@@ -1,0 +1,325 @@
+//! `kbench report` layouts through the real binary: a plan's `[report]`
+//! section, the flags that override it, the formats and `-o`.
+
+mod common;
+
+use common::{kbench, plan, stdout};
+
+/// Two command variants whose cost differs by construction (one loop of
+/// 20000 vs 200000 shell iterations), swept over two sizes.
+const PLAN: &str = r#"
+name = "layouts"
+samples = 4
+warmup = 0
+
+[factors]
+work = { apply = "env", var = "WORK", values = ["1", "10"], labels = ["light", "<script>alert(1)</script>"] }
+
+[[bench]]
+name = "loop"
+shell = "i=0; while [ $i -lt $((20000 * WORK)) ]; do i=$((i+1)); done; : {size}"
+sweep = { size = ["2k", "64k"] }
+measure = ["real"]
+
+[report]
+table = "improvement"
+rows = ["size"]
+cols = ["work"]
+baseline = { work = "light" }
+names = { size = "T.S" }
+"#;
+
+fn setup() -> (tempfile::TempDir, std::path::PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let p = plan(dir.path(), "layouts.toml", PLAN);
+    kbench(dir.path())
+        .args([
+            "run",
+            p.to_str().unwrap(),
+            "--quiet",
+            "--sample-time",
+            "0.01",
+        ])
+        .assert()
+        .success();
+    (dir, p)
+}
+
+#[test]
+fn the_plan_layout_the_flags_and_every_format() {
+    let (dir, _) = setup();
+    let d = dir.path();
+    // The plan's layout: improvement of the heavy variant, a row per size.
+    let text = stdout(kbench(d).args(["report", "layouts"]));
+    assert!(text.contains("% improvement over work=light"), "{text}");
+    assert!(text.contains("T.S"), "{text}");
+    let row = text
+        .lines()
+        .find(|l| l.starts_with("64k"))
+        .unwrap_or_else(|| panic!("{text}"));
+    // Ten times the work is slower: a large negative improvement.
+    let pct: f64 = row
+        .split_whitespace()
+        .nth(1)
+        .unwrap()
+        .trim_end_matches('*')
+        .parse()
+        .unwrap();
+    assert!((-99.0..-50.0).contains(&pct), "{row}");
+    for l in text.lines() {
+        assert!(l.len() <= 80, "{l}");
+    }
+    // Markdown escapes the label.
+    let md = stdout(kbench(d).args(["report", "layouts", "--format", "markdown"]));
+    assert!(md.contains("&lt;script&gt;alert(1)&lt;/script&gt;"), "{md}");
+    assert!(!md.contains("<script>"), "{md}");
+    assert!(md.contains("| T.S |"), "{md}");
+    // Flags override: a ratio table with the sizes as columns.
+    let r = stdout(kbench(d).args([
+        "report",
+        "layouts",
+        "--table",
+        "ratio",
+        "--cols",
+        "size",
+        "--baseline",
+        "size=2k",
+    ]));
+    assert!(r.contains("normalised to 2k"), "{r}");
+    // CSV: a header and one row per sample, written with -o.
+    let out = d.join("s.csv");
+    kbench(d)
+        .args([
+            "report",
+            "layouts",
+            "--format",
+            "csv",
+            "-o",
+            out.to_str().unwrap(),
+        ])
+        .assert()
+        .success()
+        .stdout("");
+    let csv = std::fs::read_to_string(&out).unwrap();
+    assert!(
+        csv.starts_with("run,host,bench,work,env.WORK,size,metric,unit,round,seq,value\n"),
+        "{csv}"
+    );
+    assert_eq!(csv.lines().count(), 1 + 2 * 2 * 4);
+    // JSON: the same model.
+    let j = common::json(
+        &kbench(d)
+            .args(["report", "layouts", "--format", "json"])
+            .output()
+            .unwrap()
+            .stdout,
+    );
+    assert_eq!(j["kind"], "improvement");
+    assert_eq!(j["tables"][0]["rows"].as_array().unwrap().len(), 2);
+}
+
+#[test]
+fn a_wrong_dimension_is_one_line_and_exit_2() {
+    let (dir, _) = setup();
+    for args in [
+        vec!["--rows", "nope"],
+        vec!["--baseline", "nope=1"],
+        vec!["--baseline", "work"],
+    ] {
+        let out = kbench(dir.path())
+            .args(["report", "layouts"])
+            .args(&args)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(out.stdout.is_empty());
+    }
+}
+
+#[test]
+fn the_compare_summary_fits_80_columns_with_p_for_every_row() {
+    let (dir, _) = setup();
+    for test in ["student", "welch", "mwu", "bootstrap"] {
+        let text = stdout(kbench(dir.path()).args([
+            "compare",
+            "layouts:size=2k",
+            "layouts:size=64k",
+            "--test",
+            test,
+        ]));
+        let summary = &text[text.find("summary (").unwrap()..];
+        for l in summary.lines() {
+            assert!(l.chars().count() <= 80, "{test}: {l}");
+        }
+        // Long labels move to a legend; a p-value on each row.
+        let rows: Vec<&str> = summary.lines().filter(|l| l.starts_with("#")).collect();
+        assert_eq!(rows.len(), 4, "{summary}");
+        assert!(
+            summary.contains("#2 loop real [work=<script>alert(1)</script>"),
+            "{summary}"
+        );
+        let rows = &rows[..2];
+        for r in rows {
+            let p = r.split_whitespace().rev().nth(1).unwrap();
+            let p: f64 = p.parse().unwrap_or_else(|_| panic!("{test}: {r}"));
+            assert!((0.0..=1.0).contains(&p), "{r}");
+        }
+        assert_eq!(summary.matches("geomean per unit").count(), 1);
+    }
+}
+
+/// Headless Chromium (Debian's `chromium`, installed by `.ci/run`) renders
+/// the HTML report: no console error, no network request, and the chart
+/// area of the screenshot is not blank.
+#[test]
+fn html_renders_in_headless_chromium_without_errors_or_requests() {
+    let Some(chromium) = ["chromium", "chromium-browser"].into_iter().find(|c| {
+        std::process::Command::new(c)
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success())
+    }) else {
+        eprintln!("skipped: no chromium (apt-get install chromium)");
+        return;
+    };
+    let (dir, _) = setup();
+    let d = dir.path();
+    let page = d.join("r.html");
+    kbench(d)
+        .args([
+            "report",
+            "layouts",
+            "--format",
+            "html",
+            "-o",
+            page.to_str().unwrap(),
+        ])
+        .assert()
+        .success();
+    let profile = tempfile::tempdir().unwrap();
+    let shot = d.join("shot.png");
+    let netlog = d.join("net.json");
+    let out = std::process::Command::new(chromium)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--enable-logging=stderr",
+            "--v=0",
+            "--window-size=1000,700",
+            // Chromium's own services (update checks, accounts) try to
+            // reach Google even so: no name resolves, nothing leaves.
+            "--host-resolver-rules=MAP * ~NOTFOUND",
+        ])
+        .arg(format!("--user-data-dir={}", profile.path().display()))
+        .arg(format!("--screenshot={}", shot.display()))
+        .arg(format!("--log-net-log={}", netlog.display()))
+        .arg(format!("file://{}", page.display()))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    // Page console messages are logged as `CONSOLE(line)`.
+    assert!(!err.contains("CONSOLE"), "{err}");
+    assert!(!err.contains("Refused to"), "{err}");
+    // Every URL in the net log is the page itself or one of Chromium's own
+    // background services (google.com hosts): the page fetched nothing.
+    let net = std::fs::read_to_string(&netlog).unwrap();
+    let url = regex::Regex::new(r#"(?:https?|wss?|ftp)://([A-Za-z0-9.-]+)"#).unwrap();
+    for m in url.captures_iter(&net) {
+        let host = &m[1];
+        assert!(
+            host.ends_with("google.com")
+                || host.ends_with("googleapis.com")
+                || host == "www.w3.org",
+            "a request the page made: {}",
+            &m[0]
+        );
+    }
+    assert!(
+        net.contains(&format!("file://{}", page.display())),
+        "the page was loaded"
+    );
+    // Decode the screenshot: the chart (below the title, legend) has
+    // coloured bars, not only white and grey.
+    let decoder = png::Decoder::new(std::fs::File::open(&shot).unwrap());
+    let mut reader = decoder.read_info().unwrap();
+    let mut buf = vec![0; reader.output_buffer_size()];
+    let info = reader.next_frame(&mut buf).unwrap();
+    let ch = info.color_type.samples();
+    let coloured = buf[..info.buffer_size()]
+        .chunks(ch)
+        .filter(|p| {
+            let (r, g, b) = (p[0] as i32, p[1] as i32, p[2] as i32);
+            (r - g).abs() > 40 || (g - b).abs() > 40 || (r - b).abs() > 40
+        })
+        .count();
+    assert!(
+        coloured > 2000,
+        "chart area looks blank: {coloured} coloured pixels"
+    );
+}
+
+/// hyperfine's own export, imported, reported and compared.
+#[test]
+fn a_hyperfine_export_imports_and_compares() {
+    if std::process::Command::new("hyperfine")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        eprintln!("skipped: no hyperfine (apt-get install hyperfine)");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let h = d.join("h.json");
+    let ok = std::process::Command::new("hyperfine")
+        .args(["-N", "--runs", "10", "--style", "none", "--export-json"])
+        .arg(&h)
+        .args(["true", "sleep 0.01"])
+        .output()
+        .unwrap();
+    assert!(
+        ok.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ok.stderr)
+    );
+    kbench(d)
+        .args(["import", h.to_str().unwrap(), "--from", "hyperfine"])
+        .assert()
+        .success();
+    let text = stdout(kbench(d).args(["report", "1", "--table", "ratio", "--cols", "command"]));
+    assert!(text.contains("imported from hyperfine"), "{text}");
+    let c = stdout(kbench(d).args(["compare", "1:command=true", "1:command=sleep 0.01"]));
+    let row = c
+        .lines()
+        .find(|l| l.starts_with("hyperfine time") && l.contains("10+10"))
+        .unwrap_or_else(|| panic!("{c}"));
+    // sleep 0.01 takes at least 10 ms; `true` well under.
+    assert!(row.contains("ms"), "{row}");
+    // A malformed file: one line naming it, exit 2, nothing stored.
+    let bad = d.join("bad.json");
+    std::fs::write(&bad, "{\"results\": [\n{\"command\": 1}]}").unwrap();
+    let out = kbench(d)
+        .args(["import", bad.to_str().unwrap(), "--from", "hyperfine"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("bad.json:2:"), "{err}");
+    let runs = stdout(kbench(d).args(["runs"]));
+    assert_eq!(runs.lines().count(), 2, "{runs}");
+}
