@@ -218,8 +218,9 @@ type HelperFn = Box<dyn FnOnce() -> anyhow::Result<Infallible> + Send>;
 
 impl Task<'_> {
     /// Start this task's helper (e.g. context_switch1's partner): a process
-    /// in processes mode, a thread in threads mode, placed by the cell's
-    /// pinning policy after all tasks, and recorded. One per task.
+    /// in processes mode, a thread in threads mode, pinned to the task's
+    /// own CPU (as will-it-scale's `new_task` inherits its creator's
+    /// affinity; unpinned with `pin=none`), and recorded. One per task.
     pub fn spawn_helper(
         &self,
         f: impl FnOnce() -> anyhow::Result<Infallible> + Send + 'static,
@@ -254,7 +255,9 @@ pub fn spawn_helper_for_current(f: Box<dyn FnOnce() + Send>) -> bool {
 }
 
 fn spawn_helper(ctx: &Ctx, nr: usize, f: HelperFn) -> anyhow::Result<()> {
-    let cpu = topology::cpu_of(&ctx.order, ctx.ntasks + nr);
+    // will-it-scale's new_task() forks or creates a thread that inherits
+    // its creator's affinity: the partner shares the task's CPU.
+    let cpu = topology::cpu_of(&ctx.order, nr);
     let shared = ctx.shared();
     let fail_ctx = ctx as *const Ctx as usize;
     let body = move || {

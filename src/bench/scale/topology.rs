@@ -14,8 +14,8 @@
 //! - `none`: no pinning; the scheduler places tasks within the allowed set.
 //!
 //! Task i gets the i-th CPU of the order (wrapping when there are more tasks
-//! than CPUs); helper tasks (a testcase's partner processes) continue the
-//! same order after the tasks.
+//! than CPUs); a helper task (a testcase's partner, `new_task`) shares its
+//! task's CPU, as will-it-scale's inherits its creator's affinity.
 
 use std::collections::BTreeMap;
 
@@ -88,7 +88,7 @@ pub fn order(topo: &[CpuTopo], policy: &str) -> Vec<usize> {
     }
 }
 
-/// The CPU of party `i` (tasks first, then helpers); `None` when unpinned.
+/// The CPU of task `i`; `None` when unpinned.
 pub fn cpu_of(order: &[usize], i: usize) -> Option<usize> {
     if order.is_empty() {
         None
