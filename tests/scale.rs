@@ -725,3 +725,56 @@ fn a_task_that_dies_or_returns_fails_its_cell_clearly() {
         );
     }
 }
+
+/// A testcase built to be elided: each pass of its loop claims 1000
+/// operations whose work is gone (as an optimiser leaves an unrolled loop
+/// whose body it proved unobservable: the counter increments fused into
+/// one add). The compiler barrier keeps the counter store in the loop.
+const ELIDED_C: &str = r#"
+char *testcase_description = "1000 operations optimised away per pass";
+void testcase(unsigned long long *iterations, unsigned long nr)
+{
+	while (1) {
+		__asm__ volatile("" ::: "memory");
+		*iterations += 1000;
+	}
+}
+"#;
+
+#[test]
+fn an_impossible_rate_fails_its_cell_as_optimised_away() {
+    let _serial = serial();
+    let tmp = tempfile::tempdir().unwrap();
+    let c = write(tmp.path(), "elided.c", ELIDED_C);
+    for mode in ["processes", "threads"] {
+        let out = kbench(tmp.path())
+            .args([
+                "run",
+                &format!("{}:mode={mode},interval=0.1,warmup=0", c.display()),
+                "getppid1:interval=0.1,warmup=0",
+                "--samples",
+                "2",
+                "--warmup",
+                "0",
+                "--json",
+                "-q",
+            ])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{mode}: {err}");
+        assert!(
+            err.contains("elided.c") && err.contains("loop body optimised away?"),
+            "{mode}: {err}"
+        );
+        // Never a result: the elided cell has no samples; the real
+        // testcase beside it measured normally.
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let cells = v["cells"].as_array().unwrap();
+        for c in cells {
+            let elided = c["bench"].as_str().unwrap().ends_with("elided.c");
+            let n = c["n"].as_u64().unwrap_or(0);
+            assert_eq!(n == 0, elided, "{mode}: {c}");
+        }
+    }
+}
