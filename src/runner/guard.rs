@@ -99,7 +99,7 @@ mod tests {
 
     fn tasks(n: i64) -> Params {
         let mut p = Params::default();
-        p.0.insert("tasks".into(), toml::Value::Integer(n));
+        p.0.insert("tasks".into(), crate::bench::params::Value::Int(n));
         p
     }
 
