@@ -165,7 +165,21 @@ fn every_testcase_runs_two_intervals_in_both_modes() {
         "writeseek1",
         "writeseek2",
         "writeseek3",
+        "brk2",
+        "fallocate2",
+        "pthread_mutex1",
+        "pthread_mutex2",
+        "pthread_mutex3",
+        "pthread_mutex4",
+        "pthread_mutex5",
+        "read3",
+        "read4",
+        "readseek1",
+        "readseek2",
+        "readseek3",
     ];
+    // will-it-scale's 60 tests/*.c, each under its own name.
+    assert_eq!(names.len(), 60, "{names:?}");
     for e in expected {
         assert!(names.iter().any(|n| n == e), "{e} is not registered");
     }
@@ -187,7 +201,9 @@ fn every_testcase_runs_two_intervals_in_both_modes() {
             })
         })
         .collect();
-    // Every cell measured both intervals and counted operations. (One
+    // Every cell measured both intervals and counted operations, and none
+    // was failed by the runner's guard for more than one operation per
+    // CPU cycle per task (run_json asserts success). (One
     // interval of a heavy test may count 0 for one task when the machine
     // is busy: e.g. 128 MB munmaps hold mmap_lock in threads mode.)
     let mut bad = Vec::new();

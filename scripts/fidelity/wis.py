@@ -30,6 +30,7 @@ import argparse
 import json
 import os
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -49,7 +50,12 @@ def prefix(aslr):
 def run_wis(binary, tasks, warmup, seconds, aslr):
     """Mean ops/s of will-it-scale's intervals warmup+1..warmup+seconds."""
     cmd = prefix(aslr) + ["stdbuf", "-oL", binary, "-t", str(tasks)]
-    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    # Its own process group: killing will-it-scale's main process leaves
+    # a new_task() partner running (the partner's watchdog checks the task,
+    # whose own watchdog then checks itself), so the whole group goes.
+    p = subprocess.Popen(
+        cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, start_new_session=True
+    )
     totals = []
     try:
         for line in p.stdout:
@@ -58,7 +64,7 @@ def run_wis(binary, tasks, warmup, seconds, aslr):
                 if len(totals) >= warmup + seconds:
                     break
     finally:
-        p.kill()
+        os.killpg(p.pid, signal.SIGKILL)
         p.wait()
     got = totals[warmup : warmup + seconds]
     if len(got) < seconds:

@@ -303,3 +303,32 @@ testcase!(
         }))
     }
 );
+
+testcase!(
+    /// will-it-scale brk2: first grow the heap by one page (so the break
+    /// sits above a heap VMA of the task's own), then move the break up
+    /// one page and back; counts 2 per round trip as the original does.
+    Brk2,
+    "brk2",
+    "brk() up and down by one page above a page the task added first: expands and shrinks an existing heap VMA",
+    prepare = |_| {
+        Ok(body(|t| {
+            let pg = page_size();
+            // SAFETY: sbrk grows the break by one page that nothing else
+            // uses; the loop moves the break only above it.
+            let old = unsafe { libc::sbrk(pg as libc::intptr_t) };
+            if old as isize == -1 {
+                anyhow::bail!("sbrk: {}", std::io::Error::last_os_error());
+            }
+            let base = old as usize + pg;
+            loop {
+                // SAFETY: as above.
+                unsafe {
+                    libc::brk((base + pg) as *mut libc::c_void);
+                    libc::brk(base as *mut libc::c_void);
+                }
+                t.counter.add(2);
+            }
+        }))
+    }
+);

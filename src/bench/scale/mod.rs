@@ -31,6 +31,7 @@ pub mod engine;
 pub mod files;
 pub mod ipc;
 pub mod memory;
+pub mod sync;
 pub mod syscalls;
 pub mod topology;
 
