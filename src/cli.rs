@@ -65,6 +65,10 @@ pub enum Command {
         /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
+        /// Output format; `wis-csv` prints each scale testcase's scaling
+        /// table as will-it-scale's runtest.py does.
+        #[arg(long, value_enum, conflicts_with = "json")]
+        format: Option<crate::report::Format>,
     },
     /// Store a run event stream (`kbench run --events jsonl`) read from a
     /// file or `-` (standard input). Runs already in the store are

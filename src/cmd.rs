@@ -69,7 +69,9 @@ pub fn dispatch(args: Vec<OsString>) -> anyhow::Result<ExitCode> {
             resume_unit,
             json,
         } => status(db, &plan, resume_unit, json),
-        Command::Report { runs, json } => report(db, &runs, json),
+        Command::Report { runs, json, format } => {
+            report(db, &runs, format.unwrap_or(Format::json_if(json)))
+        }
         Command::Ingest { file } => ingest(db, &file),
         Command::Compare {
             operands,
@@ -205,7 +207,9 @@ fn run(a: RunArgs, db: Option<&str>) -> anyhow::Result<ExitCode> {
         ));
     }
     let opts = options(&a, &plan, a.quick || default_suite)?;
-    runner::cells(&plan, &opts)?;
+    let cells = runner::cells(&plan, &opts)?;
+    // Scale cells run without ASLR as will-it-scale's do: re-exec first.
+    bench::scale::aslr::reexec_if_wanted(&cells)?;
     let mut st = store::open(db, store::Access::Write)?;
     // An edited plan is refused before anything is measured or printed.
     let (campaign, have) = match &plan.path {
@@ -310,7 +314,7 @@ fn status(
     print(&Document::Status(&s), Format::json_if(json))
 }
 
-fn report(db: Option<&str>, specs: &[String], json: bool) -> anyhow::Result<ExitCode> {
+fn report(db: Option<&str>, specs: &[String], format: Format) -> anyhow::Result<ExitCode> {
     let st = store::open(db, store::Access::Read)?;
     let ops: Vec<select::Operand> = if specs.is_empty() {
         let last = st
@@ -327,7 +331,7 @@ fn report(db: Option<&str>, specs: &[String], json: bool) -> anyhow::Result<Exit
         .iter()
         .map(|op| select::report(&*st, op))
         .collect::<anyhow::Result<_>>()?;
-    print(&Document::Reports(&reports), Format::json_if(json))
+    print(&Document::Reports(&reports), format)
 }
 
 fn ingest(db: Option<&str>, file: &str) -> anyhow::Result<ExitCode> {

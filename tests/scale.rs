@@ -794,3 +794,65 @@ fn an_impossible_rate_fails_its_cell_as_optimised_away() {
         }
     }
 }
+
+#[test]
+fn wis_csv_prints_a_scaling_campaign_as_runtest_py() {
+    let _serial = serial();
+    let tmp = tempfile::tempdir().unwrap();
+    let plan = write(
+        tmp.path(),
+        "plan.toml",
+        r#"
+name = "wis-csv"
+[factors]
+mode = { apply = "param", values = ["processes", "threads"] }
+[[bench]]
+use = "getppid1"
+params = { interval = 0.1, warmup = 1, intervals = 2 }
+sweep = { tasks = [1, 2] }
+"#,
+    );
+    kbench(tmp.path())
+        .args([
+            "run",
+            plan.to_str().unwrap(),
+            "--samples",
+            "2",
+            "--warmup",
+            "0",
+            "-q",
+        ])
+        .assert()
+        .success();
+    let out = kbench(tmp.path())
+        .args(["report", "wis-csv", "--format", "wis-csv"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let csv = String::from_utf8(out.stdout).unwrap();
+    let lines: Vec<&str> = csv.lines().collect();
+    assert_eq!(lines.len(), 4, "{csv}");
+    assert_eq!(
+        lines[0],
+        "tasks,processes,processes_idle,threads,threads_idle,linear"
+    );
+    assert_eq!(lines[1], "0,0,100,0,100,0");
+    let row = |l: &str| -> Vec<f64> { l.split(',').map(|x| x.parse().unwrap()).collect() };
+    let (one, two) = (row(lines[2]), row(lines[3]));
+    assert_eq!((one[0], two[0]), (1.0, 2.0), "{csv}");
+    for r in [&one, &two] {
+        // ops/s measured in both modes; idle a percentage of the machine.
+        assert!(r[1] > 1e4 && r[3] > 1e4, "{csv}");
+        assert!(
+            (0.0..=100.0).contains(&r[2]) && (0.0..=100.0).contains(&r[4]),
+            "{csv}"
+        );
+    }
+    // linear: the better 1-task figure times the task count.
+    assert_eq!(one[5], one[1].max(one[3]), "{csv}");
+    assert_eq!(two[5], 2.0 * one[5], "{csv}");
+}

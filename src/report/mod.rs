@@ -8,6 +8,7 @@ pub mod compare;
 pub mod json;
 pub mod scale;
 pub mod text;
+pub mod wis_csv;
 
 #[cfg(test)]
 mod tests;
@@ -33,6 +34,8 @@ pub enum Format {
     Text,
     /// One JSON document, for scripts.
     Json,
+    /// Scaling tables as will-it-scale's runtest.py prints them (CSV).
+    WisCsv,
 }
 
 impl Format {
@@ -58,6 +61,7 @@ pub fn render(doc: &Document<'_>, format: Format) -> anyhow::Result<String> {
     Ok(match format {
         Format::Text => text::render(doc),
         Format::Json => format!("{:#}\n", json::render(doc)?),
+        Format::WisCsv => wis_csv::render(doc)?,
     })
 }
 

@@ -17,7 +17,7 @@
 //!   kbench can stop, resume and kill all of it, helpers included, with one
 //!   signal each.
 //! - Counters live in a MAP_SHARED anonymous mapping, one per task on its
-//!   own 128-byte line, behind a header with the start line (a futex all
+//!   own 256 bytes, behind a header with the start line (a futex all
 //!   tasks wait on, released at once), the first error a task reported, and
 //!   the pid and CPU of every task and helper.
 //!
@@ -126,7 +126,7 @@ impl Shared {
 
     fn counter(&self, i: usize) -> &Counter {
         assert!(i < self.ntasks);
-        // SAFETY: in bounds, 128-byte aligned (page-aligned offset + i*128),
+        // SAFETY: in bounds, 256-byte aligned (page-aligned offset + i*256),
         // and Counter is an atomic (valid at zero).
         unsafe { &*(self.base.add(counters_offset() + i * LINE) as *const Counter) }
     }
@@ -968,6 +968,7 @@ impl ScaleCell {
         let mut prev = Vec::with_capacity(self.ntasks);
         let mut cur = Vec::with_capacity(self.ntasks);
         self.snapshot(&mut prev);
+        let mut stat0 = cpu_times();
         let mut t0 = now_ns();
         let mut deadline = t0;
         for k in 0..warm + self.intervals {
@@ -975,6 +976,7 @@ impl ScaleCell {
             self.sleep_until(deadline)?;
             let t1 = now_ns();
             self.snapshot(&mut cur);
+            let stat1 = cpu_times();
             self.check()?;
             if k >= warm {
                 let secs = (t1 - t0) as f64 / 1e9;
@@ -990,6 +992,12 @@ impl ScaleCell {
                     metric: 0,
                     value: total as f64 / secs,
                 });
+                if let (Some(a), Some(b)) = (stat0, stat1) {
+                    out.push(Measure {
+                        metric: 1,
+                        value: idle_percent(a, b),
+                    });
+                }
                 let s = &mut self.stats;
                 let (lo, hi) = (lo as f64 / secs, hi as f64 / secs);
                 if s.intervals == 0 {
@@ -1004,6 +1012,7 @@ impl ScaleCell {
             }
             std::mem::swap(&mut prev, &mut cur);
             t0 = t1;
+            stat0 = stat1;
         }
         Ok(())
     }
@@ -1074,6 +1083,8 @@ impl Instance for ScaleCell {
                 format!("{} s", self.interval_ns as f64 / 1e9),
             ),
             ("warmup intervals".into(), self.warmup.to_string()),
+            // What the tasks inherit from kbench, whatever was asked.
+            ("aslr".into(), super::aslr::current().to_string()),
         ];
         if s.intervals > 0 {
             v.push((
@@ -1098,6 +1109,45 @@ impl Instance for ScaleCell {
             ));
         }
         v
+    }
+}
+
+/// The machine's CPU time from the `cpu` line of /proc/stat, in ticks:
+/// (busy, idle), counted as will-it-scale's runtest.py does: idle is idle
+/// + iowait; busy is user, nice, system, irq, softirq, steal, guest and
+/// guest_nice.
+fn cpu_times() -> Option<(u64, u64)> {
+    let text = std::fs::read_to_string("/proc/stat").ok()?;
+    parse_cpu_times(&text)
+}
+
+fn parse_cpu_times(text: &str) -> Option<(u64, u64)> {
+    let line = text
+        .lines()
+        .find(|l| l.split_whitespace().next() == Some("cpu"))?;
+    let v: Vec<u64> = line
+        .split_whitespace()
+        .skip(1)
+        .map(|x| x.parse().ok())
+        .collect::<Option<_>>()?;
+    let at = |i: usize| v.get(i).copied().unwrap_or(0);
+    if v.len() < 7 {
+        return None;
+    }
+    let busy = at(0) + at(1) + at(2) + at(5) + at(6) + at(7) + at(8) + at(9);
+    let idle = at(3) + at(4);
+    Some((busy, idle))
+}
+
+/// Idle % of the machine between two readings (runtest.py's
+/// `idle_fraction * 100`; 0 when no tick passed).
+fn idle_percent(a: (u64, u64), b: (u64, u64)) -> f64 {
+    let busy = b.0.saturating_sub(a.0);
+    let idle = b.1.saturating_sub(a.1);
+    if busy + idle == 0 {
+        0.0
+    } else {
+        100.0 * idle as f64 / (busy + idle) as f64
     }
 }
 
@@ -1269,6 +1319,19 @@ mod tests {
             }
             assert!(!dir.exists());
         }
+    }
+
+    #[test]
+    fn idle_is_counted_as_runtest_py_does() {
+        let a = parse_cpu_times("cpu  100 0 50 800 50 0 0 0 0 0\ncpu0 1 2 3 4 5 6 7\n").unwrap();
+        let b = parse_cpu_times("cpu  200 0 100 900 100 0 0 0 0 0\n").unwrap();
+        assert_eq!(a, (150, 850));
+        // 150 busy and 150 idle (incl. iowait) ticks in between.
+        assert_eq!(idle_percent(a, b), 50.0);
+        assert_eq!(idle_percent(a, a), 0.0);
+        assert_eq!(parse_cpu_times("intr 1 2\n"), None);
+        let now = cpu_times().unwrap();
+        assert!(now.0 + now.1 > 0);
     }
 
     #[test]
