@@ -1113,9 +1113,9 @@ impl Instance for ScaleCell {
 }
 
 /// The machine's CPU time from the `cpu` line of /proc/stat, in ticks:
-/// (busy, idle), counted as will-it-scale's runtest.py does: idle is idle
-/// + iowait; busy is user, nice, system, irq, softirq, steal, guest and
-/// guest_nice.
+/// (busy, idle), counted as will-it-scale's runtest.py does: idle and
+/// iowait are idle; user, nice, system, irq, softirq, steal, guest and
+/// guest_nice are busy.
 fn cpu_times() -> Option<(u64, u64)> {
     let text = std::fs::read_to_string("/proc/stat").ok()?;
     parse_cpu_times(&text)
