@@ -1284,10 +1284,14 @@ mod tests {
             for _ in 0..3 {
                 cell.sample(&mut out).unwrap();
             }
-            assert_eq!(out.len(), 3);
+            // Each interval: ops/s, then the machine's idle %.
+            let (ops, idle): (Vec<Measure>, Vec<Measure>) =
+                out.iter().partition(|m| m.metric == 0);
+            assert_eq!((ops.len(), idle.len()), (3, 3), "{mode}: {out:?}");
+            assert!(idle.iter().all(|m| (0.0..=100.0).contains(&m.value)));
             // 2 tasks napping 1 ms: at most 2000 ops/s; some counted.
-            assert!(out.iter().any(|m| m.value > 0.0), "{mode}: {out:?}");
-            assert!(out.iter().all(|m| m.value <= 2100.0), "{mode}: {out:?}");
+            assert!(ops.iter().any(|m| m.value > 0.0), "{mode}: {out:?}");
+            assert!(ops.iter().all(|m| m.value <= 2100.0), "{mode}: {out:?}");
             assert!(cell.notes().iter().any(|(k, _)| k == "per-task ops/s"));
             let p = cell.placement().unwrap();
             assert!(
