@@ -25,7 +25,9 @@ fn kbench(tmp: &Path) -> Command {
     c
 }
 
-/// `kbench run ARGS --json`, asserting success; the report's cells.
+/// `kbench run ARGS --json`, asserting success; the report's cells, their
+/// ops/s (each scale cell also records the machine's idle %, checked in
+/// `idle_is_recorded_per_interval`).
 fn run_json(tmp: &Path, args: &[&str]) -> Vec<serde_json::Value> {
     let out = kbench(tmp)
         .arg("run")
@@ -39,7 +41,47 @@ fn run_json(tmp: &Path, args: &[&str]) -> Vec<serde_json::Value> {
         String::from_utf8_lossy(&out.stderr)
     );
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    v["cells"].as_array().unwrap().clone()
+    v["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["metric"] != "idle")
+        .cloned()
+        .collect()
+}
+
+#[test]
+fn idle_is_recorded_per_interval() {
+    let _serial = serial();
+    let tmp = tempfile::tempdir().unwrap();
+    let out = kbench(tmp.path())
+        .args([
+            "run",
+            "getppid1:interval=0.1,warmup=0,intervals=3",
+            "--samples",
+            "2",
+            "--warmup",
+            "0",
+            "--json",
+            "-q",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let idle = v["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["metric"] == "idle")
+        .unwrap_or_else(|| panic!("no idle metric: {v}"));
+    // One value per measured interval, a percentage of the machine.
+    assert_eq!(idle["n"], 6, "{idle}");
+    assert!(f(&idle["min"]) >= 0.0 && f(&idle["max"]) <= 100.0, "{idle}");
 }
 
 fn cell<'a>(cells: &'a [serde_json::Value], mode: &str, tasks: i64) -> &'a serde_json::Value {
@@ -374,7 +416,12 @@ fn c_testcase_runs_in_both_modes_and_leaves_nothing_behind() {
         String::from_utf8_lossy(&out.stderr)
     );
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let cells = v["cells"].as_array().unwrap();
+    let cells: Vec<&serde_json::Value> = v["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["metric"] == "ops/s")
+        .collect();
     assert_eq!(cells.len(), 4);
     for cell in cells {
         let mean = f(&cell["mean"]);
@@ -383,7 +430,9 @@ fn c_testcase_runs_in_both_modes_and_leaves_nothing_behind() {
         assert!(mean > lo && mean < 1e10, "{cell}");
         if pingpong {
             let p = cell["placement"].as_str().unwrap();
-            assert!(p.contains("helpers cpu 0,1"), "{p}");
+            // Each new_task partner shares its task's CPU, as in
+            // will-it-scale (where it inherits its creator's affinity).
+            assert!(p.starts_with("tasks cpu 0,1, helpers cpu 0,1"), "{p}");
         }
     }
     // 2 tasks x 2 modes recorded themselves; all are gone, and cleanup
@@ -787,7 +836,7 @@ fn an_impossible_rate_fails_its_cell_as_optimised_away() {
         // testcase beside it measured normally.
         let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
         let cells = v["cells"].as_array().unwrap();
-        for c in cells {
+        for c in cells.iter().filter(|c| c["metric"] == "ops/s") {
             let elided = c["bench"].as_str().unwrap().ends_with("elided.c");
             let n = c["n"].as_u64().unwrap_or(0);
             assert_eq!(n == 0, elided, "{mode}: {c}");

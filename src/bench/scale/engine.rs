@@ -1285,8 +1285,7 @@ mod tests {
                 cell.sample(&mut out).unwrap();
             }
             // Each interval: ops/s, then the machine's idle %.
-            let (ops, idle): (Vec<Measure>, Vec<Measure>) =
-                out.iter().partition(|m| m.metric == 0);
+            let (ops, idle): (Vec<Measure>, Vec<Measure>) = out.iter().partition(|m| m.metric == 0);
             assert_eq!((ops.len(), idle.len()), (3, 3), "{mode}: {out:?}");
             assert!(idle.iter().all(|m| (0.0..=100.0).contains(&m.value)));
             // 2 tasks napping 1 ms: at most 2000 ops/s; some counted.
