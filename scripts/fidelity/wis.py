@@ -84,6 +84,23 @@ def run_kbench(name, mode, tasks, warmup, seconds, aslr, db):
     return next(c["mean"] for c in cells if c["metric"] == "ops/s")
 
 
+def markdown(rows):
+    """The table: medians, ratio, and each side's range over the rounds;
+    `overlap` says whether the two ranges overlap (then the rounds do not
+    tell the two apart at this noise level)."""
+    out = [
+        "| testcase | mode | tasks | kbench ops/s | will-it-scale ops/s | ratio | kbench range | wis range | overlap |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for name, mode, tasks, mk, mw, ratio, k, w in rows:
+        overlap = "yes" if min(k) <= max(w) and min(w) <= max(k) else "no"
+        out.append(
+            f"| `{name}` | {mode} | {tasks} | {mk:.4g} | {mw:.4g} | {ratio:.3f} "
+            f"| {min(k):.3g}-{max(k):.3g} | {min(w):.3g}-{max(w):.3g} | {overlap} |"
+        )
+    return "\n".join(out)
+
+
 def builtins():
     out = subprocess.run([KBENCH, "list", "--json"], capture_output=True, text=True, check=True)
     return [b["name"] for b in json.loads(out.stdout) if b["kind"] == "scale"]
@@ -131,7 +148,7 @@ def main():
                                 w.append(run_wis(binary, tasks, a.warmup, a.seconds, a.aslr))
                     mk, mw = statistics.median(k), statistics.median(w)
                     ratio = mk / mw if mw > 0 else float("nan")
-                    rows.append((name, mode, tasks, mk, mw, ratio))
+                    rows.append((name, mode, tasks, mk, mw, ratio, k, w))
                     print(
                         f"{name:18} {mode:9} {tasks:3} kbench {mk:14.0f} wis {mw:14.0f} ratio {ratio:.3f}"
                         f"   k={[round(x) for x in k]} w={[round(x) for x in w]}  [{time.time() - t0:.0f} s]",
@@ -141,10 +158,7 @@ def main():
         shutil.rmtree(tmp, ignore_errors=True)
     if a.markdown:
         print()
-        print("| testcase | mode | tasks | kbench ops/s | will-it-scale ops/s | ratio |")
-        print("|---|---|---|---|---|---|")
-        for name, mode, tasks, mk, mw, ratio in rows:
-            print(f"| `{name}` | {mode} | {tasks} | {mk:.4g} | {mw:.4g} | {ratio:.3f} |")
+        print(markdown(rows))
     out = [r for r in rows if not 0.95 <= r[5] <= 1.05]
     print(f"\n{len(rows) - len(out)} of {len(rows)} rows within 0.95-1.05", file=sys.stderr)
 
