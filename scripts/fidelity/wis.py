@@ -75,8 +75,12 @@ def run_wis(binary, tasks, warmup, seconds, aslr):
 def run_kbench(name, mode, tasks, warmup, seconds, aslr, db):
     cell = f"{name}:mode={mode},tasks={tasks},interval=1,warmup={warmup},intervals={seconds}"
     cmd = prefix(aslr) + [KBENCH, "run", cell, "--samples", "1", "--warmup", "0", "--json", "-q"]
+    # A session of its own, as will-it-scale's run has: with autogroup
+    # scheduling (/proc/sys/kernel/sched_autogroup_enabled) each session is
+    # one scheduling group, so both sides must compete with other work
+    # from the same footing.
     out = subprocess.run(
-        cmd, capture_output=True, text=True, env=dict(os.environ, KBENCH_DB=db)
+        cmd, capture_output=True, text=True, env=dict(os.environ, KBENCH_DB=db), start_new_session=True
     )
     if out.returncode != 0:
         raise RuntimeError(f"kbench {cell}: {out.stderr.strip()}")
