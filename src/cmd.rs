@@ -219,7 +219,9 @@ fn run(a: RunArgs, db: Option<&str>) -> anyhow::Result<ExitCode> {
         ));
     }
     let opts = options(&a, &plan, a.quick || default_suite)?;
-    runner::cells(&plan, &opts)?;
+    let cells = runner::cells(&plan, &opts)?;
+    // Scale cells run without ASLR as will-it-scale's do: re-exec first.
+    bench::scale::aslr::reexec_if_wanted(&cells)?;
     let mut st = store::open(db, store::Access::Write)?;
     // An edited plan is refused before anything is measured or printed.
     let (campaign, have) = match &plan.path {
@@ -443,8 +445,10 @@ fn report(db: Option<&str>, a: &crate::cli::ReportArgs) -> anyhow::Result<ExitCo
             ));
         }
     }
-    let text = if layout.table == TableKind::Ministat
-        && !matches!(format, Format::Markdown | Format::Html)
+    // will-it-scale's CSV is the stored scaling series, whatever the layout.
+    let text = if format == Format::WisCsv
+        || (layout.table == TableKind::Ministat
+            && !matches!(format, Format::Markdown | Format::Html))
     {
         report::render(&Document::Reports(&reports), format)?
     } else {

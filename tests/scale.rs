@@ -25,7 +25,9 @@ fn kbench(tmp: &Path) -> Command {
     c
 }
 
-/// `kbench run ARGS --json`, asserting success; the report's cells.
+/// `kbench run ARGS --json`, asserting success; the report's cells, their
+/// ops/s (each scale cell also records the machine's idle %, checked in
+/// `idle_is_recorded_per_interval`).
 fn run_json(tmp: &Path, args: &[&str]) -> Vec<serde_json::Value> {
     let out = kbench(tmp)
         .arg("run")
@@ -39,7 +41,47 @@ fn run_json(tmp: &Path, args: &[&str]) -> Vec<serde_json::Value> {
         String::from_utf8_lossy(&out.stderr)
     );
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    v["cells"].as_array().unwrap().clone()
+    v["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["metric"] != "idle")
+        .cloned()
+        .collect()
+}
+
+#[test]
+fn idle_is_recorded_per_interval() {
+    let _serial = serial();
+    let tmp = tempfile::tempdir().unwrap();
+    let out = kbench(tmp.path())
+        .args([
+            "run",
+            "getppid1:interval=0.1,warmup=0,intervals=3",
+            "--samples",
+            "2",
+            "--warmup",
+            "0",
+            "--json",
+            "-q",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let idle = v["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["metric"] == "idle")
+        .unwrap_or_else(|| panic!("no idle metric: {v}"));
+    // One value per measured interval, a percentage of the machine.
+    assert_eq!(idle["n"], 6, "{idle}");
+    assert!(f(&idle["min"]) >= 0.0 && f(&idle["max"]) <= 100.0, "{idle}");
 }
 
 fn cell<'a>(cells: &'a [serde_json::Value], mode: &str, tasks: i64) -> &'a serde_json::Value {
@@ -165,7 +207,21 @@ fn every_testcase_runs_two_intervals_in_both_modes() {
         "writeseek1",
         "writeseek2",
         "writeseek3",
+        "brk2",
+        "fallocate2",
+        "pthread_mutex1",
+        "pthread_mutex2",
+        "pthread_mutex3",
+        "pthread_mutex4",
+        "pthread_mutex5",
+        "read3",
+        "read4",
+        "readseek1",
+        "readseek2",
+        "readseek3",
     ];
+    // will-it-scale's 60 tests/*.c, each under its own name.
+    assert_eq!(names.len(), 60, "{names:?}");
     for e in expected {
         assert!(names.iter().any(|n| n == e), "{e} is not registered");
     }
@@ -187,7 +243,9 @@ fn every_testcase_runs_two_intervals_in_both_modes() {
             })
         })
         .collect();
-    // Every cell measured both intervals and counted operations. (One
+    // Every cell measured both intervals and counted operations, and none
+    // was failed by the runner's guard for more than one operation per
+    // CPU cycle per task (run_json asserts success). (One
     // interval of a heavy test may count 0 for one task when the machine
     // is busy: e.g. 128 MB munmaps hold mmap_lock in threads mode.)
     let mut bad = Vec::new();
@@ -358,7 +416,12 @@ fn c_testcase_runs_in_both_modes_and_leaves_nothing_behind() {
         String::from_utf8_lossy(&out.stderr)
     );
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let cells = v["cells"].as_array().unwrap();
+    let cells: Vec<&serde_json::Value> = v["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["metric"] == "ops/s")
+        .collect();
     assert_eq!(cells.len(), 4);
     for cell in cells {
         let mean = f(&cell["mean"]);
@@ -367,7 +430,9 @@ fn c_testcase_runs_in_both_modes_and_leaves_nothing_behind() {
         assert!(mean > lo && mean < 1e10, "{cell}");
         if pingpong {
             let p = cell["placement"].as_str().unwrap();
-            assert!(p.contains("helpers cpu 0,1"), "{p}");
+            // Each new_task partner shares its task's CPU, as in
+            // will-it-scale (where it inherits its creator's affinity).
+            assert!(p.starts_with("tasks cpu 0,1, helpers cpu 0,1"), "{p}");
         }
     }
     // 2 tasks x 2 modes recorded themselves; all are gone, and cleanup
@@ -724,4 +789,119 @@ fn a_task_that_dies_or_returns_fails_its_cell_clearly() {
             "{mode}: {err}"
         );
     }
+}
+
+/// A testcase built to be elided: each pass of its loop claims 1000
+/// operations whose work is gone (as an optimiser leaves an unrolled loop
+/// whose body it proved unobservable: the counter increments fused into
+/// one add). The compiler barrier keeps the counter store in the loop.
+const ELIDED_C: &str = r#"
+char *testcase_description = "1000 operations optimised away per pass";
+void testcase(unsigned long long *iterations, unsigned long nr)
+{
+	while (1) {
+		__asm__ volatile("" ::: "memory");
+		*iterations += 1000;
+	}
+}
+"#;
+
+#[test]
+fn an_impossible_rate_fails_its_cell_as_optimised_away() {
+    let _serial = serial();
+    let tmp = tempfile::tempdir().unwrap();
+    let c = write(tmp.path(), "elided.c", ELIDED_C);
+    for mode in ["processes", "threads"] {
+        let out = kbench(tmp.path())
+            .args([
+                "run",
+                &format!("{}:mode={mode},interval=0.1,warmup=0", c.display()),
+                "getppid1:interval=0.1,warmup=0",
+                "--samples",
+                "2",
+                "--warmup",
+                "0",
+                "--json",
+                "-q",
+            ])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{mode}: {err}");
+        assert!(
+            err.contains("elided.c") && err.contains("loop body optimised away?"),
+            "{mode}: {err}"
+        );
+        // Never a result: the elided cell has no samples; the real
+        // testcase beside it measured normally.
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let cells = v["cells"].as_array().unwrap();
+        for c in cells.iter().filter(|c| c["metric"] == "ops/s") {
+            let elided = c["bench"].as_str().unwrap().ends_with("elided.c");
+            let n = c["n"].as_u64().unwrap_or(0);
+            assert_eq!(n == 0, elided, "{mode}: {c}");
+        }
+    }
+}
+
+#[test]
+fn wis_csv_prints_a_scaling_campaign_as_runtest_py() {
+    let _serial = serial();
+    let tmp = tempfile::tempdir().unwrap();
+    let plan = write(
+        tmp.path(),
+        "plan.toml",
+        r#"
+name = "wis-csv"
+[factors]
+mode = { apply = "param", values = ["processes", "threads"] }
+[[bench]]
+use = "getppid1"
+params = { interval = 0.1, warmup = 1, intervals = 2 }
+sweep = { tasks = [1, 2] }
+"#,
+    );
+    kbench(tmp.path())
+        .args([
+            "run",
+            plan.to_str().unwrap(),
+            "--samples",
+            "2",
+            "--warmup",
+            "0",
+            "-q",
+        ])
+        .assert()
+        .success();
+    let out = kbench(tmp.path())
+        .args(["report", "wis-csv", "--format", "wis-csv"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let csv = String::from_utf8(out.stdout).unwrap();
+    let lines: Vec<&str> = csv.lines().collect();
+    assert_eq!(lines.len(), 4, "{csv}");
+    assert_eq!(
+        lines[0],
+        "tasks,processes,processes_idle,threads,threads_idle,linear"
+    );
+    assert_eq!(lines[1], "0,0,100,0,100,0");
+    let row = |l: &str| -> Vec<f64> { l.split(',').map(|x| x.parse().unwrap()).collect() };
+    let (one, two) = (row(lines[2]), row(lines[3]));
+    assert_eq!((one[0], two[0]), (1.0, 2.0), "{csv}");
+    for r in [&one, &two] {
+        // ops/s measured in both modes; idle a percentage of the machine.
+        assert!(r[1] > 1e4 && r[3] > 1e4, "{csv}");
+        assert!(
+            (0.0..=100.0).contains(&r[2]) && (0.0..=100.0).contains(&r[4]),
+            "{csv}"
+        );
+    }
+    // linear: the better 1-task figure times the task count.
+    assert_eq!(one[5], one[1].max(one[3]), "{csv}");
+    assert_eq!(two[5], 2.0 * one[5], "{csv}");
 }

@@ -246,6 +246,18 @@ pub static BENCHES: &[&dyn Bench] = &[
     &scale::files::Writeseek1::BENCH,
     &scale::files::Writeseek2::BENCH,
     &scale::files::Writeseek3::BENCH,
+    &scale::memory::Brk2::BENCH,
+    &scale::files::Fallocate2::BENCH,
+    &scale::sync::PthreadMutex1::BENCH,
+    &scale::sync::PthreadMutex2::BENCH,
+    &scale::sync::PthreadMutex3::BENCH,
+    &scale::sync::PthreadMutex4::BENCH,
+    &scale::sync::PthreadMutex5::BENCH,
+    &scale::files::Read3::BENCH,
+    &scale::files::Read4::BENCH,
+    &scale::files::Readseek1::BENCH,
+    &scale::files::Readseek2::BENCH,
+    &scale::files::Readseek3::BENCH,
 ];
 
 /// Look up a built-in benchmark by name.

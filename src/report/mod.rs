@@ -15,6 +15,7 @@ pub mod samples;
 pub mod scale;
 pub mod table;
 pub mod text;
+pub mod wis_csv;
 
 #[cfg(test)]
 mod table_tests;
@@ -48,6 +49,8 @@ pub enum Format {
     Csv,
     /// One self-contained HTML page with SVG charts.
     Html,
+    /// Scaling tables as will-it-scale's runtest.py prints them (CSV).
+    WisCsv,
 }
 
 impl Format {
@@ -80,6 +83,7 @@ pub fn render(doc: &Document<'_>, format: Format) -> anyhow::Result<String> {
         Format::Markdown => markdown::render(doc),
         Format::Csv => csv::render(doc)?,
         Format::Html => html::render(doc),
+        Format::WisCsv => wis_csv::render(doc)?,
     })
 }
 

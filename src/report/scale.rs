@@ -31,6 +31,8 @@ pub struct Point {
     pub per_task: f64,
     /// per_task / per_task of the series' smallest task count (1 normally).
     pub efficiency: f64,
+    /// Mean idle CPU % of the machine over the intervals, when recorded.
+    pub idle: Option<f64>,
 }
 
 /// One curve: one mode under one context.
@@ -55,7 +57,7 @@ pub struct Scaling {
 /// The scaling model of every scale benchmark among `cells`.
 pub fn build(cells: &[StoredCell]) -> Vec<Scaling> {
     // (bench, context) -> mode -> tasks -> values
-    type Curves = IndexMap<String, IndexMap<u32, Vec<f64>>>;
+    type Curves = IndexMap<String, IndexMap<u32, (Vec<f64>, Vec<f64>)>>;
     let mut acc: IndexMap<(String, Vec<String>), Curves> = IndexMap::new();
     for (cell, samples) in cells {
         let cell = &cell.info;
@@ -86,13 +88,19 @@ pub fn build(cells: &[StoredCell]) -> Vec<Scaling> {
             .filter(|s| &*s.metric == "ops/s")
             .map(|s| s.value)
             .collect();
-        acc.entry((cell.bench.clone(), context))
+        let idle = samples
+            .iter()
+            .filter(|s| &*s.metric == "idle")
+            .map(|s| s.value);
+        let point = acc
+            .entry((cell.bench.clone(), context))
             .or_default()
             .entry(mode)
             .or_default()
             .entry(tasks as u32)
-            .or_default()
-            .extend(values);
+            .or_default();
+        point.0.extend(values);
+        point.1.extend(idle);
     }
     let mut out = Vec::new();
     for ((bench, context), curves) in acc {
@@ -101,7 +109,7 @@ pub fn build(cells: &[StoredCell]) -> Vec<Scaling> {
             by_tasks.sort_keys();
             let mut points = Vec::new();
             let mut base: Option<f64> = None;
-            for (tasks, vals) in by_tasks {
+            for (tasks, (vals, idle)) in by_tasks {
                 let Ok(s) = Sample::new(&vals).map(|s| s.summary()) else {
                     continue;
                 };
@@ -117,6 +125,7 @@ pub fn build(cells: &[StoredCell]) -> Vec<Scaling> {
                     max: s.max,
                     per_task,
                     efficiency: if b > 0.0 { per_task / b } else { 0.0 },
+                    idle: (!idle.is_empty()).then(|| idle.iter().sum::<f64>() / idle.len() as f64),
                 });
             }
             let flattens_at = points

@@ -11,6 +11,7 @@
 
 pub mod adaptive;
 pub mod campaign;
+pub mod guard;
 pub mod progress;
 
 use anyhow::Context;
@@ -498,6 +499,7 @@ fn sample_group(
     }
     let mut out: Vec<Measure> = Vec::with_capacity(16);
     let mut round = 0u32;
+    let hz = guard::max_cpu_hz();
     loop {
         let mut order: Vec<usize> = members
             .iter()
@@ -535,6 +537,20 @@ fn sample_group(
                         keep_going: true,
                     })
                 })
+            });
+            // An impossible value fails the cell: what it timed is not the
+            // benchmark's work, and later samples would time it again.
+            let res = res.and_then(|v| {
+                match hz.and_then(|hz| {
+                    let b = &l.cell.bench;
+                    guard::impossible(b.kind(), &b.metrics(), &l.cell.params, &out, hz)
+                }) {
+                    Some(why) => Err(anyhow::Error::new(SampleFailure {
+                        message: why,
+                        keep_going: false,
+                    })),
+                    None => Ok(v),
+                }
             });
             let values = match res {
                 Ok(v) => v,

@@ -6,7 +6,7 @@
 //! optionally `void testcase_prepare(unsigned long nr_tasks)` (run once per
 //! cell before the tasks exist) and `void testcase_cleanup(void)` (once,
 //! after they are gone); it may call `new_task(func, arg)` to start a
-//! helper (a process or thread by mode, placed by the pinning policy).
+//! helper (a process or thread by mode, on its task's CPU as in will-it-scale).
 //!
 //! The file is compiled with `cc -O2 -shared -fPIC` (`$CC` overrides `cc`)
 //! together with a two-line shim that defines `new_task` as a call into

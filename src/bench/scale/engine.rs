@@ -17,7 +17,7 @@
 //!   kbench can stop, resume and kill all of it, helpers included, with one
 //!   signal each.
 //! - Counters live in a MAP_SHARED anonymous mapping, one per task on its
-//!   own 128-byte line, behind a header with the start line (a futex all
+//!   own 256 bytes, behind a header with the start line (a futex all
 //!   tasks wait on, released at once), the first error a task reported, and
 //!   the pid and CPU of every task and helper.
 //!
@@ -126,7 +126,7 @@ impl Shared {
 
     fn counter(&self, i: usize) -> &Counter {
         assert!(i < self.ntasks);
-        // SAFETY: in bounds, 128-byte aligned (page-aligned offset + i*128),
+        // SAFETY: in bounds, 256-byte aligned (page-aligned offset + i*256),
         // and Counter is an atomic (valid at zero).
         unsafe { &*(self.base.add(counters_offset() + i * LINE) as *const Counter) }
     }
@@ -218,8 +218,9 @@ type HelperFn = Box<dyn FnOnce() -> anyhow::Result<Infallible> + Send>;
 
 impl Task<'_> {
     /// Start this task's helper (e.g. context_switch1's partner): a process
-    /// in processes mode, a thread in threads mode, placed by the cell's
-    /// pinning policy after all tasks, and recorded. One per task.
+    /// in processes mode, a thread in threads mode, pinned to the task's
+    /// own CPU (as will-it-scale's `new_task` inherits its creator's
+    /// affinity; unpinned with `pin=none`), and recorded. One per task.
     pub fn spawn_helper(
         &self,
         f: impl FnOnce() -> anyhow::Result<Infallible> + Send + 'static,
@@ -254,7 +255,9 @@ pub fn spawn_helper_for_current(f: Box<dyn FnOnce() + Send>) -> bool {
 }
 
 fn spawn_helper(ctx: &Ctx, nr: usize, f: HelperFn) -> anyhow::Result<()> {
-    let cpu = topology::cpu_of(&ctx.order, ctx.ntasks + nr);
+    // will-it-scale's new_task() forks or creates a thread that inherits
+    // its creator's affinity: the partner shares the task's CPU.
+    let cpu = topology::cpu_of(&ctx.order, nr);
     let shared = ctx.shared();
     let fail_ctx = ctx as *const Ctx as usize;
     let body = move || {
@@ -965,6 +968,7 @@ impl ScaleCell {
         let mut prev = Vec::with_capacity(self.ntasks);
         let mut cur = Vec::with_capacity(self.ntasks);
         self.snapshot(&mut prev);
+        let mut stat0 = cpu_times();
         let mut t0 = now_ns();
         let mut deadline = t0;
         for k in 0..warm + self.intervals {
@@ -972,6 +976,7 @@ impl ScaleCell {
             self.sleep_until(deadline)?;
             let t1 = now_ns();
             self.snapshot(&mut cur);
+            let stat1 = cpu_times();
             self.check()?;
             if k >= warm {
                 let secs = (t1 - t0) as f64 / 1e9;
@@ -987,6 +992,12 @@ impl ScaleCell {
                     metric: 0,
                     value: total as f64 / secs,
                 });
+                if let (Some(a), Some(b)) = (stat0, stat1) {
+                    out.push(Measure {
+                        metric: 1,
+                        value: idle_percent(a, b),
+                    });
+                }
                 let s = &mut self.stats;
                 let (lo, hi) = (lo as f64 / secs, hi as f64 / secs);
                 if s.intervals == 0 {
@@ -1001,6 +1012,7 @@ impl ScaleCell {
             }
             std::mem::swap(&mut prev, &mut cur);
             t0 = t1;
+            stat0 = stat1;
         }
         Ok(())
     }
@@ -1071,6 +1083,8 @@ impl Instance for ScaleCell {
                 format!("{} s", self.interval_ns as f64 / 1e9),
             ),
             ("warmup intervals".into(), self.warmup.to_string()),
+            // What the tasks inherit from kbench, whatever was asked.
+            ("aslr".into(), super::aslr::current().to_string()),
         ];
         if s.intervals > 0 {
             v.push((
@@ -1095,6 +1109,45 @@ impl Instance for ScaleCell {
             ));
         }
         v
+    }
+}
+
+/// The machine's CPU time from the `cpu` line of /proc/stat, in ticks:
+/// (busy, idle), counted as will-it-scale's runtest.py does: idle and
+/// iowait are idle; user, nice, system, irq, softirq, steal, guest and
+/// guest_nice are busy.
+fn cpu_times() -> Option<(u64, u64)> {
+    let text = std::fs::read_to_string("/proc/stat").ok()?;
+    parse_cpu_times(&text)
+}
+
+fn parse_cpu_times(text: &str) -> Option<(u64, u64)> {
+    let line = text
+        .lines()
+        .find(|l| l.split_whitespace().next() == Some("cpu"))?;
+    let v: Vec<u64> = line
+        .split_whitespace()
+        .skip(1)
+        .map(|x| x.parse().ok())
+        .collect::<Option<_>>()?;
+    let at = |i: usize| v.get(i).copied().unwrap_or(0);
+    if v.len() < 7 {
+        return None;
+    }
+    let busy = at(0) + at(1) + at(2) + at(5) + at(6) + at(7) + at(8) + at(9);
+    let idle = at(3) + at(4);
+    Some((busy, idle))
+}
+
+/// Idle % of the machine between two readings (runtest.py's
+/// `idle_fraction * 100`; 0 when no tick passed).
+fn idle_percent(a: (u64, u64), b: (u64, u64)) -> f64 {
+    let busy = b.0.saturating_sub(a.0);
+    let idle = b.1.saturating_sub(a.1);
+    if busy + idle == 0 {
+        0.0
+    } else {
+        100.0 * idle as f64 / (busy + idle) as f64
     }
 }
 
@@ -1231,10 +1284,13 @@ mod tests {
             for _ in 0..3 {
                 cell.sample(&mut out).unwrap();
             }
-            assert_eq!(out.len(), 3);
+            // Each interval: ops/s, then the machine's idle %.
+            let (ops, idle): (Vec<Measure>, Vec<Measure>) = out.iter().partition(|m| m.metric == 0);
+            assert_eq!((ops.len(), idle.len()), (3, 3), "{mode}: {out:?}");
+            assert!(idle.iter().all(|m| (0.0..=100.0).contains(&m.value)));
             // 2 tasks napping 1 ms: at most 2000 ops/s; some counted.
-            assert!(out.iter().any(|m| m.value > 0.0), "{mode}: {out:?}");
-            assert!(out.iter().all(|m| m.value <= 2100.0), "{mode}: {out:?}");
+            assert!(ops.iter().any(|m| m.value > 0.0), "{mode}: {out:?}");
+            assert!(ops.iter().all(|m| m.value <= 2100.0), "{mode}: {out:?}");
             assert!(cell.notes().iter().any(|(k, _)| k == "per-task ops/s"));
             let p = cell.placement().unwrap();
             assert!(
@@ -1266,6 +1322,19 @@ mod tests {
             }
             assert!(!dir.exists());
         }
+    }
+
+    #[test]
+    fn idle_is_counted_as_runtest_py_does() {
+        let a = parse_cpu_times("cpu  100 0 50 800 50 0 0 0 0 0\ncpu0 1 2 3 4 5 6 7\n").unwrap();
+        let b = parse_cpu_times("cpu  200 0 100 900 100 0 0 0 0 0\n").unwrap();
+        assert_eq!(a, (150, 850));
+        // 150 busy and 150 idle (incl. iowait) ticks in between.
+        assert_eq!(idle_percent(a, b), 50.0);
+        assert_eq!(idle_percent(a, a), 0.0);
+        assert_eq!(parse_cpu_times("intr 1 2\n"), None);
+        let now = cpu_times().unwrap();
+        assert!(now.0 + now.1 > 0);
     }
 
     #[test]

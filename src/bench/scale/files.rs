@@ -437,11 +437,30 @@ testcase!(
     }
 );
 
+/// fallocate() `MB / 128` bytes at a time through 1 MB, then truncate to
+/// 0 and start again (will-it-scale's fallocate loop).
+fn fallocate_loop(t: &Task, fd: libc::c_int) -> anyhow::Result<Infallible> {
+    let chunk = MB / 128;
+    let mut place = 0usize;
+    loop {
+        // SAFETY: our fd.
+        let r = unsafe { libc::fallocate(fd, 0, place as libc::off_t, chunk as libc::off_t) };
+        if r != 0 && std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+            anyhow::bail!("fallocate: {}", std::io::Error::last_os_error());
+        }
+        place += chunk;
+        if place >= MB {
+            check(unsafe { libc::ftruncate(fd, 0) } as i64, "ftruncate")?;
+            place = 0;
+        }
+        t.counter.add(1);
+    }
+}
+
 testcase!(
     /// will-it-scale fallocate1: allocate 8 kB chunks up to 1 MB, then
-    /// truncate to 0. The original uses a tmpfs mounted at /tmpfs; kbench
-    /// uses /dev/shm (tmpfs) when it is writable, else the cell directory,
-    /// and records which in the error message if it fails.
+    /// truncate to 0. The original uses a tmpfs at /dev/shm; so does
+    /// kbench when it is writable, else the cell directory.
     Fallocate1,
     "fallocate1",
     "fallocate() of 8 kB chunks through 1 MB of a separate tmpfs file, then ftruncate(0): block allocation",
@@ -450,22 +469,134 @@ testcase!(
             let shm = Path::new("/dev/shm");
             let fd = anon_file_in(shm, t, "kbench-fallocate")
                 .or_else(|_| anon_file(t, "fallocate"))?;
-            let chunk = MB / 128;
-            let mut place = 0usize;
-            loop {
-                // SAFETY: our fd.
-                let r = unsafe { libc::fallocate(fd, 0, place as libc::off_t, chunk as libc::off_t) };
-                if r != 0 && std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
-                    anyhow::bail!("fallocate: {}", std::io::Error::last_os_error());
-                }
-                place += chunk;
-                if place >= MB {
-                    check(unsafe { libc::ftruncate(fd, 0) } as i64, "ftruncate")?;
-                    place = 0;
-                }
-                t.counter.add(1);
-            }
+            fallocate_loop(t, fd)
         }))
+    }
+);
+
+testcase!(
+    /// will-it-scale fallocate2: the same on a file in the temporary
+    /// directory's file system (the original's /tmp; kbench's cell
+    /// directory, under $TMPDIR or /tmp).
+    Fallocate2,
+    "fallocate2",
+    "fallocate() of 8 kB chunks through 1 MB of a separate file in the temporary directory, then ftruncate(0): the file system's block allocator",
+    prepare = |_| Ok(body(|t| fallocate_loop(t, anon_file(t, "fallocate")?)))
+);
+
+/// A page-aligned buffer of `len` bytes for O_DIRECT, zeroed, never freed
+/// (a task lives until its cell kills it).
+fn aligned(len: usize) -> anyhow::Result<*mut u8> {
+    let layout = std::alloc::Layout::from_size_align(len, page_size())?;
+    // SAFETY: a non-zero size; checked for null.
+    let p = unsafe { std::alloc::alloc_zeroed(layout) };
+    if p.is_null() {
+        anyhow::bail!("allocating {len} aligned bytes failed");
+    }
+    Ok(p)
+}
+
+/// read() of one page at a time with O_DIRECT, rewinding at the end
+/// (the read that returns 0 counts, as in the original).
+fn direct_read_loop(t: &Task, fd: libc::c_int) -> anyhow::Result<Infallible> {
+    let pg = page_size();
+    let buf = aligned(pg)?;
+    loop {
+        // SAFETY: reading into our aligned buffer of one page.
+        let n = unsafe { libc::read(fd, buf as *mut _, pg) };
+        if check(n as i64, "O_DIRECT read")? == 0 {
+            // SAFETY: our fd.
+            unsafe { libc::lseek(fd, 0, libc::SEEK_SET) };
+        }
+        t.counter.add(1);
+    }
+}
+
+testcase!(
+    /// will-it-scale read3: O_DIRECT page reads through a separate 1 MB
+    /// file per task (written with O_DIRECT first, so no page cache).
+    Read3,
+    "read3",
+    "O_DIRECT read() of one page through a separate 1 MB file per task: direct I/O to the block device, no page cache",
+    prepare = |_| {
+        Ok(body(|t| {
+            let p = t.dir.join(format!("read3.{}.{}", t.nr, unsafe { libc::gettid() }));
+            let fd = open(&p, libc::O_RDWR | libc::O_CREAT | libc::O_EXCL | libc::O_DIRECT)?;
+            unlink(&p)?;
+            let buf = aligned(MB)?;
+            // SAFETY: writing from our aligned buffer of MB bytes.
+            let n = unsafe { libc::write(fd, buf as *const _, MB) };
+            if n != MB as isize {
+                anyhow::bail!("O_DIRECT write returned {n}: {}", std::io::Error::last_os_error());
+            }
+            // Like the original, the first read is at the end: it
+            // returns 0 and rewinds.
+            direct_read_loop(t, fd)
+        }))
+    }
+);
+
+testcase!(
+    /// will-it-scale read4: O_DIRECT page reads through one shared 1 MB
+    /// file, each task with its own descriptor.
+    Read4,
+    "read4",
+    "O_DIRECT read() of one page through one 1 MB file shared by all tasks (own fd each): direct I/O, shared inode",
+    prepare = |cx| {
+        let p = shared_file(cx, MB)?;
+        Ok(body(move |t| direct_read_loop(t, open(&p, libc::O_RDONLY | libc::O_DIRECT)?)))
+    }
+);
+
+/// lseek(off) then read() of 4 kB, which must return 4 kB.
+fn readseek_loop(t: &Task, fd: libc::c_int, off: usize) -> anyhow::Result<Infallible> {
+    let mut buf = [0u8; BUF];
+    loop {
+        // SAFETY: our fd and a local buffer.
+        unsafe { libc::lseek(fd, off as libc::off_t, libc::SEEK_SET) };
+        let n = unsafe { libc::read(fd, buf.as_mut_ptr() as *mut _, BUF) };
+        if n != BUF as isize {
+            anyhow::bail!("read returned {n}: {}", std::io::Error::last_os_error());
+        }
+        t.counter.add(1);
+    }
+}
+
+testcase!(
+    /// will-it-scale readseek1: lseek to 0 and read 4 kB of a separate
+    /// file.
+    Readseek1,
+    "readseek1",
+    "lseek(0)+read() of 4 kB on a separate file per task",
+    prepare = |_| {
+        Ok(body(|t| {
+            let fd = anon_file(t, "readseek")?;
+            write_zeros(fd, BUF)?;
+            readseek_loop(t, fd, 0)
+        }))
+    }
+);
+testcase!(
+    /// will-it-scale readseek2: the same on one shared file, all tasks at
+    /// offset 0, own descriptor each (opened read-write, as the original).
+    Readseek2,
+    "readseek2",
+    "lseek(0)+read() of 4 kB on one shared file (own fd each): one hot page cache page",
+    prepare = |cx| {
+        let p = shared_file(cx, BUF)?;
+        Ok(body(move |t| readseek_loop(t, open(&p, libc::O_RDWR)?, 0)))
+    }
+);
+testcase!(
+    /// will-it-scale readseek3: one shared file of a page per task, each
+    /// task reading its own page.
+    Readseek3,
+    "readseek3",
+    "lseek+read() of 4 kB on one shared file, each task at its own page offset",
+    prepare = |cx| {
+        let pg = page_size();
+        let p = shared_file(cx, pg * cx.ntasks)?;
+        Ok(body(move |t| readseek_loop(t, open(&p, libc::O_RDONLY)?, pg * t.nr)))
     }
 );
 

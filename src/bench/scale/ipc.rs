@@ -83,11 +83,11 @@ testcase!(
     /// will-it-scale context_switch1: the task and its partner pass a byte
     /// back and forth over two pipes; each round trip is two context
     /// switches and counts 2, as in the original. The partner is a helper
-    /// task (process or thread, by mode) placed by the pinning policy after
-    /// all tasks: with 1 task on 2 CPUs the pair is cross-CPU.
+    /// task (process or thread, by mode) on the task's own CPU, as
+    /// will-it-scale's inherits its creator's affinity: same-CPU switches.
     ContextSwitch1,
     "context_switch1",
-    "pipe ping-pong with a partner task: wake-up and context switch (cross-CPU when the partner is pinned elsewhere)",
+    "pipe ping-pong with a partner task on the same CPU: wake-up and context switch",
     prepare = |_| {
         Ok(body(|t| {
             let (mut to, mut from) = ([0; 2], [0; 2]);

@@ -16,7 +16,7 @@
 //!
 //! Every testcase is an ordinary registry benchmark (kind `scale`, metric
 //! `ops/s`, higher is better) with the engine's parameters (`mode`,
-//! `tasks`, `interval`, `warmup`, `intervals`, `pin`) plus its own. C files
+//! `tasks`, `interval`, `warmup`, `intervals`, `pin`, `aslr`) plus its own. C files
 //! written for will-it-scale are loaded unchanged by `cfile.rs`.
 //!
 //! Defaults, and why: `tasks` is 1 (a static default cannot say "all
@@ -24,13 +24,15 @@
 //! `interval` is the run's sample time (`--sample-time`, 0.2 s, or 0.05 s
 //! with `--quick`) so quick runs stay quick; `interval=1` or
 //! `--sample-time 1` gives will-it-scale's 1-second intervals; `warmup` is
-//! will-it-scale's 5 intervals, discarded once when the tasks first start.
+//! will-it-scale's 6 intervals, discarded once when the tasks first start.
 
+pub mod aslr;
 pub mod cfile;
 pub mod engine;
 pub mod files;
 pub mod ipc;
 pub mod memory;
+pub mod sync;
 pub mod syscalls;
 pub mod topology;
 
@@ -43,8 +45,8 @@ use super::{Bench, Direction, Instance, Kind, Metric, ParamDef, ParamType, Param
 
 pub use engine::Task;
 
-/// Most tasks a cell may run (will-it-scale's MAX_TASKS).
-pub const MAX_TASKS: usize = 1024;
+/// Most tasks a cell may run (will-it-scale's MAX_TASKS, 2048).
+pub const MAX_TASKS: usize = 2048;
 
 pub const MODE: ParamDef = ParamDef {
     name: "mode",
@@ -73,8 +75,8 @@ pub const INTERVAL: ParamDef = ParamDef {
 pub const WARMUP: ParamDef = ParamDef {
     name: "warmup",
     ty: ParamType::Int { min: 0, max: 1000 },
-    default: Some("5"),
-    help: "intervals discarded when the tasks first start (will-it-scale: 5)",
+    default: Some("6"),
+    help: "intervals discarded when the tasks first start (will-it-scale discards 6: it counts once `iterations++ > 5`)",
 };
 pub const INTERVALS: ParamDef = ParamDef {
     name: "intervals",
@@ -84,13 +86,20 @@ pub const INTERVALS: ParamDef = ParamDef {
 };
 pub const PIN: ParamDef = ParamDef {
     name: "pin",
-    ty: ParamType::Choice(&["compact", "spread", "none"]),
+    ty: ParamType::Choice(&["compact", "spread", "smt", "none"]),
     default: Some("compact"),
-    help: "one CPU per task: compact = cores in order, spread = alternate packages; SMT siblings last; none = unpinned",
+    help: "one CPU per task: compact = cores in order, spread = alternate packages (SMT siblings last); smt = hardware threads in order, siblings first (will-it-scale -m); none = unpinned",
+};
+
+pub const ASLR: ParamDef = ParamDef {
+    name: "aslr",
+    ty: ParamType::Choice(&["off", "on"]),
+    default: Some("off"),
+    help: "address-space randomisation of the tasks: off as will-it-scale's runtest.py (setarch -R; kbench re-executes itself so), on to keep it",
 };
 
 /// The engine's parameters, shared by every testcase.
-pub const ENGINE_PARAMS: &[ParamDef] = &[MODE, TASKS, INTERVAL, WARMUP, INTERVALS, PIN];
+pub const ENGINE_PARAMS: &[ParamDef] = &[MODE, TASKS, INTERVAL, WARMUP, INTERVALS, PIN, ASLR];
 
 /// Engine parameters followed by a testcase's own.
 macro_rules! params_with {
@@ -102,6 +111,7 @@ macro_rules! params_with {
             $crate::bench::scale::WARMUP,
             $crate::bench::scale::INTERVALS,
             $crate::bench::scale::PIN,
+            $crate::bench::scale::ASLR,
             $($extra),*
         ];
         P
@@ -122,12 +132,13 @@ pub const fn size_param(default: &'static str, help: &'static str) -> ParamDef {
     }
 }
 
-/// A task's operation counter: one per task, alone on a 128-byte line (two
-/// 64-byte lines, because adjacent-line prefetch makes neighbours on one
-/// 128-byte pair false-share), in memory shared with the sampler. Only its
+/// A task's operation counter: one per task, alone in 256 bytes (will-it-
+/// scale's spacing since its commit "Set cacheline spacing to 256B": the
+/// largest cache line of the machines it runs on, and adjacent-line
+/// prefetch pairs 64-byte lines), in memory shared with the sampler. Only its
 /// task writes it, with a plain load and store (no locked instruction), as
 /// will-it-scale's `(*iterations)++` does.
-#[repr(C, align(128))]
+#[repr(C, align(256))]
 pub struct Counter(AtomicU64);
 
 impl Counter {
@@ -210,7 +221,12 @@ where
         self.0.params()
     }
     fn metrics(&self) -> Vec<Metric> {
-        vec![Metric::new("ops/s", "ops/s", Direction::Higher)]
+        vec![
+            Metric::new("ops/s", "ops/s", Direction::Higher),
+            // The machine's idle CPU % over each interval (/proc/stat), as
+            // will-it-scale's runtest.py records beside its ops/s.
+            Metric::new("idle", "%", Direction::Info),
+        ]
     }
     fn instantiate(
         &self,

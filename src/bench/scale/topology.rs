@@ -11,11 +11,13 @@
 //! - `spread`: like compact but alternating packages (core 0 of package 0,
 //!   core 0 of package 1, core 1 of package 0, ...), to use every socket's
 //!   caches and memory bandwidth first;
+//! - `smt`: hardware threads in core order, a core's siblings first
+//!   (will-it-scale's `-m`);
 //! - `none`: no pinning; the scheduler places tasks within the allowed set.
 //!
 //! Task i gets the i-th CPU of the order (wrapping when there are more tasks
-//! than CPUs); helper tasks (a testcase's partner processes) continue the
-//! same order after the tasks.
+//! than CPUs); a helper task (a testcase's partner, `new_task`) shares its
+//! task's CPU, as will-it-scale's inherits its creator's affinity.
 
 use std::collections::BTreeMap;
 
@@ -67,6 +69,12 @@ pub fn order(topo: &[CpuTopo], policy: &str) -> Vec<usize> {
             t.sort_by_key(|c| (c.thread, c.package, c.core, c.cpu));
             t.iter().map(|c| c.cpu).collect()
         }
+        "smt" => {
+            // will-it-scale -m: hwloc's processing units in order, so the
+            // siblings of a core are filled before the next core.
+            t.sort_by_key(|c| (c.package, c.core, c.thread, c.cpu));
+            t.iter().map(|c| c.cpu).collect()
+        }
         "spread" => {
             // Rank of each core within its package, then round-robin over
             // packages at each rank.
@@ -88,7 +96,7 @@ pub fn order(topo: &[CpuTopo], policy: &str) -> Vec<usize> {
     }
 }
 
-/// The CPU of party `i` (tasks first, then helpers); `None` when unpinned.
+/// The CPU of task `i`; `None` when unpinned.
 pub fn cpu_of(order: &[usize], i: usize) -> Option<usize> {
     if order.is_empty() {
         None
@@ -123,6 +131,11 @@ mod tests {
     #[test]
     fn compact_fills_cores_before_siblings() {
         assert_eq!(order(&fake(), "compact"), vec![0, 1, 2, 3, 4, 5, 6, 7]);
+    }
+
+    #[test]
+    fn smt_fills_siblings_first() {
+        assert_eq!(order(&fake(), "smt"), vec![0, 4, 1, 5, 2, 6, 3, 7]);
     }
 
     #[test]

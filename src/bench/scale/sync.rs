@@ -1,0 +1,149 @@
+//! pthread mutex testcases after will-it-scale's pthread_mutex1-5: lock
+//! and unlock in a loop, the mutex (and what is updated under it) either
+//! shared by the cell or private to the task. A "global" of the C files is
+//! made in `prepare`, before the tasks exist: threads share it, and each
+//! forked process gets its own copy, exactly as a C global behaves in
+//! will-it-scale's processes mode (so the "contended" cases are
+//! uncontended there).
+
+use std::cell::{Cell, UnsafeCell};
+use std::convert::Infallible;
+
+use super::{Body, Task, testcase};
+
+/// A pthread mutex at a fixed address (never moved once created).
+struct Mutex(UnsafeCell<libc::pthread_mutex_t>);
+
+// SAFETY: pthread mutexes are made to be used from several threads.
+unsafe impl Sync for Mutex {}
+unsafe impl Send for Mutex {}
+
+impl Mutex {
+    fn new() -> Box<Mutex> {
+        Box::new(Mutex(UnsafeCell::new(libc::PTHREAD_MUTEX_INITIALIZER)))
+    }
+
+    #[inline(always)]
+    fn lock(&self) {
+        // SAFETY: an initialised mutex that never moves.
+        unsafe { libc::pthread_mutex_lock(self.0.get()) };
+    }
+
+    #[inline(always)]
+    fn unlock(&self) {
+        // SAFETY: as above, locked by this thread.
+        unsafe { libc::pthread_mutex_unlock(self.0.get()) };
+    }
+}
+
+/// A counter shared like a C global: updated under the mutex.
+struct Shared(UnsafeCell<u64>);
+// SAFETY: only written under the mutex.
+unsafe impl Sync for Shared {}
+
+/// Increment through a pointer as the C code's `val++` does (load, add,
+/// store each time; volatile so it is not kept in a register across the
+/// opaque lock calls either, which C does not do).
+#[inline(always)]
+fn bump(p: *mut u64) {
+    // SAFETY: p is valid and only this thread writes it (under the lock,
+    // or it is the thread's own).
+    unsafe { std::ptr::write_volatile(p, std::ptr::read_volatile(p).wrapping_add(1)) };
+}
+
+fn body(f: impl Fn(&Task) -> anyhow::Result<Infallible> + Send + Sync + 'static) -> Box<dyn Body> {
+    Box::new(f)
+}
+
+testcase!(
+    /// will-it-scale pthread_mutex1: one mutex for the cell.
+    PthreadMutex1,
+    "pthread_mutex1",
+    "pthread_mutex_lock()+unlock() of one mutex shared by the threads (each process has its own copy): futex-based lock contention",
+    prepare = |_| {
+        let m = Mutex::new();
+        Ok(body(move |t| loop {
+            m.lock();
+            m.unlock();
+            t.counter.add(1);
+        }))
+    }
+);
+
+testcase!(
+    /// will-it-scale pthread_mutex2: a mutex on each task's stack.
+    PthreadMutex2,
+    "pthread_mutex2",
+    "pthread_mutex_lock()+unlock() of a task-private mutex: the uncontended fast path (user-space atomics)",
+    prepare = |_| {
+        Ok(body(|t| {
+            // On the task's stack, as in the C file (heap mutexes of two
+            // threads can share a cache line).
+            let m = Mutex(UnsafeCell::new(libc::PTHREAD_MUTEX_INITIALIZER));
+            loop {
+                m.lock();
+                m.unlock();
+                t.counter.add(1);
+            }
+        }))
+    }
+);
+
+testcase!(
+    /// will-it-scale pthread_mutex3: the shared mutex guards a shared
+    /// counter (cache line bouncing with the lock in threads mode).
+    PthreadMutex3,
+    "pthread_mutex3",
+    "pthread_mutex_lock(), increment of a shared variable, unlock(): lock and data contention",
+    prepare = |_| {
+        let m = Mutex::new();
+        let val = Box::new(Shared(UnsafeCell::new(0)));
+        Ok(body(move |t| loop {
+            m.lock();
+            bump(val.0.get());
+            m.unlock();
+            t.counter.add(1);
+        }))
+    }
+);
+
+testcase!(
+    /// will-it-scale pthread_mutex4: the shared mutex guards a variable
+    /// on each task's stack.
+    PthreadMutex4,
+    "pthread_mutex4",
+    "pthread_mutex_lock(), increment of a task-local variable, unlock(): lock contention only",
+    prepare = |_| {
+        let m = Mutex::new();
+        Ok(body(move |t| {
+            let mut val = 0u64;
+            loop {
+                m.lock();
+                bump(&mut val);
+                m.unlock();
+                t.counter.add(1);
+            }
+        }))
+    }
+);
+
+thread_local! {
+    static TLS_VAL: Cell<u64> = const { Cell::new(0) };
+}
+
+testcase!(
+    /// will-it-scale pthread_mutex5: the shared mutex guards a
+    /// thread-local variable.
+    PthreadMutex5,
+    "pthread_mutex5",
+    "pthread_mutex_lock(), increment of a thread-local variable, unlock(): lock contention plus a TLS access",
+    prepare = |_| {
+        let m = Mutex::new();
+        Ok(body(move |t| loop {
+            m.lock();
+            TLS_VAL.with(|v| bump(v.as_ptr()));
+            m.unlock();
+            t.counter.add(1);
+        }))
+    }
+);
