@@ -142,8 +142,13 @@ impl Plot {
                 // points below are written through.
                 return Err(Crash);
             }
-            // realloc(data, width*m) then zero rows height..m.
+            // realloc(data, width*m) then zero rows height..m; a realloc
+            // that fails returns NULL, which C then writes through.
             self.data.truncate((self.height * w) as usize);
+            let more = (m * w) as usize - self.data.len();
+            if self.data.try_reserve_exact(more).is_err() {
+                return Err(Crash);
+            }
             self.data.resize((m * w) as usize, 0);
         }
         self.height = m;
