@@ -226,6 +226,9 @@ fn run(a: RunArgs, db: Option<&str>) -> anyhow::Result<ExitCode> {
     // An edited plan is refused before anything is measured or printed.
     let (campaign, have) = match &plan.path {
         Some(_) => {
+            // One run of a campaign at a time on a store; the next one
+            // resumes from what this one stored.
+            st.lock_campaign(&plan.name)?;
             let d = runner::campaign::check(&*st, &plan, a.force)?;
             let have = match &d {
                 // What this host measured: a campaign is per host.

@@ -122,15 +122,15 @@ fn two_runners_write_one_campaign_at_once() {
             String::from_utf8_lossy(&out.stderr)
         );
     }
+    // The runners take turns on the campaign (an advisory lock): the second
+    // resumes from what the first stored, so the plan's 20 samples per cell
+    // are never exceeded (before the lock, each cell got 40).
     let (out, _) = ok(d, &url, &["report", "lab", "--json"]);
     let v: Value = serde_json::from_str(&out).unwrap();
-    assert_eq!(
-        v["runs"].as_array().unwrap().len(),
-        2,
-        "one campaign, both runs"
-    );
-    for c in v["cells"].as_array().unwrap() {
-        assert_eq!(c["n"], 40, "both runners' samples: {c}");
+    let cells = v["cells"].as_array().unwrap();
+    assert!(!cells.is_empty());
+    for c in cells {
+        assert_eq!(c["n"], 20, "exactly the planned samples: {c}");
     }
 }
 

@@ -195,3 +195,55 @@ fn four_processes_create_one_store_at_once() {
         );
     }
 }
+
+/// Issue 13: four processes running the same plan on one store at once.
+/// They take turns on the campaign (a lock beside the store), each resuming
+/// from what the others stored: all finish, and every cell holds exactly the
+/// planned samples (before, 4 runs gave 20 of 5).
+#[test]
+fn four_runs_of_one_campaign_at_once_never_exceed_the_plan() {
+    let dir = tempfile::tempdir().unwrap();
+    let plan = dir.path().join("conc.toml");
+    std::fs::write(
+        &plan,
+        "name = \"conc\"\nsamples = 5\nsample_time = 0.01\nwarmup = 0\n\
+         [[bench]]\nuse = \"getppid\"\n[[bench]]\nuse = \"getuid\"\n",
+    )
+    .unwrap();
+    let db = dir.path().join("k.db");
+    let kids: Vec<_> = (0..4)
+        .map(|_| {
+            std::process::Command::new(env!("CARGO_BIN_EXE_kbench"))
+                .arg("--db")
+                .arg(&db)
+                .args(["run", "-q"])
+                .arg(&plan)
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for k in kids {
+        let out = k.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let rep = json(
+        stdout(
+            kbench(dir.path())
+                .arg("--db")
+                .arg(&db)
+                .args(["report", "conc", "--json"]),
+        )
+        .as_bytes(),
+    );
+    let cells = rep["cells"].as_array().unwrap();
+    assert_eq!(cells.len(), 2, "{rep}");
+    for c in cells {
+        assert_eq!(c["n"], 5, "{c}");
+    }
+}

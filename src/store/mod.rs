@@ -187,6 +187,14 @@ pub trait StoreRead {
 
 /// Idempotent writes, each committed when it returns.
 pub trait StoreWrite {
+    /// Hold the run lock of campaign `name` until this store is dropped,
+    /// waiting (with a message) while another kbench holds it. Two runs of
+    /// one campaign on one store then take turns, and the second resumes
+    /// from what the first stored: the plan's sample counts are never
+    /// exceeded. Stores without other writers need no lock.
+    fn lock_campaign(&mut self, _name: &str) -> anyhow::Result<()> {
+        Ok(())
+    }
     /// Find or create the campaign with this identity, atomically (two
     /// writers creating it at once get the same id).
     fn campaign(&mut self, key: &CampaignKey) -> anyhow::Result<i64>;

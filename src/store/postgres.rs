@@ -618,6 +618,26 @@ impl StoreRead for PgStore {
 }
 
 impl StoreWrite for PgStore {
+    /// A session-level advisory lock on the campaign's name, released when
+    /// the connection closes.
+    fn lock_campaign(&mut self, name: &str) -> anyhow::Result<()> {
+        let key = u64::from_str_radix(&crate::ids::plan_hash(name), 16).unwrap_or(0) as i64;
+        let got: bool = self
+            .conn
+            .borrow_mut()
+            .query_one("SELECT pg_try_advisory_lock($1)", &[&key])?
+            .get(0);
+        if !got {
+            eprintln!(
+                "kbench: campaign `{name}` is being run by another kbench on this store; waiting for it"
+            );
+            self.conn
+                .borrow_mut()
+                .execute("SELECT pg_advisory_lock($1)", &[&key])?;
+        }
+        Ok(())
+    }
+
     fn campaign(&mut self, key: &CampaignKey) -> anyhow::Result<i64> {
         let c = self.conn.get_mut();
         // One statement creates it or does nothing: a second writer racing

@@ -130,6 +130,8 @@ CREATE UNIQUE INDEX failures_identity ON failures(cell_id, seq);
 
 pub struct SqliteStore {
     conn: Connection,
+    /// Campaign run locks held (`lock_campaign`), released on drop.
+    locks: Vec<std::fs::File>,
 }
 
 /// Tables every kbench store has, from the first schema version on.
@@ -221,9 +223,15 @@ impl SqliteStore {
                     MIGRATIONS.len()
                 ));
             }
-            return Ok(SqliteStore { conn });
+            return Ok(SqliteStore {
+                conn,
+                locks: Vec::new(),
+            });
         }
-        let mut s = SqliteStore { conn };
+        let mut s = SqliteStore {
+            conn,
+            locks: Vec::new(),
+        };
         s.prepare()
             .map_err(|e| match e.downcast::<rusqlite::Error>() {
                 Ok(e) => explain(path, e),
@@ -237,6 +245,7 @@ impl SqliteStore {
     pub fn empty() -> anyhow::Result<SqliteStore> {
         let mut s = SqliteStore {
             conn: Connection::open_in_memory()?,
+            locks: Vec::new(),
         };
         s.prepare()?;
         Ok(s)
@@ -596,6 +605,53 @@ impl StoreRead for SqliteStore {
 }
 
 impl StoreWrite for SqliteStore {
+    /// A one-byte OFD lock (per open file, not per process, and apart from
+    /// SQLite's own locks) at an offset given by the campaign's name, in a
+    /// file beside the store (`STORE-kbench-locks`, 0600). Where that file
+    /// cannot be made (a read-only directory, `/dev/null`), runs go unlocked.
+    fn lock_campaign(&mut self, name: &str) -> anyhow::Result<()> {
+        use std::os::fd::AsRawFd;
+        use std::os::unix::fs::OpenOptionsExt;
+        let Some(path) = self.conn.path().filter(|p| !p.is_empty()) else {
+            return Ok(());
+        };
+        let Ok(file) = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .mode(0o600)
+            .open(format!("{path}-kbench-locks"))
+        else {
+            return Ok(());
+        };
+        let offset = u64::from_str_radix(&crate::ids::plan_hash(name), 16).unwrap_or(0) >> 24;
+        // SAFETY: flock is plain data.
+        let mut fl: libc::flock = unsafe { std::mem::zeroed() };
+        fl.l_type = libc::F_WRLCK as libc::c_short;
+        fl.l_whence = libc::SEEK_SET as libc::c_short;
+        fl.l_start = offset as libc::off_t;
+        fl.l_len = 1;
+        let fd = file.as_raw_fd();
+        // SAFETY: fcntl on our fd with a valid flock.
+        if unsafe { libc::fcntl(fd, libc::F_OFD_SETLK, &fl) } != 0 {
+            eprintln!(
+                "kbench: campaign `{name}` is being run by another kbench on this store; waiting for it"
+            );
+            // SAFETY: as above; EINTR (a signal) retries.
+            while unsafe { libc::fcntl(fd, libc::F_OFD_SETLKW, &fl) } != 0 {
+                let e = std::io::Error::last_os_error();
+                if e.kind() != std::io::ErrorKind::Interrupted {
+                    return Err(anyhow::anyhow!(
+                        "{path}: cannot lock campaign `{name}`: {e}"
+                    ));
+                }
+            }
+        }
+        self.locks.push(file);
+        Ok(())
+    }
+
     fn campaign(&mut self, key: &CampaignKey) -> anyhow::Result<i64> {
         // One statement creates it or does nothing: two writers racing on
         // the same identity both end up with the one row.
