@@ -131,8 +131,9 @@ fn getppid1_scales_with_processes_and_threads_work() {
     }
     let t1 = f(&cell(&cells, "threads", 1)["max"]);
     let t2 = f(&cell(&cells, "threads", 2)["max"]);
+    // On one usable CPU two threads cannot beat one.
     assert!(
-        t1 > 1e4 && t2 > t1,
+        t1 > 1e4 && (t2 > t1 || cpus < 2),
         "threads: 1 task {t1}, 2 tasks {t2} ops/s"
     );
     for c in &cells {
