@@ -131,10 +131,18 @@ fn man(path: &[String]) -> anyhow::Result<ExitCode> {
             )
         })?;
     }
+    // NAME reads `kbench - what does ...`, not `kbench - kbench: what ...`.
+    let mut page = page.clone();
+    if let Some(rest) = page
+        .get_about()
+        .and_then(|a| a.to_string().strip_prefix("kbench: ").map(str::to_owned))
+    {
+        page = page.about(rest);
+    }
     let mut buf = Vec::new();
     // The footer names kbench and its version on every page (a
     // subcommand has no version of its own).
-    clap_mangen::Man::new(page.clone())
+    clap_mangen::Man::new(page)
         .source(format!("kbench {}", env!("CARGO_PKG_VERSION")))
         .manual("kbench manual")
         .render(&mut buf)?;

@@ -154,6 +154,7 @@ fn man_page_renders_cleanly_and_lists_every_command() {
         &page[..200.min(page.len())]
     );
     assert!(page.contains(env!("CARGO_PKG_VERSION")));
+    assert!(page.contains("kbench \\- what does"), "NAME repeats kbench");
     for c in COMMANDS {
         assert!(
             page.contains(&format!("kbench\\-{c}(1)")),
