@@ -120,6 +120,22 @@ pub enum Command {
         #[command(subcommand)]
         command: StoreCommand,
     },
+    /// Print a shell completion script for kbench on standard output
+    /// (`kbench completions bash > ~/.local/share/bash-completion/completions/kbench`).
+    Completions {
+        /// The shell the script is for.
+        #[arg(value_enum)]
+        shell: CompletionShell,
+    },
+    /// Print kbench's man page (roff) on standard output
+    /// (`kbench man > ~/.local/share/man/man1/kbench.1`), or a command's
+    /// page (`kbench man report > .../kbench-report.1`).
+    Man {
+        /// The command whose page to print, e.g. `report` or `fleet run`
+        /// [default: the kbench page, which lists every command].
+        #[arg(value_name = "COMMAND")]
+        command: Vec<String>,
+    },
     /// FreeBSD ministat(1), byte for byte (`kbench ministat --help`).
     #[command(disable_help_flag = true)]
     Ministat {
@@ -243,6 +259,27 @@ pub struct RunArgs {
     /// unchanged plan over again. The old campaign stays in the store.
     #[arg(long)]
     pub force: bool,
+}
+
+/// Shells `kbench completions` writes a script for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum CompletionShell {
+    /// bash (bash-completion).
+    Bash,
+    /// zsh (a `_kbench` function for `fpath`).
+    Zsh,
+    /// fish.
+    Fish,
+}
+
+impl From<CompletionShell> for clap_complete::Shell {
+    fn from(s: CompletionShell) -> Self {
+        match s {
+            CompletionShell::Bash => clap_complete::Shell::Bash,
+            CompletionShell::Zsh => clap_complete::Shell::Zsh,
+            CompletionShell::Fish => clap_complete::Shell::Fish,
+        }
+    }
 }
 
 /// How `kbench run --events` prints the event stream.

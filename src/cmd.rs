@@ -8,7 +8,9 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use crate::bench;
-use crate::cli::{Cli, Command, EventsFormat, FleetCommand, RunArgs, StoreCommand};
+use crate::cli::{
+    Cli, Command, CompletionShell, EventsFormat, FleetCommand, RunArgs, StoreCommand,
+};
 use crate::error::bad_input;
 use crate::event::{self, Sink};
 use crate::record::{RunConfig, RunStatus, StopRule};
@@ -91,8 +93,61 @@ pub fn dispatch(args: Vec<OsString>) -> anyhow::Result<ExitCode> {
                 },
         } => store_copy(&from, &to, &campaigns),
         Command::Fleet { command } => fleet(db, command),
+        Command::Completions { shell } => completions(shell),
+        Command::Man { command } => man(&command),
         Command::Ministat { args } => crate::ministat::main(&args),
     }
+}
+
+/// The completion script for `shell`, generated from the same clap
+/// definitions that parse the command line.
+fn completions(shell: CompletionShell) -> anyhow::Result<ExitCode> {
+    let mut cmd = <Cli as clap::CommandFactory>::command();
+    let mut buf = Vec::new();
+    clap_complete::generate(
+        clap_complete::Shell::from(shell),
+        &mut cmd,
+        "kbench",
+        &mut buf,
+    );
+    out(&String::from_utf8(buf)?)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// A man page (roff) generated from the clap definitions: kbench's own,
+/// whose SUBCOMMANDS section lists every command as `kbench-NAME(1)`, or
+/// that of the command named by `path` (`["fleet", "run"]`).
+fn man(path: &[String]) -> anyhow::Result<ExitCode> {
+    // As clap_mangen::generate_to does: no page for `help`, and a built
+    // command so each subcommand is named `kbench-NAME`.
+    let mut cmd = <Cli as clap::CommandFactory>::command().disable_help_subcommand(true);
+    cmd.build();
+    let mut page = &cmd;
+    for word in path {
+        page = page.find_subcommand(word).ok_or_else(|| {
+            bad_input!(
+                "no command `{}` to print the man page of (see `kbench --help`)",
+                path.join(" ")
+            )
+        })?;
+    }
+    // NAME reads `kbench - what does ...`, not `kbench - kbench: what ...`.
+    let mut page = page.clone();
+    if let Some(rest) = page
+        .get_about()
+        .and_then(|a| a.to_string().strip_prefix("kbench: ").map(str::to_owned))
+    {
+        page = page.about(rest);
+    }
+    let mut buf = Vec::new();
+    // The footer names kbench and its version on every page (a
+    // subcommand has no version of its own).
+    clap_mangen::Man::new(page)
+        .source(format!("kbench {}", env!("CARGO_PKG_VERSION")))
+        .manual("kbench manual")
+        .render(&mut buf)?;
+    out(&String::from_utf8(buf)?)?;
+    Ok(ExitCode::SUCCESS)
 }
 
 /// clap's usage error as one line: its first line (without the `error:`
