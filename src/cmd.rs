@@ -500,8 +500,7 @@ fn import(
     {
         return Err(bad_input!("-C, -d and --higher apply to --from ministat"));
     }
-    let read =
-        |f: &String| std::fs::read(f).map_err(|e| bad_input!("{f}: cannot read: {e}"));
+    let read = |f: &String| std::fs::read(f).map_err(|e| bad_input!("{f}: cannot read: {e}"));
     let text = |f: &String, data: Vec<u8>| {
         String::from_utf8(data).map_err(|e| bad_input!("{f}: not UTF-8 text: {e}"))
     };

@@ -1,6 +1,6 @@
 //! ministat data files: one file per variant, each a cell of benchmark
 //! `ministat` (factor `file` = the file's name as given), each point a
-//! sample of metric `value` (no unit). Lines are read as ministat reads
+//! sample of metric `value` (unit `value`). Lines are read as ministat reads
 //! them: the `-C` column of the `-d`-delimited tokens, `#` comments and
 //! blank lines skipped. Lower is better unless `--higher`.
 
@@ -51,7 +51,7 @@ pub fn parse(name: &str, data: &[u8], o: &Options<'_>) -> anyhow::Result<Importe
                 .into_iter()
                 .collect(),
             label_params: Vec::new(),
-            metrics: vec![Metric::new("value", "", dir)],
+            metrics: vec![Metric::new("value", "value", dir)],
             readings: Default::default(),
         },
         rounds: points

@@ -105,7 +105,9 @@ pub fn parse(name: &str, bench: &str, text: &str) -> anyhow::Result<Vec<Imported
         }
     }
     if cells.is_empty() {
-        return Err(bad_input!("{name}: no measured row (all task counts 0 or -1)"));
+        return Err(bad_input!(
+            "{name}: no measured row (all task counts 0 or -1)"
+        ));
     }
     Ok(cells)
 }
@@ -135,7 +137,10 @@ mod tests {
         assert_eq!(cells[1].info.params["tasks"], 2);
         assert_eq!(
             cells[1].rounds[0],
-            [("ops/s".to_string(), 12648102.0), ("idle".to_string(), 0.35)]
+            [
+                ("ops/s".to_string(), 12648102.0),
+                ("idle".to_string(), 0.35)
+            ]
         );
     }
 
