@@ -12,6 +12,10 @@ use crate::error::bad_input;
 use crate::record::{CellInfo, Direction, Kind, Metric};
 use crate::report::wis_csv::HEADER;
 
+/// A row: the task count, then (ops/s, idle %) of processes and threads
+/// when measured.
+type Row = (u32, [Option<(f64, f64)>; 2]);
+
 /// Parse one CSV; `bench` names the benchmark; errors name file and line.
 pub fn parse(name: &str, bench: &str, text: &str) -> anyhow::Result<Vec<ImportedCell>> {
     let mut lines = text.lines().enumerate().map(|(i, l)| (i + 1, l.trim()));
@@ -25,7 +29,7 @@ pub fn parse(name: &str, bench: &str, text: &str) -> anyhow::Result<Vec<Imported
         }
         None => return Err(bad_input!("{name}: empty (want the header `{HEADER}`)")),
     }
-    let mut rows: Vec<(u32, [Option<(f64, f64)>; 2])> = Vec::new();
+    let mut rows: Vec<Row> = Vec::new();
     for (n, l) in lines {
         if l.is_empty() {
             continue;
