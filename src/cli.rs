@@ -85,6 +85,20 @@ pub enum Command {
         /// Their format.
         #[arg(long, value_enum)]
         from: ImportFormat,
+        /// Add the imported runs to the campaign CAMPAIGN (created on first
+        /// use), so `kbench report CAMPAIGN` shows them together.
+        #[arg(long, value_name = "CAMPAIGN")]
+        name: Option<String>,
+        /// ministat: the column to read (1-based), as `ministat -C`.
+        #[arg(short = 'C', long, value_name = "N", default_value_t = 1,
+              value_parser = clap::value_parser!(i64).range(1..))]
+        column: i64,
+        /// ministat: the column delimiters, as `ministat -d`.
+        #[arg(short = 'd', long, value_name = "DELIMS", default_value = " \t")]
+        delimiters: String,
+        /// ministat: higher values are better (default: lower).
+        #[arg(long)]
+        higher: bool,
     },
     /// Compare recorded results: ministat's table and difference block for
     /// each benchmark, metric and cell, then a summary with a geomean row.
@@ -342,4 +356,8 @@ pub struct ReportArgs {
 pub enum ImportFormat {
     /// hyperfine --export-json: a cell per command, a sample per run.
     Hyperfine,
+    /// ministat data files: one run, a cell per file, a sample per value.
+    Ministat,
+    /// will-it-scale's runtest.py CSV: a scale benchmark per file.
+    WillItScale,
 }

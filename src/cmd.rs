@@ -76,7 +76,21 @@ pub fn dispatch(args: Vec<OsString>) -> anyhow::Result<ExitCode> {
         } => status(db, &plan, resume_unit, json),
         Command::Report(a) => report(db, &a),
         Command::Ingest { file } => ingest(db, &file),
-        Command::Import { files, from } => import(db, &files, from),
+        Command::Import {
+            files,
+            from,
+            name,
+            column,
+            delimiters,
+            higher,
+        } => {
+            let o = crate::import::ministat::Options {
+                column,
+                delims: delimiters.as_bytes(),
+                higher,
+            };
+            import(db, &files, from, name.as_deref(), &o)
+        }
         Command::Compare {
             operands,
             test,
@@ -535,17 +549,54 @@ fn import(
     db: Option<&str>,
     files: &[String],
     from: crate::cli::ImportFormat,
+    campaign: Option<&str>,
+    ministat: &crate::import::ministat::Options<'_>,
 ) -> anyhow::Result<ExitCode> {
+    use crate::cli::ImportFormat;
+    if from != ImportFormat::Ministat
+        && (ministat.column != 1 || ministat.delims != b" \t" || ministat.higher)
+    {
+        return Err(bad_input!("-C, -d and --higher apply to --from ministat"));
+    }
+    let read = |f: &String| std::fs::read(f).map_err(|e| bad_input!("{f}: cannot read: {e}"));
+    let text = |f: &String, data: Vec<u8>| {
+        String::from_utf8(data).map_err(|e| bad_input!("{f}: not UTF-8 text: {e}"))
+    };
     // Every file is read and checked before anything is stored.
     let mut runs = Vec::new();
-    for f in files {
-        let text = std::fs::read_to_string(f).map_err(|e| bad_input!("{f}: cannot read: {e}"))?;
-        let (name, cells) = match from {
-            crate::cli::ImportFormat::Hyperfine => {
-                ("hyperfine", crate::import::hyperfine::parse(f, &text)?)
+    match from {
+        ImportFormat::Hyperfine => {
+            for f in files {
+                let cells = crate::import::hyperfine::parse(f, &text(f, read(f)?)?)?;
+                runs.push(crate::import::events("hyperfine", f, cells, campaign));
             }
-        };
-        runs.push(crate::import::events(name, f, cells));
+        }
+        // One run: the files are the variants ministat would compare.
+        ImportFormat::Ministat => {
+            let mut cells = Vec::new();
+            for f in files {
+                if files.iter().filter(|g| *g == f).count() > 1 {
+                    return Err(bad_input!("{f}: named twice"));
+                }
+                cells.push(crate::import::ministat::parse(f, &read(f)?, ministat)?);
+            }
+            runs.push(crate::import::events(
+                "ministat",
+                &files.join(" "),
+                cells,
+                campaign,
+            ));
+        }
+        ImportFormat::WillItScale => {
+            for f in files {
+                let stem = std::path::Path::new(f)
+                    .file_stem()
+                    .map(|s| s.to_string_lossy().into_owned())
+                    .unwrap_or_else(|| f.clone());
+                let cells = crate::import::wis::parse(f, &stem, &text(f, read(f)?)?)?;
+                runs.push(crate::import::events("will-it-scale", f, cells, campaign));
+            }
+        }
     }
     let mut st = store::open(db, store::Access::Write)?;
     let mut sink = store::sink::StoreSink::new(st.as_mut());

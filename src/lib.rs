@@ -93,6 +93,34 @@ pub mod fuzzing {
             crate::ministat::run_in_memory(compat, &words, &mut &stdin[..]);
         }
     }
+
+    /// `kbench import --from ministat` on one file: the first byte picks
+    /// the column (1-4) and the delimiters, the rest is the file; a parsed
+    /// file is turned into the run's events.
+    pub fn import_ministat(data: &[u8]) {
+        let Some((&first, file)) = data.split_first() else {
+            return;
+        };
+        let o = crate::import::ministat::Options {
+            column: 1 + i64::from(first % 4),
+            delims: [&b" \t"[..], b",", b" \t,;"][usize::from(first / 4 % 3)],
+            higher: first & 0x80 != 0,
+        };
+        if let Ok(cell) = crate::import::ministat::parse("fuzz.txt", file, &o) {
+            let _ = crate::import::events("ministat", "fuzz.txt", vec![cell], None);
+        }
+    }
+
+    /// `kbench import --from will-it-scale` on one file (text, as the
+    /// command reads it); a parsed file is turned into the run's events.
+    pub fn import_wis(data: &[u8]) {
+        let Ok(text) = std::str::from_utf8(data) else {
+            return;
+        };
+        if let Ok(cells) = crate::import::wis::parse("fuzz.csv", "fuzz", text) {
+            let _ = crate::import::events("will-it-scale", "fuzz.csv", cells, Some("fuzz"));
+        }
+    }
 }
 
 /// Support shared by the unit tests and the integration tests.

@@ -43,3 +43,15 @@ fn ministat_corpus() {
     let n = replay("ministat", kbench::fuzzing::ministat);
     assert!(n >= 20, "only {n} ministat inputs");
 }
+
+#[test]
+fn import_ministat_corpus() {
+    let n = replay("import_ministat", kbench::fuzzing::import_ministat);
+    assert!(n >= 4, "only {n} import_ministat inputs");
+}
+
+#[test]
+fn import_wis_corpus() {
+    let n = replay("import_wis", kbench::fuzzing::import_wis);
+    assert!(n >= 4, "only {n} import_wis inputs");
+}

@@ -7,9 +7,11 @@
 //! machine.
 
 pub mod hyperfine;
+pub mod ministat;
+pub mod wis;
 
 use crate::event::{CellDone, CellPrepared, Event, RunBegun, RunEnded, SampleEvent};
-use crate::record::{CellInfo, CellStatus, RunConfig, RunStatus};
+use crate::record::{CampaignKey, CellInfo, CellStatus, RunConfig, RunStatus};
 use crate::system::Fingerprint;
 
 /// One imported cell: what identifies it and its values, one per round.
@@ -20,8 +22,15 @@ pub struct ImportedCell {
     pub rounds: Vec<Vec<(String, f64)>>,
 }
 
-/// The events of one imported run of `cells`, read from `source`.
-pub fn events(format: &str, source: &str, cells: Vec<ImportedCell>) -> Vec<Event> {
+/// The events of one imported run of `cells`, read from `source`; with
+/// `campaign`, the run joins the campaign of that name (one identity per
+/// name for every import, so later imports join it too).
+pub fn events(
+    format: &str,
+    source: &str,
+    cells: Vec<ImportedCell>,
+    campaign: Option<&str>,
+) -> Vec<Event> {
     let run = crate::ids::new_run_uuid();
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -36,7 +45,12 @@ pub fn events(format: &str, source: &str, cells: Vec<ImportedCell>) -> Vec<Event
     let mut out = vec![Event::RunBegun(Box::new(RunBegun {
         schema: 1,
         run: run.clone(),
-        campaign: None,
+        campaign: campaign.map(|name| CampaignKey {
+            name: name.into(),
+            plan_hash: "imported".into(),
+            generation: 1,
+            plan_text: String::new(),
+        }),
         host: "imported".into(),
         started: now,
         fingerprint,

@@ -142,6 +142,34 @@ impl Parser {
         })
     }
 
+    /// Parse a whole input held in memory, one `\n`-ended line at a time
+    /// (no `BUFSIZ` pieces: an import names real lines), with the same
+    /// tokens, comments and `strtod` as [`Parser::read_from`]. Each point
+    /// comes with its 1-based line; a bad token is `InvalidData` there.
+    pub fn read_numbered(&self, data: &[u8]) -> Result<Vec<(u64, f64)>, ReadError> {
+        let mut out = Vec::new();
+        for (i, piece) in data.split(|&b| b == b'\n').enumerate() {
+            let piece = match piece.iter().position(|&b| b == 0) {
+                Some(k) => &piece[..k],
+                None => piece,
+            };
+            let mut cut = piece.len();
+            while cut > 0 && is_c_space(piece[cut - 1]) {
+                cut -= 1;
+            }
+            let Some(tok) = self.pick(&piece[..cut]) else {
+                continue;
+            };
+            let line = i as u64 + 1;
+            let (d, used) = strtod(tok);
+            if used != tok.len() {
+                return Err(ReadError::InvalidData { line });
+            }
+            out.push((line, d));
+        }
+        Ok(out)
+    }
+
     /// The `column`-th strtok token of `line`, or `None` when the line has
     /// fewer tokens or a token starting with `#` comes first.
     #[inline]
@@ -194,6 +222,19 @@ mod tests {
         assert_eq!(read(&p, b"1\n\x002\n3"), Ok(vec![1.0, 3.0]));
         let pc = Parser::new(8192, 2, b",");
         assert_eq!(read(&pc, b"a,1 \nb,,2\n"), Ok(vec![1.0, 2.0]));
+    }
+
+    #[test]
+    fn numbered_lines_for_imports() {
+        let p = Parser::new(8192, 2, b",");
+        assert_eq!(
+            p.read_numbered(b"# h\na,1\n\nb,2.5 \r\n"),
+            Ok(vec![(2, 1.0), (4, 2.5)])
+        );
+        assert_eq!(
+            p.read_numbered(b"a,1\nb,x\n"),
+            Err(ReadError::InvalidData { line: 2 })
+        );
     }
 
     #[test]

@@ -611,6 +611,19 @@ pub fn difference_block(
     }
 }
 
+/// A data file's points as ministat reads them (`-C column`, `-d delims`;
+/// `#` comments and blank lines skipped), each with its 1-based line, for
+/// `kbench import --from ministat`. `Err(line)`: no number there.
+pub(crate) fn read_column(data: &[u8], column: i64, delims: &[u8]) -> Result<Vec<(u64, f64)>, u64> {
+    Parser::new(8192, column, delims)
+        .read_numbered(data)
+        .map_err(|e| match e {
+            ReadError::InvalidData { line } => line,
+            // Points are held in memory already: never reported here.
+            ReadError::OutOfMemory { .. } => 0,
+        })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,0 +1,127 @@
+//! `kbench import --from ministat|will-it-scale` through the real binary:
+//! the imported runs are reported and compared like measured ones, and a
+//! malformed file stores nothing.
+
+mod common;
+
+use common::stdout;
+
+/// `kbench` on the test's store, run inside its directory (the files are
+/// named as given, relative).
+fn kbench(d: &std::path::Path) -> assert_cmd::Command {
+    let mut c = common::kbench(d);
+    c.current_dir(d);
+    c
+}
+
+/// One line on stderr naming `place`, exit 2, and the store still holds
+/// `runs` runs.
+fn rejected(d: &std::path::Path, args: &[&str], place: &str, runs: usize) {
+    let out = kbench(d).args(args).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains(place), "{err}");
+    let listed = stdout(kbench(d).args(["runs"]));
+    assert_eq!(listed.lines().count(), runs + 1, "{listed}");
+}
+
+#[test]
+fn two_ministat_files_import_as_variants_and_compare() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    // Column 2 of comma-separated lines, with ministat's comments.
+    std::fs::write(
+        d.join("old.csv"),
+        "# run,ns\n1,10\n2,11\n\n3,12,# slow\n4,10.5\n5,11.5\n",
+    )
+    .unwrap();
+    std::fs::write(d.join("new.csv"), "1,20\n2,21\n3,22\n4,20.5\n5,21.5\n").unwrap();
+    kbench(d)
+        .args(["import", "old.csv", "new.csv", "--from", "ministat"])
+        .args(["-C", "2", "-d", ",", "--name", "pair"])
+        .assert()
+        .success();
+    let c = stdout(kbench(d).args(["compare", "1:file=old.csv", "1:file=new.csv"]));
+    let row = c
+        .lines()
+        .find(|l| l.starts_with("ministat value") && l.contains("5+5"))
+        .unwrap_or_else(|| panic!("{c}"));
+    // Means 11 and 21: new is 90.9% above old, worse when lower is better.
+    let want = format!("{:+.1}%", (21.0 / 11.0 - 1.0) * 100.0);
+    assert!(row.contains(&want), "{row} lacks {want}");
+    assert!(c.contains("worse"), "{c}");
+    // The run joined campaign `pair` and says where it came from.
+    let r = stdout(kbench(d).args(["report", "pair"]));
+    assert!(r.contains("campaign 1 `pair`"), "{r}");
+    assert!(r.contains("imported from ministat"), "{r}");
+    // --higher: the same difference reads as better.
+    kbench(d)
+        .args(["import", "old.csv", "new.csv", "--from", "ministat"])
+        .args(["-C", "2", "-d", ",", "--higher"])
+        .assert()
+        .success();
+    let c = stdout(kbench(d).args(["compare", "2:file=old.csv", "2:file=new.csv"]));
+    assert!(c.contains("better") && !c.contains("worse"), "{c}");
+
+    // A bad line in the second file: nothing of the first is stored.
+    std::fs::write(d.join("bad.csv"), "1,20\n2,fast\n").unwrap();
+    rejected(
+        d,
+        &[
+            "import", "old.csv", "bad.csv", "--from", "ministat", "-C", "2", "-d", ",",
+        ],
+        "bad.csv:2:",
+        2,
+    );
+    rejected(
+        d,
+        &["import", "old.csv", "--from", "ministat", "-C", "0"],
+        "0",
+        2,
+    );
+}
+
+/// runtest.py's table for a testcase measured at 1, 2 and 4 tasks.
+const WIS: &str = "tasks,processes,processes_idle,threads,threads_idle,linear
+0,0,100,0,100,0
+1,6420922,50.12,6533985,50.03,6533985
+2,12648102,0.35,12905000,0.40,13067970
+4,24011230,0.10,-1,-1.00,26135940
+";
+
+#[test]
+fn a_will_it_scale_csv_imports_and_reprints() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let f = d.join("getppid1.csv");
+    std::fs::write(&f, WIS).unwrap();
+    kbench(d)
+        .args(["import", f.to_str().unwrap(), "--from", "will-it-scale"])
+        .assert()
+        .success();
+    // The round trip: runtest.py's file, byte for byte.
+    let csv = stdout(kbench(d).args(["report", "1", "--format", "wis-csv"]));
+    assert_eq!(csv, WIS);
+    // The scaling layout: the benchmark is the file stem, both modes.
+    let s = stdout(kbench(d).args(["report", "1", "--table", "scaling"]));
+    assert!(s.contains("getppid1"), "{s}");
+    assert!(s.contains("processes") && s.contains("threads"), "{s}");
+    assert!(s.contains("imported from will-it-scale"), "{s}");
+    // Malformed rows: file and line, nothing stored.
+    let bad = d.join("bad.csv");
+    std::fs::write(&bad, format!("{WIS}8,1,2,3\n")).unwrap();
+    rejected(
+        d,
+        &["import", bad.to_str().unwrap(), "--from", "will-it-scale"],
+        "bad.csv:6: 4 field(s)",
+        1,
+    );
+    std::fs::write(&bad, "tasks,ops\n1,5\n").unwrap();
+    rejected(
+        d,
+        &["import", bad.to_str().unwrap(), "--from", "will-it-scale"],
+        "bad.csv:1:",
+        1,
+    );
+}
