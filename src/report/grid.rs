@@ -326,6 +326,45 @@ pub fn of_table(t: &Table, panel: Panel, cell: &dyn Fn(&Value, &Column) -> Strin
     }
 }
 
+/// A scaling table as a grid: one row per task count, an ops/s and an
+/// efficiency column per mode (text and Markdown print the same grid).
+pub fn of_scaling(s: &super::scale::Scaling, unicode: bool) -> Grid {
+    let mut tasks: Vec<u32> = s
+        .series
+        .iter()
+        .flat_map(|x| x.points.iter().map(|p| p.tasks))
+        .collect();
+    tasks.sort_unstable();
+    tasks.dedup();
+    Grid {
+        row_head: vec!["tasks".into()],
+        groups: s.series.iter().map(|x| (x.mode.clone(), 2)).collect(),
+        col_head: s
+            .series
+            .iter()
+            .flat_map(|_| ["ops/s".to_string(), "eff".to_string()])
+            .collect(),
+        rows: tasks
+            .iter()
+            .map(|n| {
+                let vals = s
+                    .series
+                    .iter()
+                    .flat_map(|x| match x.points.iter().find(|p| p.tasks == *n) {
+                        Some(p) => [
+                            super::human::value(p.mean, "ops/s", None, unicode),
+                            format!("{:.2}", p.efficiency),
+                        ],
+                        None => ["-".into(), "-".into()],
+                    })
+                    .collect();
+                (vec![n.to_string()], vals)
+            })
+            .collect(),
+        summary_from: None,
+    }
+}
+
 /// Words of `text` in lines of at most `max` columns, the continuation
 /// lines indented by `indent`.
 pub fn wrap(text: &str, max: usize, indent: &str) -> String {

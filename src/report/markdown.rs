@@ -187,40 +187,7 @@ fn scaling(o: &mut String, s: &super::scale::Scaling) {
         let _ = write!(head, " ({})", c.join(", "));
     }
     let _ = writeln!(o, "### {head}\n");
-    let mut tasks: Vec<u32> = s
-        .series
-        .iter()
-        .flat_map(|x| x.points.iter().map(|p| p.tasks))
-        .collect();
-    tasks.sort_unstable();
-    tasks.dedup();
-    let g = grid::Grid {
-        row_head: vec!["tasks".into()],
-        groups: s.series.iter().map(|x| (x.mode.clone(), 2)).collect(),
-        col_head: s
-            .series
-            .iter()
-            .flat_map(|_| ["ops/s".to_string(), "eff".to_string()])
-            .collect(),
-        rows: tasks
-            .iter()
-            .map(|n| {
-                let vals = s
-                    .series
-                    .iter()
-                    .flat_map(|x| match x.points.iter().find(|p| p.tasks == *n) {
-                        Some(p) => [
-                            human::value(p.mean, "ops/s", None, true),
-                            format!("{:.2}", p.efficiency),
-                        ],
-                        None => ["-".into(), "-".into()],
-                    })
-                    .collect();
-                (vec![n.to_string()], vals)
-            })
-            .collect(),
-        summary_from: None,
-    };
+    let g = grid::of_scaling(s, true);
     o.push_str(&g.markdown(&md_escape));
     let flat: Vec<String> = s
         .series
