@@ -378,6 +378,29 @@ timeout = 0.5
     assert!(left.is_empty(), "orphans: {left:?}");
 }
 
+/// `kbench run PLAN` in the background (stderr piped), returned once at
+/// least `procs` processes of its command (marked by `marker`) exist.
+fn run_until_started(dir: &Path, plan: &Path, marker: &str, procs: usize) -> std::process::Child {
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_kbench"))
+        .arg("--db")
+        .arg(dir.join("k.db"))
+        .args(["run", "-q", "--warmup", "0"])
+        .arg(plan)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t0 = std::time::Instant::now();
+    while processes_with(marker).len() < procs && t0.elapsed().as_secs() < 20 {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert!(
+        processes_with(marker).len() >= procs,
+        "the command never started"
+    );
+    child
+}
+
 #[test]
 fn ctrl_c_kills_a_running_command_and_keeps_what_was_measured() {
     let dir = tempfile::tempdir().unwrap();
@@ -394,24 +417,8 @@ shell = "sleep {marker} & sleep {marker}; wait"
 "#
         ),
     );
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_kbench"))
-        .arg("--db")
-        .arg(dir.path().join("k.db"))
-        .args(["run", "-q", "--warmup", "0"])
-        .arg(&p)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    // Wait until the command runs, then interrupt kbench alone.
-    let t0 = std::time::Instant::now();
-    while processes_with(&marker).len() < 2 && t0.elapsed().as_secs() < 20 {
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
-    assert!(
-        !processes_with(&marker).is_empty(),
-        "the command never started"
-    );
+    // Once the command runs, interrupt kbench alone.
+    let mut child = run_until_started(dir.path(), &p, &marker, 2);
     // SAFETY: signalling the child we spawned.
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
     let t1 = std::time::Instant::now();
@@ -443,25 +450,9 @@ shell = "sleep {marker} & (sleep {marker}; true) & sleep {marker}; wait"
 "#
         ),
     );
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_kbench"))
-        .arg("--db")
-        .arg(dir.path().join("k.db"))
-        .args(["run", "-q", "--warmup", "0"])
-        .arg(&p)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let t0 = std::time::Instant::now();
     // sh, its subshell and three sleeps.
-    while processes_with(&marker).len() < 5 && t0.elapsed().as_secs() < 20 {
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
-    assert_eq!(
-        processes_with(&marker).len(),
-        5,
-        "the command never started"
-    );
+    let mut child = run_until_started(dir.path(), &p, &marker, 5);
+    assert_eq!(processes_with(&marker).len(), 5);
     // kbench's own watchdog (other tests run theirs at the same time).
     let parent_of = |pid: &str| -> Option<String> {
         let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
