@@ -279,6 +279,22 @@ fn host_of(r: &CellSummary, hosts: &IndexMap<i64, String>, only: &str) -> String
 }
 
 /// The rows, columns and groups a layout gives one table's cells.
+/// The baseline's value of each column dimension: the layout's `baseline`
+/// where it names the dimension, else the value in the `first` column key.
+fn baseline_key(layout: &Layout, cols: &[String], first: &[String]) -> Vec<String> {
+    cols.iter()
+        .enumerate()
+        .map(|(i, d)| {
+            layout
+                .baseline
+                .iter()
+                .find(|(k, _)| k == d)
+                .map(|(_, v)| v.clone())
+                .unwrap_or_else(|| first[i].clone())
+        })
+        .collect()
+}
+
 struct Axes {
     rows: Vec<String>,
     cols: Vec<String>,
@@ -562,20 +578,7 @@ fn improvement_table(
     if g.axes.cols.is_empty() {
         return Err("no compared dimension varies (set `cols` or `baseline`)".into());
     }
-    let base_ck: Vec<String> = g
-        .axes
-        .cols
-        .iter()
-        .enumerate()
-        .map(|(i, d)| {
-            layout
-                .baseline
-                .iter()
-                .find(|(k, _)| k == d)
-                .map(|(_, v)| v.clone())
-                .unwrap_or_else(|| g.col_keys[0][i].clone())
-        })
-        .collect();
+    let base_ck = baseline_key(layout, &g.axes.cols, &g.col_keys[0]);
     if !g.col_keys.contains(&base_ck) {
         return Err(format!(
             "no cell is the baseline {}",
@@ -679,20 +682,7 @@ fn ratio_table(cells: &Cells, layout: &Layout, bench: &str, metric: &str) -> Res
     };
     let g = grid(cells, layout, default)?;
     let base_ck: Vec<String> = match g.col_keys.first() {
-        Some(first) => g
-            .axes
-            .cols
-            .iter()
-            .enumerate()
-            .map(|(i, d)| {
-                layout
-                    .baseline
-                    .iter()
-                    .find(|(k, _)| k == d)
-                    .map(|(_, v)| v.clone())
-                    .unwrap_or_else(|| first[i].clone())
-            })
-            .collect(),
+        Some(first) => baseline_key(layout, &g.axes.cols, first),
         None => Vec::new(),
     };
     let mut col_keys = g.col_keys.clone();
