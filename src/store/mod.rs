@@ -414,6 +414,25 @@ pub mod suite {
     }
 
     /// Writes, reads back, replays, and counts progress.
+    /// Two writers, each opened by `open`, create campaign `key` at the
+    /// same moment: both get the same id, and neither fails.
+    pub fn create_race<S: Store>(open: impl Fn() -> S + Sync, key: &CampaignKey) {
+        let barrier = std::sync::Barrier::new(2);
+        let ids: Vec<i64> = std::thread::scope(|sc| {
+            let hs: Vec<_> = (0..2)
+                .map(|_| {
+                    sc.spawn(|| {
+                        let mut s = open();
+                        barrier.wait();
+                        s.campaign(key).unwrap()
+                    })
+                })
+                .collect();
+            hs.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        assert_eq!(ids[0], ids[1]);
+    }
+
     pub fn round_trip(s: &mut dyn Store) {
         let key = CampaignKey {
             name: "c".into(),

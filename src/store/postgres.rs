@@ -861,20 +861,7 @@ mod tests {
                 generation: 1,
                 plan_text: String::new(),
             };
-            let barrier = std::sync::Barrier::new(2);
-            let ids: Vec<i64> = std::thread::scope(|sc| {
-                let hs: Vec<_> = (0..2)
-                    .map(|_| {
-                        sc.spawn(|| {
-                            let mut s = PgStore::open(&url, true).unwrap();
-                            barrier.wait();
-                            s.campaign(&key).unwrap()
-                        })
-                    })
-                    .collect();
-                hs.into_iter().map(|h| h.join().unwrap()).collect()
-            });
-            assert_eq!(ids[0], ids[1]);
+            crate::store::suite::create_race(|| PgStore::open(&url, true).unwrap(), &key);
         }
         let s = PgStore::open(&url, true).unwrap();
         assert_eq!(s.campaigns(CampaignQuery::Named("race3")).unwrap().len(), 1);

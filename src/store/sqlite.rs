@@ -890,20 +890,7 @@ mod tests {
             plan_text: String::new(),
         };
         for _ in 0..20 {
-            let barrier = std::sync::Barrier::new(2);
-            let ids: Vec<i64> = std::thread::scope(|sc| {
-                let hs: Vec<_> = (0..2)
-                    .map(|_| {
-                        sc.spawn(|| {
-                            let mut s = SqliteStore::open(&path, true).unwrap();
-                            barrier.wait();
-                            s.campaign(&key).unwrap()
-                        })
-                    })
-                    .collect();
-                hs.into_iter().map(|h| h.join().unwrap()).collect()
-            });
-            assert_eq!(ids[0], ids[1]);
+            crate::store::suite::create_race(|| SqliteStore::open(&path, true).unwrap(), &key);
         }
         let s = SqliteStore::open(&path, true).unwrap();
         assert_eq!(s.campaigns(CampaignQuery::Named("race")).unwrap().len(), 1);
