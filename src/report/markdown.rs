@@ -134,49 +134,8 @@ fn table(o: &mut String, t: &Table) {
 
 fn system(o: &mut String, s: &SystemBlock) {
     let _ = writeln!(o, "### System configuration ({})\n", md_escape(&s.host));
-    let mut kv = |k: &str, v: String| {
+    for (k, v) in s.rows() {
         let _ = writeln!(o, "- **{k}**: {}", md_escape(&v));
-    };
-    kv("OS", s.os.clone());
-    kv("Kernel", s.kernel.clone());
-    kv(
-        "Memory",
-        format!("{:.1} GiB", s.memory_bytes as f64 / (1u64 << 30) as f64),
-    );
-    kv(
-        "CPUs",
-        format!(
-            "{} socket(s), {} core(s), {} thread(s), SMT {}",
-            s.sockets,
-            s.cores,
-            s.threads,
-            s.smt.as_deref().unwrap_or("unknown")
-        ),
-    );
-    kv(
-        "CPU model",
-        s.cpu_model.clone().unwrap_or_else(|| "unknown".into()),
-    );
-    for (state, m) in &s.microcode {
-        kv(
-            "Microcode",
-            if state.is_empty() {
-                m.clone()
-            } else {
-                format!("{m} ({state})")
-            },
-        );
-    }
-    let day = |t: f64| {
-        super::text::fmt_time(t)
-            .chars()
-            .take(10)
-            .collect::<String>()
-    };
-    let (a, b) = (day(s.first), day(s.last));
-    kv("Date", if a == b { a } else { format!("{a} .. {b}") });
-    for w in &s.warnings {
-        kv("Noise", w.clone());
     }
 }
 

@@ -156,6 +156,54 @@ pub struct SystemBlock {
     pub warnings: Vec<String>,
 }
 
+impl SystemBlock {
+    /// The block's lines as (label, value), in order: what the text and
+    /// Markdown renderers print (dates as days, one line per microcode
+    /// state and per noise warning).
+    pub fn rows(&self) -> Vec<(&'static str, String)> {
+        let mut v = vec![
+            ("OS", self.os.clone()),
+            ("Kernel", self.kernel.clone()),
+            (
+                "Memory",
+                format!("{:.1} GiB", self.memory_bytes as f64 / (1u64 << 30) as f64),
+            ),
+            (
+                "CPUs",
+                format!(
+                    "{} socket(s), {} core(s), {} thread(s), SMT {}",
+                    self.sockets,
+                    self.cores,
+                    self.threads,
+                    self.smt.as_deref().unwrap_or("unknown")
+                ),
+            ),
+            (
+                "CPU model",
+                self.cpu_model.clone().unwrap_or_else(|| "unknown".into()),
+            ),
+        ];
+        for (state, m) in &self.microcode {
+            let m = if state.is_empty() {
+                m.clone()
+            } else {
+                format!("{m} ({state})")
+            };
+            v.push(("Microcode", m));
+        }
+        let day = |t: f64| {
+            super::text::fmt_time(t)
+                .chars()
+                .take(10)
+                .collect::<String>()
+        };
+        let (a, b) = (day(self.first), day(self.last));
+        v.push(("Date", if a == b { a } else { format!("{a} .. {b}") }));
+        v.extend(self.warnings.iter().map(|w| ("Noise", w.clone())));
+        v
+    }
+}
+
 /// A row's dimensions: factors, then parameters (sizes as `2k`), then
 /// `host` and `revision`.
 fn dims_of(r: &CellSummary, host: &str) -> IndexMap<String, String> {

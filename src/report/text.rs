@@ -878,38 +878,11 @@ fn system_text(o: &mut String, s: &SystemBlock) {
             &" ".repeat(14),
         ));
     };
-    kv("OS:", s.os.clone());
-    kv("Kernel:", s.kernel.clone());
-    kv("Memory:", gib(s.memory_bytes));
-    kv(
-        "CPUs:",
-        format!(
-            "{} socket(s), {} core(s), {} thread(s), SMT {}",
-            s.sockets,
-            s.cores,
-            s.threads,
-            s.smt.as_deref().unwrap_or("unknown")
-        ),
-    );
-    kv(
-        "CPU model:",
-        s.cpu_model.clone().unwrap_or_else(|| "unknown".into()),
-    );
-    for (state, m) in &s.microcode {
-        if state.is_empty() {
-            kv("Microcode:", m.clone());
-        } else {
-            kv("Microcode:", format!("{m} ({state})"));
-        }
+    for (k, v) in s.rows() {
+        kv(&format!("{k}:"), v);
     }
-    let day = |t: f64| fmt_time(t).chars().take(10).collect::<String>();
-    let (a, b) = (day(s.first), day(s.last));
-    kv("Date:", if a == b { a } else { format!("{a} .. {b}") });
     if s.warnings.is_empty() {
         kv("Noise:", "no warning".into());
-    }
-    for w in &s.warnings {
-        kv("Noise:", w.clone());
     }
 }
 
