@@ -16,7 +16,13 @@ randomisation off, as will-it-scale's runtest.py runs its binaries)
 unless --aslr. will-it-scale's per-interval totals are read from its
 output line by line (`stdbuf -oL`) and the run is stopped once it has
 printed enough intervals, so the warm-up is the script's choice on both
-sides (will-it-scale's own `average:` needs 6 warm-up intervals).
+sides (will-it-scale's own `average:` needs 6 warm-up intervals). Its
+output is read through a pseudo-terminal, where the C library
+line-buffers stdout by itself: not through `stdbuf -oL`, whose
+LD_PRELOAD of libstdbuf.so adds 5 mappings to every will-it-scale
+process and, measured here, halved brk1's and mmap1's throughput per CPU
+second (the kernel's VMA tree takes a slower path), which made kbench
+read 1.9-2x will-it-scale's.
 
 This script contains no will-it-scale code and neither fetches nor builds
 it.
@@ -29,6 +35,7 @@ it.
 import argparse
 import json
 import os
+import pty
 import shutil
 import signal
 import statistics
@@ -49,20 +56,29 @@ def prefix(aslr):
 
 def run_wis(binary, tasks, warmup, seconds, aslr):
     """Mean ops/s of will-it-scale's intervals warmup+1..warmup+seconds."""
-    cmd = prefix(aslr) + ["stdbuf", "-oL", binary, "-t", str(tasks)]
+    cmd = prefix(aslr) + [binary, "-t", str(tasks)]
+    # stdout on a pseudo-terminal: will-it-scale's printf output is then
+    # line-buffered by the C library, with nothing loaded into its
+    # processes (see the module's docstring on stdbuf).
+    master, slave = pty.openpty()
     # Its own process group: killing will-it-scale's main process leaves
     # a new_task() partner running (the partner's watchdog checks the task,
     # whose own watchdog then checks itself), so the whole group goes.
     p = subprocess.Popen(
-        cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, start_new_session=True
+        cmd, stdin=subprocess.DEVNULL, stdout=slave, stderr=subprocess.DEVNULL, start_new_session=True
     )
+    os.close(slave)
     totals = []
     try:
-        for line in p.stdout:
-            if line.startswith("min:") and "total:" in line:
-                totals.append(int(line.rsplit("total:", 1)[1]))
-                if len(totals) >= warmup + seconds:
-                    break
+        with os.fdopen(master, "r", errors="replace") as out:
+            try:
+                for line in out:
+                    if line.startswith("min:") and "total:" in line:
+                        totals.append(int(line.rsplit("total:", 1)[1]))
+                        if len(totals) >= warmup + seconds:
+                            break
+            except OSError:
+                pass  # EIO: the terminal's last writer exited
     finally:
         os.killpg(p.pid, signal.SIGKILL)
         p.wait()
