@@ -133,11 +133,18 @@ pub fn build(cells: &[StoredCell]) -> Vec<Scaling> {
                 .skip(1)
                 .find(|p| p.efficiency < FLATTEN_BELOW)
                 .map(|p| p.tasks);
-            series.push(Series {
-                mode,
-                points,
-                flattens_at,
-            });
+            // A cell with no sample (failed, e.g. elided by the guard) has
+            // no point; a curve without points is no curve.
+            if !points.is_empty() {
+                series.push(Series {
+                    mode,
+                    points,
+                    flattens_at,
+                });
+            }
+        }
+        if series.is_empty() {
+            continue;
         }
         // processes before threads, as in will-it-scale's output.
         series.sort_by(|a, b| a.mode.cmp(&b.mode));
@@ -204,6 +211,27 @@ mod tests {
             text.contains("    4 |           200   0.0  0.50 |             -"),
             "{text}"
         );
+    }
+
+    #[test]
+    fn a_cell_without_samples_leaves_no_heading() {
+        // elided.c failed (the guard's "loop body optimised away?"): no
+        // sample, so no table, not an empty "scaling:" heading.
+        let mut elided = cell(2, "processes", 1, &[]);
+        elided.0.info.bench = "elided.c".into();
+        let cells = vec![cell(1, "processes", 1, &[100.0, 110.0]), elided];
+        let t = build(&cells);
+        assert_eq!(t.len(), 1);
+        assert_eq!(t[0].bench, "getppid1");
+        let out = text(cells);
+        let scaling = &out[out.find("scaling tables").unwrap()..];
+        assert!(!scaling.contains("elided"), "{out}");
+        insta::assert_snapshot!("scaling_without_the_failed_cell", scaling);
+        // Only failed cells: no scaling section at all.
+        let mut only = cell(3, "threads", 2, &[]);
+        only.0.info.bench = "elided.c".into();
+        assert!(build(&[only.clone()]).is_empty());
+        assert!(!text(vec![only]).contains("scaling"));
     }
 
     #[test]
