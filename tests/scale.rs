@@ -442,10 +442,11 @@ fn c_testcase_runs_in_both_modes_and_leaves_nothing_behind() {
             assert!(p.starts_with(want), "{p}");
         }
     }
-    // 2 tasks x 2 modes recorded themselves; all are gone, and cleanup
-    // removed the markers prepare left.
+    // 2 tasks x 2 modes x 2 samples recorded themselves (each sample
+    // starts its tasks afresh); all are gone, and cleanup removed the
+    // markers prepare left.
     let ids = recorded(&marks);
-    assert_eq!(ids.len(), 4, "{ids:?}");
+    assert_eq!(ids.len(), 8, "{ids:?}");
     assert_all_gone(&ids);
     let left: Vec<_> = std::fs::read_dir(&marks)
         .unwrap()
@@ -454,6 +455,81 @@ fn c_testcase_runs_in_both_modes_and_leaves_nothing_behind() {
         .filter(|n| n.starts_with("prepared."))
         .collect();
     assert!(left.is_empty(), "testcase_cleanup did not run: {left:?}");
+}
+
+/// Live (not zombie) processes below `root`, from /proc.
+fn descendants(root: i32) -> usize {
+    let mut parent = std::collections::HashMap::new();
+    for e in std::fs::read_dir("/proc").unwrap().filter_map(|e| e.ok()) {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let Ok(s) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        let Some(i) = s.rfind(')') else { continue };
+        let mut f = s[i + 1..].split_whitespace();
+        let state = f.next().unwrap_or("");
+        let ppid: i32 = f.next().and_then(|p| p.parse().ok()).unwrap_or(0);
+        if state != "Z" && state != "X" {
+            parent.insert(pid, ppid);
+        }
+    }
+    parent
+        .keys()
+        .filter(|&&p| {
+            let mut q = p;
+            for _ in 0..64 {
+                match parent.get(&q) {
+                    Some(&pp) if pp == root => return true,
+                    Some(&pp) if pp > 1 => q = pp,
+                    _ => return false,
+                }
+            }
+            false
+        })
+        .count()
+}
+
+#[test]
+fn a_sweep_holds_one_cells_tasks_at_a_time() {
+    let _serial = serial();
+    let tmp = tempfile::tempdir().unwrap();
+    let bin = assert_cmd::cargo::cargo_bin("kbench");
+    let opts = "mode=processes,interval=0.05,warmup=1";
+    let mut child = std::process::Command::new(bin)
+        .env("KBENCH_DB", tmp.path().join("k.db"))
+        .args([
+            "run",
+            &format!("getppid1:{opts},tasks=1"),
+            &format!("getppid1:{opts},tasks=2"),
+            &format!("getppid1:{opts},tasks=3"),
+            "--samples",
+            "4",
+            "--warmup",
+            "1",
+            "-q",
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Watch the run from /proc: the most processes below kbench at once.
+    let root = child.id() as i32;
+    let mut peak = 0;
+    let t0 = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        assert!(t0.elapsed() < Duration::from_secs(60), "the run hangs");
+        peak = peak.max(descendants(root));
+        std::thread::sleep(Duration::from_millis(2));
+    };
+    assert!(status.success());
+    // The largest cell: its cell process and 3 tasks. Kept alive between
+    // samples, the three cells would hold 2 + 3 + 4 = 9 processes.
+    assert!((2..=4).contains(&peak), "peak {peak} processes below kbench");
 }
 
 #[test]

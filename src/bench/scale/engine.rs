@@ -22,19 +22,21 @@
 //!   the pid and CPU of every task and helper.
 //!
 //! Sampling, and why it is shaped this way: the runner interleaves cells,
-//! and the tasks of a cell must not run while another cell is measured. So
-//! each `sample()` resumes the cell (the very first one releases the start
-//! line), reads the counters every `interval` on CLOCK_MONOTONIC (absolute
-//! deadlines, each interval's real length measured, not assumed), pushes
-//! one ops/s value per measured interval, and stops the whole process group
-//! with SIGSTOP (waiting until every task is seen stopped). Stopping with a
-//! signal, not a flag, keeps the hot loop exactly will-it-scale's: operation
-//! and counter store, nothing else, and works for C testcases that loop
-//! forever. `warmup` intervals are discarded only after the first release,
-//! when processes, files and page tables are cold; later samples resume an
-//! already warm cell (the runner's own warm-up rounds discard whole samples
-//! on top of that). With `warmup=0` and a short `interval` a cell costs a
-//! fraction of a second.
+//! and the tasks of a cell must not run, or hold memory, while another cell
+//! is measured. So the runner holds a [`ScaleInstance`], which owns no
+//! process: each of its samples starts the cell ([`ScaleCell::start`]),
+//! releases the start line, discards `warmup` intervals (fresh processes,
+//! files and page tables are cold), reads the counters every `interval` on
+//! CLOCK_MONOTONIC (absolute deadlines, each interval's real length
+//! measured, not assumed), pushes one ops/s value per measured interval,
+//! stops the whole process group with SIGSTOP and ends the cell: tasks
+//! killed and reaped, `cleanup` run, files removed. At most one cell's
+//! tasks exist at any time, so a sweep of 1..N tasks in both modes holds
+//! what its largest cell holds, not the sum of all cells (page_fault1 holds
+//! 128 MB per task). Counting needs no flag in the hot loop, which stays
+//! exactly will-it-scale's: operation and counter store, nothing else, and
+//! works for C testcases that loop forever. With `warmup=0` and a short
+//! `interval` a sample costs a fraction of a second.
 //!
 //! Ctrl-C: the runner's signal handler makes the interval sleep return
 //! EINTR; the sample then stops the cell and fails, the runner sees its stop
@@ -671,7 +673,64 @@ fn reap(shared: &Shared, pids: &[libc::pid_t]) {
     }
 }
 
-/// A running cell, as the runner holds it.
+/// A scale cell as the runner holds it between samples: what it takes to
+/// start the tasks, and what earlier samples learnt. No process exists
+/// outside [`Instance::sample`].
+pub struct ScaleInstance<P> {
+    tc: P,
+    params: Params,
+    settings: RunSettings,
+    stats: Stats,
+    placement: Option<String>,
+    notes: Vec<(String, String)>,
+    /// The last sample's task, helper and cell process ids.
+    #[cfg(test)]
+    last_ids: Vec<i32>,
+}
+
+impl<P: std::ops::Deref<Target = dyn Testcase>> ScaleInstance<P> {
+    /// Nothing starts here: the tasks start with each sample.
+    pub fn new(tc: P, params: &Params, settings: &RunSettings) -> Self {
+        ScaleInstance {
+            tc,
+            params: params.clone(),
+            settings: settings.clone(),
+            stats: Stats::default(),
+            placement: None,
+            notes: Vec::new(),
+            #[cfg(test)]
+            last_ids: Vec::new(),
+        }
+    }
+}
+
+impl<P: std::ops::Deref<Target = dyn Testcase> + Send> Instance for ScaleInstance<P> {
+    fn sample(&mut self, out: &mut Vec<Measure>) -> anyhow::Result<()> {
+        let mut cell = ScaleCell::start(&*self.tc, &self.params, &self.settings)?;
+        cell.stats = std::mem::take(&mut self.stats);
+        let r = cell.sample(out);
+        self.placement = cell.placement();
+        self.notes = cell.notes();
+        self.stats = std::mem::take(&mut cell.stats);
+        #[cfg(test)]
+        {
+            self.last_ids = tests::ids(&cell);
+        }
+        // Ends the cell: every task and helper is gone when drop returns.
+        drop(cell);
+        r
+    }
+
+    fn placement(&self) -> Option<String> {
+        self.placement.clone()
+    }
+
+    fn notes(&self) -> Vec<(String, String)> {
+        self.notes.clone()
+    }
+}
+
+/// A running cell: its process, tasks and shared counters, for one sample.
 pub struct ScaleCell {
     name: String,
     leader: libc::pid_t,
@@ -1018,20 +1077,20 @@ impl ScaleCell {
     }
 }
 
-impl Instance for ScaleCell {
+impl ScaleCell {
+    /// Release the start line and measure: `warmup` intervals discarded,
+    /// then `intervals` pushed. Once per cell: the tasks are stopped
+    /// (SIGSTOP) at the end, and the cell is then dropped.
     fn sample(&mut self, out: &mut Vec<Measure>) -> anyhow::Result<()> {
         self.check()?;
-        let warm = if self.started {
-            self.signal_group(libc::SIGCONT);
-            0
-        } else {
-            let h = self.shared.hdr();
-            h.go.store(1, Ordering::Release);
-            futex_wake_all(&h.go);
-            self.started = true;
-            self.warmup
-        };
-        let r = self.measure(warm, out);
+        if self.started {
+            bail!("{}: a cell is sampled once", self.name);
+        }
+        let h = self.shared.hdr();
+        h.go.store(1, Ordering::Release);
+        futex_wake_all(&h.go);
+        self.started = true;
+        let r = self.measure(self.warmup, out);
         self.signal_group(libc::SIGSTOP);
         self.wait_stopped();
         if r.is_err() {
@@ -1265,31 +1324,45 @@ mod tests {
         }
     }
 
-    fn start(tc: &'static dyn Testcase, mode: &str) -> ScaleCell {
+    fn params(tc: &'static dyn Testcase, mode: &str) -> Params {
         let given = vec![
             ("interval".to_string(), toml::Value::Float(0.05)),
             ("warmup".to_string(), toml::Value::Integer(0)),
             ("tasks".to_string(), toml::Value::Integer(2)),
             ("mode".to_string(), toml::Value::String(mode.into())),
         ];
-        let p = Params::resolve(&super::super::Scale(tc), &given).unwrap();
-        ScaleCell::start(tc, &p, &RunSettings { sample_time: 0.05 }).unwrap()
+        Params::resolve(&super::super::Scale(tc), &given).unwrap()
+    }
+
+    const SETTINGS: RunSettings = RunSettings { sample_time: 0.05 };
+
+    /// The ids of a cell's tasks, helpers and cell process.
+    pub(super) fn ids(cell: &ScaleCell) -> Vec<i32> {
+        let h = cell.shared.hdr();
+        let mut ids: Vec<i32> = (0..cell.ntasks)
+            .flat_map(|i| {
+                [
+                    h.task_pid[i].load(Ordering::Relaxed),
+                    h.helper_pid[i].load(Ordering::Relaxed),
+                ]
+            })
+            .collect();
+        ids.push(cell.leader);
+        ids
     }
 
     #[test]
-    fn counts_parks_places_helpers_and_cleans_up_in_both_modes() {
+    fn a_cell_counts_places_helpers_stops_and_cleans_up_in_both_modes() {
         for mode in ["processes", "threads"] {
-            let mut cell = start(&Nap, mode);
+            let mut cell = ScaleCell::start(&Nap, &params(&Nap, mode), &SETTINGS).unwrap();
             let mut out = Vec::new();
-            for _ in 0..3 {
-                cell.sample(&mut out).unwrap();
-            }
+            cell.sample(&mut out).unwrap();
             // Each interval: ops/s, then the machine's idle %.
             let (ops, idle): (Vec<Measure>, Vec<Measure>) = out.iter().partition(|m| m.metric == 0);
-            assert_eq!((ops.len(), idle.len()), (3, 3), "{mode}: {out:?}");
+            assert_eq!((ops.len(), idle.len()), (1, 1), "{mode}: {out:?}");
             assert!(idle.iter().all(|m| (0.0..=100.0).contains(&m.value)));
             // 2 tasks napping 1 ms: at most 2000 ops/s; some counted.
-            assert!(ops.iter().any(|m| m.value > 0.0), "{mode}: {out:?}");
+            assert!(ops.iter().all(|m| m.value > 0.0), "{mode}: {out:?}");
             assert!(ops.iter().all(|m| m.value <= 2100.0), "{mode}: {out:?}");
             assert!(cell.notes().iter().any(|(k, _)| k == "per-task ops/s"));
             let p = cell.placement().unwrap();
@@ -1297,22 +1370,15 @@ mod tests {
                 p.starts_with("tasks cpu") && p.contains("helpers cpu"),
                 "{p}"
             );
-            // Parked between samples: the counters do not move.
+            // Stopped after its sample: the counters do not move.
             let (mut a, mut b) = (Vec::new(), Vec::new());
             cell.snapshot(&mut a);
             std::thread::sleep(std::time::Duration::from_millis(30));
             cell.snapshot(&mut b);
-            assert_eq!(a, b, "{mode}: tasks ran while parked");
-            let h = cell.shared.hdr();
-            let mut ids: Vec<i32> = (0..2)
-                .flat_map(|i| {
-                    [
-                        h.task_pid[i].load(Ordering::Relaxed),
-                        h.helper_pid[i].load(Ordering::Relaxed),
-                    ]
-                })
-                .collect();
-            ids.push(cell.leader);
+            assert_eq!(a, b, "{mode}: tasks ran after the sample");
+            // A cell is sampled once.
+            assert!(cell.sample(&mut out).is_err());
+            let ids = ids(&cell);
             assert!(ids.iter().all(|&i| i > 0), "{mode}: {ids:?}");
             let dir = cell.dir.clone();
             assert!(dir.exists());
@@ -1321,6 +1387,40 @@ mod tests {
                 assert!(!running(id), "{mode}: {id} outlived the cell");
             }
             assert!(!dir.exists());
+        }
+    }
+
+    #[test]
+    fn an_instance_holds_no_process_between_samples() {
+        for mode in ["processes", "threads"] {
+            let mut inst = ScaleInstance::new(&Nap as &dyn Testcase, &params(&Nap, mode), &SETTINGS);
+            assert!(inst.placement().is_none());
+            let mut out = Vec::new();
+            let mut seen = Vec::new();
+            for _ in 0..3 {
+                inst.sample(&mut out).unwrap();
+                // Every sample ended its cell: its cell process, tasks and
+                // helpers are gone when the sample returns.
+                let ids = inst.last_ids.clone();
+                assert_eq!(ids.len(), 5, "{mode}: {ids:?}");
+                assert!(ids.iter().all(|&i| i > 0 && !running(i)), "{mode}: {ids:?}");
+                seen.extend(ids);
+            }
+            // Each sample started its own processes.
+            seen.sort();
+            seen.dedup();
+            assert!(seen.len() > 5, "{mode}: {seen:?}");
+            let ops: Vec<&Measure> = out.iter().filter(|m| m.metric == 0).collect();
+            assert_eq!(ops.len(), 3, "{mode}: {out:?}");
+            // What the samples learnt stays: placement and the notes over
+            // all three samples' intervals.
+            assert!(inst.placement().unwrap().contains("helpers cpu"));
+            let notes = inst.notes();
+            let len = notes
+                .iter()
+                .find(|(k, _)| k == "interval real length")
+                .unwrap();
+            assert!(len.1.ends_with("over 3 intervals"), "{mode}: {notes:?}");
         }
     }
 

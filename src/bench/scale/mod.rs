@@ -24,7 +24,8 @@
 //! `interval` is the run's sample time (`--sample-time`, 0.2 s, or 0.05 s
 //! with `--quick`) so quick runs stay quick; `interval=1` or
 //! `--sample-time 1` gives will-it-scale's 1-second intervals; `warmup` is
-//! will-it-scale's 6 intervals, discarded once when the tasks first start.
+//! will-it-scale's 6 intervals, discarded at the start of every sample
+//! (each sample starts the tasks afresh and ends them: see `engine.rs`).
 
 pub mod aslr;
 pub mod cfile;
@@ -76,7 +77,7 @@ pub const WARMUP: ParamDef = ParamDef {
     name: "warmup",
     ty: ParamType::Int { min: 0, max: 1000 },
     default: Some("6"),
-    help: "intervals discarded when the tasks first start (will-it-scale discards 6: it counts once `iterations++ > 5`)",
+    help: "intervals discarded after the tasks start, in every sample (will-it-scale discards 6: it counts once `iterations++ > 5`)",
 };
 pub const INTERVALS: ParamDef = ParamDef {
     name: "intervals",
@@ -206,7 +207,7 @@ pub struct Scale<P>(pub P);
 
 impl<P> Bench for Scale<P>
 where
-    P: Deref<Target = dyn Testcase> + Send + Sync + 'static,
+    P: Deref<Target = dyn Testcase> + Clone + Send + Sync + 'static,
 {
     fn name(&self) -> &str {
         self.0.name()
@@ -233,9 +234,11 @@ where
         params: &Params,
         settings: &RunSettings,
     ) -> anyhow::Result<Box<dyn Instance>> {
-        Ok(Box::new(engine::ScaleCell::start(
-            &*self.0, params, settings,
-        )?))
+        Ok(Box::new(engine::ScaleInstance::new(
+            self.0.clone(),
+            params,
+            settings,
+        )))
     }
 }
 
