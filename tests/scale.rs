@@ -533,6 +533,47 @@ fn a_sweep_holds_one_cells_tasks_at_a_time() {
 }
 
 #[test]
+fn the_aslr_reexec_mark_is_not_inherited_and_a_mixed_run_is_all_aslr_off() {
+    let _serial = serial();
+    let tmp = tempfile::tempdir().unwrap();
+    let env = tmp.path().join("env.txt");
+    let pers = tmp.path().join("personality.txt");
+    // A scale cell (aslr=off by default: kbench re-executes itself) and a
+    // command benchmark in one run.
+    let plan = write(
+        tmp.path(),
+        "plan.toml",
+        &format!(
+            r#"
+name = "mixed"
+samples = 1
+[[bench]]
+use = "getppid1"
+params = {{ interval = 0.05, warmup = 0 }}
+[[bench]]
+name = "envdump"
+shell = "env > {}; cat /proc/self/personality > {}"
+measure = ["real"]
+"#,
+            env.display(),
+            pers.display()
+        ),
+    );
+    let out = kbench(tmp.path())
+        .args(["run", plan.to_str().unwrap(), "--warmup", "0", "-q"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let env = std::fs::read_to_string(&env).unwrap();
+    assert!(env.contains("KBENCH_DB="), "{env}");
+    assert!(!env.contains("KBENCH_ASLR_REEXEC"), "{env}");
+    // The command ran in the re-executed kbench's process tree: with
+    // ADDR_NO_RANDOMIZE (0x0040000) in its personality, as the README says.
+    let p = u64::from_str_radix(std::fs::read_to_string(&pers).unwrap().trim(), 16).unwrap();
+    assert_ne!(p & 0x0040000, 0, "personality {p:#x}");
+}
+
+#[test]
 fn c_syntax_error_shows_the_compiler_message_and_exits_2() {
     let _serial = serial();
     let tmp = tempfile::tempdir().unwrap();

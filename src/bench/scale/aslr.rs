@@ -12,7 +12,9 @@ use crate::bench::Kind;
 use crate::error::bad_input;
 use crate::plan::Cell;
 
-/// Set in the environment of the re-executed kbench, so it never loops.
+/// Set in the environment of the re-executed kbench, so it never loops;
+/// removed again as soon as it is read, so no benchmark's process (a
+/// command benchmark, a shell step) inherits it.
 const MARK: &str = "KBENCH_ASLR_REEXEC";
 
 /// The calling process's personality.
@@ -57,9 +59,20 @@ pub fn wanted(cells: &[Cell]) -> anyhow::Result<Option<&'static str>> {
 
 /// Re-execute this kbench with ASLR off when the run's scale cells want
 /// it off and it is on; returns only when no re-exec is needed or it
-/// failed (then the cells note `aslr: on`).
+/// failed (then the cells note `aslr: on`). Call it while kbench is still
+/// single-threaded (it edits the environment).
+///
+/// The re-executed process runs all of the run's cells, so micro and
+/// command cells of a run that has scale cells run with ASLR off too
+/// (their notes do not say so; the README does).
 pub fn reexec_if_wanted(cells: &[Cell]) -> anyhow::Result<()> {
-    if wanted(cells)? != Some("off") || current() != "on" || std::env::var_os(MARK).is_some() {
+    let reexecuted = std::env::var_os(MARK).is_some();
+    if reexecuted {
+        // SAFETY: kbench has started no thread yet (see above), so nothing
+        // reads the environment concurrently.
+        unsafe { std::env::remove_var(MARK) };
+    }
+    if wanted(cells)? != Some("off") || current() != "on" || reexecuted {
         return Ok(());
     }
     let Some(p) = personality() else {
