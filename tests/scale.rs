@@ -529,7 +529,10 @@ fn a_sweep_holds_one_cells_tasks_at_a_time() {
     assert!(status.success());
     // The largest cell: its cell process and 3 tasks. Kept alive between
     // samples, the three cells would hold 2 + 3 + 4 = 9 processes.
-    assert!((2..=4).contains(&peak), "peak {peak} processes below kbench");
+    assert!(
+        (2..=4).contains(&peak),
+        "peak {peak} processes below kbench"
+    );
 }
 
 #[test]
@@ -563,7 +566,11 @@ measure = ["real"]
         .args(["run", plan.to_str().unwrap(), "--warmup", "0", "-q"])
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let env = std::fs::read_to_string(&env).unwrap();
     assert!(env.contains("KBENCH_DB="), "{env}");
     assert!(!env.contains("KBENCH_ASLR_REEXEC"), "{env}");

@@ -1393,7 +1393,8 @@ mod tests {
     #[test]
     fn an_instance_holds_no_process_between_samples() {
         for mode in ["processes", "threads"] {
-            let mut inst = ScaleInstance::new(&Nap as &dyn Testcase, &params(&Nap, mode), &SETTINGS);
+            let mut inst =
+                ScaleInstance::new(&Nap as &dyn Testcase, &params(&Nap, mode), &SETTINGS);
             assert!(inst.placement().is_none());
             let mut out = Vec::new();
             let mut seen = Vec::new();
