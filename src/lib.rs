@@ -40,6 +40,8 @@ pub fn main() -> ExitCode {
     if args.first().map(|a| a.as_encoded_bytes()) == Some(system::watchdog::ARGV0.to_bytes()) {
         system::watchdog::main();
     }
+    #[cfg(target_os = "linux")]
+    system::watchdog::binary_is_kbench();
     match cmd::dispatch(args) {
         Ok(code) => code,
         Err(err) => {
@@ -128,6 +130,7 @@ pub mod fuzzing {
 pub mod test_support {
     use std::os::fd::AsRawFd;
 
+    pub use crate::cmd::dispatch;
     pub use crate::testing_pg as pg;
 
     /// Held while a test measures time: tests that time things must not
