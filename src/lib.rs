@@ -113,6 +113,18 @@ pub mod fuzzing {
         }
     }
 
+    /// `kbench import --from hyperfine` on one `--export-json` file (text,
+    /// as the command reads it); a parsed file is turned into the run's
+    /// events.
+    pub fn import_hyperfine(data: &[u8]) {
+        let Ok(text) = std::str::from_utf8(data) else {
+            return;
+        };
+        if let Ok(cells) = crate::import::hyperfine::parse("fuzz.json", text) {
+            let _ = crate::import::events("hyperfine", "fuzz.json", cells, None);
+        }
+    }
+
     /// `kbench import --from will-it-scale` on one file (text, as the
     /// command reads it); a parsed file is turned into the run's events.
     pub fn import_wis(data: &[u8]) {
