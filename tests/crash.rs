@@ -361,3 +361,165 @@ fn a_full_disk_stops_the_run_cleanly_and_a_rerun_completes_the_campaign() {
     assert_eq!(counts.len(), 4 * 6 + 1, "{counts:?}");
     assert!(counts.iter().all(|(_, _, n)| *n == 60), "{counts:?}");
 }
+
+const PG_PLAN: &str = r#"
+name = "pgkill"
+samples = 40
+sample_time = 0.01
+warmup = 0
+
+[[bench]]
+name = "cmd"
+shell = "sleep 0.01"
+measure = ["real", "user"]
+sweep = { x = ["a", "b"] }
+
+[[bench]]
+use = "getppid"
+"#;
+
+/// (run uuid, cell key, round) of every sample in a PostgreSQL store, and
+/// whether any (cell, metric, round, seq) is there twice.
+fn pg_stored(url: &str) -> (BTreeSet<(String, String, u64)>, i64) {
+    let mut c = postgres::Client::connect(url, postgres::NoTls).unwrap();
+    let rows = c
+        .query(
+            "SELECT r.uuid, c.key, s.round FROM samples s \
+             JOIN cells c ON c.id = s.cell_id JOIN runs r ON r.id = s.run_id",
+            &[],
+        )
+        .unwrap();
+    let set = rows
+        .iter()
+        .map(|r| (r.get(0), r.get(1), r.get::<_, i64>(2) as u64))
+        .collect();
+    let dup: i64 = c
+        .query_one(
+            "SELECT COUNT(*) - COUNT(DISTINCT (cell_id, metric, round, seq)) FROM samples",
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    (set, dup)
+}
+
+/// Issue 13: the PostgreSQL server dies (SIGKILL, as a crash) in the
+/// middle of a run and comes back. kbench stops the run with one line
+/// saying the connection was lost (no password in it), exit 1, without
+/// reconnecting; after the restart every sample it announced is there,
+/// none twice, the run reads interrupted, and a new run completes the
+/// campaign with exactly the planned counts.
+#[test]
+fn a_postgres_server_killed_mid_run_loses_nothing_and_a_rerun_completes() {
+    use std::io::BufRead;
+    let Some(own) = kbench::test_support::pg::own_server("pg_killed") else {
+        return;
+    };
+    let mut admin =
+        postgres::Client::connect(&own.server.url("postgres"), postgres::NoTls).unwrap();
+    admin.batch_execute("CREATE DATABASE kb_killed").unwrap();
+    drop(admin);
+    let url = own.server.url("kb_killed");
+    let dir = tempfile::tempdir().unwrap();
+    let plan = common::plan(dir.path(), "pg.toml", PG_PLAN);
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_kbench"))
+        .args(["--db", &url, "run", "-q", "--events", "jsonl"])
+        .arg(&plan)
+        .env("NO_COLOR", "1")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel::<String>();
+    let reader = std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    // Kill the server once the run has stored 30 samples.
+    let mut out = String::new();
+    let mut samples = 0;
+    while samples < 30 {
+        let line = rx
+            .recv_timeout(Duration::from_secs(60))
+            .expect("the run goes on");
+        samples += usize::from(line.contains(r#""event":"sample""#));
+        out.push_str(&line);
+        out.push('\n');
+    }
+    own.kill();
+    let status = child.wait().unwrap();
+    reader.join().unwrap();
+    out.extend(rx.try_iter().map(|l| l + "\n"));
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    assert_eq!(status.code(), Some(1), "stderr: {err}");
+    assert_eq!(err.lines().count(), 1, "one line: {err}");
+    assert!(
+        err.contains("the connection to the server was lost"),
+        "{err}"
+    );
+    assert!(!err.contains(&own.server.password), "{err}");
+    own.restart().unwrap();
+    let (have, dup) = pg_stored(&url);
+    assert_eq!(dup, 0, "a sample stored twice");
+    let announced = announced(&out);
+    assert!(announced.len() >= 30 && announced.len() < 3 * 40);
+    let missing: Vec<_> = announced.difference(&have).cloned().collect();
+    assert!(missing.is_empty(), "announced but not stored: {missing:?}");
+    // The killed kbench's run reads as interrupted, not running.
+    let runs = common::json(
+        &std::process::Command::new(env!("CARGO_BIN_EXE_kbench"))
+            .args(["--db", &url, "runs", "--json"])
+            .output()
+            .unwrap()
+            .stdout,
+    );
+    let statuses: Vec<String> = runs
+        .as_array()
+        .or_else(|| runs["runs"].as_array())
+        .expect("a list of runs")
+        .iter()
+        .map(|r| r["status"].as_str().unwrap().to_string())
+        .collect();
+    assert!(
+        statuses == ["interrupted"] || statuses == ["failed"],
+        "{statuses:?}"
+    );
+    // A new run resumes the campaign: exactly 40 per cell and metric.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_kbench"))
+        .args(["--db", &url, "run", "-q"])
+        .arg(&plan)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let (after, dup) = pg_stored(&url);
+    assert_eq!(dup, 0);
+    assert!(have.is_subset(&after));
+    let v = common::json(
+        &std::process::Command::new(env!("CARGO_BIN_EXE_kbench"))
+            .args(["--db", &url, "report", "pgkill", "--json"])
+            .output()
+            .unwrap()
+            .stdout,
+    );
+    let counts: Vec<u64> = common::cells(&v)
+        .iter()
+        .map(|c| c["n"].as_u64().unwrap())
+        .collect();
+    // 2 command cells x 2 metrics + getppid.
+    assert_eq!(counts, [40; 5], "{v:#}");
+}
