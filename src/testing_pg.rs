@@ -324,3 +324,14 @@ impl Own {
         ))
     }
 }
+
+impl Drop for Own {
+    /// A server left killed (a test that failed before restarting it) has
+    /// no wrapper left to remove its directory: remove it here. A running
+    /// one is stopped and removed by its wrapper when the process exits.
+    fn drop(&mut self) {
+        if self.server.base.join("exited").exists() {
+            let _ = std::fs::remove_dir_all(&self.server.base);
+        }
+    }
+}
