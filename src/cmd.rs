@@ -333,7 +333,10 @@ fn run(a: RunArgs, db: Option<&str>) -> anyhow::Result<ExitCode> {
         Err(e) => {
             // The run stopped on an error (a sink that could not write, a
             // benchmark that could not start): it is over, not running.
-            if let Err(e2) = writer.close_open_runs(RunStatus::Failed) {
+            // (Not when the store itself is gone: the error says so.)
+            if let Err(e2) = writer.close_open_runs(RunStatus::Failed)
+                && e.downcast_ref::<store::Lost>().is_none()
+            {
                 eprintln!("kbench: cannot mark the run as failed: {e2:#}");
             }
             return Err(e);

@@ -40,6 +40,8 @@ pub fn main() -> ExitCode {
     if args.first().map(|a| a.as_encoded_bytes()) == Some(system::watchdog::ARGV0.to_bytes()) {
         system::watchdog::main();
     }
+    #[cfg(target_os = "linux")]
+    system::watchdog::binary_is_kbench();
     match cmd::dispatch(args) {
         Ok(code) => code,
         Err(err) => {
@@ -111,6 +113,18 @@ pub mod fuzzing {
         }
     }
 
+    /// `kbench import --from hyperfine` on one `--export-json` file (text,
+    /// as the command reads it); a parsed file is turned into the run's
+    /// events.
+    pub fn import_hyperfine(data: &[u8]) {
+        let Ok(text) = std::str::from_utf8(data) else {
+            return;
+        };
+        if let Ok(cells) = crate::import::hyperfine::parse("fuzz.json", text) {
+            let _ = crate::import::events("hyperfine", "fuzz.json", cells, None);
+        }
+    }
+
     /// `kbench import --from will-it-scale` on one file (text, as the
     /// command reads it); a parsed file is turned into the run's events.
     pub fn import_wis(data: &[u8]) {
@@ -128,6 +142,7 @@ pub mod fuzzing {
 pub mod test_support {
     use std::os::fd::AsRawFd;
 
+    pub use crate::cmd::dispatch;
     pub use crate::testing_pg as pg;
 
     /// Held while a test measures time: tests that time things must not

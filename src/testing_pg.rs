@@ -250,3 +250,88 @@ echo $? >"$0/exited"
     });
     rx.recv().map_err(|e| e.to_string())?
 }
+
+/// A server of a test's own, which the test may kill as a crash would
+/// (SIGKILL to the postmaster) and start again on the same data directory
+/// and port.
+pub struct Own {
+    pub server: Server,
+    bin: PathBuf,
+}
+
+/// Start a server for `test` alone; `None` (after a message) when
+/// PostgreSQL is not installed, as [`server`].
+pub fn own_server(test: &str) -> Option<Own> {
+    let Some(bin) = bin_dir() else {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "{test}: PostgreSQL binaries missing under CI (.ci/run installs postgresql)"
+        );
+        eprintln!("skipping {test}: no PostgreSQL server binaries");
+        return None;
+    };
+    let server = start(&bin).unwrap_or_else(|e| panic!("starting a PostgreSQL server: {e}"));
+    Some(Own { server, bin })
+}
+
+impl Own {
+    /// The postmaster's pid, from its pid file.
+    fn postmaster(&self) -> Option<i32> {
+        let text = std::fs::read_to_string(self.server.base.join("data/postmaster.pid")).ok()?;
+        text.lines().next()?.trim().parse().ok()
+    }
+
+    /// SIGKILL the postmaster, as a crash, and wait until every server
+    /// process has gone (its backends end when they see it dead).
+    pub fn kill(&self) {
+        let pid = self.postmaster().expect("the server runs");
+        // SAFETY: signalling the server we started.
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while std::time::Instant::now() < deadline && !self.server.base.join("exited").exists() {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    }
+
+    /// Start the server again on its data directory and port; returns once
+    /// it accepts connections (after crash recovery).
+    pub fn restart(&self) -> Result<(), String> {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        while std::time::Instant::now() < deadline {
+            let _ = std::fs::remove_file(self.server.base.join("exited"));
+            spawn(
+                &self.bin,
+                &self.server.base,
+                self.server.port,
+                server_user(),
+            )?;
+            // Backends of the killed server may still hold its shared
+            // memory for a moment: the new one then stops; try again.
+            while !self.server.base.join("exited").exists() {
+                if postgres::Client::connect(&self.server.url("postgres"), postgres::NoTls).is_ok()
+                {
+                    return Ok(());
+                }
+                if std::time::Instant::now() >= deadline {
+                    break;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(100));
+            }
+        }
+        Err(format!(
+            "the server did not come back; log in {}/log",
+            self.server.base.display()
+        ))
+    }
+}
+
+impl Drop for Own {
+    /// A server left killed (a test that failed before restarting it) has
+    /// no wrapper left to remove its directory: remove it here. A running
+    /// one is stopped and removed by its wrapper when the process exits.
+    fn drop(&mut self) {
+        if self.server.base.join("exited").exists() {
+            let _ = std::fs::remove_dir_all(&self.server.base);
+        }
+    }
+}

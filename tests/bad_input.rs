@@ -343,6 +343,184 @@ const CASES: &[Case] = &[
         1,
         "ministat: Cannot open /nonexistent",
     ),
+    // --- imports: a malformed file stores nothing ---------------------------
+    with(
+        &[("h.json", "{\"results\": []}")],
+        &["import", "--from", "hyperfine", "h.json"],
+        "h.json: no results",
+    ),
+    with(
+        &[(
+            "h.json",
+            "{\"results\": [{\"command\": \"a\", \"times\": [1, \"x\"]}]}",
+        )],
+        &["import", "--from", "hyperfine", "h.json"],
+        "h.json:1:46: not a hyperfine --export-json file: invalid type: string",
+    ),
+    with(
+        &[(
+            "h.json",
+            "{\"results\": [{\"command\": \"a\", \"mean\": 1}]}",
+        )],
+        &["import", "--from", "hyperfine", "h.json"],
+        "h.json: result 1 (`a`) has no `times`",
+    ),
+    with(
+        &[(
+            "h.json",
+            "{\"results\": [{\"command\": \"a\", \"times\": [1, 2]}",
+        )],
+        &["import", "--from", "hyperfine", "h.json"],
+        "h.json:1:46: not a hyperfine --export-json file: EOF while parsing",
+    ),
+    with(
+        &[("h.json", "")],
+        &["import", "--from", "hyperfine", "h.json"],
+        "h.json:1:0: not a hyperfine --export-json file",
+    ),
+    with(
+        &[("h.json", "[1, 2]")],
+        &["import", "--from", "hyperfine", "h.json"],
+        "h.json:1:2: not a hyperfine --export-json file: invalid type",
+    ),
+    with(
+        &[(
+            "h.json",
+            "{\"results\": [{\"command\": \"a\", \"times\": []}]}",
+        )],
+        &["import", "--from", "hyperfine", "h.json"],
+        "h.json: result 1 (`a`) has no time",
+    ),
+    with(
+        &[(
+            "h.json",
+            "{\"results\": [{\"command\": \"a\", \"times\": [1e309]}]}",
+        )],
+        &["import", "--from", "hyperfine", "h.json"],
+        "h.json:1:45: not a hyperfine --export-json file: number out of range",
+    ),
+    with(
+        &[("h.json", "{\"results\": [{\"times\": [1]}]}")],
+        &["import", "--from", "hyperfine", "h.json"],
+        "missing field `command`",
+    ),
+    with(
+        &[(
+            "h.json",
+            "{\"results\": [{\"command\": \"a\", \"times\": [0.5, -2]}]}",
+        )],
+        &["import", "--from", "hyperfine", "h.json"],
+        "h.json: result 1 (`a`): time -2",
+    ),
+    with(
+        &[("m.txt", "1\n2\nx\n")],
+        &["import", "--from", "ministat", "m.txt"],
+        "m.txt:3: no number in column 1",
+    ),
+    with(
+        &[("m.txt", "")],
+        &["import", "--from", "ministat", "m.txt"],
+        "m.txt: no data points",
+    ),
+    with(
+        &[("m.txt", "# only a comment\n\n")],
+        &["import", "--from", "ministat", "m.txt"],
+        "m.txt: no data points",
+    ),
+    with(
+        &[("m.txt", "1\nnan\n")],
+        &["import", "--from", "ministat", "m.txt"],
+        "m.txt:2: NaN, not a number",
+    ),
+    with(
+        &[("m.txt", "1\n1e999\n")],
+        &["import", "--from", "ministat", "m.txt"],
+        "m.txt:2: inf, not a number",
+    ),
+    with(
+        &[("m.txt", "1 2\n3 y\n")],
+        &["import", "--from", "ministat", "-C", "2", "m.txt"],
+        "m.txt:2: no number in column 2",
+    ),
+    with(
+        &[("w.csv", "")],
+        &["import", "--from", "will-it-scale", "w.csv"],
+        "w.csv: empty (want the header",
+    ),
+    with(
+        &[("w.csv", "a,b\n1,2\n")],
+        &["import", "--from", "will-it-scale", "w.csv"],
+        "w.csv:1: `a,b` is not will-it-scale's header",
+    ),
+    with(
+        &[(
+            "w.csv",
+            "tasks,processes,processes_idle,threads,threads_idle,linear\n1,x,0,1,0,1\n",
+        )],
+        &["import", "--from", "will-it-scale", "w.csv"],
+        "w.csv:2: processes `x` is not a number",
+    ),
+    with(
+        &[(
+            "w.csv",
+            "tasks,processes,processes_idle,threads,threads_idle,linear\n1,2,0\n",
+        )],
+        &["import", "--from", "will-it-scale", "w.csv"],
+        "w.csv:2: 3 field(s), want 6",
+    ),
+    with(
+        &[(
+            "w.csv",
+            "tasks,processes,processes_idle,threads,threads_idle,linear\n1,-5,0,1,0,1\n",
+        )],
+        &["import", "--from", "will-it-scale", "w.csv"],
+        "w.csv:2: negative ops/s -5",
+    ),
+    with(
+        &[(
+            "w.csv",
+            "tasks,processes,processes_idle,threads,threads_idle,linear\n",
+        )],
+        &["import", "--from", "will-it-scale", "w.csv"],
+        "w.csv: no measured row",
+    ),
+    with(
+        &[(
+            "w.csv",
+            "tasks,processes,processes_idle,threads,threads_idle,linear\n1,nan,0,1,0,1\n",
+        )],
+        &["import", "--from", "will-it-scale", "w.csv"],
+        "w.csv:2: NaN, not a number",
+    ),
+    with(
+        &[(
+            "w.csv",
+            "tasks,processes,processes_idle,threads,threads_idle,linear\n1,2,0,1,0,1\n1,3,0,1,0,1\n",
+        )],
+        &["import", "--from", "will-it-scale", "w.csv"],
+        "w.csv:3: a second row for 1 task(s)",
+    ),
+    with(
+        &[
+            (
+                "good.json",
+                "{\"results\": [{\"command\": \"a\", \"times\": [1, 2]}]}",
+            ),
+            ("h.json", "{\"results\": []}"),
+        ],
+        &["import", "--from", "hyperfine", "good.json", "h.json"],
+        "h.json: no results",
+    ),
+    case(
+        &["import", "--from", "hyperfine", "/nonexistent.json"],
+        2,
+        "/nonexistent.json: cannot read",
+    ),
+    case(
+        &["import", "--from", "ministat", "-C", "0", "m.txt"],
+        2,
+        "invalid value '0' for '--column <N>'",
+    ),
     // --- the lab: PostgreSQL URLs, hosts files ----------------------------
     case(
         &["--db", "postgres://u:hunter2@127.0.0.1:x/db", "runs"],

@@ -200,3 +200,326 @@ fn sigkill_at_twenty_moments_loses_and_corrupts_nothing() {
         }
     }
 }
+
+/// A tmpfs mounted for one test, unmounted when dropped.
+struct Tmpfs(std::path::PathBuf);
+
+impl Tmpfs {
+    /// Mount a tmpfs of `size` at `dir`, or say why the test is skipped
+    /// (mounting needs root, or CAP_SYS_ADMIN in a user namespace).
+    fn mount(dir: &Path, size: &str) -> Option<Tmpfs> {
+        std::fs::create_dir_all(dir).unwrap();
+        let out = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size},mode=0700")])
+            .arg("kbench-test")
+            .arg(dir)
+            .output();
+        match out {
+            Ok(o) if o.status.success() => Some(Tmpfs(dir.to_path_buf())),
+            Ok(o) => {
+                eprintln!(
+                    "skipping: cannot mount a tmpfs: {}",
+                    String::from_utf8_lossy(&o.stderr).trim()
+                );
+                None
+            }
+            Err(e) => {
+                eprintln!("skipping: cannot run mount: {e}");
+                None
+            }
+        }
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount")
+            .arg("-l")
+            .arg(&self.0)
+            .status();
+    }
+}
+
+/// Fill the file system holding `path` with `path`, then give back
+/// `free` bytes of it.
+fn fill_leaving(path: &Path, free: u64) {
+    use std::io::Write;
+    let mut f = std::fs::File::create(path).unwrap();
+    let block = vec![0xa5u8; 64 << 10];
+    loop {
+        match f.write(&block) {
+            Ok(0) => break,
+            Ok(_) => {}
+            Err(e) if e.raw_os_error() == Some(libc::ENOSPC) => break,
+            Err(e) => panic!("filling {}: {e}", path.display()),
+        }
+    }
+    let len = f.metadata().unwrap().len();
+    f.set_len(len.saturating_sub(free)).unwrap();
+}
+
+const FULL_PLAN: &str = r#"
+name = "full"
+samples = 60
+sample_time = 0.01
+warmup = 0
+
+[[bench]]
+name = "cmd"
+command = ["true"]
+sweep = { x = ["a", "b", "c", "d"] }
+
+[[bench]]
+use = "getppid"
+"#;
+
+/// Issue 13: the store's disk fills during a run. kbench stops with one
+/// line naming the store and the cause (exit 1), the store passes
+/// `PRAGMA integrity_check`, every sample the run announced is stored, and
+/// once space is freed a second run completes the campaign with exactly
+/// the planned counts.
+#[test]
+fn a_full_disk_stops_the_run_cleanly_and_a_rerun_completes_the_campaign() {
+    let dir = tempfile::tempdir().unwrap();
+    let mnt = dir.path().join("mnt");
+    let Some(_fs) = Tmpfs::mount(&mnt, "16m") else {
+        return;
+    };
+    let db = mnt.join("k.db");
+    let plan = common::plan(dir.path(), "full.toml", FULL_PLAN);
+    // All but 256 KiB of the file system is taken: room to create the
+    // store and store a few dozen samples.
+    let filler = mnt.join("filler");
+    fill_leaving(&filler, 256 << 10);
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_kbench"))
+        .arg("--db")
+        .arg(&db)
+        .args(["run", "-q", "--events", "jsonl"])
+        .arg(&plan)
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "stderr: {err}");
+    assert_eq!(err.lines().count(), 1, "one line: {err}");
+    assert!(
+        err.contains(&format!("{}: the disk is full", db.display())),
+        "{err}"
+    );
+    assert!(!err.contains("Error code"), "{err}");
+    let announced = announced(&String::from_utf8_lossy(&out.stdout));
+    let have = stored(&db);
+    assert!(!announced.is_empty(), "the disk filled before any sample");
+    let missing: Vec<_> = announced.difference(&have).cloned().collect();
+    assert!(missing.is_empty(), "announced but not stored: {missing:?}");
+    // 5 cells of 60 rounds: the run stopped part way.
+    assert!(announced.len() < 5 * 60, "the disk never filled");
+    // What a reader sees: the run ended (failed), not running.
+    let c = rusqlite::Connection::open(&db).unwrap();
+    let status: String = c
+        .query_row("SELECT status FROM runs", [], |r| r.get(0))
+        .unwrap();
+    assert!(status == "failed" || status == "interrupted", "{status}");
+    drop(c);
+    // Space comes back; the next run completes the campaign exactly.
+    std::fs::remove_file(&filler).unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_kbench"))
+        .arg("--db")
+        .arg(&db)
+        .args(["run", "-q"])
+        .arg(&plan)
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let after = stored(&db);
+    assert!(have.is_subset(&after), "samples of the first run lost");
+    let v = common::json(
+        &std::process::Command::new(env!("CARGO_BIN_EXE_kbench"))
+            .arg("--db")
+            .arg(&db)
+            .args(["report", "full", "--json"])
+            .output()
+            .unwrap()
+            .stdout,
+    );
+    let counts: Vec<(String, String, u64)> = common::cells(&v)
+        .iter()
+        .map(|c| {
+            (
+                c["bench"].as_str().unwrap().to_string(),
+                c["metric"].as_str().unwrap().to_string(),
+                c["n"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    // 4 command cells x 6 rusage metrics + getppid.
+    assert_eq!(counts.len(), 4 * 6 + 1, "{counts:?}");
+    assert!(counts.iter().all(|(_, _, n)| *n == 60), "{counts:?}");
+}
+
+const PG_PLAN: &str = r#"
+name = "pgkill"
+samples = 40
+sample_time = 0.01
+warmup = 0
+
+[[bench]]
+name = "cmd"
+shell = "sleep 0.01"
+measure = ["real", "user"]
+sweep = { x = ["a", "b"] }
+
+[[bench]]
+use = "getppid"
+"#;
+
+/// (run uuid, cell key, round) of every sample in a PostgreSQL store, and
+/// whether any (cell, metric, round, seq) is there twice.
+fn pg_stored(url: &str) -> (BTreeSet<(String, String, u64)>, i64) {
+    let mut c = postgres::Client::connect(url, postgres::NoTls).unwrap();
+    let rows = c
+        .query(
+            "SELECT r.uuid, c.key, s.round FROM samples s \
+             JOIN cells c ON c.id = s.cell_id JOIN runs r ON r.id = s.run_id",
+            &[],
+        )
+        .unwrap();
+    let set = rows
+        .iter()
+        .map(|r| (r.get(0), r.get(1), r.get::<_, i64>(2) as u64))
+        .collect();
+    let dup: i64 = c
+        .query_one(
+            "SELECT COUNT(*) - COUNT(DISTINCT (cell_id, metric, round, seq)) FROM samples",
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    (set, dup)
+}
+
+/// Issue 13: the PostgreSQL server dies (SIGKILL, as a crash) in the
+/// middle of a run and comes back. kbench stops the run with one line
+/// saying the connection was lost (no password in it), exit 1, without
+/// reconnecting; after the restart every sample it announced is there,
+/// none twice, the run reads interrupted, and a new run completes the
+/// campaign with exactly the planned counts.
+#[test]
+fn a_postgres_server_killed_mid_run_loses_nothing_and_a_rerun_completes() {
+    use std::io::BufRead;
+    let Some(own) = kbench::test_support::pg::own_server("pg_killed") else {
+        return;
+    };
+    let mut admin =
+        postgres::Client::connect(&own.server.url("postgres"), postgres::NoTls).unwrap();
+    admin.batch_execute("CREATE DATABASE kb_killed").unwrap();
+    drop(admin);
+    let url = own.server.url("kb_killed");
+    let dir = tempfile::tempdir().unwrap();
+    let plan = common::plan(dir.path(), "pg.toml", PG_PLAN);
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_kbench"))
+        .args(["--db", &url, "run", "-q", "--events", "jsonl"])
+        .arg(&plan)
+        .env("NO_COLOR", "1")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel::<String>();
+    let reader = std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    // Kill the server once the run has stored 30 samples.
+    let mut out = String::new();
+    let mut samples = 0;
+    while samples < 30 {
+        let line = rx
+            .recv_timeout(Duration::from_secs(60))
+            .expect("the run goes on");
+        samples += usize::from(line.contains(r#""event":"sample""#));
+        out.push_str(&line);
+        out.push('\n');
+    }
+    own.kill();
+    let status = child.wait().unwrap();
+    reader.join().unwrap();
+    out.extend(rx.try_iter().map(|l| l + "\n"));
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    assert_eq!(status.code(), Some(1), "stderr: {err}");
+    assert_eq!(err.lines().count(), 1, "one line: {err}");
+    assert!(
+        err.contains("the connection to the server was lost"),
+        "{err}"
+    );
+    assert!(!err.contains(&own.server.password), "{err}");
+    own.restart().unwrap();
+    let (have, dup) = pg_stored(&url);
+    assert_eq!(dup, 0, "a sample stored twice");
+    let announced = announced(&out);
+    assert!(announced.len() >= 30 && announced.len() < 3 * 40);
+    let missing: Vec<_> = announced.difference(&have).cloned().collect();
+    assert!(missing.is_empty(), "announced but not stored: {missing:?}");
+    // The killed kbench's run reads as interrupted, not running.
+    let runs = common::json(
+        &std::process::Command::new(env!("CARGO_BIN_EXE_kbench"))
+            .args(["--db", &url, "runs", "--json"])
+            .output()
+            .unwrap()
+            .stdout,
+    );
+    let statuses: Vec<String> = runs
+        .as_array()
+        .or_else(|| runs["runs"].as_array())
+        .expect("a list of runs")
+        .iter()
+        .map(|r| r["status"].as_str().unwrap().to_string())
+        .collect();
+    assert!(
+        statuses == ["interrupted"] || statuses == ["failed"],
+        "{statuses:?}"
+    );
+    // A new run resumes the campaign: exactly 40 per cell and metric.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_kbench"))
+        .args(["--db", &url, "run", "-q"])
+        .arg(&plan)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let (after, dup) = pg_stored(&url);
+    assert_eq!(dup, 0);
+    assert!(have.is_subset(&after));
+    let v = common::json(
+        &std::process::Command::new(env!("CARGO_BIN_EXE_kbench"))
+            .args(["--db", &url, "report", "pgkill", "--json"])
+            .output()
+            .unwrap()
+            .stdout,
+    );
+    let counts: Vec<u64> = common::cells(&v)
+        .iter()
+        .map(|c| c["n"].as_u64().unwrap())
+        .collect();
+    // 2 command cells x 2 metrics + getppid.
+    assert_eq!(counts, [40; 5], "{v:#}");
+}

@@ -55,3 +55,9 @@ fn import_wis_corpus() {
     let n = replay("import_wis", kbench::fuzzing::import_wis);
     assert!(n >= 4, "only {n} import_wis inputs");
 }
+
+#[test]
+fn import_hyperfine_corpus() {
+    let n = replay("import_hyperfine", kbench::fuzzing::import_hyperfine);
+    assert!(n >= 4, "only {n} import_hyperfine inputs");
+}

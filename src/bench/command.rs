@@ -36,6 +36,9 @@ use std::time::{Duration, Instant};
 
 use super::{Bench, Direction, Instance, Kind, Measure, Metric, ParamDef, ParamType, Params};
 
+mod capture;
+use capture::{Found, LineRegex};
+
 /// The rusage metrics every command sample yields, with their units.
 pub const BUILTINS: [(&str, &str); 6] = [
     ("real", "s"),
@@ -380,6 +383,8 @@ struct CommandInstance {
     cleanup: Option<Vec<String>>,
     /// Resolved paths of file/ELF metrics, by custom-metric index.
     paths: Vec<Option<PathBuf>>,
+    /// Regex metrics as the bounded reader runs them, by custom-metric index.
+    regexes: Vec<Option<LineRegex>>,
     scratch: PathBuf,
     out_path: PathBuf,
     err_path: PathBuf,
@@ -445,6 +450,14 @@ impl CommandInstance {
                 _ => None,
             });
         }
+        let regexes = spec
+            .custom
+            .iter()
+            .map(|m| match &m.source {
+                Source::Regex { re, .. } => Some(LineRegex::new(re)),
+                _ => None,
+            })
+            .collect();
         let capture_stdout = spec.custom.iter().any(|m| {
             matches!(
                 m.source,
@@ -465,6 +478,7 @@ impl CommandInstance {
             prepare,
             cleanup,
             paths,
+            regexes,
             scratch,
             capture_stdout,
             cell_prepared: false,
@@ -534,40 +548,25 @@ impl CommandInstance {
     }
 
     fn custom(&self, i: usize, m: &CustomMetric, u: &Usage) -> Result<f64, String> {
-        let text = |s: Stream| -> Result<String, String> {
-            let p = match s {
-                Stream::Stdout => &self.out_path,
-                Stream::Stderr => &self.err_path,
-            };
-            std::fs::read_to_string(p).map_err(|e| format!("cannot read output: {e}"))
-        };
         match &m.source {
             Source::Timer(b) => Ok(u.get(*b)),
             Source::Regex { re, stream } => {
-                let t = text(*stream)?;
-                let caps = re
-                    .captures(&t)
+                let (p, what) = match stream {
+                    Stream::Stdout => (&self.out_path, "stdout"),
+                    Stream::Stderr => (&self.err_path, "stderr"),
+                };
+                let lr = self.regexes[i].as_ref().expect("compiled");
+                let v = lr
+                    .first(p, what)?
                     .ok_or_else(|| format!("regex `{}` does not match", re.as_str()))?;
-                let g = caps
-                    .name("value")
-                    .or_else(|| caps.get(1))
-                    .or_else(|| caps.get(0))
-                    .expect("group 0 always exists");
-                number(g.as_str())
+                number(&v)
             }
-            Source::Json(ptr) => {
-                let t = text(Stream::Stdout)?;
-                let v: serde_json::Value =
-                    serde_json::from_str(&t).map_err(|e| format!("stdout is not JSON: {e}"))?;
-                match v.pointer(ptr) {
-                    Some(serde_json::Value::Number(n)) => {
-                        n.as_f64().ok_or_else(|| "not a number".into())
-                    }
-                    Some(serde_json::Value::String(s)) => number(s),
-                    Some(other) => Err(format!("`{ptr}` is {other}, not a number")),
-                    None => Err(format!("no `{ptr}` in stdout")),
-                }
-            }
+            Source::Json(ptr) => match capture::json_pointer(&self.out_path, ptr)? {
+                Found::Number(n) => Ok(n),
+                Found::Text(s) => number(&s),
+                Found::Other(what) => Err(format!("`{ptr}` is {what}, not a number")),
+                Found::Missing => Err(format!("no `{ptr}` in stdout")),
+            },
             Source::File(_) => {
                 let p = self.paths[i].as_ref().expect("resolved");
                 std::fs::metadata(p)

@@ -52,6 +52,14 @@ pub fn parse(name: &str, text: &str) -> anyhow::Result<Vec<ImportedCell>> {
         for t in &times {
             crate::stats::sample::check_value(*t)
                 .map_err(|e| bad_input!("{name}: result {} (`{}`): {e}", i + 1, r.command))?;
+            // A wall time; hyperfine never exports one below zero.
+            if *t < 0.0 {
+                return Err(bad_input!(
+                    "{name}: result {} (`{}`): time {t} is negative",
+                    i + 1,
+                    r.command
+                ));
+            }
         }
         let params = r.parameters.unwrap_or_default();
         cells.push(ImportedCell {

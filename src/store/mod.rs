@@ -28,6 +28,15 @@ use crate::error::bad_input;
 use crate::record::{CampaignKey, CellInfo, CellStatus, RunConfig, RunStatus};
 use crate::system::Fingerprint;
 
+/// The store went away in the middle of a run (its server killed or
+/// restarted): nothing more can be written through this connection, not
+/// even the run's end. The message names the store, says what was kept and
+/// what to do; a reader later shows the run as interrupted (its owner is
+/// gone).
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct Lost(pub String);
+
 /// A run about to be recorded.
 #[derive(Clone, Debug)]
 pub struct NewRun {

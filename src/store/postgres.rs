@@ -188,6 +188,8 @@ fn pgpass_lookup(text: &str, host: &str, port: u16, db: &str, user: &str) -> Opt
 
 pub struct PgStore {
     conn: RefCell<Client>,
+    /// The store's URL without its password, for messages.
+    name: String,
     /// The sample insert, prepared once: one round trip per batch.
     insert_samples: Option<postgres::Statement>,
 }
@@ -255,12 +257,17 @@ impl PgStore {
                 _ => anyhow::anyhow!("store {name}: cannot connect: {why}"),
             }
         })?;
-        // Samples are committed as they arrive; losing the last commits
-        // on a server crash is what SQLite's NORMAL mode also accepts.
-        conn.batch_execute("SET synchronous_commit = off")
+        // A sample is announced (progress, `--events`) once its commit
+        // returns, so the commit must survive a crash of the server: with
+        // `off` a killed server lost the last ~0.5 s of announced samples.
+        // (SQLite's NORMAL mode loses nothing when kbench dies either; only
+        // a power cut.) Set here so a server default of `off` cannot weaken
+        // it; one commit per sample costs a WAL flush, not a measurement.
+        conn.batch_execute("SET synchronous_commit = on")
             .with_context(|| format!("store {name}"))?;
         let s = PgStore {
             conn: RefCell::new(conn),
+            name: name.clone(),
             insert_samples: None,
         };
         s.migrate(&name, create)?;
@@ -639,6 +646,90 @@ impl StoreWrite for PgStore {
     }
 
     fn campaign(&mut self, key: &CampaignKey) -> anyhow::Result<i64> {
+        let r = self.raw_campaign(key);
+        r.map_err(|e| self.lost(e))
+    }
+
+    fn begin_run(&mut self, run: &NewRun) -> anyhow::Result<i64> {
+        let r = self.raw_begin_run(run);
+        r.map_err(|e| self.lost(e))
+    }
+
+    fn run_id(&mut self, uuid: &str) -> anyhow::Result<Option<i64>> {
+        let r = self.raw_run_id(uuid);
+        r.map_err(|e| self.lost(e))
+    }
+
+    fn add_cell(&mut self, run_id: i64, c: &CellInfo) -> anyhow::Result<i64> {
+        let r = self.raw_add_cell(run_id, c);
+        r.map_err(|e| self.lost(e))
+    }
+
+    fn cell_id(&mut self, run_id: i64, key: &str) -> anyhow::Result<Option<i64>> {
+        let r = self.raw_cell_id(run_id, key);
+        r.map_err(|e| self.lost(e))
+    }
+
+    fn update_cell(
+        &mut self,
+        cell_id: i64,
+        placement: Option<&str>,
+        notes: &IndexMap<String, String>,
+    ) -> anyhow::Result<()> {
+        let r = self.raw_update_cell(cell_id, placement, notes);
+        r.map_err(|e| self.lost(e))
+    }
+
+    fn finish_cell(&mut self, cell_id: i64, status: CellStatus) -> anyhow::Result<()> {
+        let r = self.raw_finish_cell(cell_id, status);
+        r.map_err(|e| self.lost(e))
+    }
+
+    fn add_samples(&mut self, run_id: i64, samples: &[SampleRec]) -> anyhow::Result<usize> {
+        let r = self.raw_add_samples(run_id, samples);
+        r.map_err(|e| self.lost(e))
+    }
+
+    fn add_failure(&mut self, f: &FailureRec) -> anyhow::Result<()> {
+        let r = self.raw_add_failure(f);
+        r.map_err(|e| self.lost(e))
+    }
+
+    fn finish_run(&mut self, run_id: i64, ended: f64, status: RunStatus) -> anyhow::Result<()> {
+        let r = self.raw_finish_run(run_id, ended, status);
+        r.map_err(|e| self.lost(e))
+    }
+}
+
+/// The writes themselves; [`StoreWrite`] maps their errors ([`PgStore::lost`]).
+impl PgStore {
+    /// A write's error as one line naming the store. When the server went
+    /// away (killed, restarted, shut down, the network gone), it says so:
+    /// kbench does not reconnect in the middle of a run, since the
+    /// campaign's run lock lived in the lost session and another runner
+    /// may hold it by now; what was stored is kept and a new run of the
+    /// plan resumes the campaign.
+    fn lost(&self, e: anyhow::Error) -> anyhow::Error {
+        let Some(pe) = e.downcast_ref::<postgres::Error>() else {
+            return e;
+        };
+        let gone = pe.is_closed()
+            || pe
+                .code()
+                .is_some_and(|c| c.code().starts_with("57P") || c.code().starts_with("08"))
+            || std::error::Error::source(pe).is_some_and(|s| s.is::<std::io::Error>());
+        if gone {
+            anyhow::Error::new(super::Lost(format!(
+                "store {}: the connection to the server was lost ({}); what was stored before is kept: run the plan again to resume its campaign",
+                self.name,
+                chain(pe)
+            )))
+        } else {
+            anyhow::anyhow!("store {}: {}", self.name, chain(pe))
+        }
+    }
+
+    fn raw_campaign(&mut self, key: &CampaignKey) -> anyhow::Result<i64> {
         let c = self.conn.get_mut();
         // One statement creates it or does nothing: a second writer racing
         // on the same identity waits for the first and then finds its row.
@@ -661,7 +752,7 @@ impl StoreWrite for PgStore {
         .get(0))
     }
 
-    fn begin_run(&mut self, run: &NewRun) -> anyhow::Result<i64> {
+    fn raw_begin_run(&mut self, run: &NewRun) -> anyhow::Result<i64> {
         self.conn.get_mut().execute(
             "INSERT INTO runs (uuid, campaign_id, host, started, status, fingerprint, config, overhead_ns)
              VALUES ($1, $2, $3, $4, 'running', $5, $6, $7)
@@ -680,7 +771,7 @@ impl StoreWrite for PgStore {
             .context("run row vanished after insert")
     }
 
-    fn run_id(&mut self, uuid: &str) -> anyhow::Result<Option<i64>> {
+    fn raw_run_id(&mut self, uuid: &str) -> anyhow::Result<Option<i64>> {
         Ok(self
             .conn
             .get_mut()
@@ -688,7 +779,7 @@ impl StoreWrite for PgStore {
             .map(|r| r.get(0)))
     }
 
-    fn add_cell(&mut self, run_id: i64, c: &CellInfo) -> anyhow::Result<i64> {
+    fn raw_add_cell(&mut self, run_id: i64, c: &CellInfo) -> anyhow::Result<i64> {
         self.conn.get_mut().execute(
             "INSERT INTO cells (run_id, key, bench, source, kind, params, factors, label_params,
                                 metrics, readings, placement, notes)
@@ -711,7 +802,7 @@ impl StoreWrite for PgStore {
             .context("cell row vanished after insert")
     }
 
-    fn cell_id(&mut self, run_id: i64, key: &str) -> anyhow::Result<Option<i64>> {
+    fn raw_cell_id(&mut self, run_id: i64, key: &str) -> anyhow::Result<Option<i64>> {
         Ok(self
             .conn
             .get_mut()
@@ -722,7 +813,7 @@ impl StoreWrite for PgStore {
             .map(|r| r.get(0)))
     }
 
-    fn update_cell(
+    fn raw_update_cell(
         &mut self,
         cell_id: i64,
         placement: Option<&str>,
@@ -735,7 +826,7 @@ impl StoreWrite for PgStore {
         Ok(())
     }
 
-    fn finish_cell(&mut self, cell_id: i64, status: CellStatus) -> anyhow::Result<()> {
+    fn raw_finish_cell(&mut self, cell_id: i64, status: CellStatus) -> anyhow::Result<()> {
         self.conn.get_mut().execute(
             "UPDATE cells SET status = $2 WHERE id = $1",
             &[&cell_id, &status.as_str()],
@@ -743,7 +834,7 @@ impl StoreWrite for PgStore {
         Ok(())
     }
 
-    fn add_samples(&mut self, run_id: i64, samples: &[SampleRec]) -> anyhow::Result<usize> {
+    fn raw_add_samples(&mut self, run_id: i64, samples: &[SampleRec]) -> anyhow::Result<usize> {
         if samples.is_empty() {
             return Ok(0);
         }
@@ -771,7 +862,7 @@ impl StoreWrite for PgStore {
         Ok(n as usize)
     }
 
-    fn add_failure(&mut self, f: &FailureRec) -> anyhow::Result<()> {
+    fn raw_add_failure(&mut self, f: &FailureRec) -> anyhow::Result<()> {
         self.conn.get_mut().execute(
             "INSERT INTO failures (run_id, cell_id, seq, round, t, message)
              VALUES ($1, $2, $3, $4, $5, $6)
@@ -788,7 +879,7 @@ impl StoreWrite for PgStore {
         Ok(())
     }
 
-    fn finish_run(&mut self, run_id: i64, ended: f64, status: RunStatus) -> anyhow::Result<()> {
+    fn raw_finish_run(&mut self, run_id: i64, ended: f64, status: RunStatus) -> anyhow::Result<()> {
         self.conn.get_mut().execute(
             "UPDATE runs SET ended = $2, status = $3 WHERE id = $1",
             &[&run_id, &ended, &status.as_str()],

@@ -155,12 +155,25 @@ fn explain(path: &Path, e: rusqlite::Error) -> anyhow::Error {
             "{p}: locked by another process for more than {} s",
             BUSY.as_secs()
         ),
-        Some(C::DiskFull) => anyhow::anyhow!("{p}: the disk is full"),
+        Some(C::DiskFull) => anyhow::anyhow!(
+            "{p}: the disk is full; what was stored before is kept (free space, then `kbench run` the plan again to complete its campaign)"
+        ),
         _ => anyhow::Error::new(e).context(format!("store {p}")),
     }
 }
 
 impl SqliteStore {
+    /// Run `f` on the connection; an SQLite error comes back as one line
+    /// naming the store and the cause ([`explain`]), so a full disk or a
+    /// lock held too long mid-run reads as such, not as an SQLite code.
+    fn write<T>(
+        &mut self,
+        f: impl FnOnce(&mut Connection) -> rusqlite::Result<T>,
+    ) -> anyhow::Result<T> {
+        let r = f(&mut self.conn);
+        r.map_err(|e| explain(Path::new(self.conn.path().unwrap_or(":memory:")), e))
+    }
+
     /// Open the store at `path`; with `create`, make it (mode 0600, and
     /// its directory) when it does not exist. A file that is not a kbench
     /// store, or is newer than this kbench, is refused and left untouched.
@@ -655,83 +668,89 @@ impl StoreWrite for SqliteStore {
     fn campaign(&mut self, key: &CampaignKey) -> anyhow::Result<i64> {
         // One statement creates it or does nothing: two writers racing on
         // the same identity both end up with the one row.
-        self.conn.execute(
-            "INSERT INTO campaigns (name, plan_hash, generation, plan_text, created)
-             VALUES (?1, ?2, ?3, ?4, ?5)
-             ON CONFLICT (name, plan_hash, generation) DO NOTHING",
-            params![
-                key.name,
-                key.plan_hash,
-                key.generation,
-                key.plan_text,
-                crate::ids::unix_now()
-            ],
-        )?;
-        Ok(self.conn.query_row(
-            "SELECT id FROM campaigns WHERE name = ?1 AND plan_hash = ?2 AND generation = ?3",
-            params![key.name, key.plan_hash, key.generation],
-            |r| r.get(0),
-        )?)
+        self.write(|c| {
+            c.execute(
+                "INSERT INTO campaigns (name, plan_hash, generation, plan_text, created)
+                 VALUES (?1, ?2, ?3, ?4, ?5)
+                 ON CONFLICT (name, plan_hash, generation) DO NOTHING",
+                params![
+                    key.name,
+                    key.plan_hash,
+                    key.generation,
+                    key.plan_text,
+                    crate::ids::unix_now()
+                ],
+            )?;
+            c.query_row(
+                "SELECT id FROM campaigns WHERE name = ?1 AND plan_hash = ?2 AND generation = ?3",
+                params![key.name, key.plan_hash, key.generation],
+                |r| r.get(0),
+            )
+        })
     }
 
     fn begin_run(&mut self, run: &NewRun) -> anyhow::Result<i64> {
-        self.conn.execute(
-            "INSERT INTO runs (uuid, campaign_id, host, started, status, fingerprint, config, overhead_ns)
-             VALUES (?1, ?2, ?3, ?4, 'running', ?5, ?6, ?7)
-             ON CONFLICT (uuid) DO NOTHING",
-            params![
-                run.uuid,
-                run.campaign,
-                run.host,
-                run.started,
-                json_text(&run.fingerprint),
-                json_text(&run.config),
-                run.overhead_ns
-            ],
-        )?;
+        self.write(|c| {
+            c.execute(
+                "INSERT INTO runs (uuid, campaign_id, host, started, status, fingerprint, config, overhead_ns)
+                 VALUES (?1, ?2, ?3, ?4, 'running', ?5, ?6, ?7)
+                 ON CONFLICT (uuid) DO NOTHING",
+                params![
+                    run.uuid,
+                    run.campaign,
+                    run.host,
+                    run.started,
+                    json_text(&run.fingerprint),
+                    json_text(&run.config),
+                    run.overhead_ns
+                ],
+            )
+        })?;
         self.run_id(&run.uuid)?
             .context("run row vanished after insert")
     }
 
     fn run_id(&mut self, uuid: &str) -> anyhow::Result<Option<i64>> {
-        Ok(self
-            .conn
-            .query_row("SELECT id FROM runs WHERE uuid = ?1", [uuid], |r| r.get(0))
-            .optional()?)
+        self.write(|c| {
+            c.query_row("SELECT id FROM runs WHERE uuid = ?1", [uuid], |r| r.get(0))
+                .optional()
+        })
     }
 
     fn add_cell(&mut self, run_id: i64, c: &CellInfo) -> anyhow::Result<i64> {
-        self.conn.execute(
-            "INSERT INTO cells (run_id, key, bench, source, kind, params, factors, label_params,
-                                metrics, readings, placement, notes)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, NULL, '{}')
-             ON CONFLICT (run_id, key) DO NOTHING",
-            params![
-                run_id,
-                c.key,
-                c.bench,
-                c.source,
-                c.kind.as_str(),
-                json_text(&c.params),
-                json_text(&c.factors),
-                json_text(&c.label_params),
-                json_text(&c.metrics),
-                c.readings_text(),
-            ],
-        )?;
+        self.write(|conn| {
+            conn.execute(
+                "INSERT INTO cells (run_id, key, bench, source, kind, params, factors, label_params,
+                                    metrics, readings, placement, notes)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, NULL, '{}')
+                 ON CONFLICT (run_id, key) DO NOTHING",
+                params![
+                    run_id,
+                    c.key,
+                    c.bench,
+                    c.source,
+                    c.kind.as_str(),
+                    json_text(&c.params),
+                    json_text(&c.factors),
+                    json_text(&c.label_params),
+                    json_text(&c.metrics),
+                    c.readings_text(),
+                ],
+            )
+        })?;
         self.cell_id(run_id, &c.key)?
             .context("cell row vanished after insert")
     }
 
     fn cell_id(&mut self, run_id: i64, key: &str) -> anyhow::Result<Option<i64>> {
-        Ok(self
-            .conn
-            .query_row(
+        self.write(|c| {
+            c.query_row(
                 "SELECT id FROM cells WHERE run_id = ?1 AND key = ?2",
                 params![run_id, key],
                 |r| r.get(0),
             )
-            .optional()?)
+            .optional()
+        })
     }
 
     fn update_cell(
@@ -740,55 +759,65 @@ impl StoreWrite for SqliteStore {
         placement: Option<&str>,
         notes: &IndexMap<String, String>,
     ) -> anyhow::Result<()> {
-        self.conn.execute(
-            "UPDATE cells SET placement = ?2, notes = ?3 WHERE id = ?1",
-            params![cell_id, placement, json_text(notes)],
-        )?;
+        self.write(|c| {
+            c.execute(
+                "UPDATE cells SET placement = ?2, notes = ?3 WHERE id = ?1",
+                params![cell_id, placement, json_text(notes)],
+            )
+        })?;
         Ok(())
     }
 
     fn finish_cell(&mut self, cell_id: i64, status: CellStatus) -> anyhow::Result<()> {
-        self.conn.execute(
-            "UPDATE cells SET status = ?2 WHERE id = ?1",
-            params![cell_id, status.as_str()],
-        )?;
+        self.write(|c| {
+            c.execute(
+                "UPDATE cells SET status = ?2 WHERE id = ?1",
+                params![cell_id, status.as_str()],
+            )
+        })?;
         Ok(())
     }
 
     fn add_samples(&mut self, run_id: i64, samples: &[SampleRec]) -> anyhow::Result<usize> {
-        let tx = self.conn.transaction()?;
-        let mut added = 0;
-        {
-            let mut st = tx.prepare_cached(
-                "INSERT INTO samples (run_id, cell_id, metric, unit, value, round, seq, t)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
-                 ON CONFLICT (cell_id, metric, round, seq) DO NOTHING",
-            )?;
-            for s in samples {
-                added += st.execute(params![
-                    run_id, s.cell_id, s.metric, s.unit, s.value, s.round, s.seq, s.t
-                ])?;
+        self.write(|c| {
+            let tx = c.transaction()?;
+            let mut added = 0;
+            {
+                let mut st = tx.prepare_cached(
+                    "INSERT INTO samples (run_id, cell_id, metric, unit, value, round, seq, t)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
+                     ON CONFLICT (cell_id, metric, round, seq) DO NOTHING",
+                )?;
+                for s in samples {
+                    added += st.execute(params![
+                        run_id, s.cell_id, s.metric, s.unit, s.value, s.round, s.seq, s.t
+                    ])?;
+                }
             }
-        }
-        tx.commit()?;
-        Ok(added)
+            tx.commit()?;
+            Ok(added)
+        })
     }
 
     fn add_failure(&mut self, f: &FailureRec) -> anyhow::Result<()> {
-        self.conn.execute(
-            "INSERT INTO failures (run_id, cell_id, seq, round, t, message)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6)
-             ON CONFLICT (cell_id, seq) DO NOTHING",
-            params![f.run_id, f.cell_id, f.seq, f.round, f.t, f.message],
-        )?;
+        self.write(|c| {
+            c.execute(
+                "INSERT INTO failures (run_id, cell_id, seq, round, t, message)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+                 ON CONFLICT (cell_id, seq) DO NOTHING",
+                params![f.run_id, f.cell_id, f.seq, f.round, f.t, f.message],
+            )
+        })?;
         Ok(())
     }
 
     fn finish_run(&mut self, run_id: i64, ended: f64, status: RunStatus) -> anyhow::Result<()> {
-        self.conn.execute(
-            "UPDATE runs SET ended = ?2, status = ?3 WHERE id = ?1",
-            params![run_id, ended, status.as_str()],
-        )?;
+        self.write(|c| {
+            c.execute(
+                "UPDATE runs SET ended = ?2, status = ?3 WHERE id = ?1",
+                params![run_id, ended, status.as_str()],
+            )
+        })?;
         Ok(())
     }
 }

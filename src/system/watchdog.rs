@@ -36,6 +36,17 @@ const MAX_GROUPS: usize = 256;
 
 static WRITER: Mutex<Option<OwnedFd>> = Mutex::new(None);
 
+/// Set by kbench's own `main`, whose binary answers to [`ARGV0`].
+static REEXEC: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Called by the `kbench` binary's `main`: the watchdog may re-execute
+/// it. Any other program linking the library (a test harness, a program
+/// embedding kbench) gets the forked copy instead: re-executed, it would
+/// run that program again (a test binary ran its tests a second time).
+pub fn binary_is_kbench() {
+    REEXEC.store(true, std::sync::atomic::Ordering::Relaxed);
+}
+
 /// A registered process group: dropping it tells the watchdog the group is
 /// gone (after it was killed and reaped).
 pub struct Guarded(libc::pid_t);
@@ -101,6 +112,7 @@ fn start() -> std::io::Result<OwnedFd> {
     let devnull = c"/dev/null";
     let exe = c"/proc/self/exe";
     let argv = [ARGV0.as_ptr(), std::ptr::null()];
+    let reexec = REEXEC.load(std::sync::atomic::Ordering::Relaxed);
     // SAFETY: fork; the child makes only async-signal-safe calls and never
     // returns.
     match unsafe { libc::fork() } {
@@ -123,9 +135,9 @@ fn start() -> std::io::Result<OwnedFd> {
             // dup2 clears close-on-exec on the copy.
             libc::dup2(r.as_raw_fd(), FD);
             libc::syscall(libc::SYS_close_range, FD + 1, u32::MAX, 0);
-            // In a unit-test binary /proc/self/exe is the test harness, which
-            // would run the tests again: watch in the forked copy instead.
-            if !cfg!(test) {
+            // Only kbench's own binary knows ARGV0; in any other (a test
+            // harness) watch in the forked copy.
+            if reexec {
                 libc::execv(exe.as_ptr(), argv.as_ptr());
             }
             watch()
