@@ -455,7 +455,18 @@ fn report(db: Option<&str>, a: &crate::cli::ReportArgs) -> anyhow::Result<ExitCo
             report::Subject::Campaign { campaign, .. } => {
                 crate::plan::parse(&campaign.plan_text, &campaign.name)
                     .ok()
-                    .and_then(|p| p.layout)
+                    .map(|p| {
+                        // The plan's value order, with or without `[report]`.
+                        let order = p
+                            .factors
+                            .iter()
+                            .map(|f| (f.name.clone(), f.levels.iter().map(|l| l.label.clone()).collect()))
+                            .collect();
+                        Layout {
+                            order,
+                            ..p.layout.unwrap_or_default()
+                        }
+                    })
             }
             report::Subject::Run(_) => None,
         })

@@ -612,6 +612,9 @@ fn grid<'a>(
             return Err("two cells share a row, group and column (add a dimension to rows)".into());
         }
     }
+    layout.sort_keys(&mut g.row_keys, &g.axes.rows);
+    layout.sort_keys(&mut g.group_keys, &g.axes.groups);
+    layout.sort_keys(&mut g.col_keys, &g.axes.cols);
     Ok(g)
 }
 
@@ -983,6 +986,7 @@ fn matrix_tables(
             for (_, d) in &in_sec {
                 push_unique(&mut row_keys, key(d, &row_dims));
             }
+            layout.sort_keys(&mut row_keys, &row_dims);
             let find = |rk: &Vec<String>, metric: &str| {
                 in_sec
                     .iter()
@@ -1010,7 +1014,26 @@ fn matrix_tables(
                 })
                 .collect();
             let mut diffs = Vec::new();
+            let mut legend = vec![format!(
+                "mean +/- half-width of its {}% confidence interval",
+                adaptive_conf()
+            )];
             for (a, b) in &layout.pairs {
+                // A pair whose side is not measured here (a boot state
+                // still to come) says so rather than vanish.
+                let missing: Vec<String> = [a, b]
+                    .into_iter()
+                    .filter(|want| !in_sec.iter().any(|(_, d)| matches(d, want)))
+                    .map(|want| assign_text(want))
+                    .collect();
+                if !missing.is_empty() {
+                    legend.push(format!(
+                        "{} vs {}: no difference block, {} not measured here",
+                        assign_text(a),
+                        assign_text(b),
+                        missing.join(" and ")
+                    ));
+                }
                 for c in &cols {
                     let pick = |want: &Assign| {
                         in_sec
@@ -1048,10 +1071,7 @@ fn matrix_tables(
                     .zip(sk.iter().cloned())
                     .collect(),
                 constant,
-                legend: vec![format!(
-                    "mean +/- half-width of its {}% confidence interval",
-                    adaptive_conf()
-                )],
+                legend,
                 row_dims: row_dims
                     .iter()
                     .map(|d| layout.name_of(d).to_string())

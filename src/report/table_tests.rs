@@ -464,3 +464,49 @@ fn html_is_one_self_contained_page_with_charts_and_escaped_labels() {
         "a curve per mode"
     );
 }
+
+#[test]
+fn groups_rows_and_columns_follow_the_plans_value_order() {
+    // The cells come 2way first; the plan lists UP first.
+    let mut l = improvement_layout();
+    l.order = [
+        ("cpus".to_string(), vec!["UP".to_string(), "2way".to_string()]),
+        (
+            "zero_copy".to_string(),
+            vec!["copy".to_string(), "zc".to_string()],
+        ),
+    ]
+    .into_iter()
+    .collect();
+    let d = doc(Report::of_run(pipes("UP")), &l);
+    assert_eq!(d.tables[0].groups, ["UP", "2way"]);
+    // Without an order, first seen (never alphabetical: `2way` < `UP`
+    // would hide which one the plan meant).
+    let d = doc(Report::of_run(pipes("UP")), &improvement_layout());
+    assert_eq!(d.tables[0].groups, ["2way", "UP"]);
+}
+
+#[test]
+fn a_pair_with_an_unmeasured_side_says_so() {
+    let mut run = mitigation();
+    run.cells.retain(|(c, _)| c.info.factors["pti"] == "off");
+    let l = Layout {
+        table: TableKind::Matrix,
+        pairs: vec![(
+            parse_assign("pti=off,pcid=on").unwrap(),
+            parse_assign("pti=on,pcid=on").unwrap(),
+        )],
+        ..Layout::default()
+    };
+    let d = doc(Report::of_run(run), &l);
+    assert!(d.tables[0].diffs.is_empty());
+    assert!(
+        d.tables[0].legend.contains(
+            &"pti=off,pcid=on vs pti=on,pcid=on: no difference block, pti=on,pcid=on not measured here"
+                .to_string()
+        ),
+        "{:?}",
+        d.tables[0].legend
+    );
+    assert_fits(&text(&d));
+}
