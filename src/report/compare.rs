@@ -79,10 +79,8 @@ fn links(sels: &[Selection]) -> Links {
                 if p == f {
                     continue;
                 }
-                let mut fp: IndexMap<Option<&String>, Option<&serde_json::Value>> =
-                    IndexMap::new();
-                let mut pf: IndexMap<Option<&serde_json::Value>, Option<&String>> =
-                    IndexMap::new();
+                let mut fp: IndexMap<Option<&String>, Option<&serde_json::Value>> = IndexMap::new();
+                let mut pf: IndexMap<Option<&serde_json::Value>, Option<&String>> = IndexMap::new();
                 let one_to_one = cells.iter().all(|c| {
                     let (x, y) = (c.factors.get(f), c.params.get(p));
                     *fp.entry(x).or_insert(y) == y && *pf.entry(y).or_insert(x) == x
@@ -259,6 +257,11 @@ pub struct Comparison {
     pub geomean: Vec<GeoRow>,
     /// Cells of the baseline with no partner in some operand.
     pub unpaired: Vec<String>,
+    /// Recorded facts that differ between the operands' runs
+    /// (`comparability.rs`); filled in by the caller, which reads the
+    /// runs' fingerprints.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub comparability: Option<super::comparability::Comparability>,
 }
 
 /// Most operands: ministat's symbols.
@@ -372,6 +375,7 @@ pub fn compare(
         rows,
         geomean,
         unpaired,
+        comparability: None,
     })
 }
 

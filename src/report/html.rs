@@ -594,6 +594,9 @@ fn tables(d: &TableDoc) -> String {
     for s in &d.skipped {
         let _ = writeln!(o, "<p class=\"legend\">no table: {}</p>", esc(s));
     }
+    if let Some(k) = &d.comparability {
+        comparability(&mut o, k);
+    }
     for s in &d.systems {
         system(&mut o, s);
     }
@@ -606,4 +609,39 @@ fn tables(d: &TableDoc) -> String {
         let _ = writeln!(o, "<h3>Plan</h3><pre>{}</pre>", esc(p));
     }
     o
+}
+
+/// The facts that differ between the runs (a table, `!` on those known to
+/// move results), then each warning.
+fn comparability(o: &mut String, k: &super::comparability::Comparability) {
+    o.push_str("<h2>Comparability</h2>\n");
+    if k.differences.is_empty() {
+        let _ = writeln!(
+            o,
+            "<p>The runs agree in every recorded fact ({}).</p>",
+            esc(&k.facts.join(", "))
+        );
+    } else {
+        o.push_str("<table><tr><th>fact</th>");
+        for n in &k.operands {
+            let _ = write!(o, "<th>{}</th>", esc(n));
+        }
+        o.push_str("</tr>\n");
+        for d in &k.differences {
+            let mark = if d.moves_results { "! " } else { "" };
+            let exp = if d.expected { " (expected)" } else { "" };
+            let _ = write!(o, "<tr><td>{}{}{}</td>", mark, esc(&d.fact), exp);
+            for v in &d.values {
+                let _ = write!(o, "<td>{}</td>", esc(&v.join(" / ")));
+            }
+            o.push_str("</tr>\n");
+        }
+        o.push_str("</table>\n<p class=\"legend\">! = known to move results</p>\n");
+    }
+    for e in &k.expected_but_same {
+        let _ = writeln!(o, "<p>--expect {}: it does not differ</p>", esc(e));
+    }
+    for w in &k.warnings {
+        let _ = writeln!(o, "<p class=\"warning\"><b>warning:</b> {}</p>", esc(w));
+    }
 }

@@ -44,6 +44,11 @@ pub struct TableDoc {
     /// Print `µ` and box characters instead of ASCII (text only).
     #[serde(skip)]
     pub unicode: bool,
+    /// With several runs: the recorded facts that differ between them
+    /// (`comparability.rs`), set by the caller from the runs'
+    /// fingerprints.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub comparability: Option<super::comparability::Comparability>,
 }
 
 /// One column: a variant of the compared dimensions, or (matrix) a metric.
@@ -482,6 +487,7 @@ pub fn build(reports: &[Report], layout: &Layout, unicode: bool) -> TableDoc {
         methods: Vec::new(),
         plan: None,
         unicode,
+        comparability: None,
     };
     for r in reports {
         doc.title.push(title(r));

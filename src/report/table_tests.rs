@@ -470,7 +470,10 @@ fn groups_rows_and_columns_follow_the_plans_value_order() {
     // The cells come 2way first; the plan lists UP first.
     let mut l = improvement_layout();
     l.order = [
-        ("cpus".to_string(), vec!["UP".to_string(), "2way".to_string()]),
+        (
+            "cpus".to_string(),
+            vec!["UP".to_string(), "2way".to_string()],
+        ),
         (
             "zero_copy".to_string(),
             vec!["copy".to_string(), "zc".to_string()],

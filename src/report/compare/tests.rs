@@ -141,7 +141,11 @@ fn a_parameter_an_env_factor_sets_takes_no_part_in_pairing() {
         let c = compare(&env_factor_selections(fix), Test::Welch, 95.0, 0.01)
             .unwrap_or_else(|e| panic!("{fix}: {e:#}"));
         let cells: Vec<&str> = c.rows.iter().map(|r| r.cell.as_str()).collect();
-        assert_eq!(cells, ["cpus=cpu0,timeout=60", "cpus=cpu1,timeout=60"], "{fix}");
+        assert_eq!(
+            cells,
+            ["cpus=cpu0,timeout=60", "cpus=cpu1,timeout=60"],
+            "{fix}"
+        );
         assert!(c.unpaired.is_empty(), "{fix}: {:?}", c.unpaired);
         assert!(c.rows.iter().all(|r| r.versus[0].delta > 0.04), "{fix}");
     }
