@@ -441,8 +441,18 @@ fn html_is_one_self_contained_page_with_charts_and_escaped_labels() {
     assert!(h.contains("default-src 'none'"));
     // A chart with bars and interval whiskers, the table, the system block,
     // the methods.
-    assert_eq!(h.matches("<svg").count(), 1);
+    assert_eq!(h.matches("<svg").count(), 2, "bars, then the sweep");
     assert!(h.matches("<rect").count() >= 12, "a bar per cell");
+    // The sweep: x = T.S on a log scale (2k..64k spans a decade), a line
+    // per group and variant, from the first chunk at the left edge to the
+    // last at the right.
+    let sweep = &h[h.find("class=\"chart sweep\"").expect("a sweep chart")..];
+    let sweep = &sweep[..sweep.find("</svg>").unwrap()];
+    assert!(sweep.contains(">T.S (log scale)</text>"), "{sweep}");
+    assert_eq!(sweep.matches("stroke-width=\"2\"").count(), 6, "{sweep}");
+    assert!(sweep.contains("<path d=\"M70.0 "), "first point at the left");
+    assert!(sweep.contains("L880.0 "), "last point at the right: {sweep}");
+    assert!(sweep.contains("&lt;script&gt;alert(1)&lt;/script&gt;: ZC"));
     assert!(h.matches("<path d=\"M").count() >= 12, "a whisker per cell");
     assert!(h.contains("<td class=\"sig\">"));
     assert!(h.contains("System configuration (lab1)"));
