@@ -276,9 +276,10 @@ fn mitigation() -> crate::store::RunData {
 fn matrix_is_seed_000_with_difference_blocks() {
     let l = Layout {
         table: TableKind::Matrix,
+        // The example plan's pair: pcid on, pti off against on.
         pairs: vec![(
-            parse_assign("pti=on,pcid=on").unwrap(),
             parse_assign("pti=off,pcid=on").unwrap(),
+            parse_assign("pti=on,pcid=on").unwrap(),
         )],
         ..Layout::default()
     };
