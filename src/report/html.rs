@@ -312,7 +312,9 @@ fn sweep_chart(t: &Table) -> Option<String> {
     }
     let (xmin, xmax) = xs
         .iter()
-        .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), x| (a.min(*x), b.max(*x)));
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), x| {
+            (a.min(*x), b.max(*x))
+        });
     let log = xmax / xmin >= 10.0;
     let fx = |v: f64| if log { v.log10() } else { v };
     let (x0, x1) = (fx(xmin), fx(xmax).max(fx(xmin) + 1e-9));
@@ -387,7 +389,12 @@ fn sweep_chart(t: &Table) -> Option<String> {
             .iter()
             .enumerate()
             .map(|(i, (xv, v, _))| {
-                format!("{}{:.1} {:.1}", if i == 0 { "M" } else { "L" }, x(*xv), y(*v))
+                format!(
+                    "{}{:.1} {:.1}",
+                    if i == 0 { "M" } else { "L" },
+                    x(*xv),
+                    y(*v)
+                )
             })
             .collect();
         let _ = write!(

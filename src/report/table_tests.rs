@@ -451,8 +451,14 @@ fn html_is_one_self_contained_page_with_charts_and_escaped_labels() {
     let sweep = &sweep[..sweep.find("</svg>").unwrap()];
     assert!(sweep.contains(">T.S (log scale)</text>"), "{sweep}");
     assert_eq!(sweep.matches("stroke-width=\"2\"").count(), 6, "{sweep}");
-    assert!(sweep.contains("<path d=\"M70.0 "), "first point at the left");
-    assert!(sweep.contains("L880.0 "), "last point at the right: {sweep}");
+    assert!(
+        sweep.contains("<path d=\"M70.0 "),
+        "first point at the left"
+    );
+    assert!(
+        sweep.contains("L880.0 "),
+        "last point at the right: {sweep}"
+    );
     assert!(sweep.contains("&lt;script&gt;alert(1)&lt;/script&gt;: ZC"));
     assert!(h.matches("<path d=\"M").count() >= 12, "a whisker per cell");
     assert!(h.contains("<td class=\"sig\">"));
