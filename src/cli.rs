@@ -120,6 +120,11 @@ pub enum Command {
         /// lies within +/-PCT is "equivalent".
         #[arg(long, default_value = "1%", value_name = "PCT")]
         margin: String,
+        /// A recorded fact the operands are meant to differ in
+        /// (kernel.release, kernel.cmdline, cpu.microcode, ...; repeat or
+        /// separate by commas): listed, but no warning.
+        #[arg(long, value_name = "FACT", value_delimiter = ',')]
+        expect: Vec<String>,
         /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
@@ -349,6 +354,11 @@ pub struct ReportArgs {
     /// Print `µ` and `±` in text instead of ASCII `us` and `+/-`.
     #[arg(long)]
     pub unicode: bool,
+    /// A recorded fact the reported runs are meant to differ in
+    /// (kernel.release, cpu.microcode, ...; repeat or separate by commas):
+    /// listed, but no warning.
+    #[arg(long, value_name = "FACT", value_delimiter = ',')]
+    pub expect: Vec<String>,
 }
 
 /// Formats `kbench import` reads.

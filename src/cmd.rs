@@ -96,8 +96,9 @@ pub fn dispatch(args: Vec<OsString>) -> anyhow::Result<ExitCode> {
             test,
             confidence,
             margin,
+            expect,
             json,
-        } => compare(db, &operands, test, confidence, &margin, json),
+        } => compare(db, &operands, test, confidence, &margin, &expect, json),
         Command::Store {
             command:
                 StoreCommand::Copy {
@@ -458,7 +459,23 @@ fn report(db: Option<&str>, a: &crate::cli::ReportArgs) -> anyhow::Result<ExitCo
             report::Subject::Campaign { campaign, .. } => {
                 crate::plan::parse(&campaign.plan_text, &campaign.name)
                     .ok()
-                    .and_then(|p| p.layout)
+                    .map(|p| {
+                        // The plan's value order, with or without `[report]`.
+                        let order = p
+                            .factors
+                            .iter()
+                            .map(|f| {
+                                (
+                                    f.name.clone(),
+                                    f.levels.iter().map(|l| l.label.clone()).collect(),
+                                )
+                            })
+                            .collect();
+                        Layout {
+                            order,
+                            ..p.layout.unwrap_or_default()
+                        }
+                    })
             }
             report::Subject::Run(_) => None,
         })
@@ -520,11 +537,40 @@ fn report(db: Option<&str>, a: &crate::cli::ReportArgs) -> anyhow::Result<ExitCo
             ));
         }
     }
+    // With several runs: which recorded facts differ between them.
+    let expect = report::comparability::parse_expect(&a.expect).map_err(|e| bad_input!("{e}"))?;
+    let mut ids: Vec<i64> = Vec::new();
+    for r in &reports {
+        match &r.subject {
+            report::Subject::Run(row) => ids.push(row.id),
+            report::Subject::Campaign { runs, .. } => ids.extend(runs.iter().map(|r| r.id)),
+        }
+    }
+    ids.sort_unstable();
+    ids.dedup();
+    let comparability = if ids.len() > 1 {
+        let fps: Vec<system::Fingerprint> = ids
+            .iter()
+            .map(|id| st.run_details(*id).map(|d| d.fingerprint))
+            .collect::<anyhow::Result<_>>()?;
+        let ops: Vec<(String, Vec<&system::Fingerprint>)> = ids
+            .iter()
+            .zip(&fps)
+            .map(|(id, fp)| (format!("run {id}"), vec![fp]))
+            .collect();
+        Some(report::comparability::check(&ops, &expect))
+    } else {
+        None
+    };
     // will-it-scale's CSV is the stored scaling series, whatever the layout.
     let text = if format == Format::WisCsv
         || (layout.table == TableKind::Ministat
             && !matches!(format, Format::Markdown | Format::Html))
     {
+        // ministat's tables keep their bytes: differing facts go to stderr.
+        for w in comparability.iter().flat_map(|k| &k.warnings) {
+            eprintln!("kbench: warning: {w}");
+        }
         report::render(&Document::Reports(&reports), format)?
     } else {
         let mut layout: Layout = layout;
@@ -532,7 +578,8 @@ fn report(db: Option<&str>, a: &crate::cli::ReportArgs) -> anyhow::Result<ExitCo
             // Markdown and HTML of the ministat layout: a matrix per benchmark.
             layout.table = TableKind::Matrix;
         }
-        let doc = report::table::build(&reports, &layout, a.unicode);
+        let mut doc = report::table::build(&reports, &layout, a.unicode);
+        doc.comparability = comparability;
         report::render(&Document::Tables(&doc), format)?
     };
     write_out(a.output.as_deref(), &text)
@@ -663,8 +710,10 @@ fn compare(
     test: report::compare::Test,
     confidence: f64,
     margin: &str,
+    expect: &[String],
     json: bool,
 ) -> anyhow::Result<ExitCode> {
+    let expect = report::comparability::parse_expect(expect).map_err(|e| bad_input!("{e}"))?;
     if !(80.0..=99.5).contains(&confidence) {
         return Err(bad_input!(
             "--confidence {confidence}: must be within 80..99.5"
@@ -688,7 +737,26 @@ fn compare(
             cells: select::narrow(&op, cells.clone())?,
         });
     }
-    let c = report::compare::compare(&sels, test, confidence, margin)?;
+    let mut c = report::compare::compare(&sels, test, confidence, margin)?;
+    // Which recorded facts differ between the runs each operand draws on.
+    let mut fps: std::collections::HashMap<i64, system::Fingerprint> = Default::default();
+    let mut operands = Vec::new();
+    for sel in &sels {
+        let mut ids: Vec<i64> = sel.cells.iter().map(|(c, _)| c.run_id).collect();
+        ids.sort_unstable();
+        ids.dedup();
+        for id in &ids {
+            if !fps.contains_key(id) {
+                fps.insert(*id, st.run_details(*id)?.fingerprint);
+            }
+        }
+        operands.push((sel.name.clone(), ids));
+    }
+    let ops: Vec<(String, Vec<&system::Fingerprint>)> = operands
+        .iter()
+        .map(|(n, ids)| (n.clone(), ids.iter().map(|id| &fps[id]).collect()))
+        .collect();
+    c.comparability = Some(report::comparability::check(&ops, &expect));
     print(&Document::Compare(&c), Format::json_if(json))
 }
 

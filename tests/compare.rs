@@ -165,3 +165,146 @@ fn bad_operands_exit_2() {
             .stderr(predicate::str::contains(needle));
     }
 }
+
+/// Two ad hoc runs of getppid, the second's fingerprint rewritten as if
+/// taken under another kernel and governor (what a reboot into a patched
+/// kernel records).
+fn two_kernels() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    for _ in 0..2 {
+        kbench(dir.path())
+            .args([
+                "run",
+                "getppid",
+                "--samples",
+                "4",
+                "--sample-time",
+                "0.01",
+                "--warmup",
+                "0",
+            ])
+            .assert()
+            .success();
+    }
+    let db = rusqlite::Connection::open(common::db(dir.path())).unwrap();
+    let n = db
+        .execute(
+            "UPDATE runs SET fingerprint = json_set(fingerprint,
+               '$.kernel_release', '9.9.0-patched', '$.governor', 'powersave-x')
+             WHERE id = 2",
+            [],
+        )
+        .unwrap();
+    assert_eq!(n, 1);
+    dir
+}
+
+#[test]
+fn runs_from_two_kernels_print_the_facts_that_differ() {
+    let dir = two_kernels();
+    let text = String::from_utf8(
+        kbench(dir.path())
+            .args(["compare", "1", "2"])
+            .assert()
+            .success()
+            .get_output()
+            .stdout
+            .clone(),
+    )
+    .unwrap();
+    assert!(
+        text.contains("comparability: 2 recorded fact(s) differ"),
+        "{text}"
+    );
+    assert!(text.contains("! kernel.release: x "), "{text}");
+    assert!(text.contains("+ 9.9.0-patched"), "{text}");
+    assert!(text.contains("+ powersave-x"), "{text}");
+    assert!(
+        text.contains("warning: kernel.release differs between the operands"),
+        "{text}"
+    );
+    assert!(text.lines().all(|l| l.chars().count() <= 80), "{text}");
+
+    // Declared: listed as expected, no warning for it; the governor still
+    // warns, in JSON too.
+    let out = kbench(dir.path())
+        .args(["compare", "1", "2", "--expect", "kernel.release", "--json"])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    let k = &v["comparability"];
+    let d = k["differences"].as_array().unwrap();
+    assert_eq!(d[0]["fact"], "kernel.release");
+    assert_eq!(d[0]["expected"], true);
+    assert_eq!(d[0]["moves_results"], true);
+    assert_eq!(d[0]["values"][1][0], "9.9.0-patched");
+    let warnings = k["warnings"].as_array().unwrap();
+    assert_eq!(warnings.len(), 1, "{k}");
+    assert!(
+        warnings[0]
+            .as_str()
+            .unwrap()
+            .starts_with("cpu.governor differs")
+    );
+
+    // A fact kbench does not record is bad input.
+    kbench(dir.path())
+        .args(["compare", "1", "2", "--expect", "kernel"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(
+            "--expect: `kernel` is no recorded fact (known: host,",
+        ));
+}
+
+#[test]
+fn a_report_over_runs_that_differ_warns_in_every_format() {
+    let dir = two_kernels();
+    let report = |format: &str, expect: &[&str]| {
+        let out = kbench(dir.path())
+            .args(["report", "1", "2", "--table", "matrix", "--format", format])
+            .args(expect)
+            .assert()
+            .success()
+            .get_output()
+            .stdout
+            .clone();
+        String::from_utf8(out).unwrap()
+    };
+    let text = report("text", &[]);
+    assert!(text.contains("! kernel.release: run 1: "), "{text}");
+    assert!(text.contains("run 2: 9.9.0-patched"), "{text}");
+    assert!(text.contains("warning: kernel.release differs"), "{text}");
+    let md = report("markdown", &[]);
+    assert!(md.contains("- ! kernel.release: run 1: "), "{md}");
+    assert!(md.contains("> **warning:** kernel.release differs"), "{md}");
+    let html = report("html", &[]);
+    assert!(html.contains("<h2>Comparability</h2>"), "{html}");
+    assert!(html.contains("<td>9.9.0-patched</td>"), "{html}");
+    assert!(
+        html.contains("<b>warning:</b> kernel.release differs"),
+        "{html}"
+    );
+    let json: serde_json::Value = serde_json::from_str(&report("json", &[])).unwrap();
+    assert_eq!(
+        json["comparability"]["warnings"].as_array().unwrap().len(),
+        2
+    );
+    // Declared: no warning for the kernel, in any format.
+    for f in ["text", "markdown", "html", "json"] {
+        let out = report(f, &["--expect", "kernel.release,cpu.governor"]);
+        assert!(!out.contains("differs between the operands"), "{f}: {out}");
+        assert!(out.contains("kernel.release"), "{f}: {out}");
+    }
+    // The ministat layout keeps its bytes: the warning goes to stderr.
+    kbench(dir.path())
+        .args(["report", "1", "2"])
+        .assert()
+        .success()
+        .stderr(predicate::str::contains(
+            "kbench: warning: kernel.release differs",
+        ));
+}

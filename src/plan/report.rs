@@ -71,6 +71,10 @@ pub struct Layout {
     pub pairs: Vec<(Assign, Assign)>,
     pub test: TKind,
     pub confidence: f64,
+    /// Each factor's value labels in the plan's order: rows, columns and
+    /// column groups follow it (`2way | UP` as the plan lists them), not
+    /// the order the cells happened to be stored in.
+    pub order: IndexMap<String, Vec<String>>,
 }
 
 impl Default for Layout {
@@ -86,6 +90,7 @@ impl Default for Layout {
             pairs: Vec::new(),
             test: TKind::Welch,
             confidence: 95.0,
+            order: IndexMap::new(),
         }
     }
 }
@@ -94,6 +99,23 @@ impl Layout {
     /// The header a dimension is shown under (`T.S` for `chunk`).
     pub fn name_of<'a>(&'a self, dim: &'a str) -> &'a str {
         self.names.get(dim).map_or(dim, |s| s.as_str())
+    }
+
+    /// Put keys over `dims` in the plan's order of each dimension's
+    /// values; values the plan does not list keep their first-seen order.
+    pub fn sort_keys(&self, keys: &mut [Vec<String>], dims: &[String]) {
+        let rank = |k: &Vec<String>| -> Vec<usize> {
+            dims.iter()
+                .zip(k)
+                .map(|(d, v)| {
+                    self.order
+                        .get(d)
+                        .and_then(|vs| vs.iter().position(|x| x == v))
+                        .unwrap_or(usize::MAX)
+                })
+                .collect()
+        };
+        keys.sort_by_cached_key(rank);
     }
 }
 
@@ -157,7 +179,10 @@ pub(super) fn validate(
     dims: &[String],
     labels: &IndexMap<String, Vec<String>>,
 ) -> anyhow::Result<Layout> {
-    let mut l = Layout::default();
+    let mut l = Layout {
+        order: labels.clone(),
+        ..Layout::default()
+    };
     if let Some(t) = &f.table {
         l.table = TableKind::parse(t.get_ref()).ok_or_else(|| {
             src.err(

@@ -58,7 +58,67 @@ type PairKey = (String, String, String);
 /// Unit, direction, and the values.
 type Pooled = (String, Direction, Vec<f64>);
 
-fn pair_key(c: &crate::record::CellInfo, metric: &str, fixed: &[String]) -> PairKey {
+/// Per benchmark, the (factor, parameter) pairs whose values determine
+/// each other across every selected cell: the parameter a factor sets
+/// (`env.WORK` of factor `work`, `pipe_size` of factor `ps`). The factor
+/// stands for both in pairing, and an operand fixing either fixes both.
+type Links = IndexMap<String, Vec<(String, String)>>;
+
+fn links(sels: &[Selection]) -> Links {
+    let mut by_bench: IndexMap<&str, Vec<&crate::record::CellInfo>> = IndexMap::new();
+    for sel in sels {
+        for (c, _) in &sel.cells {
+            by_bench.entry(&c.info.bench).or_default().push(&c.info);
+        }
+    }
+    let mut out = Links::new();
+    for (bench, cells) in by_bench {
+        let mut pairs = Vec::new();
+        for f in cells[0].factors.keys() {
+            for p in cells[0].params.keys() {
+                if p == f {
+                    continue;
+                }
+                let mut fp: IndexMap<Option<&String>, Option<&serde_json::Value>> = IndexMap::new();
+                let mut pf: IndexMap<Option<&serde_json::Value>, Option<&String>> = IndexMap::new();
+                let one_to_one = cells.iter().all(|c| {
+                    let (x, y) = (c.factors.get(f), c.params.get(p));
+                    *fp.entry(x).or_insert(y) == y && *pf.entry(y).or_insert(x) == x
+                });
+                // A factor with one value says nothing about what it sets.
+                if one_to_one && fp.len() > 1 {
+                    pairs.push((f.clone(), p.clone()));
+                }
+            }
+        }
+        out.insert(bench.to_string(), pairs);
+    }
+    out
+}
+
+/// An operand's fixed keys, with what a fixed factor sets and the factor
+/// that sets a fixed parameter.
+fn fixed_with_links(fixed: &[String], bench: &str, links: &Links) -> Vec<String> {
+    let mut out = fixed.to_vec();
+    for (f, p) in links.get(bench).into_iter().flatten() {
+        if fixed.contains(f) || fixed.contains(p) {
+            for k in [f, p] {
+                if !out.contains(k) {
+                    out.push(k.clone());
+                }
+            }
+        }
+    }
+    out
+}
+
+fn pair_key(c: &crate::record::CellInfo, metric: &str, fixed: &[String], links: &Links) -> PairKey {
+    let fixed = fixed_with_links(fixed, &c.bench, links);
+    let set_by_factor = |k: &String| {
+        links
+            .get(&c.bench)
+            .is_some_and(|l| l.iter().any(|(_, p)| p == k))
+    };
     let mut parts = Vec::new();
     for (k, v) in &c.factors {
         if !fixed.contains(k) {
@@ -66,7 +126,7 @@ fn pair_key(c: &crate::record::CellInfo, metric: &str, fixed: &[String]) -> Pair
         }
     }
     for (k, v) in &c.params {
-        if !fixed.contains(k) && !c.factors.contains_key(k) {
+        if !fixed.contains(k) && !c.factors.contains_key(k) && !set_by_factor(k) {
             let _ = v;
             // Sizes as the user writes them (`2k`), like every label.
             parts.push(format!(
@@ -80,12 +140,12 @@ fn pair_key(c: &crate::record::CellInfo, metric: &str, fixed: &[String]) -> Pair
 
 /// Values per pairing key of one selection (samples of cells that share a
 /// key, e.g. from several runs of a campaign, are pooled).
-fn values(sel: &Selection) -> IndexMap<PairKey, Pooled> {
+fn values(sel: &Selection, links: &Links) -> IndexMap<PairKey, Pooled> {
     let mut out: IndexMap<PairKey, Pooled> = IndexMap::new();
     for (c, samples) in &sel.cells {
         for m in &c.info.metrics {
             let e = out
-                .entry(pair_key(&c.info, &m.name, &sel.fixed))
+                .entry(pair_key(&c.info, &m.name, &sel.fixed, links))
                 .or_insert_with(|| (m.unit.clone(), m.direction, Vec::new()));
             e.2.extend(
                 samples
@@ -197,6 +257,11 @@ pub struct Comparison {
     pub geomean: Vec<GeoRow>,
     /// Cells of the baseline with no partner in some operand.
     pub unpaired: Vec<String>,
+    /// Recorded facts that differ between the operands' runs
+    /// (`comparability.rs`); filled in by the caller, which reads the
+    /// runs' fingerprints.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub comparability: Option<super::comparability::Comparability>,
 }
 
 /// Most operands: ministat's symbols.
@@ -219,7 +284,8 @@ pub fn compare(
         return Err(bad_input!("at most {MAX_OPERANDS} operands"));
     }
     let conf = Confidence::percent(confidence);
-    let all: Vec<_> = sels.iter().map(values).collect();
+    let links = links(sels);
+    let all: Vec<_> = sels.iter().map(|s| values(s, &links)).collect();
     let mut rows = Vec::new();
     let mut unpaired = Vec::new();
     // (unit, direction) -> per contender ratios
@@ -309,6 +375,7 @@ pub fn compare(
         rows,
         geomean,
         unpaired,
+        comparability: None,
     })
 }
 

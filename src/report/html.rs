@@ -64,7 +64,12 @@ fn tick(v: f64, span: f64) -> String {
     } else {
         3
     };
-    format!("{v:.d$}")
+    let s = format!("{v:.d$}");
+    // `-0` is zero.
+    match s.strip_prefix('-') {
+        Some(z) if z.chars().all(|c| c == '0' || c == '.') => z.to_string(),
+        _ => s,
+    }
 }
 
 /// One bar: value, optional interval.
@@ -251,6 +256,201 @@ fn table_chart(t: &Table) -> String {
     bar_chart(&series, &cats, &bars, base, &ylabel)
 }
 
+/// The x value of a row label when the table's rows are one numeric
+/// swept parameter (`2k`, `128k`, `16`): sizes as bytes.
+fn swept_x(label: &str) -> Option<f64> {
+    let v = crate::units::parse_size(label).ok()? as f64;
+    (v > 0.0).then_some(v)
+}
+
+/// A sweep line chart for a table whose rows are one numeric parameter
+/// (seed 001's T.S): x = the parameter, on a log scale when its values
+/// span a decade or more, a line per group and column with the
+/// interval's whiskers, and the reference line (0% or a ratio of 1).
+fn sweep_chart(t: &Table) -> Option<String> {
+    if t.row_dims.len() != 1 || t.rows.len() < 2 {
+        return None;
+    }
+    let xs: Vec<f64> = t
+        .rows
+        .iter()
+        .map(|r| r.labels.first().and_then(|l| swept_x(l)))
+        .collect::<Option<_>>()?;
+    let (base, ylabel) = match t.kind {
+        TableKind::Improvement => (0.0, "% improvement (positive = better)"),
+        TableKind::Ratio => (1.0, "ratio to the baseline"),
+        _ => return None,
+    };
+    // Series: group x column, each point (x, value, interval).
+    type Point = (f64, f64, Option<(f64, f64)>);
+    let mut series: Vec<(String, Vec<Point>)> = Vec::new();
+    for (gi, g) in t.groups.iter().enumerate() {
+        for (ci, c) in t.cols.iter().enumerate() {
+            let name = if g.is_empty() {
+                c.label.clone()
+            } else {
+                format!("{g}: {}", c.label)
+            };
+            let pts: Vec<Point> = t
+                .rows
+                .iter()
+                .zip(&xs)
+                .filter_map(|(r, x)| match r.cells.get(gi * t.cols.len() + ci)? {
+                    Some(Value::Change { pct, lo, hi, .. }) => Some((*x, *pct, Some((*lo, *hi)))),
+                    Some(Value::Ratio { ratio, lo, hi, .. }) => Some((*x, *ratio, lo.zip(*hi))),
+                    _ => None,
+                })
+                .filter(|p| p.1.is_finite())
+                .collect();
+            if !pts.is_empty() {
+                series.push((name, pts));
+            }
+        }
+    }
+    if series.is_empty() {
+        return None;
+    }
+    let (xmin, xmax) = xs
+        .iter()
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), x| {
+            (a.min(*x), b.max(*x))
+        });
+    let log = xmax / xmin >= 10.0;
+    let fx = |v: f64| if log { v.log10() } else { v };
+    let (x0, x1) = (fx(xmin), fx(xmax).max(fx(xmin) + 1e-9));
+    let (mut lo, mut hi): (f64, f64) = (base, base);
+    for (_, pts) in &series {
+        for (_, v, iv) in pts {
+            for y in [Some(*v), iv.map(|i| i.0), iv.map(|i| i.1)]
+                .into_iter()
+                .flatten()
+                .filter(|y| y.is_finite())
+            {
+                lo = lo.min(y);
+                hi = hi.max(y);
+            }
+        }
+    }
+    if hi <= lo {
+        hi = lo + 1.0;
+    }
+    let pad = (hi - lo) * 0.05;
+    let (lo, hi) = (lo - pad, hi + pad);
+    let (w, h, left, right, top, bottom) = (900.0, 320.0, 70.0, 20.0, 20.0, 50.0);
+    let x = |v: f64| left + (w - left - right) * (fx(v) - x0) / (x1 - x0);
+    let y = |v: f64| top + (h - top - bottom) * (hi - v) / (hi - lo);
+    let rows_of_legend = series.len().div_ceil(4) as f64;
+    let mut o = format!(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{}\" class=\"chart sweep\" role=\"img\">",
+        h + 20.0 * rows_of_legend
+    );
+    for k in 0..=4 {
+        let v = lo + (hi - lo) * k as f64 / 4.0;
+        let _ = write!(
+            o,
+            "<line x1=\"{left}\" x2=\"{}\" y1=\"{yy:.1}\" y2=\"{yy:.1}\" stroke=\"#eee\"/><text x=\"{}\" y=\"{:.1}\" font-size=\"11\" text-anchor=\"end\">{}</text>",
+            w - right,
+            left - 4.0,
+            y(v) + 4.0,
+            esc(&tick(v, hi - lo)),
+            yy = y(v)
+        );
+    }
+    let _ = write!(
+        o,
+        "<line x1=\"{left}\" x2=\"{}\" y1=\"{b:.1}\" y2=\"{b:.1}\" stroke=\"#333\"/>\
+         <text x=\"12\" y=\"{m:.1}\" font-size=\"11\" transform=\"rotate(-90 12 {m:.1})\" text-anchor=\"middle\">{}</text>",
+        w - right,
+        esc(ylabel),
+        b = y(base),
+        m = top + (h - top - bottom) / 2.0
+    );
+    for (r, xv) in t.rows.iter().zip(&xs) {
+        let _ = write!(
+            o,
+            "<line x1=\"{xx:.1}\" x2=\"{xx:.1}\" y1=\"{top}\" y2=\"{:.1}\" stroke=\"#f3f3f3\"/><text x=\"{xx:.1}\" y=\"{:.1}\" font-size=\"11\" text-anchor=\"middle\">{}</text>",
+            h - bottom,
+            h - bottom + 14.0,
+            esc(&r.labels[0]),
+            xx = x(*xv)
+        );
+    }
+    let _ = write!(
+        o,
+        "<text x=\"{:.1}\" y=\"{:.1}\" font-size=\"11\" text-anchor=\"middle\">{}{}</text>",
+        (left + w - right) / 2.0,
+        h - bottom + 30.0,
+        esc(&t.row_dims[0]),
+        if log { " (log scale)" } else { "" }
+    );
+    for (si, (name, pts)) in series.iter().enumerate() {
+        let c = COLOURS[si % COLOURS.len()];
+        let d: String = pts
+            .iter()
+            .enumerate()
+            .map(|(i, (xv, v, _))| {
+                format!(
+                    "{}{:.1} {:.1}",
+                    if i == 0 { "M" } else { "L" },
+                    x(*xv),
+                    y(*v)
+                )
+            })
+            .collect();
+        let _ = write!(
+            o,
+            "<path d=\"{d}\" stroke=\"{c}\" stroke-width=\"2\" fill=\"none\"/>"
+        );
+        for (xv, v, iv) in pts {
+            let cx = x(*xv);
+            if let Some((l, u)) = iv
+                && l.is_finite()
+                && u.is_finite()
+            {
+                let _ = write!(
+                    o,
+                    "<path d=\"M{cx:.1} {:.1}V{:.1}M{:.1} {:.1}H{:.1}M{:.1} {:.1}H{:.1}\" stroke=\"{c}\" fill=\"none\"/>",
+                    y(*l),
+                    y(*u),
+                    cx - 3.0,
+                    y(*l),
+                    cx + 3.0,
+                    cx - 3.0,
+                    y(*u),
+                    cx + 3.0
+                );
+            }
+            let _ = write!(
+                o,
+                "<circle cx=\"{cx:.1}\" cy=\"{:.1}\" r=\"3\" fill=\"{c}\"><title>{}</title></circle>",
+                y(*v),
+                esc(&format!(
+                    "{name} at {} {}: {v:.4}",
+                    t.row_dims[0],
+                    t.rows
+                        .iter()
+                        .zip(&xs)
+                        .find(|(_, x)| *x == xv)
+                        .map_or("", |(r, _)| r.labels[0].as_str())
+                ))
+            );
+        }
+        let (lx, ly) = (
+            left + 200.0 * (si % 4) as f64,
+            h - bottom + 50.0 + 20.0 * (si / 4) as f64,
+        );
+        let _ = write!(
+            o,
+            "<rect x=\"{lx}\" y=\"{:.1}\" width=\"10\" height=\"10\" fill=\"{c}\"/><text x=\"{}\" y=\"{ly:.1}\" font-size=\"11\">{}</text>",
+            ly - 9.0,
+            lx + 14.0,
+            esc(name)
+        );
+    }
+    o.push_str("</svg>\n");
+    Some(o)
+}
+
 fn cell(v: &Value, c: &super::table::Column, panel: Panel) -> String {
     let s = super::text::cell_text(v, c, panel, true);
     let sig = matches!(
@@ -365,6 +565,9 @@ fn table(o: &mut String, t: &Table) {
     }
     o.push_str("</p>\n");
     o.push_str(&table_chart(t));
+    if let Some(chart) = sweep_chart(t) {
+        o.push_str(&chart);
+    }
     if t.kind == TableKind::Ratio && t.metric.is_some() {
         o.push_str("<h3>Values</h3>\n");
         html_table(o, t, Panel::Means);
@@ -594,6 +797,9 @@ fn tables(d: &TableDoc) -> String {
     for s in &d.skipped {
         let _ = writeln!(o, "<p class=\"legend\">no table: {}</p>", esc(s));
     }
+    if let Some(k) = &d.comparability {
+        comparability(&mut o, k);
+    }
     for s in &d.systems {
         system(&mut o, s);
     }
@@ -606,4 +812,39 @@ fn tables(d: &TableDoc) -> String {
         let _ = writeln!(o, "<h3>Plan</h3><pre>{}</pre>", esc(p));
     }
     o
+}
+
+/// The facts that differ between the runs (a table, `!` on those known to
+/// move results), then each warning.
+fn comparability(o: &mut String, k: &super::comparability::Comparability) {
+    o.push_str("<h2>Comparability</h2>\n");
+    if k.differences.is_empty() {
+        let _ = writeln!(
+            o,
+            "<p>The runs agree in every recorded fact ({}).</p>",
+            esc(&k.facts.join(", "))
+        );
+    } else {
+        o.push_str("<table><tr><th>fact</th>");
+        for n in &k.operands {
+            let _ = write!(o, "<th>{}</th>", esc(n));
+        }
+        o.push_str("</tr>\n");
+        for d in &k.differences {
+            let mark = if d.moves_results { "! " } else { "" };
+            let exp = if d.expected { " (expected)" } else { "" };
+            let _ = write!(o, "<tr><td>{}{}{}</td>", mark, esc(&d.fact), exp);
+            for v in &d.values {
+                let _ = write!(o, "<td>{}</td>", esc(&v.join(" / ")));
+            }
+            o.push_str("</tr>\n");
+        }
+        o.push_str("</table>\n<p class=\"legend\">! = known to move results</p>\n");
+    }
+    for e in &k.expected_but_same {
+        let _ = writeln!(o, "<p>--expect {}: it does not differ</p>", esc(e));
+    }
+    for w in &k.warnings {
+        let _ = writeln!(o, "<p class=\"warning\"><b>warning:</b> {}</p>", esc(w));
+    }
 }

@@ -185,9 +185,32 @@ fn tables(d: &TableDoc) -> String {
     if !d.skipped.is_empty() {
         o.push('\n');
     }
+    if let Some(k) = &d.comparability {
+        comparability(&mut o, k);
+    }
     for s in &d.systems {
         system(&mut o, s);
         o.push('\n');
     }
     o
+}
+
+/// The facts that differ between the runs, as a list, then the warnings
+/// as a quote block.
+fn comparability(o: &mut String, k: &super::comparability::Comparability) {
+    let names: Vec<String> = k.operands.iter().map(|n| format!("{n}:")).collect();
+    let lines = k.lines(&names);
+    let _ = writeln!(o, "**{}**\n", md_escape(&lines[0]));
+    for l in &lines[1..] {
+        let _ = writeln!(o, "- {}", md_escape(l));
+    }
+    if lines.len() > 1 {
+        o.push('\n');
+    }
+    for w in &k.warnings {
+        let _ = writeln!(o, "> **warning:** {}", md_escape(w));
+    }
+    if !k.warnings.is_empty() {
+        o.push('\n');
+    }
 }

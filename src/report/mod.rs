@@ -4,6 +4,7 @@
 //! format; they never compute a statistic, and no command decides on a
 //! format anywhere else.
 
+pub mod comparability;
 pub mod compare;
 pub mod csv;
 pub mod grid;

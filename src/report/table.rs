@@ -44,6 +44,11 @@ pub struct TableDoc {
     /// Print `µ` and box characters instead of ASCII (text only).
     #[serde(skip)]
     pub unicode: bool,
+    /// With several runs: the recorded facts that differ between them
+    /// (`comparability.rs`), set by the caller from the runs'
+    /// fingerprints.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub comparability: Option<super::comparability::Comparability>,
 }
 
 /// One column: a variant of the compared dimensions, or (matrix) a metric.
@@ -482,6 +487,7 @@ pub fn build(reports: &[Report], layout: &Layout, unicode: bool) -> TableDoc {
         methods: Vec::new(),
         plan: None,
         unicode,
+        comparability: None,
     };
     for r in reports {
         doc.title.push(title(r));
@@ -612,6 +618,9 @@ fn grid<'a>(
             return Err("two cells share a row, group and column (add a dimension to rows)".into());
         }
     }
+    layout.sort_keys(&mut g.row_keys, &g.axes.rows);
+    layout.sort_keys(&mut g.group_keys, &g.axes.groups);
+    layout.sort_keys(&mut g.col_keys, &g.axes.cols);
     Ok(g)
 }
 
@@ -983,6 +992,7 @@ fn matrix_tables(
             for (_, d) in &in_sec {
                 push_unique(&mut row_keys, key(d, &row_dims));
             }
+            layout.sort_keys(&mut row_keys, &row_dims);
             let find = |rk: &Vec<String>, metric: &str| {
                 in_sec
                     .iter()
@@ -1010,7 +1020,26 @@ fn matrix_tables(
                 })
                 .collect();
             let mut diffs = Vec::new();
+            let mut legend = vec![format!(
+                "mean +/- half-width of its {}% confidence interval",
+                adaptive_conf()
+            )];
             for (a, b) in &layout.pairs {
+                // A pair whose side is not measured here (a boot state
+                // still to come) says so rather than vanish.
+                let missing: Vec<String> = [a, b]
+                    .into_iter()
+                    .filter(|want| !in_sec.iter().any(|(_, d)| matches(d, want)))
+                    .map(|want| assign_text(want))
+                    .collect();
+                if !missing.is_empty() {
+                    legend.push(format!(
+                        "{} vs {}: no difference block, {} not measured here",
+                        assign_text(a),
+                        assign_text(b),
+                        missing.join(" and ")
+                    ));
+                }
                 for c in &cols {
                     let pick = |want: &Assign| {
                         in_sec
@@ -1048,10 +1077,7 @@ fn matrix_tables(
                     .zip(sk.iter().cloned())
                     .collect(),
                 constant,
-                legend: vec![format!(
-                    "mean +/- half-width of its {}% confidence interval",
-                    adaptive_conf()
-                )],
+                legend,
                 row_dims: row_dims
                     .iter()
                     .map(|d| layout.name_of(d).to_string())

@@ -276,9 +276,10 @@ fn mitigation() -> crate::store::RunData {
 fn matrix_is_seed_000_with_difference_blocks() {
     let l = Layout {
         table: TableKind::Matrix,
+        // The example plan's pair: pcid on, pti off against on.
         pairs: vec![(
-            parse_assign("pti=on,pcid=on").unwrap(),
             parse_assign("pti=off,pcid=on").unwrap(),
+            parse_assign("pti=on,pcid=on").unwrap(),
         )],
         ..Layout::default()
     };
@@ -441,8 +442,24 @@ fn html_is_one_self_contained_page_with_charts_and_escaped_labels() {
     assert!(h.contains("default-src 'none'"));
     // A chart with bars and interval whiskers, the table, the system block,
     // the methods.
-    assert_eq!(h.matches("<svg").count(), 1);
+    assert_eq!(h.matches("<svg").count(), 2, "bars, then the sweep");
     assert!(h.matches("<rect").count() >= 12, "a bar per cell");
+    // The sweep: x = T.S on a log scale (2k..64k spans a decade), a line
+    // per group and variant, from the first chunk at the left edge to the
+    // last at the right.
+    let sweep = &h[h.find("class=\"chart sweep\"").expect("a sweep chart")..];
+    let sweep = &sweep[..sweep.find("</svg>").unwrap()];
+    assert!(sweep.contains(">T.S (log scale)</text>"), "{sweep}");
+    assert_eq!(sweep.matches("stroke-width=\"2\"").count(), 6, "{sweep}");
+    assert!(
+        sweep.contains("<path d=\"M70.0 "),
+        "first point at the left"
+    );
+    assert!(
+        sweep.contains("L880.0 "),
+        "last point at the right: {sweep}"
+    );
+    assert!(sweep.contains("&lt;script&gt;alert(1)&lt;/script&gt;: ZC"));
     assert!(h.matches("<path d=\"M").count() >= 12, "a whisker per cell");
     assert!(h.contains("<td class=\"sig\">"));
     assert!(h.contains("System configuration (lab1)"));
@@ -463,4 +480,53 @@ fn html_is_one_self_contained_page_with_charts_and_escaped_labels() {
         2,
         "a curve per mode"
     );
+}
+
+#[test]
+fn groups_rows_and_columns_follow_the_plans_value_order() {
+    // The cells come 2way first; the plan lists UP first.
+    let mut l = improvement_layout();
+    l.order = [
+        (
+            "cpus".to_string(),
+            vec!["UP".to_string(), "2way".to_string()],
+        ),
+        (
+            "zero_copy".to_string(),
+            vec!["copy".to_string(), "zc".to_string()],
+        ),
+    ]
+    .into_iter()
+    .collect();
+    let d = doc(Report::of_run(pipes("UP")), &l);
+    assert_eq!(d.tables[0].groups, ["UP", "2way"]);
+    // Without an order, first seen (never alphabetical: `2way` < `UP`
+    // would hide which one the plan meant).
+    let d = doc(Report::of_run(pipes("UP")), &improvement_layout());
+    assert_eq!(d.tables[0].groups, ["2way", "UP"]);
+}
+
+#[test]
+fn a_pair_with_an_unmeasured_side_says_so() {
+    let mut run = mitigation();
+    run.cells.retain(|(c, _)| c.info.factors["pti"] == "off");
+    let l = Layout {
+        table: TableKind::Matrix,
+        pairs: vec![(
+            parse_assign("pti=off,pcid=on").unwrap(),
+            parse_assign("pti=on,pcid=on").unwrap(),
+        )],
+        ..Layout::default()
+    };
+    let d = doc(Report::of_run(run), &l);
+    assert!(d.tables[0].diffs.is_empty());
+    assert!(
+        d.tables[0].legend.contains(
+            &"pti=off,pcid=on vs pti=on,pcid=on: no difference block, pti=on,pcid=on not measured here"
+                .to_string()
+        ),
+        "{:?}",
+        d.tables[0].legend
+    );
+    assert_fits(&text(&d));
 }

@@ -645,7 +645,8 @@ fn compare_block(o: &mut String, c: &Comparison, r: &Row) {
     let cell = if r.cell.is_empty() {
         String::new()
     } else {
-        format!(" [{}]", r.cell)
+        // `, ` so a long cell wraps within the width.
+        format!(" [{}]", r.cell.replace(',', ", "))
     };
     o.push_str(&grid::wrap(
         &format!(
@@ -673,6 +674,7 @@ fn compare_block(o: &mut String, c: &Comparison, r: &Row) {
     }
     let conf = c.confidence;
     for (j, v) in r.versus.iter().enumerate() {
+        let mut line = String::new();
         let few = v.too_few.map(|t| format!(" ({t})")).unwrap_or_default();
         match &v.detail {
             Detail::Student(d) => o.push_str(&difference_block(
@@ -682,8 +684,8 @@ fn compare_block(o: &mut String, c: &Comparison, r: &Row) {
                 d.level,
             )),
             Detail::Welch(t) => {
-                let _ = writeln!(
-                    o,
+                let _ = write!(
+                    line,
                     "Welch's t at {conf}% confidence: {} [{}, {}], t = {}, df = {}, p = {}{few}",
                     pct(v.delta),
                     pct(t.relative.lo),
@@ -694,8 +696,8 @@ fn compare_block(o: &mut String, c: &Comparison, r: &Row) {
                 );
             }
             Detail::Mwu(u) => {
-                let _ = writeln!(
-                    o,
+                let _ = write!(
+                    line,
                     "Mann-Whitney U at {conf}% confidence: U = {}, p = {} ({:?}), shift (Hodges-Lehmann) = {}{few}",
                     fmt_g(u.statistic, 0, 6),
                     fmt_g(u.p, 0, 4),
@@ -704,8 +706,8 @@ fn compare_block(o: &mut String, c: &Comparison, r: &Row) {
                 );
             }
             Detail::Bootstrap(b) => {
-                let _ = writeln!(
-                    o,
+                let _ = write!(
+                    line,
                     "Bootstrap ({} resamples, seed 1) ratio of means at {conf}% confidence: {} [{}, {}], p ~ {}{few}",
                     b.resamples,
                     fmt_g(b.statistic, 0, 6),
@@ -714,6 +716,9 @@ fn compare_block(o: &mut String, c: &Comparison, r: &Row) {
                     fmt_g(b.p, 0, 3)
                 );
             }
+        }
+        if !line.is_empty() {
+            o.push_str(&grid::wrap(&line, WIDTH, "    "));
         }
     }
 }
@@ -755,6 +760,35 @@ fn compare(o: &mut String, c: &Comparison) {
     }
     for u in &c.unpaired {
         let _ = writeln!(o, "unpaired (not in every operand): {u}");
+    }
+    if let Some(k) = &c.comparability {
+        o.push('\n');
+        let symbols: Vec<String> = SYMBOL
+            .iter()
+            .take(c.operands.len())
+            .map(|s| s.to_string())
+            .collect();
+        comparability(o, k, &symbols);
+    }
+}
+
+/// Which recorded facts differ between the operands, and a warning for
+/// each difference not declared with `--expect`.
+pub(crate) fn comparability(
+    o: &mut String,
+    k: &super::comparability::Comparability,
+    symbols: &[String],
+) {
+    for (i, l) in k.lines(symbols).into_iter().enumerate() {
+        let (l, indent) = if i == 0 {
+            (l, "  ")
+        } else {
+            (format!("  {l}"), "      ")
+        };
+        o.push_str(&grid::wrap(&l, WIDTH, indent));
+    }
+    for w in &k.warnings {
+        o.push_str(&grid::wrap(&format!("warning: {w}"), WIDTH, "  "));
     }
 }
 
@@ -931,6 +965,11 @@ fn tables(o: &mut String, d: &TableDoc) {
         for s in &d.skipped {
             o.push_str(&grid::wrap(&format!("no table: {s}"), WIDTH, "  "));
         }
+    }
+    if let Some(k) = &d.comparability {
+        o.push('\n');
+        let names: Vec<String> = k.operands.iter().map(|n| format!("{n}:")).collect();
+        comparability(o, k, &names);
     }
     for s in &d.systems {
         o.push('\n');

@@ -301,7 +301,31 @@ pub fn fingerprint() -> Fingerprint {
         }
     }
     fp.busy_smt_pairs = busy_smt_pairs(&online, std::time::Duration::from_millis(100));
+    fp.kbench = Some(env!("CARGO_PKG_VERSION").to_string());
+    fp.compiler = compiler();
     fp
+}
+
+/// The first line of `$CC --version` (else `cc`), when it runs.
+fn compiler() -> Option<String> {
+    let cc = std::env::var("CC")
+        .ok()
+        .filter(|c| !c.trim().is_empty())
+        .unwrap_or_else(|| "cc".into());
+    let out = std::process::Command::new(cc.trim())
+        .arg("--version")
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .output()
+        .ok()?;
+    if !out.status.success() {
+        return None;
+    }
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .next()
+        .map(|l| l.trim().to_string())
+        .filter(|l| !l.is_empty())
 }
 
 /// Read a built-in probe (see `probe.rs` for the names); `None` when

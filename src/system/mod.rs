@@ -79,6 +79,13 @@ pub struct Fingerprint {
     /// Readings of probes a campaign used, by name.
     #[serde(default)]
     pub probes: IndexMap<String, String>,
+    /// The kbench that measured (`0.1.0`); absent in older records.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kbench: Option<String>,
+    /// The C compiler command benchmarks and scale testcases build with
+    /// (`$CC`, else `cc`): the first line of its `--version`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub compiler: Option<String>,
 }
 
 /// A noise hazard found in the fingerprint, with its remedy.

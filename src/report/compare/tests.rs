@@ -102,3 +102,51 @@ fn one_value_against_two_is_too_few_for_any_test() {
         assert!(!v.significant, "{test:?}");
     }
 }
+
+/// Cells of a command benchmark whose factor `work` sets `env.WORK`, on
+/// two CPU sets: operands name either the factor or the parameter.
+fn env_factor_selections(fix: &str) -> Vec<super::Selection> {
+    use crate::record::Kind;
+    let mut id = 0;
+    let mut sel = |work: &str, base: f64| {
+        let cells = ["cpu0", "cpu1"]
+            .iter()
+            .map(|cpus| {
+                id += 1;
+                let vals: Vec<f64> = (0..5).map(|i| wobble(base, i)).collect();
+                testing::stored_cell(
+                    id,
+                    "work",
+                    Kind::Command,
+                    serde_json::json!({"env.WORK": work, "timeout": 60}),
+                    &[("cpus", cpus), ("work", work)],
+                    &[],
+                    ns(),
+                    &vals,
+                )
+            })
+            .collect();
+        super::Selection {
+            name: format!("w:{fix}={work}"),
+            fixed: vec![fix.to_string()],
+            cells,
+        }
+    };
+    vec![sel("1000", 100.0), sel("1050", 105.0)]
+}
+
+#[test]
+fn a_parameter_an_env_factor_sets_takes_no_part_in_pairing() {
+    for fix in ["work", "env.WORK"] {
+        let c = compare(&env_factor_selections(fix), Test::Welch, 95.0, 0.01)
+            .unwrap_or_else(|e| panic!("{fix}: {e:#}"));
+        let cells: Vec<&str> = c.rows.iter().map(|r| r.cell.as_str()).collect();
+        assert_eq!(
+            cells,
+            ["cpus=cpu0,timeout=60", "cpus=cpu1,timeout=60"],
+            "{fix}"
+        );
+        assert!(c.unpaired.is_empty(), "{fix}: {:?}", c.unpaired);
+        assert!(c.rows.iter().all(|r| r.versus[0].delta > 0.04), "{fix}");
+    }
+}
