@@ -26,6 +26,7 @@
 //! modified z-score; Schuirmann (1987) two one-sided tests for equivalence.
 
 pub mod bootstrap;
+pub mod changepoint;
 pub mod cfmt;
 pub mod dist;
 pub mod equivalence;
