@@ -181,6 +181,25 @@ pub fn e_divisive(x: &[f64], s: &Settings) -> Vec<ChangePoint> {
     found
 }
 
+/// The shortest series in which a split can pass the test at all: the
+/// best split of `n` points is reached again by at least the share
+/// `2 / C(n, n/2)` of permutations (those that put the same values on
+/// each side), so `n` must make that share no larger than the
+/// significance; and each side needs `min_size` points. 11 points with
+/// the defaults.
+pub fn min_points(s: &Settings) -> usize {
+    let mut n = 2 * s.min_size.max(2);
+    loop {
+        // C(n, n/2), in floating point (large n overflow no integer).
+        let k = n / 2;
+        let c: f64 = (0..k).map(|i| (n - i) as f64 / (i + 1) as f64).product();
+        if 2.0 / c <= s.significance || n > 64 {
+            return n;
+        }
+        n += 1;
+    }
+}
+
 /// Fisher-Yates.
 fn shuffle(rng: &mut ChaCha8Rng, v: &mut [f64]) {
     for i in (1..v.len()).rev() {
@@ -257,6 +276,23 @@ mod tests {
     }
 
     #[test]
+    fn the_shortest_testable_series() {
+        assert_eq!(min_points(&Settings::default()), 11);
+        let loose = Settings {
+            significance: 0.05,
+            min_size: 2,
+            ..Settings::default()
+        };
+        // 2 / C(7, 3) = 0.057, 2 / C(8, 4) = 0.029.
+        assert_eq!(min_points(&loose), 8);
+        // A clean step in 10 points cannot reach p <= 0.005, in 12 it can.
+        let step =
+            |n: usize| -> Vec<f64> { (0..n).map(|i| if i < n / 2 { 1.0 } else { 2.0 }).collect() };
+        assert!(e_divisive(&step(10), &Settings::default()).is_empty());
+        assert_eq!(e_divisive(&step(12), &Settings::default()).len(), 1);
+    }
+
+    #[test]
     fn detection_is_deterministic() {
         let x = series(1, 60, 0.03, 0.05, 25);
         let s = Settings::default();
@@ -273,7 +309,10 @@ mod tests {
             .map(|c| c.index)
             .collect();
         assert_eq!(found.len(), 2, "{found:?}");
-        assert!(found[0].abs_diff(40) <= 2 && found[1].abs_diff(80) <= 2, "{found:?}");
+        assert!(
+            found[0].abs_diff(40) <= 2 && found[1].abs_diff(80) <= 2,
+            "{found:?}"
+        );
     }
 
     /// The acceptance simulation (issue 14): a 5% step in 100 points of CV

@@ -26,8 +26,8 @@
 //! modified z-score; Schuirmann (1987) two one-sided tests for equivalence.
 
 pub mod bootstrap;
-pub mod changepoint;
 pub mod cfmt;
+pub mod changepoint;
 pub mod dist;
 pub mod equivalence;
 pub mod geomean;
