@@ -495,8 +495,9 @@ fn one_series(q: &Query, os: &[&Observation], metric: &str, conf: Confidence) ->
         (
             Vec::new(),
             Some(format!(
-                "{} points: change points need at least {need}",
-                means.len()
+                "{} point{}: change points need at least {need}",
+                means.len(),
+                if means.len() == 1 { "" } else { "s" }
             )),
         )
     } else {
@@ -606,7 +607,8 @@ fn title(h: &History, s: &Series) -> String {
         Order::Time => "by time",
         Order::Revision => "by revision",
     };
-    let _ = write!(t, "; {by}, {} points", s.points.len());
+    let n = s.points.len();
+    let _ = write!(t, "; {by}, {n} point{}", if n == 1 { "" } else { "s" });
     t
 }
 
