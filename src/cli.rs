@@ -355,21 +355,15 @@ pub struct ReportArgs {
     #[arg(long, value_name = "BENCH[:k=v,...]", conflicts_with_all = ["runs", "table", "baseline", "rows", "cols", "groups"])]
     pub history: Option<String>,
     /// With --history: the metric [default: the benchmark's first].
-    #[arg(long, value_name = "METRIC", requires = "history")]
+    #[arg(long, value_name = "METRIC")]
     pub metric: Option<String>,
     /// With --history: a point per run in time order, or a point per
     /// revision (the `revision` factor or parameter, else the kernel
     /// release) in the order revisions were first measured.
-    #[arg(
-        long,
-        value_enum,
-        value_name = "ORDER",
-        default_value = "time",
-        requires = "history"
-    )]
+    #[arg(long, value_enum, value_name = "ORDER", default_value = "time")]
     pub by: crate::report::history::Order,
     /// With --history: only runs of campaigns of this name.
-    #[arg(long, value_name = "NAME", requires = "history")]
+    #[arg(long, value_name = "NAME")]
     pub campaign: Option<String>,
 }
 

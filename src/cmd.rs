@@ -421,6 +421,11 @@ fn report(db: Option<&str>, a: &crate::cli::ReportArgs) -> anyhow::Result<ExitCo
     if let Some(spec) = &a.history {
         return history(&*st, spec, a);
     }
+    if a.metric.is_some() || a.campaign.is_some() || a.by != report::history::Order::Time {
+        return Err(bad_input!(
+            "--metric, --by and --campaign go with --history BENCH"
+        ));
+    }
     let ops: Vec<select::Operand> = if specs.is_empty() {
         let last = st
             .last_run_id()?

@@ -126,6 +126,16 @@ fn a_step_in_imported_nightlies_is_one_change_point() {
     );
     rejected(
         d,
+        &["report", "--by", "revision"],
+        "go with --history BENCH",
+    );
+    rejected(
+        d,
+        &["report", "--history", "ministat", "1"],
+        "cannot be used with",
+    );
+    rejected(
+        d,
         &["report", "--history", spec, "--metric", "ns"],
         "no metric `ns`",
     );
