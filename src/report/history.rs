@@ -1309,6 +1309,31 @@ mod tests {
     }
 
     #[test]
+    fn cells_that_differ_in_a_parameter_are_separate_series() {
+        let mut obs = runs(4, |_| 100.0, None);
+        for (i, o) in obs.iter_mut().enumerate() {
+            let size = if i % 2 == 0 { 4096 } else { 65536 };
+            o.cell.0.info.params.insert("size".into(), size.into());
+        }
+        let h = build(&query(Order::Time), obs).unwrap();
+        let labels: Vec<&str> = h.series.iter().map(|s| s.label.as_str()).collect();
+        assert_eq!(labels, ["size=4096", "size=65536"]);
+        assert_eq!(h.series[1].points.len(), 2);
+        assert_eq!(h.series[1].points[0].label, "run 2");
+        // Narrowed by the parameter, one series is left.
+        let mut q = query(Order::Time);
+        q.spec = "getppid:size=65536".into();
+        let mut obs = runs(4, |_| 100.0, None);
+        for (i, o) in obs.iter_mut().enumerate() {
+            let size = if i % 2 == 0 { 4096 } else { 65536 };
+            o.cell.0.info.params.insert("size".into(), size.into());
+        }
+        let h = build(&q, obs).unwrap();
+        assert_eq!(h.series.len(), 1);
+        assert_eq!(h.series[0].label, "");
+    }
+
+    #[test]
     fn bad_selections_name_what_is_missing() {
         let obs = || runs(3, |_| 100.0, None);
         let mut q = query(Order::Time);
@@ -1365,6 +1390,8 @@ mod tests {
         assert!(!page.contains("<script>"));
         assert!(page.contains("&lt;script&gt;alert(1)&lt;/script&gt;"));
         assert_eq!(page.matches("class=\"change-point\"").count(), 1);
+        // A dot per point, a whisker per interval.
+        assert_eq!(page.matches("<circle").count(), 12);
         let md = markdown(&h);
         assert!(!md.contains("<script>"), "{md}");
     }
