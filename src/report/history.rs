@@ -778,17 +778,19 @@ pub fn text(h: &History) -> String {
                 change_size(c, &s.unit, unicode)
             );
             let detail = format!(
-                "{} -> {} (means of {} and {} points), {}",
+                "{} -> {} (means of {} and {} points), {} (confidence {:.1}%)",
                 human::value(c.before, &s.unit, None, unicode),
                 human::value(c.after, &s.unit, None, unicode),
                 c.points_before,
                 c.points_after,
-                p_text(c.p)
+                p_text(c.p),
+                c.confidence * 100.0
             );
+            let when = format!("measured {} .. {}", date(c.from_time), date(c.to_time));
             for l in wrap(&head, 78) {
                 let _ = writeln!(o, "  {l}");
             }
-            for l in wrap(&detail, 76) {
+            for l in wrap(&detail, 76).iter().chain([&when]) {
                 let _ = writeln!(o, "    {l}");
             }
         }
@@ -878,17 +880,19 @@ pub fn markdown(h: &History) -> String {
         if !s.change_points.is_empty() {
             let _ = writeln!(
                 o,
-                "\n| between | and | change | before | after | verdict | p |\n\
-                 |:--|:--|--:|--:|--:|:--|--:|"
+                "\n| between | and | measured (UTC) | change | before | after | verdict | p |\n\
+                 |:--|:--|:--|--:|--:|--:|:--|--:|"
             );
             for c in &s.change_points {
                 let _ = writeln!(
                     o,
-                    "| #{} {} | #{} {} | {} | {} | {} | {} | {} |",
+                    "| #{} {} | #{} {} | {} .. {} | {} | {} | {} | {} | {} |",
                     c.index,
                     e(&c.from),
                     c.index + 1,
                     e(&c.to),
+                    date(c.from_time),
+                    date(c.to_time),
                     change_size(c, &s.unit, unicode),
                     human::value(c.before, &s.unit, None, unicode),
                     human::value(c.after, &s.unit, None, unicode),
@@ -1019,15 +1023,17 @@ pub fn html(h: &History) -> String {
             }
         );
         if !s.change_points.is_empty() {
-            o.push_str("<table><tr><th class=\"l\">between</th><th class=\"l\">and</th><th>change</th><th>before</th><th>after</th><th class=\"l\">verdict</th><th>p</th></tr>\n");
+            o.push_str("<table><tr><th class=\"l\">between</th><th class=\"l\">and</th><th class=\"l\">measured (UTC)</th><th>change</th><th>before</th><th>after</th><th class=\"l\">verdict</th><th>p</th></tr>\n");
             for c in &s.change_points {
                 let _ = writeln!(
                     o,
-                    "<tr><td class=\"l\">#{} {}</td><td class=\"l\">#{} {}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"l{}\">{}</td><td>{}</td></tr>",
+                    "<tr><td class=\"l\">#{} {}</td><td class=\"l\">#{} {}</td><td class=\"l\">{} .. {}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"l{}\">{}</td><td>{}</td></tr>",
                     c.index,
                     esc(&c.from),
                     c.index + 1,
                     esc(&c.to),
+                    esc(&date(c.from_time)),
+                    esc(&date(c.to_time)),
                     esc(&change_size(c, &s.unit, unicode)),
                     esc(&human::value(c.before, &s.unit, None, unicode)),
                     esc(&human::value(c.after, &s.unit, None, unicode)),
