@@ -359,7 +359,8 @@ pub struct ReportArgs {
     pub metric: Option<String>,
     /// With --history: a point per run in time order, or a point per
     /// revision (the `revision` factor or parameter, else the kernel
-    /// release) in the order revisions were first measured.
+    /// release) in the order revisions were first measured (by run, then
+    /// in the plan's order).
     #[arg(long, value_enum, value_name = "ORDER", default_value = "time")]
     pub by: crate::report::history::Order,
     /// With --history: only runs of campaigns of this name.

@@ -292,13 +292,16 @@ pub fn build(q: &Query, mut obs: Vec<Observation>) -> anyhow::Result<History> {
             known.join(", ")
         ));
     }
-    // Time order: run start, run, then the cell's first sample.
-    let first_t = |o: &Observation| o.cell.1.first().map_or(o.run.started, |s| s.t);
+    // Time order: run start, run, then the cell's place in its run (the
+    // plan's order: cells are recorded before any is sampled, and their
+    // samples interleave in a shuffled order, so the first sample's time
+    // would order a run's revisions at random).
     obs.sort_by(|a, b| {
-        (a.run.started, a.run.id)
-            .partial_cmp(&(b.run.started, b.run.id))
-            .unwrap_or(std::cmp::Ordering::Equal)
-            .then(first_t(a).total_cmp(&first_t(b)))
+        a.run
+            .started
+            .total_cmp(&b.run.started)
+            .then(a.run.id.cmp(&b.run.id))
+            .then(a.cell.0.id.cmp(&b.cell.0.id))
     });
     // Series: everything but the revision.
     type Key = (String, String);
@@ -1312,6 +1315,44 @@ mod tests {
         assert_eq!(s.points[0].n, 10);
         // Six points are too few to look for change points (min 4 a side).
         assert!(s.note.is_some() && s.change_points.is_empty());
+    }
+
+    #[test]
+    fn revisions_of_one_run_keep_the_plans_order() {
+        // One run measured r1, r2, r3 (cells 1..3), its rounds in a
+        // shuffled order: r3's first sample came first.
+        let obs: Vec<Observation> = ["r1", "r2", "r3"]
+            .iter()
+            .enumerate()
+            .map(|(i, r)| {
+                let mut cell = stored_cell(
+                    i as i64 + 1,
+                    "getppid",
+                    crate::record::Kind::Micro,
+                    serde_json::json!({}),
+                    &[("revision", r)],
+                    &[],
+                    ns(),
+                    &[100.0, 101.0],
+                );
+                for smp in &mut cell.1 {
+                    smp.t -= i as f64 * 0.1;
+                }
+                Observation {
+                    run: run(1, None),
+                    kernel: None,
+                    cell,
+                }
+            })
+            .rev()
+            .collect();
+        let h = build(&query(Order::Revision), obs).unwrap();
+        let labels: Vec<&str> = h.series[0]
+            .points
+            .iter()
+            .map(|p| p.label.as_str())
+            .collect();
+        assert_eq!(labels, ["r1", "r2", "r3"]);
     }
 
     #[test]
