@@ -359,6 +359,23 @@ pub struct ReportArgs {
     /// listed, but no warning.
     #[arg(long, value_name = "FACT", value_delimiter = ',')]
     pub expect: Vec<String>,
+    /// The history of one benchmark cell across every stored run that
+    /// measured it (`BENCH[:param=value,...]`), with its change points;
+    /// takes no RUN operands.
+    #[arg(long, value_name = "BENCH[:k=v,...]", conflicts_with_all = ["runs", "table", "baseline", "rows", "cols", "groups"])]
+    pub history: Option<String>,
+    /// With --history: the metric [default: the benchmark's first].
+    #[arg(long, value_name = "METRIC")]
+    pub metric: Option<String>,
+    /// With --history: a point per run in time order, or a point per
+    /// revision (the `revision` factor or parameter, else the kernel
+    /// release) in the order revisions were first measured (by run, then
+    /// in the plan's order).
+    #[arg(long, value_enum, value_name = "ORDER", default_value = "time")]
+    pub by: crate::report::history::Order,
+    /// With --history: only runs of campaigns of this name.
+    #[arg(long, value_name = "NAME")]
+    pub campaign: Option<String>,
 }
 
 /// Formats `kbench import` reads.

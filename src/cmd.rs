@@ -422,6 +422,14 @@ fn report(db: Option<&str>, a: &crate::cli::ReportArgs) -> anyhow::Result<ExitCo
     use crate::plan::report::{Layout, TableKind, parse_assign};
     let specs = &a.runs;
     let st = store::open(db, store::Access::Read)?;
+    if let Some(spec) = &a.history {
+        return history(&*st, spec, a);
+    }
+    if a.metric.is_some() || a.campaign.is_some() || a.by != report::history::Order::Time {
+        return Err(bad_input!(
+            "--metric, --by and --campaign go with --history BENCH"
+        ));
+    }
     let ops: Vec<select::Operand> = if specs.is_empty() {
         let last = st
             .last_run_id()?
@@ -583,6 +591,35 @@ fn report(db: Option<&str>, a: &crate::cli::ReportArgs) -> anyhow::Result<ExitCo
         report::render(&Document::Tables(&doc), format)?
     };
     write_out(a.output.as_deref(), &text)
+}
+
+/// `kbench report --history BENCH`: every stored run of one benchmark
+/// cell, with its change points.
+fn history(
+    st: &dyn store::StoreRead,
+    spec: &str,
+    a: &crate::cli::ReportArgs,
+) -> anyhow::Result<ExitCode> {
+    use report::history;
+    let format = a.format.unwrap_or(Format::json_if(a.json));
+    if format == Format::WisCsv {
+        return Err(bad_input!(
+            "--history: --format wis-csv is for scaling tables"
+        ));
+    }
+    let q = history::Query {
+        spec: spec.to_string(),
+        metric: a.metric.clone(),
+        by: a.by,
+        campaign: a.campaign.clone(),
+        settings: crate::stats::changepoint::Settings::default(),
+        unicode: a.unicode,
+    };
+    let h = history::load(st, &q)?;
+    write_out(
+        a.output.as_deref(),
+        &report::render(&Document::History(&h), format)?,
+    )
 }
 
 /// `-o FILE`, else standard output.

@@ -22,6 +22,7 @@ fn field(o: &mut String, s: &str) {
 pub fn render(doc: &Document<'_>) -> anyhow::Result<String> {
     match doc {
         Document::Samples(t) => Ok(samples(t)),
+        Document::History(h) => Ok(super::history::csv(h)),
         _ => Err(crate::error::bad_input!(
             "--format csv is for `kbench report` (one row per sample)"
         )),

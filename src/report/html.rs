@@ -42,6 +42,7 @@ const COLOURS: [&str; 8] = [
 pub fn render(doc: &Document<'_>) -> String {
     let (title, body) = match doc {
         Document::Tables(t) => (t.title.join("; "), tables(t)),
+        Document::History(h) => (format!("history of {}", h.spec), super::history::html(h)),
         other => (
             "kbench".to_string(),
             format!("<pre>{}</pre>", esc(&super::text::render(other))),

@@ -15,6 +15,7 @@ use crate::plan::report::TableKind;
 pub fn render(doc: &Document<'_>) -> String {
     match doc {
         Document::Tables(t) => tables(t),
+        Document::History(h) => super::history::markdown(h),
         other => format!("```\n{}```\n", super::text::render(other)),
     }
 }

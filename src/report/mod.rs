@@ -8,6 +8,7 @@ pub mod comparability;
 pub mod compare;
 pub mod csv;
 pub mod grid;
+pub mod history;
 pub mod html;
 pub mod human;
 pub mod json;
@@ -74,6 +75,9 @@ pub enum Document<'a> {
     Tables(&'a table::TableDoc),
     /// `kbench report --format csv`: every sample (`samples.rs`).
     Samples(&'a samples::SampleTable),
+    /// `kbench report --history`: a benchmark across runs
+    /// (`history.rs`, which renders it in every format).
+    History(&'a history::History),
 }
 
 /// Render a document; the text ends with a newline.

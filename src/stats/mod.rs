@@ -27,6 +27,7 @@
 
 pub mod bootstrap;
 pub mod cfmt;
+pub mod changepoint;
 pub mod dist;
 pub mod equivalence;
 pub mod geomean;
