@@ -54,6 +54,7 @@ pub struct Rev {
 /// What one step found out about one revision.
 #[derive(Clone, Debug, Serialize)]
 pub struct Step {
+    #[serde(flatten)]
     pub rev: Rev,
     /// `None` when it was skipped before any measurement (build failed).
     pub call: Option<Call>,
