@@ -4,8 +4,8 @@
 //! The threshold is the size of a regression that counts: a revision is
 //! *like bad* when it is worse than the good end by more than the
 //! threshold, *like good* when it is worse by less (or better). Both are
-//! read from Welch's interval of the relative change (revision / good end
-//! - 1) at the adaptive runner's interim confidence
+//! read from Welch's interval of the relative change from the good end to
+//! the revision, at the adaptive runner's interim confidence
 //! ([`LOOK_CONFIDENCE`], 99%), after at least [`MIN_SAMPLES`] samples of
 //! each, so the repeated looks of sequential sampling do not inflate the
 //! error rate (the same guard as `--until-verdict`, `runner/adaptive.rs`).

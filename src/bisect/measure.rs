@@ -89,7 +89,10 @@ impl Spec {
                 } else {
                     s.clone()
                 };
-                one(crate::plan::expand(&crate::plan::adhoc(&[s.clone()])?)?, &s)?
+                one(
+                    crate::plan::expand(&crate::plan::adhoc(std::slice::from_ref(&s))?)?,
+                    &s,
+                )?
             }
             // The commit is an `env` factor of the generated plan: the
             // command sees it as $KBENCH_COMMIT.

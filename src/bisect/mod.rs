@@ -409,14 +409,7 @@ fn bisect(db: Option<&str>, a: &BisectArgs) -> anyhow::Result<ExitCode> {
     // Binary search: `lo` is known good, `hi` known bad.
     let (mut lo, mut hi) = (0usize, n);
     let mut skipped: Vec<usize> = Vec::new();
-    loop {
-        let mid = (lo + hi) as f64 / 2.0;
-        let Some(c) = (lo + 1..hi)
-            .filter(|i| !skipped.contains(i))
-            .min_by(|x, y| (*x as f64 - mid).abs().total_cmp(&(*y as f64 - mid).abs()))
-        else {
-            break;
-        };
+    while let Some(c) = next(lo, hi, &skipped) {
         let dir = match builds.build(&s.all[c])? {
             Built::Ok { dir, .. } => dir,
             Built::Failed { why, log } => {
@@ -579,6 +572,16 @@ fn decide_one(db: Option<&str>, a: &BisectArgs) -> anyhow::Result<ExitCode> {
     }))
 }
 
+/// The next revision to test between `lo` (known good) and `hi` (known
+/// bad): the untested, unskipped one nearest the middle (the lower of two
+/// as near), or `None` when none is left.
+fn next(lo: usize, hi: usize, skipped: &[usize]) -> Option<usize> {
+    let mid = (lo + hi) as f64 / 2.0;
+    (lo + 1..hi)
+        .filter(|i| !skipped.contains(i))
+        .min_by(|x, y| (*x as f64 - mid).abs().total_cmp(&(*y as f64 - mid).abs()))
+}
+
 /// What measuring one revision against the ends gave.
 struct Measured {
     /// The metric's values of the revision, the good and the bad end.
@@ -678,4 +681,50 @@ fn stored_values(
         .filter(|x| &*x.metric == metric)
         .map(|x| x.value)
         .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Binary search with a given oracle: (first bad, revisions tested).
+    fn search(n: usize, bad_from: usize, skip: &[usize]) -> (usize, usize, Vec<usize>) {
+        let (mut lo, mut hi) = (0, n);
+        let mut skipped = Vec::new();
+        let mut tested = Vec::new();
+        while let Some(c) = next(lo, hi, &skipped) {
+            tested.push(c);
+            if skip.contains(&c) {
+                skipped.push(c);
+            } else if c >= bad_from {
+                hi = c;
+            } else {
+                lo = c;
+            }
+        }
+        (lo, hi, tested)
+    }
+
+    #[test]
+    fn the_search_narrows_in_log2_steps() {
+        for bad_from in 1..=19 {
+            let (lo, hi, tested) = search(19, bad_from, &[]);
+            assert_eq!((lo + 1, hi), (bad_from, bad_from));
+            assert!(tested.len() <= 5, "{bad_from}: {tested:?}");
+        }
+        // 19 revisions after the good end, the 12th bad: 10, 14, 12, 11.
+        assert_eq!(search(19, 12, &[]).2, vec![9, 14, 11, 12]);
+    }
+
+    #[test]
+    fn skipped_revisions_are_stepped_around_or_left_as_a_range() {
+        // The middle one cannot be tested: its neighbour is.
+        let (lo, hi, tested) = search(19, 12, &[9]);
+        assert_eq!((lo, hi), (11, 12));
+        assert_eq!(tested[..2], [9, 10]);
+        // The first bad one itself skipped: the answer is a range.
+        let (lo, hi, _) = search(19, 12, &[12]);
+        assert_eq!((lo, hi), (11, 13));
+        assert_eq!(next(11, 13, &[12]), None);
+    }
 }
