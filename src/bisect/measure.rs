@@ -458,4 +458,40 @@ mod tests {
         assert_eq!(b.display, "getppid");
         assert!(b.key.ends_with("|@commit=00-x"));
     }
+
+    #[test]
+    fn the_campaign_plan_of_a_command_parses() {
+        let commits = [("00-a".into(), "aaa".into()), ("01-b".into(), "bbb".into())];
+        let t = command_plan("slow", "./prog -n 3", &commits, None)
+            + "\n[report]\ntable = \"matrix\"\nrows = [\"commit\"]\n";
+        let p = crate::plan::parse(&t, "t").unwrap();
+        assert_eq!(p.name, "slow");
+        let cells = crate::plan::expand(&p).unwrap();
+        assert_eq!(cells.len(), 2);
+        assert_eq!(cells[1].factors["commit"], "01-b");
+        assert!(p.layout.is_some());
+    }
+
+    #[test]
+    fn a_plan_cell_comes_from_the_tree_and_is_picked_by_its_factors() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("p.toml"),
+            "name = \"p\"\n[factors]\nmode = { apply = \"env\", var = \"MODE\", values = [\"a\", \"b\"] }\n[[bench]]\nname = \"run\"\nshell = \"true\"\n",
+        )
+        .unwrap();
+        let c = Spec::parse("p.toml:mode=b")
+            .unwrap()
+            .cell(dir.path(), "01-x", "x")
+            .unwrap();
+        assert_eq!(c.factors["mode"], "b");
+        assert_eq!(c.factors["commit"], "01-x");
+        assert!(c.key.ends_with("|@commit=01-x"), "{}", c.key);
+        let e = Spec::parse("p.toml")
+            .unwrap()
+            .cell(dir.path(), "01-x", "x")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("2 cells match"), "{e}");
+    }
 }

@@ -195,10 +195,11 @@ impl Setup {
         }
     }
 
-    /// The campaign's plan text: what was bisected (in comments), and a
-    /// plan whose `commit` factor lists every revision of the path and
-    /// whose `[report]` lays the campaign out as a table by commit. It is
-    /// never run: each revision's cell runs in that revision's worktree.
+    /// The campaign's plan text: what was bisected (in comments), and for
+    /// a command a plan whose `commit` factor lists every revision of the
+    /// path and whose `[report]` is a table by commit (the matrix of every
+    /// metric). It is never run: each revision's cell runs in that
+    /// revision's worktree.
     fn plan_text(&self, a: &BisectArgs, name: &str) -> String {
         let q = |v: &str| toml::Value::String(v.to_string()).to_string();
         let mut t = format!(
@@ -223,6 +224,7 @@ impl Setup {
                     .zip(self.all.iter().map(|c| c.id.clone()))
                     .collect();
                 t += &measure::command_plan(name, cmd, &commits, None);
+                t += "\n[report]\ntable = \"matrix\"\nrows = [\"commit\"]\n";
             }
             // A built-in benchmark or a plan's cell is not a plan of its
             // own: the text only says what was measured (reports fall
