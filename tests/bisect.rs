@@ -31,12 +31,37 @@ fn git(dir: &Path, args: &[&str]) -> String {
     String::from_utf8(out.stdout).unwrap().trim().to_string()
 }
 
-/// A deterministic loop of `n` iterations (~15 ms at the base count).
+/// A deterministic loop of `n` iterations (~15 ms at the base count)
+/// that prints the CPU time it took: precise on a busy machine, where
+/// wall time measures the other processes and rusage's user/sys split is
+/// sampled per tick.
 fn program(rev: usize, n: u64) -> String {
     format!(
-        "/* revision {rev} */\nint main(void) {{\n    volatile unsigned long x = 0;\n    for (unsigned long i = 0; i < {n}UL; i++) x += i ^ (x >> 3);\n    return 0;\n}}\n"
+        r#"/* revision {rev} */
+#include <stdio.h>
+#include <time.h>
+int main(void) {{
+    struct timespec a, b;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &a);
+    volatile unsigned long x = 0;
+    for (unsigned long i = 0; i < {n}UL; i++) x += i ^ (x >> 3);
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &b);
+    printf("cpu_ns %lld\n", (long long)(b.tv_sec - a.tv_sec) * 1000000000LL + (b.tv_nsec - a.tv_nsec));
+    return 0;
+}}
+"#
     )
 }
+
+/// The project's benchmark plan, kept in its tree: the program as a
+/// command benchmark, its own CPU time as the metric.
+const PLAN: &str = r#"name = "loop"
+[[bench]]
+name = "loop"
+command = ["./prog"]
+measure = []
+metrics = [{ name = "cpu", regex = 'cpu_ns (\d+)', unit = "ns" }]
+"#;
 
 /// The repository: commit k is "commit k"; from commit SLOW on the loop
 /// runs 10% more iterations. Returns the commit ids, oldest first.
@@ -47,7 +72,8 @@ fn repo(dir: &Path) -> Vec<String> {
     for k in 1..=COMMITS {
         let n = if k >= SLOW { 22_000_000 } else { 20_000_000 };
         std::fs::write(dir.join("prog.c"), program(k, n)).unwrap();
-        git(dir, &["add", "prog.c"]);
+        std::fs::write(dir.join("bench.toml"), PLAN).unwrap();
+        git(dir, &["add", "prog.c", "bench.toml"]);
         git(dir, &["commit", "-q", "-m", &format!("commit {k}")]);
         ids.push(git(dir, &["rev-parse", "HEAD"]));
     }
@@ -65,8 +91,8 @@ fn have_cc() -> bool {
     ok
 }
 
-/// The bisection's arguments. User CPU time is the metric: on a shared
-/// 2-CPU machine wall time mostly measures the other processes.
+/// The bisection's arguments: the plan's cell, read from each revision's
+/// tree and run in its worktree.
 fn bisect_args<'a>(repo: &'a str, good: &'a str, bad: &'a str) -> Vec<&'a str> {
     with_build(repo, good, bad, "cc -O1 -o prog prog.c")
 }
@@ -83,9 +109,9 @@ fn with_build<'a>(repo: &'a str, good: &'a str, bad: &'a str, build: &'a str) ->
         "--build",
         build,
         "--bench",
-        "cmd:./prog",
+        "bench.toml",
         "--metric",
-        "user",
+        "cpu",
         "--threshold",
         "5%",
         "--name",
@@ -130,9 +156,9 @@ fn bisect_names_the_commit_that_made_it_slower() {
     assert!(lo < eff && eff < hi && lo > 0.0, "[{lo}, {hi}]");
 
     // Fewer samples than measuring every commit 10 times, counted in the
-    // store: one CSV row per metric value, `user` once per sample.
+    // store: one CSV row per metric value, `cpu` once per sample.
     let csv = common::stdout(kbench(dir).args(["report", "slow", "--format", "csv"]));
-    let samples = csv.lines().filter(|l| l.contains(",user,")).count();
+    let samples = csv.lines().filter(|l| l.contains(",cpu,")).count();
     assert_eq!(samples as u64, v["samples"].as_u64().unwrap());
     assert!(
         samples < COMMITS * 10,
@@ -145,6 +171,7 @@ fn bisect_names_the_commit_that_made_it_slower() {
 
     // The report shows the bisection: a row per measured commit (the
     // `commit` factor), the first bad one among them.
+    eprintln!("{}", String::from_utf8_lossy(&out.stderr));
     let text = common::stdout(kbench(dir).args(["report", "slow"]));
     let first_bad_label = v["first_bad"]["label"].as_str().unwrap();
     assert!(text.contains("commit "), "{text}");
@@ -313,4 +340,47 @@ fn bad_input_is_one_line_and_exit_2() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("not a git repository"));
+}
+
+#[test]
+fn git_bisect_run_with_exit_code_finds_it_too() {
+    if !have_cc() {
+        return;
+    }
+    let _t = common::serial();
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let ids = repo(&dir.join("repo"));
+    let r = dir.join("repo");
+    let kb = assert_cmd::cargo::cargo_bin("kbench");
+    let mut run = vec![kb.to_str().unwrap()];
+    run.extend(bisect_args(r.to_str().unwrap(), &ids[0], &ids[COMMITS - 1]));
+    run.extend(["--exit-code", "-q"]);
+    git(&r, &["bisect", "start", &ids[COMMITS - 1], &ids[0]]);
+    let out = Command::new("git")
+        .arg("-C")
+        .arg(&r)
+        .args(["bisect", "run"])
+        .args(&run)
+        .env("KBENCH_DB", common::db(dir))
+        .env("XDG_CACHE_HOME", dir.join("cache"))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        text.contains(&format!("{} is the first bad commit", ids[SLOW - 1])),
+        "{text}"
+    );
+    // Every step joined one campaign: the good end's samples accumulate.
+    let csv = common::stdout(kbench(dir).args(["report", "slow", "--format", "csv"]));
+    let good = csv
+        .lines()
+        .filter(|l| l.contains(",cpu,") && l.contains(&format!(",00-{},", &ids[0][..7])))
+        .count();
+    assert!(good >= 10, "{good} good-end samples:\n{csv}");
 }

@@ -429,11 +429,9 @@ fn bisect(db: Option<&str>, a: &BisectArgs) -> anyhow::Result<ExitCode> {
             }
         };
         let cell = s.spec.cell(&dir, &s.labels[c], &s.all[c].id)?;
-        let prior = seen.get(&0).cloned().unwrap_or_default();
         let m = measure_rev(
             &mut sampler,
             [cell, good_cell.clone(), bad_cell.clone()],
-            &prior,
             higher,
             threshold,
         )?;
@@ -557,11 +555,9 @@ fn decide_one(db: Option<&str>, a: &BisectArgs) -> anyhow::Result<ExitCode> {
         good_cell,
         s.spec.cell(&bad_dir, &s.labels[n], &s.bad.id)?,
     ];
-    // The good end's samples from earlier `git bisect run` steps count.
-    let prior = stored_values(&*st, &key, &cells[1].key, &metric)?;
     let mut writer = store::sink::StoreSink::new(st.as_mut());
     let mut sampler = Sampler::new(&mut writer, key, config(a, &name), metric, a.max_samples);
-    let m = measure_rev(&mut sampler, cells, &prior, higher, threshold)?;
+    let m = measure_rev(&mut sampler, cells, higher, threshold)?;
     let step = m.step(s.rev(c));
     eprintln!("kbench: {}", text::step_line(&step, &unit));
     let Some(l) = m.look else {
@@ -625,19 +621,21 @@ impl Measured {
 
 /// Measure `cells` (the revision, the good end, the bad end) interleaved
 /// until the revision is decided against the good end's samples of this
-/// step plus `prior` ones (earlier steps'), or the cap. A failing end is
-/// an error; a failing revision is reported (and skipped by the caller).
+/// step, or the cap. Only samples of the same step are compared: pooling
+/// the good end's samples of earlier steps would be cheaper, but a
+/// machine whose speed drifted between steps (load, temperature) would
+/// then move the verdict, which interleaving exists to prevent. A failing
+/// end is an error; a failing revision is reported (and skipped by the
+/// caller).
 fn measure_rev(
     sampler: &mut Sampler<'_>,
     cells: [crate::plan::Cell; 3],
-    prior: &[f64],
     higher: bool,
     threshold: f64,
 ) -> anyhow::Result<Measured> {
     let mut arms: Vec<Arm> = cells.into_iter().map(Arm::new).collect();
-    let pooled = |g: &[f64]| [prior, g].concat();
     sampler.step(&mut arms, |x| {
-        decide::look(&pooled(&x[1].values), &x[0].values, higher, threshold)
+        decide::look(&x[1].values, &x[0].values, higher, threshold)
             .is_some_and(|l| l.call != Call::Undecided)
     })?;
     if let Some(f) = arms[1..].iter().find_map(|x| x.failed.clone()) {
@@ -646,7 +644,7 @@ fn measure_rev(
     let failed = arms[0].failed.clone();
     let look = match failed {
         Some(_) => None,
-        None => decide::look(&pooled(&arms[1].values), &arms[0].values, higher, threshold),
+        None => decide::look(&arms[1].values, &arms[0].values, higher, threshold),
     };
     let mut values = arms.into_iter().map(|a| a.values);
     Ok(Measured {
@@ -658,31 +656,6 @@ fn measure_rev(
         failed,
         look,
     })
-}
-
-/// The values of `metric` a campaign holds for the cell `cell_key` (every
-/// run of it), e.g. the good end measured by earlier steps.
-fn stored_values(
-    st: &dyn store::StoreRead,
-    key: &CampaignKey,
-    cell_key: &str,
-    metric: &str,
-) -> anyhow::Result<Vec<f64>> {
-    let Some(c) = st
-        .campaigns(CampaignQuery::Named(&key.name))?
-        .into_iter()
-        .find(|c| c.plan_hash == key.plan_hash && c.generation == key.generation)
-    else {
-        return Ok(Vec::new());
-    };
-    Ok(st
-        .cells(store::Scope::Campaign(c.id))?
-        .into_iter()
-        .filter(|(cell, _)| cell.info.key == cell_key)
-        .flat_map(|(_, samples)| samples)
-        .filter(|x| &*x.metric == metric)
-        .map(|x| x.value)
-        .collect())
 }
 
 #[cfg(test)]
