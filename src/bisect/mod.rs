@@ -68,13 +68,14 @@ pub struct Step {
 /// The size of the regression at the first bad commit.
 #[derive(Clone, Debug, Serialize)]
 pub struct Effect {
-    /// Relative change towards worse, first bad vs its parent.
+    /// Relative change towards worse of the first bad commit from the
+    /// good end, both measured interleaved in the same step.
     pub regression: f64,
     pub interval: Interval,
     pub confidence: f64,
-    pub parent_mean: f64,
+    pub good_mean: f64,
     pub mean: f64,
-    pub n_parent: usize,
+    pub n_good: usize,
     pub n: usize,
 }
 
@@ -356,7 +357,9 @@ fn bisect(db: Option<&str>, a: &BisectArgs) -> anyhow::Result<ExitCode> {
         a.max_samples,
     );
     // Every value of the metric by position, over all steps.
-    let mut seen: BTreeMap<usize, Vec<f64>> = BTreeMap::new();
+    // By position: its values and the good end's of the step that
+    // measured it last (interleaved, so their difference is drift-free).
+    let mut seen: BTreeMap<usize, (Vec<f64>, Vec<f64>)> = BTreeMap::new();
     let mut steps: Vec<Step> = Vec::new();
 
     // The ends: the bad one must be "like bad".
@@ -368,8 +371,7 @@ fn bisect(db: Option<&str>, a: &BisectArgs) -> anyhow::Result<ExitCode> {
     if let Some(f) = arms.iter().find_map(|x| x.failed.clone()) {
         return Err(anyhow::anyhow!("measuring the ends: {f}"));
     }
-    seen.entry(0).or_default().extend(&arms[0].values);
-    seen.entry(n).or_default().extend(&arms[1].values);
+    seen.insert(n, (arms[1].values.clone(), arms[0].values.clone()));
     let ends = decide::look(&arms[0].values, &arms[1].values, higher, threshold)
         .ok_or_else(|| anyhow::anyhow!("too few samples of the ends"))?;
     let end_step = Step {
@@ -435,9 +437,7 @@ fn bisect(db: Option<&str>, a: &BisectArgs) -> anyhow::Result<ExitCode> {
             higher,
             threshold,
         )?;
-        for (i, p) in [c, 0, n].into_iter().enumerate() {
-            seen.entry(p).or_default().extend(&m.values[i]);
-        }
+        seen.insert(c, (m.values[0].clone(), m.values[1].clone()));
         let step = m.step(s.rev(c));
         say(text::step_line(&step, &unit));
         steps.push(step);
@@ -462,16 +462,16 @@ fn bisect(db: Option<&str>, a: &BisectArgs) -> anyhow::Result<ExitCode> {
         (None, (lo + 1..=hi).map(|i| s.rev(i)).collect())
     };
     let effect = first_bad.as_ref().and_then(|_| {
-        let (p, b) = (seen.get(&lo)?, seen.get(&hi)?);
-        let (regression, interval) = decide::regression(p, b, higher, EFFECT_CONFIDENCE)?;
+        let (b, g) = seen.get(&hi)?;
+        let (regression, interval) = decide::regression(g, b, higher, EFFECT_CONFIDENCE)?;
         let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
         Some(Effect {
             regression,
             interval,
             confidence: EFFECT_CONFIDENCE,
-            parent_mean: mean(p),
+            good_mean: mean(g),
             mean: mean(b),
-            n_parent: p.len(),
+            n_good: g.len(),
             n: b.len(),
         })
     });

@@ -124,20 +124,17 @@ pub fn render(b: &Bisection) -> String {
         Some(r) => {
             o += &format!("first bad commit: {} {}\n", r.commit.id, r.commit.subject);
             if let Some(e) = &b.effect {
-                let half = (e.interval.hi - e.interval.lo) / 2.0 * e.parent_mean;
+                let half = (e.interval.hi - e.interval.lo) / 2.0 * e.good_mean;
                 o += &format!(
-                    "effect: {} [{}, {}] ({}%, Welch) vs its parent: {} -> {}\n",
+                    "effect: {} [{}, {}] ({}%, Welch) vs the good end: {} -> {}\n",
                     pct(e.regression),
                     pct(e.interval.lo),
                     pct(e.interval.hi),
                     e.confidence,
-                    human::value(e.parent_mean, &b.unit, Some(half), false),
+                    human::value(e.good_mean, &b.unit, Some(half), false),
                     human::value(e.mean, &b.unit, Some(half), false),
                 );
-                o += &format!(
-                    "        ({} samples of the parent, {} of the first bad commit)\n",
-                    e.n_parent, e.n
-                );
+                o += &format!("        (measured interleaved: {} samples of each)\n", e.n);
             }
         }
         None => {
