@@ -309,7 +309,7 @@ fn bad_input_is_one_line_and_exit_2() {
         ),
     ] {
         let out = kbench(dir)
-            .args(["bisect", "--repo", r])
+            .args(["bisect", "-q", "--repo", r])
             .args(&args)
             .output()
             .unwrap();

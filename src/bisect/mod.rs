@@ -414,6 +414,10 @@ fn bisect(db: Option<&str>, a: &BisectArgs) -> anyhow::Result<ExitCode> {
     let (mut lo, mut hi) = (0usize, n);
     let mut skipped: Vec<usize> = Vec::new();
     while let Some(c) = next(lo, hi, &skipped) {
+        say(format!(
+            "{} {}: building and measuring against both ends",
+            s.labels[c], s.all[c].subject
+        ));
         let dir = match builds.build(&s.all[c])? {
             Built::Ok { dir, .. } => dir,
             Built::Failed { why, log } => {
