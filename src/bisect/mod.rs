@@ -356,7 +356,6 @@ fn bisect(db: Option<&str>, a: &BisectArgs) -> anyhow::Result<ExitCode> {
         metric.clone(),
         a.max_samples,
     );
-    // Every value of the metric by position, over all steps.
     // By position: its values and the good end's of the step that
     // measured it last (interleaved, so their difference is drift-free).
     let mut seen: BTreeMap<usize, (Vec<f64>, Vec<f64>)> = BTreeMap::new();
