@@ -108,6 +108,7 @@ pub fn dispatch(args: Vec<OsString>) -> anyhow::Result<ExitCode> {
                 },
         } => store_copy(&from, &to, &campaigns),
         Command::Fleet { command } => fleet(db, command),
+        Command::Bisect(a) => crate::bisect::run(db, &a),
         Command::Completions { shell } => completions(shell),
         Command::Man { command } => man(&command),
         Command::Ministat { args } => crate::ministat::main(&args),
@@ -194,7 +195,7 @@ fn print(doc: &Document<'_>, format: Format) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn out(text: &str) -> anyhow::Result<()> {
+pub(crate) fn out(text: &str) -> anyhow::Result<()> {
     let mut o = std::io::stdout().lock();
     o.write_all(text.as_bytes())?;
     o.flush()?;

@@ -8,6 +8,7 @@
 //! the compiler.
 
 mod bench;
+mod bisect;
 mod cli;
 mod cmd;
 mod error;

@@ -116,7 +116,10 @@ impl Ctx<'_> {
 }
 
 /// The description of a cell as recorded.
-fn cell_info(cell: &Cell, readings: &IndexMap<String, String>) -> anyhow::Result<CellInfo> {
+pub(crate) fn cell_info(
+    cell: &Cell,
+    readings: &IndexMap<String, String>,
+) -> anyhow::Result<CellInfo> {
     let params = match serde_json::to_value(&cell.params)? {
         serde_json::Value::Object(m) => m,
         other => anyhow::bail!("parameters serialise as {other}, not an object"),
