@@ -190,4 +190,48 @@ pub mod test_support {
         }
         have >= n
     }
+
+    /// The share of a CPU each of `n` busy threads gets over `wall`
+    /// (its own CPU time / elapsed time): about 1.0 each when `n` CPUs
+    /// are free, less when other work shares them.
+    pub fn cpu_shares(n: usize, wall: std::time::Duration) -> Vec<f64> {
+        fn thread_cpu() -> f64 {
+            let mut ts = libc::timespec {
+                tv_sec: 0,
+                tv_nsec: 0,
+            };
+            // SAFETY: clock_gettime fills the timespec we own.
+            unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+            ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
+        }
+        let threads: Vec<_> = (0..n)
+            .map(|_| {
+                std::thread::spawn(move || {
+                    let (t0, c0) = (std::time::Instant::now(), thread_cpu());
+                    while t0.elapsed() < wall {
+                        std::hint::spin_loop();
+                    }
+                    (thread_cpu() - c0) / t0.elapsed().as_secs_f64()
+                })
+            })
+            .collect();
+        threads.into_iter().map(|t| t.join().unwrap()).collect()
+    }
+
+    /// True when `n` busy threads each get at least 80% of a CPU now;
+    /// otherwise says on stderr that `what` is not checked, with the
+    /// shares measured (a speed-up cannot be judged on a machine whose
+    /// CPUs other work is using).
+    pub fn cpus_free(n: usize, what: &str) -> bool {
+        let shares = cpu_shares(n, std::time::Duration::from_millis(300));
+        let free = shares.iter().all(|&s| s >= 0.8);
+        if !free {
+            let s: Vec<String> = shares.iter().map(|s| format!("{s:.2}")).collect();
+            eprintln!(
+                "not checking {what}: {n} busy threads got only [{}] of a CPU each (other work is running)",
+                s.join(", ")
+            );
+        }
+        free
+    }
 }

@@ -102,6 +102,7 @@ fn getppid1_scales_with_processes_and_threads_work() {
     // Many short intervals, interleaved by the runner: on a machine shared
     // with other work, some intervals find both CPUs free.
     let opts = "interval=0.1,warmup=1,intervals=4";
+    let free_before = kbench::test_support::cpus_free(2, "the 2-task speed-up");
     let cells = run_json(
         tmp.path(),
         &[
@@ -121,19 +122,26 @@ fn getppid1_scales_with_processes_and_threads_work() {
     let two = f(&cell(&cells, "processes", 2)["max"]);
     assert!(one > 1e4 && one < 1e10, "1 task: {one} ops/s");
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-    if cpus >= 2 {
+    // Two tasks can only beat one when nothing else wants the CPUs: the
+    // speed-up is judged when two busy threads got whole CPUs before and
+    // after the run.
+    let free = cpus >= 2
+        && free_before
+        && kbench::test_support::cpus_free(2, "the 2-task speed-up");
+    if free {
         assert!(
             two >= 1.6 * one,
             "2 processes {two} vs 1 process {one} ops/s"
         );
-    } else {
+    } else if cpus < 2 {
         eprintln!("1 CPU: the 2-task speed-up is not checked");
     }
     let t1 = f(&cell(&cells, "threads", 1)["max"]);
     let t2 = f(&cell(&cells, "threads", 2)["max"]);
-    // On one usable CPU two threads cannot beat one.
+    // On one usable CPU, or CPUs shared with other work, two threads
+    // need not beat one.
     assert!(
-        t1 > 1e4 && (t2 > t1 || cpus < 2),
+        t1 > 1e4 && (t2 > t1 || !free),
         "threads: 1 task {t1}, 2 tasks {t2} ops/s"
     );
     for c in &cells {

@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 
 #[allow(unused_imports)]
-pub use kbench::test_support::{has_cpus, timing_lock as serial, usable_cpus};
+pub use kbench::test_support::{cpus_free, has_cpus, timing_lock as serial, usable_cpus};
 
 /// `kbench` with `KBENCH_DB` and the testcase cache inside `dir`, and no
 /// colour.
