@@ -120,6 +120,10 @@ pub enum Command {
         /// lies within +/-PCT is "equivalent".
         #[arg(long, default_value = "1%", value_name = "PCT")]
         margin: String,
+        /// Adjust the p-values of the family of tests by Benjamini-Hochberg
+        /// (false discovery rate) instead of Holm (family-wise error rate).
+        #[arg(long)]
+        fdr: bool,
         /// Print JSON instead of text.
         #[arg(long)]
         json: bool,

@@ -96,8 +96,16 @@ pub fn dispatch(args: Vec<OsString>) -> anyhow::Result<ExitCode> {
             test,
             confidence,
             margin,
+            fdr,
             json,
-        } => compare(db, &operands, test, confidence, &margin, json),
+        } => {
+            let adjust = if fdr {
+                crate::stats::multiple::Adjust::BenjaminiHochberg
+            } else {
+                crate::stats::multiple::Adjust::Holm
+            };
+            compare(db, &operands, test, confidence, &margin, adjust, json)
+        }
         Command::Store {
             command:
                 StoreCommand::Copy {
@@ -660,6 +668,7 @@ fn compare(
     test: report::compare::Test,
     confidence: f64,
     margin: &str,
+    adjust: crate::stats::multiple::Adjust,
     json: bool,
 ) -> anyhow::Result<ExitCode> {
     if !(80.0..=99.5).contains(&confidence) {
@@ -685,7 +694,7 @@ fn compare(
             cells: select::narrow(&op, cells.clone())?,
         });
     }
-    let c = report::compare::compare(&sels, test, confidence, margin)?;
+    let c = report::compare::compare_adjusted(&sels, test, confidence, margin, adjust)?;
     print(&Document::Compare(&c), Format::json_if(json))
 }
 

@@ -23,6 +23,8 @@ use crate::record::Direction;
 use crate::stats::bootstrap::{BootResult, Bootstrap};
 use crate::stats::equivalence::{self, Verdict};
 use crate::stats::geomean::geomean_of_ratios;
+use crate::stats::multiple::{self, Adjust};
+use crate::stats::power::{self, Power};
 use crate::stats::student::{self, MinistatDiff, Moments};
 use crate::stats::ttest::TTest;
 use crate::stats::utest::UTest;
@@ -148,6 +150,15 @@ pub struct Versus {
     /// Set when a set is too small for the test to decide anything.
     pub too_few: Option<TooFew>,
     pub detail: Detail,
+    /// `p` adjusted across the comparison's family ([`Comparison::adjust`]);
+    /// `significant` and `verdict` follow it when the family has more
+    /// than one member.
+    pub p_adjusted: Option<f64>,
+    /// For a result that shows no difference: the smallest change these
+    /// samples detect with 80% power (at the level the adjustment
+    /// applies to a lone change, α / family), and the samples per side
+    /// that detect the margin.
+    pub power: Option<Power>,
 }
 
 /// One benchmark x metric x cell compared across the operands.
@@ -197,17 +208,34 @@ pub struct Comparison {
     pub geomean: Vec<GeoRow>,
     /// Cells of the baseline with no partner in some operand.
     pub unpaired: Vec<String>,
+    /// How the p-values are adjusted across the family.
+    pub adjust: Adjust,
+    /// The family: every contender-versus-baseline test with a p-value.
+    pub family: usize,
 }
 
 /// Most operands: ministat's symbols.
 pub const MAX_OPERANDS: usize = 7;
 
-/// Compare every operand with the first.
+/// Compare every operand with the first, p-values adjusted by Holm.
+#[cfg_attr(not(test), allow(dead_code))]
 pub fn compare(
     sels: &[Selection],
     test: Test,
     confidence: f64,
     margin: f64,
+) -> anyhow::Result<Comparison> {
+    compare_adjusted(sels, test, confidence, margin, Adjust::Holm)
+}
+
+/// Compare every operand with the first; the family of all the tests'
+/// p-values is adjusted by `adjust`.
+pub fn compare_adjusted(
+    sels: &[Selection],
+    test: Test,
+    confidence: f64,
+    margin: f64,
+    adjust: Adjust,
 ) -> anyhow::Result<Comparison> {
     let level = student::level_index(confidence);
     if test == Test::Student && level.is_none() {
@@ -222,6 +250,9 @@ pub fn compare(
     let all: Vec<_> = sels.iter().map(values).collect();
     let mut rows = Vec::new();
     let mut unpaired = Vec::new();
+    // The samples of each test, for the power statements once the family
+    // is known.
+    let mut pairs: Vec<(Sample, Sample)> = Vec::new();
     // (unit, direction) -> per contender ratios
     let mut ratios: IndexMap<(String, Direction), Vec<Vec<f64>>> = IndexMap::new();
     for (key, (unit, dir, base)) in &all[0] {
@@ -253,6 +284,7 @@ pub fn compare(
                 ..one_test(test, &a, &b, conf, level, margin)
             });
             unit_ratios[j + 1].push(b.mean() / a.mean());
+            pairs.push((a.clone(), b));
         }
         rows.push(Row {
             bench: key.0.clone(),
@@ -272,6 +304,7 @@ pub fn compare(
             sels[0].name
         ));
     }
+    let family = adjust_family(&mut rows, &pairs, adjust, conf, margin);
     let mut geomean = Vec::new();
     for ((unit, direction), per) in &ratios {
         if *direction == Direction::Info {
@@ -309,7 +342,52 @@ pub fn compare(
         rows,
         geomean,
         unpaired,
+        adjust,
+        family,
     })
+}
+
+/// Adjust the p-values of every test across the family, base the marks
+/// and verdicts on the adjusted values (when the family has more than one
+/// member: a lone test keeps its own decision, ministat's), and state the
+/// power of each result that shows no difference. `pairs` holds each
+/// test's samples in row order. Returns the family's size.
+fn adjust_family(
+    rows: &mut [Row],
+    pairs: &[(Sample, Sample)],
+    adjust: Adjust,
+    conf: Confidence,
+    margin: f64,
+) -> usize {
+    let ps: Vec<Option<f64>> = rows
+        .iter()
+        .flat_map(|r| r.versus.iter())
+        .map(|v| v.p.filter(|_| v.too_few.is_none()))
+        .collect();
+    let family = multiple::family_size(&ps);
+    let adjusted = multiple::adjust(&ps, adjust);
+    // A lone change among `family` tests must pass α / family (the first
+    // step of either adjustment): the power statements use that level.
+    let lone = Confidence::percent(100.0 - conf.alpha() * 100.0 / family.max(1) as f64);
+    let versus = rows.iter_mut().flat_map(|r| r.versus.iter_mut());
+    for ((v, padj), (a, b)) in versus.zip(adjusted).zip(pairs) {
+        v.p_adjusted = padj;
+        if family > 1
+            && let Some(q) = padj
+            && q >= conf.alpha()
+        {
+            v.significant = false;
+            v.verdict = match v.verdict {
+                Verdict::Different => Verdict::Inconclusive,
+                Verdict::DifferentWithinMargin => Verdict::Equivalent,
+                other => other,
+            };
+        }
+        if !v.significant && v.too_few.is_none() {
+            v.power = power::of_samples(a, b, lone, margin);
+        }
+    }
+    family
 }
 
 /// Run the chosen test and summarise it (the contender's name is left for
@@ -372,6 +450,8 @@ fn one_test(
         },
         too_few,
         detail,
+        p_adjusted: None,
+        power: None,
     }
 }
 

@@ -1001,6 +1001,8 @@ fn summary_lines(o: &mut String, c: &Comparison) {
     const NAME_MAX: usize = 22;
     let legend = names.iter().any(|n| n.chars().count() > NAME_MAX);
     let contenders = c.operands.len() > 2;
+    let adjusted = c.family > 1;
+    let mut powers = Vec::new();
     let mut rows: Vec<(Vec<String>, Vec<String>)> = Vec::new();
     for (i, (r, name)) in c.rows.iter().zip(&names).enumerate() {
         let label = if legend {
@@ -1027,10 +1029,27 @@ fn summary_lines(o: &mut String, c: &Comparison) {
                 .interval
                 .map(|[l, h]| format!("[{}, {}]", short(l), short(h)))
                 .unwrap_or_else(|| "-".into());
-            let p = v.p.map(fmt_p).unwrap_or_else(|| "-".into());
+            let shown = if adjusted { v.p_adjusted } else { v.p };
+            let p = shown.map(fmt_p).unwrap_or_else(|| "-".into());
             let mut labels = vec![label.clone()];
             if contenders {
                 labels.push(v.name.clone());
+            }
+            if let Some(pw) = &v.power {
+                let vs = if contenders {
+                    format!(" vs {}", v.name)
+                } else {
+                    String::new()
+                };
+                let need = match pw.need {
+                    Some(n) => format!("; +/-{} needs {n} samples a side", short_pct(pw.margin)),
+                    None => String::new(),
+                };
+                powers.push(format!(
+                    "{label}{vs}: could detect +/-{} ({:.0}% power){need}",
+                    short_pct(pw.detectable),
+                    pw.power * 100.0
+                ));
             }
             rows.push((
                 labels,
@@ -1052,13 +1071,35 @@ fn summary_lines(o: &mut String, c: &Comparison) {
     let g = grid::Grid {
         row_head: head,
         groups: vec![(String::new(), 6)],
-        col_head: ["baseline", "contender", "delta", "interval", "p", "n"]
-            .map(String::from)
-            .to_vec(),
+        col_head: [
+            "baseline",
+            "contender",
+            "delta",
+            "interval",
+            if adjusted { "p adj" } else { "p" },
+            "n",
+        ]
+        .map(String::from)
+        .to_vec(),
         rows,
         summary_from: None,
     };
     o.push_str(&g.text(WIDTH, '-'));
+    if adjusted {
+        o.push_str(&grid::wrap(
+            &format!(
+                "p adjusted ({}, {}) over a family of {} tests; `~` uses the adjusted p",
+                c.adjust.label(),
+                c.adjust.controls(),
+                c.family
+            ),
+            WIDTH,
+            "  ",
+        ));
+    }
+    for l in &powers {
+        o.push_str(&grid::wrap(&format!("no difference: {l}"), WIDTH, "    "));
+    }
     if legend {
         for (i, n) in names.iter().enumerate() {
             o.push_str(&grid::wrap(&format!("#{} {n}", i + 1), WIDTH, "    "));
@@ -1072,6 +1113,18 @@ fn summary_lines(o: &mut String, c: &Comparison) {
                 "  ",
             ));
         }
+    }
+}
+
+/// A relative change as a short percentage: `2.3%`, `0.15%`.
+fn short_pct(x: f64) -> String {
+    let p = x * 100.0;
+    if p >= 10.0 {
+        format!("{p:.0}%")
+    } else if p >= 1.0 {
+        format!("{p:.1}%")
+    } else {
+        format!("{p:.2}%")
     }
 }
 
