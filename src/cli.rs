@@ -238,6 +238,13 @@ pub struct RunArgs {
     /// Warm-up rounds whose samples are discarded [default: 2].
     #[arg(long, value_name = "N")]
     pub warmup: Option<u32>,
+    /// Measure each micro-benchmark cell in N fresh processes (its samples
+    /// shared out between them), varying the environment size and stack
+    /// alignment, so reports can show the variance between processes and
+    /// compare with the right error term [default: 1, or the plan's
+    /// `processes`].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub processes: Option<u32>,
     /// Seed of the shuffled sample order; the run records the seed it used,
     /// so any order can be replayed.
     #[arg(long, value_name = "N")]

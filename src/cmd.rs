@@ -257,6 +257,19 @@ fn options(a: &RunArgs, plan: &crate::plan::Plan, quick: bool) -> anyhow::Result
         }
         None
     };
+    let processes = a.processes.or(plan.processes).filter(|&n| n > 1);
+    if let Some(n) = processes {
+        if stop.is_some() {
+            return Err(bad_input!(
+                "--processes {n} shares each cell's samples between processes; it does not go with --precision or --until-verdict"
+            ));
+        }
+        if samples < n {
+            return Err(bad_input!(
+                "--processes {n}: each process needs a sample; ask for at least {n} samples (--samples)"
+            ));
+        }
+    }
     Ok(RunConfig {
         version: RunConfig::VERSION,
         plan: plan.name.clone(),
@@ -271,6 +284,7 @@ fn options(a: &RunArgs, plan: &crate::plan::Plan, quick: bool) -> anyhow::Result
         force: a.force,
         argv: store::postgres::redact_args(std::env::args()),
         owner: crate::system::owner(),
+        processes,
     })
 }
 
@@ -679,6 +693,8 @@ fn compare(
     let margin = crate::units::parse_percent(margin).map_err(|e| bad_input!("--margin: {e}"))?;
     let st = store::open(db, store::Access::Read)?;
     let mut sels = Vec::new();
+    // The boot of each run, for `--processes` samples.
+    let mut boots = std::collections::HashMap::new();
     // Operands often narrow the same run or campaign: load each once.
     let mut loaded: std::collections::HashMap<store::Scope, Vec<store::StoredCell>> =
         Default::default();
@@ -688,10 +704,21 @@ fn compare(
             std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
             std::collections::hash_map::Entry::Vacant(e) => e.insert(st.cells(op.scope)?),
         };
+        let cells = select::narrow(&op, cells.clone())?;
+        for (c, samples) in &cells {
+            if samples.iter().any(|s| s.process.is_some()) && !boots.contains_key(&c.run_id) {
+                let boot = st.run_details(c.run_id)?.config.owner.map(|o| o.boot_id);
+                boots.insert(
+                    c.run_id,
+                    boot.unwrap_or_else(|| format!("run {}", c.run_id)),
+                );
+            }
+        }
         sels.push(report::compare::Selection {
             name: spec.clone(),
             fixed: op.filters.iter().map(|(k, _)| k.clone()).collect(),
-            cells: select::narrow(&op, cells.clone())?,
+            cells,
+            boots: boots.clone(),
         });
     }
     let c = report::compare::compare_adjusted(&sels, test, confidence, margin, adjust)?;

@@ -40,6 +40,16 @@ pub fn main() -> ExitCode {
     if args.first().map(|a| a.as_encoded_bytes()) == Some(system::watchdog::ARGV0.to_bytes()) {
         system::watchdog::main();
     }
+    // `--processes`: a fresh process measuring one cell for the runner.
+    if args.get(1).is_some_and(|a| a == runner::worker::SUBCOMMAND) {
+        return match runner::worker::serve() {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(err) => {
+                eprintln!("kbench worker: {err:#}");
+                ExitCode::FAILURE
+            }
+        };
+    }
     match cmd::dispatch(args) {
         Ok(code) => code,
         Err(err) => {

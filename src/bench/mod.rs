@@ -103,6 +103,9 @@ pub struct Measure {
 pub struct RunSettings {
     /// Target duration of one sample, seconds.
     pub sample_time: f64,
+    /// With `--processes`: which of the cell's fresh processes this
+    /// instance measures in, from 0.
+    pub process: Option<u32>,
 }
 
 /// A benchmark definition.

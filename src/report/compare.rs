@@ -24,6 +24,7 @@ use crate::stats::bootstrap::{BootResult, Bootstrap};
 use crate::stats::equivalence::{self, Verdict};
 use crate::stats::geomean::geomean_of_ratios;
 use crate::stats::multiple::{self, Adjust};
+use crate::stats::nested::{self, ErrorTerm};
 use crate::stats::power::{self, Power};
 use crate::stats::student::{self, MinistatDiff, Moments};
 use crate::stats::ttest::TTest;
@@ -51,6 +52,10 @@ pub struct Selection {
     /// Keys the operand fixed (`zero_copy=true`): left out of pairing.
     pub fixed: Vec<String>,
     pub cells: Vec<StoredCell>,
+    /// The boot id of each run (by run id) the cells come from, for the
+    /// nested analysis of `--processes` samples; a run not listed is its
+    /// own boot.
+    pub boots: std::collections::HashMap<i64, String>,
 }
 
 /// The pairing identity of a cell and metric: everything but the fixed
@@ -98,6 +103,51 @@ fn values(sel: &Selection) -> IndexMap<PairKey, Pooled> {
         }
     }
     out
+}
+
+/// Values per pairing key and process of `--processes` (run, process),
+/// with each process's boot; keys without process data are left out.
+fn process_values(sel: &Selection) -> IndexMap<PairKey, Vec<nested::Group>> {
+    let mut out: IndexMap<PairKey, IndexMap<(i64, u32), nested::Group>> = IndexMap::new();
+    for (c, samples) in &sel.cells {
+        let boot = sel
+            .boots
+            .get(&c.run_id)
+            .cloned()
+            .unwrap_or_else(|| format!("run {}", c.run_id));
+        for m in &c.info.metrics {
+            for s in samples.iter().filter(|s| *s.metric == *m.name) {
+                let Some(p) = s.process else { continue };
+                out.entry(pair_key(&c.info, &m.name, &sel.fixed))
+                    .or_default()
+                    .entry((c.run_id, p))
+                    .or_insert_with(|| nested::Group {
+                        boot: boot.clone(),
+                        values: Vec::new(),
+                    })
+                    .values
+                    .push(s.value);
+            }
+        }
+    }
+    out.into_iter()
+        .map(|(k, v)| (k, v.into_values().collect()))
+        .collect()
+}
+
+/// The nested analysis behind a comparison of `--processes` samples.
+#[derive(Clone, Debug, Serialize)]
+pub struct ProcessTerm {
+    /// The unit the test used: samples, process means or boot means.
+    pub term: ErrorTerm,
+    /// Processes of the baseline and of the contender.
+    pub processes: [usize; 2],
+    /// Pooled F tests of "processes differ" and "boots differ".
+    pub process_p: Option<f64>,
+    pub boot_p: Option<f64>,
+    /// Welch's p over every sample as if independent (what a
+    /// one-process analysis would say).
+    pub naive_p: f64,
 }
 
 /// One operand's numbers for one row, as ministat prints them.
@@ -159,6 +209,12 @@ pub struct Versus {
     /// applies to a lone change, α / family), and the samples per side
     /// that detect the margin.
     pub power: Option<Power>,
+    /// With `--processes` samples on both sides: the error term the
+    /// comparison used. When it is not the samples, `p`, `interval`,
+    /// `significant` and `verdict` are Welch's over the process (or boot)
+    /// means, not the `detail` test's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error_term: Option<ProcessTerm>,
 }
 
 /// One benchmark x metric x cell compared across the operands.
@@ -248,6 +304,7 @@ pub fn compare_adjusted(
     }
     let conf = Confidence::percent(confidence);
     let all: Vec<_> = sels.iter().map(values).collect();
+    let procs: Vec<_> = sels.iter().map(process_values).collect();
     let mut rows = Vec::new();
     let mut unpaired = Vec::new();
     // The samples of each test, for the power statements once the family
@@ -279,12 +336,38 @@ pub fn compare_adjusted(
                 continue;
             };
             stats.push(Stat::of(&b));
-            versus.push(Versus {
+            let mut v = Versus {
                 name: sels[j + 1].name.clone(),
                 ..one_test(test, &a, &b, conf, level, margin)
-            });
+            };
+            let mut pair = (a.clone(), b.clone());
+            if let (Some(ga), Some(gb)) = (procs[0].get(key), procs[j + 1].get(key))
+                && let Some(n) = nested::compare(ga, gb, conf)
+            {
+                if n.term != ErrorTerm::Samples && v.too_few.is_none() {
+                    let t = &n.test;
+                    v.p = Some(t.p);
+                    v.interval = Some([t.relative.lo, t.relative.hi]);
+                    v.significant = t.significant();
+                    v.verdict = equivalence::verdict(t.relative, margin);
+                    if let (Ok(x), Ok(y)) = (
+                        Sample::new(&nested::units(ga, n.term)),
+                        Sample::new(&nested::units(gb, n.term)),
+                    ) {
+                        pair = (x, y);
+                    }
+                }
+                v.error_term = Some(ProcessTerm {
+                    term: n.term,
+                    processes: [ga.len(), gb.len()],
+                    process_p: n.process_p,
+                    boot_p: n.boot_p,
+                    naive_p: n.naive.p,
+                });
+            }
+            versus.push(v);
             unit_ratios[j + 1].push(b.mean() / a.mean());
-            pairs.push((a.clone(), b));
+            pairs.push(pair);
         }
         rows.push(Row {
             bench: key.0.clone(),
@@ -452,6 +535,7 @@ fn one_test(
         detail,
         p_adjusted: None,
         power: None,
+        error_term: None,
     }
 }
 

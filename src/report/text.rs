@@ -226,6 +226,11 @@ fn group(o: &mut String, g: &Group, with_notes: bool) {
         );
     }
     for r in g.rows.iter() {
+        if let Some(c) = &r.processes {
+            process_lines(o, c, &r.who(&g.bench), &g.unit);
+        }
+    }
+    for r in g.rows.iter() {
         if let Some(p) = &r.placement {
             let _ = writeln!(o, "  placement [{}]: {p}", r.who(&g.bench));
         }
@@ -1035,6 +1040,31 @@ fn summary_lines(o: &mut String, c: &Comparison) {
             if contenders {
                 labels.push(v.name.clone());
             }
+            if let Some(e) = &v.error_term {
+                let vs = if contenders {
+                    format!(" vs {}", v.name)
+                } else {
+                    String::new()
+                };
+                let why = match e.term {
+                    crate::stats::nested::ErrorTerm::Samples => "processes alike",
+                    crate::stats::nested::ErrorTerm::ProcessMeans => "processes differ",
+                    crate::stats::nested::ErrorTerm::BootMeans => "boots differ",
+                };
+                let f = match e.term {
+                    crate::stats::nested::ErrorTerm::BootMeans => e.boot_p,
+                    _ => e.process_p,
+                }
+                .map(|p| format!(", F test p = {}", fmt_p(p)))
+                .unwrap_or_default();
+                powers.push(format!(
+                    "error term {label}{vs}: {} ({}+{} processes, {why}{f}; every sample as independent: p = {})",
+                    e.term.label(),
+                    e.processes[0],
+                    e.processes[1],
+                    fmt_p(e.naive_p)
+                ));
+            }
             if let Some(pw) = &v.power {
                 let vs = if contenders {
                     format!(" vs {}", v.name)
@@ -1046,7 +1076,7 @@ fn summary_lines(o: &mut String, c: &Comparison) {
                     None => String::new(),
                 };
                 powers.push(format!(
-                    "{label}{vs}: could detect +/-{} ({:.0}% power){need}",
+                    "no difference: {label}{vs}: could detect +/-{} ({:.0}% power){need}",
                     short_pct(pw.detectable),
                     pw.power * 100.0
                 ));
@@ -1098,7 +1128,7 @@ fn summary_lines(o: &mut String, c: &Comparison) {
         ));
     }
     for l in &powers {
-        o.push_str(&grid::wrap(&format!("no difference: {l}"), WIDTH, "    "));
+        o.push_str(&grid::wrap(l, WIDTH, "    "));
     }
     if legend {
         for (i, n) in names.iter().enumerate() {
@@ -1114,6 +1144,38 @@ fn summary_lines(o: &mut String, c: &Comparison) {
             ));
         }
     }
+}
+
+/// The variance components of a `--processes` cell.
+fn process_lines(o: &mut String, c: &crate::stats::nested::Components, who: &str, unit: &str) {
+    let [_, p, w] = c.shares();
+    let iv = |i: Option<crate::stats::Interval>| {
+        i.map(|i| {
+            format!(
+                "[{}, {}]",
+                human::value(i.lo, unit, None, false),
+                human::value(i.hi, unit, None, false)
+            )
+        })
+        .unwrap_or_else(|| "-".into())
+    };
+    let f = c
+        .process_p
+        .map(|p| format!(", F test p = {}", fmt_p(p)))
+        .unwrap_or_default();
+    o.push_str(&grid::wrap(
+        &format!(
+            "  processes [{who}]: {} processes; variance between processes {:.0}%, within one {:.0}%{f}; 95% interval of the mean over {} {} (one-process analysis: {})",
+            c.processes,
+            p * 100.0,
+            w * 100.0,
+            c.term.label(),
+            iv(c.interval),
+            iv(c.naive_interval),
+        ),
+        WIDTH,
+        "    ",
+    ));
 }
 
 /// A relative change as a short percentage: `2.3%`, `0.15%`.

@@ -214,7 +214,7 @@ fn choose(boot_p: Option<f64>, process_p: Option<f64>) -> ErrorTerm {
 }
 
 /// The values a test with `term` treats as independent.
-fn units(groups: &[Group], term: ErrorTerm) -> Vec<f64> {
+pub fn units(groups: &[Group], term: ErrorTerm) -> Vec<f64> {
     match term {
         ErrorTerm::Samples => groups
             .iter()

@@ -1273,7 +1273,15 @@ mod tests {
             ("mode".to_string(), toml::Value::String(mode.into())),
         ];
         let p = Params::resolve(&super::super::Scale(tc), &given).unwrap();
-        ScaleCell::start(tc, &p, &RunSettings { sample_time: 0.05 }).unwrap()
+        ScaleCell::start(
+            tc,
+            &p,
+            &RunSettings {
+                sample_time: 0.05,
+                process: None,
+            },
+        )
+        .unwrap()
     }
 
     #[test]

@@ -48,6 +48,7 @@ fn selections(st: &MemoryStore, specs: &[&str]) -> Vec<super::Selection> {
                 fixed: op.filters.iter().map(|(k, _)| k.clone()).collect(),
                 cells: select::narrow(&op, crate::store::StoreRead::cells(st, op.scope).unwrap())
                     .unwrap(),
+                boots: Default::default(),
             }
         })
         .collect()
