@@ -128,6 +128,24 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// How many samples per side a comparison needs to detect a change of
+    /// --margin with 80% power, from the spread a pilot run or campaign
+    /// measured (with `--processes` samples whose processes differ: how
+    /// many processes).
+    PlanSize {
+        /// The pilot: a run id or campaign, optionally narrowed
+        /// (`NAME:factor=value`).
+        pilot: String,
+        /// The change to detect.
+        #[arg(long, default_value = "1%", value_name = "PCT")]
+        margin: String,
+        /// Confidence level of the comparison, in percent.
+        #[arg(long, default_value_t = 95.0, value_name = "PCT")]
+        confidence: f64,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
     /// Run a plan on many hosts over OpenSSH, every result in this store.
     Fleet {
         #[command(subcommand)]

@@ -114,6 +114,12 @@ pub fn dispatch(args: Vec<OsString>) -> anyhow::Result<ExitCode> {
                     campaigns,
                 },
         } => store_copy(&from, &to, &campaigns),
+        Command::PlanSize {
+            pilot,
+            margin,
+            confidence,
+            json,
+        } => plan_size(db, &pilot, &margin, confidence, json),
         Command::Fleet { command } => fleet(db, command),
         Command::Completions { shell } => completions(shell),
         Command::Man { command } => man(&command),
@@ -723,6 +729,38 @@ fn compare(
     }
     let c = report::compare::compare_adjusted(&sels, test, confidence, margin, adjust)?;
     print(&Document::Compare(&c), Format::json_if(json))
+}
+
+fn plan_size(
+    db: Option<&str>,
+    pilot: &str,
+    margin: &str,
+    confidence: f64,
+    json: bool,
+) -> anyhow::Result<ExitCode> {
+    if !(50.0..=99.99).contains(&confidence) {
+        return Err(bad_input!(
+            "--confidence {confidence}: must be within 50..99.99"
+        ));
+    }
+    let margin = crate::units::parse_percent(margin).map_err(|e| bad_input!("--margin: {e}"))?;
+    if margin <= 0.0 {
+        return Err(bad_input!("--margin must be above 0%"));
+    }
+    let st = store::open(db, store::Access::Read)?;
+    let op = select::resolve(&*st, pilot)?;
+    let cells = select::narrow(&op, st.cells(op.scope)?)?;
+    let sel = report::compare::Selection {
+        name: pilot.to_string(),
+        fixed: op.filters.iter().map(|(k, _)| k.clone()).collect(),
+        cells,
+        boots: Default::default(),
+    };
+    let p = report::plan_size::plan_size(&sel, confidence, margin);
+    if p.rows.is_empty() {
+        return Err(bad_input!("`{pilot}` holds no samples to size from"));
+    }
+    print(&Document::PlanSize(&p), Format::json_if(json))
 }
 
 fn store_copy(from: &str, to: &str, campaigns: &[String]) -> anyhow::Result<ExitCode> {

@@ -182,7 +182,9 @@ fn processes_measure_in_fresh_workers_and_compare_names_the_error_term() {
     }
     let db = common::sqlite(dir.path());
     let per: Vec<(i64, i64, i64)> = db
-        .prepare("SELECT run_id, process, COUNT(*) FROM samples GROUP BY run_id, process ORDER BY 1, 2")
+        .prepare(
+            "SELECT run_id, process, COUNT(*) FROM samples GROUP BY run_id, process ORDER BY 1, 2",
+        )
         .unwrap()
         .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
         .unwrap()
@@ -190,7 +192,14 @@ fn processes_measure_in_fresh_workers_and_compare_names_the_error_term() {
         .unwrap();
     assert_eq!(
         per,
-        vec![(1, 0, 2), (1, 1, 2), (1, 2, 2), (2, 0, 2), (2, 1, 2), (2, 2, 2)]
+        vec![
+            (1, 0, 2),
+            (1, 1, 2),
+            (1, 2, 2),
+            (2, 0, 2),
+            (2, 1, 2),
+            (2, 2, 2)
+        ]
     );
     let out = common::stdout(kbench(dir.path()).args(["report", "1", "--json"]));
     let v = common::json(out.as_bytes());
@@ -200,6 +209,21 @@ fn processes_measure_in_fresh_workers_and_compare_names_the_error_term() {
     let out = common::stdout(kbench(dir.path()).args(["compare", "1", "2", "--test", "welch"]));
     assert!(out.contains("error term getppid ns/op:"), "{out}");
     assert!(out.contains("(3+3 processes"), "{out}");
+    // Sizing from the pilot: a count per cell, in the unit it needs.
+    let out = common::stdout(kbench(dir.path()).args(["plan-size", "1", "--margin", "5%"]));
+    assert!(
+        out.contains("getppid ns/op: ") && out.contains(" a side (pilot: "),
+        "{out}"
+    );
+    let v = common::json(
+        common::stdout(kbench(dir.path()).args(["plan-size", "1", "--json"])).as_bytes(),
+    );
+    assert!(v["rows"][0]["need"].as_u64().unwrap() >= 2, "{v:#}");
+    kbench(dir.path())
+        .args(["plan-size", "1", "--margin", "0%"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("--margin"));
 }
 
 #[test]
@@ -209,7 +233,9 @@ fn processes_refuse_what_they_cannot_do() {
         .args(["run", "getppid", "--processes", "4", "--samples", "3"])
         .assert()
         .code(2)
-        .stderr(predicate::str::contains("--processes 4: each process needs a sample"));
+        .stderr(predicate::str::contains(
+            "--processes 4: each process needs a sample",
+        ));
     kbench(dir.path())
         .args(["run", "getppid", "--processes", "2", "--precision", "1%"])
         .assert()
@@ -228,5 +254,8 @@ fn processes_refuse_what_they_cannot_do() {
         .args(["run", p.to_str().unwrap()])
         .assert()
         .code(2)
-        .stderr(predicate::str::contains("p.toml").and(predicate::str::contains("`processes` must be >= 1")));
+        .stderr(
+            predicate::str::contains("p.toml")
+                .and(predicate::str::contains("`processes` must be >= 1")),
+        );
 }

@@ -61,9 +61,9 @@ pub struct Selection {
 /// The pairing identity of a cell and metric: everything but the fixed
 /// keys. Benchmark, metric, and the cell's remaining factors and
 /// parameters.
-type PairKey = (String, String, String);
+pub(crate) type PairKey = (String, String, String);
 /// Unit, direction, and the values.
-type Pooled = (String, Direction, Vec<f64>);
+pub(crate) type Pooled = (String, Direction, Vec<f64>);
 
 fn pair_key(c: &crate::record::CellInfo, metric: &str, fixed: &[String]) -> PairKey {
     let mut parts = Vec::new();
@@ -87,7 +87,7 @@ fn pair_key(c: &crate::record::CellInfo, metric: &str, fixed: &[String]) -> Pair
 
 /// Values per pairing key of one selection (samples of cells that share a
 /// key, e.g. from several runs of a campaign, are pooled).
-fn values(sel: &Selection) -> IndexMap<PairKey, Pooled> {
+pub(crate) fn values(sel: &Selection) -> IndexMap<PairKey, Pooled> {
     let mut out: IndexMap<PairKey, Pooled> = IndexMap::new();
     for (c, samples) in &sel.cells {
         for m in &c.info.metrics {
@@ -107,7 +107,7 @@ fn values(sel: &Selection) -> IndexMap<PairKey, Pooled> {
 
 /// Values per pairing key and process of `--processes` (run, process),
 /// with each process's boot; keys without process data are left out.
-fn process_values(sel: &Selection) -> IndexMap<PairKey, Vec<nested::Group>> {
+pub(crate) fn process_values(sel: &Selection) -> IndexMap<PairKey, Vec<nested::Group>> {
     let mut out: IndexMap<PairKey, IndexMap<(i64, u32), nested::Group>> = IndexMap::new();
     for (c, samples) in &sel.cells {
         let boot = sel

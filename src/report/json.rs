@@ -25,6 +25,7 @@ pub fn render(doc: &Document<'_>) -> anyhow::Result<Value> {
         Document::Benches(b) => serde_json::to_value(b)?,
         Document::Tables(t) => serde_json::to_value(t)?,
         Document::Samples(t) => serde_json::to_value(t)?,
+        Document::PlanSize(p) => serde_json::to_value(p)?,
     })
 }
 

@@ -11,6 +11,7 @@ pub mod html;
 pub mod human;
 pub mod json;
 pub mod markdown;
+pub mod plan_size;
 pub mod samples;
 pub mod scale;
 pub mod table;
@@ -73,6 +74,8 @@ pub enum Document<'a> {
     Tables(&'a table::TableDoc),
     /// `kbench report --format csv`: every sample (`samples.rs`).
     Samples(&'a samples::SampleTable),
+    /// `kbench plan-size`: samples needed for a margin (`plan_size.rs`).
+    PlanSize(&'a plan_size::PlanSize),
 }
 
 /// Render a document; the text ends with a newline.

@@ -40,6 +40,7 @@ pub fn render(doc: &Document<'_>) -> String {
         Document::Sysinfo(s) => sysinfo(&mut o, s),
         Document::Benches(b) => benches(&mut o, b),
         Document::Tables(t) => tables(&mut o, t),
+        Document::PlanSize(p) => super::plan_size::text(&mut o, p),
         Document::Samples(t) => {
             o.push_str(&super::csv::render(doc).unwrap_or_else(|_| super::csv::header(t)))
         }
