@@ -1072,8 +1072,15 @@ fn summary_lines(o: &mut String, c: &Comparison) {
                 } else {
                     String::new()
                 };
+                // The unit the test counted: samples, or process (boot)
+                // means under the nested analysis.
+                let unit = match v.error_term.as_ref().map(|e| e.term) {
+                    Some(crate::stats::nested::ErrorTerm::ProcessMeans) => "processes",
+                    Some(crate::stats::nested::ErrorTerm::BootMeans) => "boots",
+                    _ => "samples",
+                };
                 let need = match pw.need {
-                    Some(n) => format!("; +/-{} needs {n} samples a side", short_pct(pw.margin)),
+                    Some(n) => format!("; +/-{} needs {n} {unit} a side", short_pct(pw.margin)),
                     None => String::new(),
                 };
                 powers.push(format!(
