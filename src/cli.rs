@@ -125,6 +125,28 @@ pub enum Command {
         /// separate by commas): listed, but no warning.
         #[arg(long, value_name = "FACT", value_delimiter = ',')]
         expect: Vec<String>,
+        /// Adjust the p-values of the family of tests by Benjamini-Hochberg
+        /// (false discovery rate) instead of Holm (family-wise error rate).
+        #[arg(long)]
+        fdr: bool,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// How many samples per side a comparison needs to detect a change of
+    /// --margin with 80% power, from the spread a pilot run or campaign
+    /// measured (with `--processes` samples whose processes differ: how
+    /// many processes).
+    PlanSize {
+        /// The pilot: a run id or campaign, optionally narrowed
+        /// (`NAME:factor=value`).
+        pilot: String,
+        /// The change to detect.
+        #[arg(long, default_value = "1%", value_name = "PCT")]
+        margin: String,
+        /// Confidence level of the comparison, in percent.
+        #[arg(long, default_value_t = 95.0, value_name = "PCT")]
+        confidence: f64,
         /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
@@ -246,6 +268,13 @@ pub struct RunArgs {
     /// Warm-up rounds whose samples are discarded [default: 2].
     #[arg(long, value_name = "N")]
     pub warmup: Option<u32>,
+    /// Measure each micro-benchmark cell in N fresh processes (its samples
+    /// shared out between them), varying the environment size and stack
+    /// alignment, so reports can show the variance between processes and
+    /// compare with the right error term [default: 1, or the plan's
+    /// `processes`].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub processes: Option<u32>,
     /// Seed of the shuffled sample order; the run records the seed it used,
     /// so any order can be replayed.
     #[arg(long, value_name = "N")]

@@ -97,8 +97,27 @@ pub fn dispatch(args: Vec<OsString>) -> anyhow::Result<ExitCode> {
             confidence,
             margin,
             expect,
+            fdr,
             json,
-        } => compare(db, &operands, test, confidence, &margin, &expect, json),
+        } => {
+            let adjust = if fdr {
+                crate::stats::multiple::Adjust::BenjaminiHochberg
+            } else {
+                crate::stats::multiple::Adjust::Holm
+            };
+            compare(
+                db,
+                &operands,
+                CompareHow {
+                    test,
+                    confidence,
+                    margin: &margin,
+                    expect: &expect,
+                    adjust,
+                },
+                json,
+            )
+        }
         Command::Store {
             command:
                 StoreCommand::Copy {
@@ -107,6 +126,12 @@ pub fn dispatch(args: Vec<OsString>) -> anyhow::Result<ExitCode> {
                     campaigns,
                 },
         } => store_copy(&from, &to, &campaigns),
+        Command::PlanSize {
+            pilot,
+            margin,
+            confidence,
+            json,
+        } => plan_size(db, &pilot, &margin, confidence, json),
         Command::Fleet { command } => fleet(db, command),
         Command::Bisect(a) => crate::bisect::run(db, &a),
         Command::Completions { shell } => completions(shell),
@@ -251,6 +276,19 @@ fn options(a: &RunArgs, plan: &crate::plan::Plan, quick: bool) -> anyhow::Result
         }
         None
     };
+    let processes = a.processes.or(plan.processes).filter(|&n| n > 1);
+    if let Some(n) = processes {
+        if stop.is_some() {
+            return Err(bad_input!(
+                "--processes {n} shares each cell's samples between processes; it does not go with --precision or --until-verdict"
+            ));
+        }
+        if samples < n {
+            return Err(bad_input!(
+                "--processes {n}: each process needs a sample; ask for at least {n} samples (--samples)"
+            ));
+        }
+    }
     Ok(RunConfig {
         version: RunConfig::VERSION,
         plan: plan.name.clone(),
@@ -265,6 +303,7 @@ fn options(a: &RunArgs, plan: &crate::plan::Plan, quick: bool) -> anyhow::Result
         force: a.force,
         argv: store::postgres::redact_args(std::env::args()),
         owner: crate::system::owner(),
+        processes,
     })
 }
 
@@ -742,15 +781,28 @@ fn ingest(db: Option<&str>, file: &str) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// How `kbench compare` tests: its flags besides the operands.
+struct CompareHow<'a> {
+    test: report::compare::Test,
+    confidence: f64,
+    margin: &'a str,
+    expect: &'a [String],
+    adjust: crate::stats::multiple::Adjust,
+}
+
 fn compare(
     db: Option<&str>,
     operands: &[String],
-    test: report::compare::Test,
-    confidence: f64,
-    margin: &str,
-    expect: &[String],
+    how: CompareHow<'_>,
     json: bool,
 ) -> anyhow::Result<ExitCode> {
+    let CompareHow {
+        test,
+        confidence,
+        margin,
+        expect,
+        adjust,
+    } = how;
     let expect = report::comparability::parse_expect(expect).map_err(|e| bad_input!("{e}"))?;
     if !(80.0..=99.5).contains(&confidence) {
         return Err(bad_input!(
@@ -760,6 +812,8 @@ fn compare(
     let margin = crate::units::parse_percent(margin).map_err(|e| bad_input!("--margin: {e}"))?;
     let st = store::open(db, store::Access::Read)?;
     let mut sels = Vec::new();
+    // The boot of each run, for `--processes` samples.
+    let mut boots = std::collections::HashMap::new();
     // Operands often narrow the same run or campaign: load each once.
     let mut loaded: std::collections::HashMap<store::Scope, Vec<store::StoredCell>> =
         Default::default();
@@ -769,13 +823,24 @@ fn compare(
             std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
             std::collections::hash_map::Entry::Vacant(e) => e.insert(st.cells(op.scope)?),
         };
+        let cells = select::narrow(&op, cells.clone())?;
+        for (c, samples) in &cells {
+            if samples.iter().any(|s| s.process.is_some()) && !boots.contains_key(&c.run_id) {
+                let boot = st.run_details(c.run_id)?.config.owner.map(|o| o.boot_id);
+                boots.insert(
+                    c.run_id,
+                    boot.unwrap_or_else(|| format!("run {}", c.run_id)),
+                );
+            }
+        }
         sels.push(report::compare::Selection {
             name: spec.clone(),
             fixed: op.filters.iter().map(|(k, _)| k.clone()).collect(),
-            cells: select::narrow(&op, cells.clone())?,
+            cells,
+            boots: boots.clone(),
         });
     }
-    let mut c = report::compare::compare(&sels, test, confidence, margin)?;
+    let mut c = report::compare::compare_adjusted(&sels, test, confidence, margin, adjust)?;
     // Which recorded facts differ between the runs each operand draws on.
     let mut fps: std::collections::HashMap<i64, system::Fingerprint> = Default::default();
     let mut operands = Vec::new();
@@ -796,6 +861,38 @@ fn compare(
         .collect();
     c.comparability = Some(report::comparability::check(&ops, &expect));
     print(&Document::Compare(&c), Format::json_if(json))
+}
+
+fn plan_size(
+    db: Option<&str>,
+    pilot: &str,
+    margin: &str,
+    confidence: f64,
+    json: bool,
+) -> anyhow::Result<ExitCode> {
+    if !(50.0..=99.99).contains(&confidence) {
+        return Err(bad_input!(
+            "--confidence {confidence}: must be within 50..99.99"
+        ));
+    }
+    let margin = crate::units::parse_percent(margin).map_err(|e| bad_input!("--margin: {e}"))?;
+    if margin <= 0.0 {
+        return Err(bad_input!("--margin must be above 0%"));
+    }
+    let st = store::open(db, store::Access::Read)?;
+    let op = select::resolve(&*st, pilot)?;
+    let cells = select::narrow(&op, st.cells(op.scope)?)?;
+    let sel = report::compare::Selection {
+        name: pilot.to_string(),
+        fixed: op.filters.iter().map(|(k, _)| k.clone()).collect(),
+        cells,
+        boots: Default::default(),
+    };
+    let p = report::plan_size::plan_size(&sel, confidence, margin);
+    if p.rows.is_empty() {
+        return Err(bad_input!("`{pilot}` holds no samples to size from"));
+    }
+    print(&Document::PlanSize(&p), Format::json_if(json))
 }
 
 fn store_copy(from: &str, to: &str, campaigns: &[String]) -> anyhow::Result<ExitCode> {

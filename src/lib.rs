@@ -43,6 +43,16 @@ pub fn main() -> ExitCode {
     }
     #[cfg(target_os = "linux")]
     system::watchdog::binary_is_kbench();
+    // `--processes`: a fresh process measuring one cell for the runner.
+    if args.get(1).is_some_and(|a| a == runner::worker::SUBCOMMAND) {
+        return match runner::worker::serve() {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(err) => {
+                eprintln!("kbench worker: {err:#}");
+                ExitCode::FAILURE
+            }
+        };
+    }
     match cmd::dispatch(args) {
         Ok(code) => code,
         Err(err) => {

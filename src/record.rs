@@ -174,6 +174,10 @@ pub struct RunConfig {
     /// that was killed reads as interrupted (absent in older records).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub owner: Option<Owner>,
+    /// `--processes N`: each micro-benchmark cell measured in N fresh
+    /// processes (absent: one, the runner's own).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub processes: Option<u32>,
 }
 
 /// A process on one boot of one machine: the pid, its start time (so a
@@ -234,6 +238,7 @@ impl RunConfig {
                     force: old.options.force,
                     argv: old.options.argv,
                     owner: None,
+                    processes: None,
                 })
             }
         }

@@ -70,6 +70,7 @@ pub fn plan(name: &str, benches: Vec<BenchSpec>) -> Plan {
         samples: None,
         sample_time: None,
         warmup: None,
+        processes: None,
         seed: None,
         precision: None,
         factors: Vec::new(),
@@ -91,6 +92,7 @@ pub fn options(samples: u32, warmup: u32) -> RunConfig {
         force: false,
         argv: vec!["kbench".into(), "run".into()],
         owner: None,
+        processes: None,
     }
 }
 
@@ -173,6 +175,7 @@ pub fn stored_cell(
             round: i as u32,
             seq: 0,
             t: 1.7e9 + i as f64,
+            process: None,
         })
         .collect();
     (cell, samples)
@@ -206,6 +209,7 @@ pub fn run_data(cells: Vec<crate::store::StoredCell>) -> crate::store::RunData {
                 force: false,
                 argv: vec![],
                 owner: None,
+                processes: None,
             },
         },
         cells,

@@ -308,3 +308,97 @@ fn a_report_over_runs_that_differ_warns_in_every_format() {
             "kbench: warning: kernel.release differs",
         ));
 }
+
+/// `--processes`: each cell measured in fresh worker processes, the
+/// samples stored with their process, the report showing the variance
+/// components and compare naming its error term.
+#[test]
+fn processes_measure_in_fresh_workers_and_compare_names_the_error_term() {
+    let _g = common::serial();
+    let dir = tempfile::tempdir().unwrap();
+    for _ in 0..2 {
+        kbench(dir.path())
+            .args(["run", "getppid", "--processes", "3", "--samples", "6"])
+            .args(["--sample-time", "0.005", "--warmup", "1", "-q"])
+            .assert()
+            .success();
+    }
+    let db = common::sqlite(dir.path());
+    let per: Vec<(i64, i64, i64)> = db
+        .prepare(
+            "SELECT run_id, process, COUNT(*) FROM samples GROUP BY run_id, process ORDER BY 1, 2",
+        )
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert_eq!(
+        per,
+        vec![
+            (1, 0, 2),
+            (1, 1, 2),
+            (1, 2, 2),
+            (2, 0, 2),
+            (2, 1, 2),
+            (2, 2, 2)
+        ]
+    );
+    let out = common::stdout(kbench(dir.path()).args(["report", "1", "--json"]));
+    let v = common::json(out.as_bytes());
+    let c = &v["cells"][0]["processes"];
+    assert_eq!(c["processes"], 3, "{v:#}");
+    assert!(c["within"].as_f64().unwrap() >= 0.0);
+    let out = common::stdout(kbench(dir.path()).args(["compare", "1", "2", "--test", "welch"]));
+    assert!(out.contains("error term getppid ns/op:"), "{out}");
+    assert!(out.contains("(3+3 processes"), "{out}");
+    // Sizing from the pilot: a count per cell, in the unit it needs.
+    let out = common::stdout(kbench(dir.path()).args(["plan-size", "1", "--margin", "5%"]));
+    assert!(
+        out.contains("getppid ns/op: ") && out.contains(" a side (pilot: "),
+        "{out}"
+    );
+    let v = common::json(
+        common::stdout(kbench(dir.path()).args(["plan-size", "1", "--json"])).as_bytes(),
+    );
+    assert!(v["rows"][0]["need"].as_u64().unwrap() >= 2, "{v:#}");
+    kbench(dir.path())
+        .args(["plan-size", "1", "--margin", "0%"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("--margin"));
+}
+
+#[test]
+fn processes_refuse_what_they_cannot_do() {
+    let dir = tempfile::tempdir().unwrap();
+    kbench(dir.path())
+        .args(["run", "getppid", "--processes", "4", "--samples", "3"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(
+            "--processes 4: each process needs a sample",
+        ));
+    kbench(dir.path())
+        .args(["run", "getppid", "--processes", "2", "--precision", "1%"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("does not go with --precision"));
+    kbench(dir.path())
+        .args(["run", "getppid", "--processes", "0"])
+        .assert()
+        .code(2);
+    let p = common::plan(
+        dir.path(),
+        "p.toml",
+        "name = \"p\"\nprocesses = 0\n[[bench]]\nuse = \"getppid\"\n",
+    );
+    kbench(dir.path())
+        .args(["run", p.to_str().unwrap()])
+        .assert()
+        .code(2)
+        .stderr(
+            predicate::str::contains("p.toml")
+                .and(predicate::str::contains("`processes` must be >= 1")),
+        );
+}

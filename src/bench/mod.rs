@@ -103,6 +103,11 @@ pub struct Measure {
 pub struct RunSettings {
     /// Target duration of one sample, seconds.
     pub sample_time: f64,
+    /// With `--processes`: which of the cell's fresh processes this
+    /// instance measures in, from 0. Built-in benchmarks measure the same
+    /// way in every process; the test fake shifts its values by it.
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub process: Option<u32>,
 }
 
 /// A benchmark definition.

@@ -280,6 +280,7 @@ impl<'a> Sampler<'a> {
         let home = system::get_affinity()?;
         let settings = RunSettings {
             sample_time: self.config.sample_time,
+            process: None,
         };
         let mut result = Ok(());
         for a in arms.iter_mut() {
@@ -342,6 +343,7 @@ impl<'a> Sampler<'a> {
                     round: measured,
                     t: unix_now(),
                     values,
+                    process: None,
                 }))?;
                 a.taken += 1;
                 self.measured += 1;

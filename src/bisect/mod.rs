@@ -276,6 +276,7 @@ fn config(a: &BisectArgs, name: &str) -> RunConfig {
         force: false,
         argv: store::postgres::redact_args(std::env::args()),
         owner: crate::system::owner(),
+        processes: None,
     }
 }
 

@@ -114,6 +114,7 @@ mod tests {
                 round: 3,
                 t: 1.5,
                 values: vec![("ns/op".to_string(), 197.25)],
+                process: None,
             }),
             Event::RunEnded(RunEnded {
                 run: "r".into(),

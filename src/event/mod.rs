@@ -98,6 +98,10 @@ pub struct SampleEvent {
     /// Unix time, seconds.
     pub t: f64,
     pub values: Vec<(String, f64)>,
+    /// With `--processes`: which of the cell's processes took it, from 0
+    /// (the boot it ran on is the run's, `RunConfig::owner`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub process: Option<u32>,
 }
 
 /// A warm-up sample was taken; its values are discarded (stores ignore

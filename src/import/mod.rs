@@ -71,6 +71,7 @@ pub fn events(
                 format.into(),
             ],
             owner: None,
+            processes: None,
         },
         overhead_ns: 0.0,
         planned_cells: cells.len(),
@@ -90,6 +91,7 @@ pub fn events(
                 round: round as u32,
                 t: now,
                 values,
+                process: None,
             }));
         }
         out.push(Event::CellDone(CellDone {

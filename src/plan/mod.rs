@@ -96,6 +96,8 @@ struct PlanFile {
     samples: Option<Spanned<i64>>,
     sample_time: Option<Spanned<f64>>,
     warmup: Option<Spanned<i64>>,
+    /// Fresh processes per micro-benchmark cell (`--processes`).
+    processes: Option<Spanned<i64>>,
     seed: Option<u64>,
     precision: Option<Spanned<String>>,
     #[serde(default)]
@@ -256,6 +258,9 @@ pub struct Plan {
     pub samples: Option<u32>,
     pub sample_time: Option<f64>,
     pub warmup: Option<u32>,
+    /// `processes`: each micro-benchmark cell measured in N fresh
+    /// processes.
+    pub processes: Option<u32>,
     pub seed: Option<u64>,
     #[allow(dead_code)] // adaptive stopping (issue 3)
     pub precision: Option<f64>,

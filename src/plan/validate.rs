@@ -48,6 +48,7 @@ pub(super) fn validate(file: PlanFile, src: &Source) -> anyhow::Result<Plan> {
     }
     let samples = positive(src, &file.samples, "samples", 1)?;
     let warmup = positive(src, &file.warmup, "warmup", 0)?;
+    let processes = positive(src, &file.processes, "processes", 1)?;
     let sample_time = match &file.sample_time {
         Some(s) if !(*s.get_ref() > 0.0 && *s.get_ref() <= 3600.0) => {
             return Err(src.err(
@@ -234,6 +235,7 @@ pub(super) fn validate(file: PlanFile, src: &Source) -> anyhow::Result<Plan> {
         samples,
         sample_time,
         warmup,
+        processes,
         seed: file.seed,
         precision,
         factors,
@@ -1072,6 +1074,7 @@ pub fn adhoc(specs: &[String]) -> anyhow::Result<Plan> {
         samples: None,
         sample_time: None,
         warmup: None,
+        processes: None,
         seed: None,
         precision: None,
         factors: Vec::new(),

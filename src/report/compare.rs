@@ -23,6 +23,9 @@ use crate::record::Direction;
 use crate::stats::bootstrap::{BootResult, Bootstrap};
 use crate::stats::equivalence::{self, Verdict};
 use crate::stats::geomean::geomean_of_ratios;
+use crate::stats::multiple::{self, Adjust};
+use crate::stats::nested::{self, ErrorTerm};
+use crate::stats::power::{self, Power};
 use crate::stats::student::{self, MinistatDiff, Moments};
 use crate::stats::ttest::TTest;
 use crate::stats::utest::UTest;
@@ -49,22 +52,26 @@ pub struct Selection {
     /// Keys the operand fixed (`zero_copy=true`): left out of pairing.
     pub fixed: Vec<String>,
     pub cells: Vec<StoredCell>,
+    /// The boot id of each run (by run id) the cells come from, for the
+    /// nested analysis of `--processes` samples; a run not listed is its
+    /// own boot.
+    pub boots: std::collections::HashMap<i64, String>,
 }
 
 /// The pairing identity of a cell and metric: everything but the fixed
 /// keys. Benchmark, metric, and the cell's remaining factors and
 /// parameters.
-type PairKey = (String, String, String);
+pub(crate) type PairKey = (String, String, String);
 /// Unit, direction, and the values.
-type Pooled = (String, Direction, Vec<f64>);
+pub(crate) type Pooled = (String, Direction, Vec<f64>);
 
 /// Per benchmark, the (factor, parameter) pairs whose values determine
 /// each other across every selected cell: the parameter a factor sets
 /// (`env.WORK` of factor `work`, `pipe_size` of factor `ps`). The factor
 /// stands for both in pairing, and an operand fixing either fixes both.
-type Links = IndexMap<String, Vec<(String, String)>>;
+pub(crate) type Links = IndexMap<String, Vec<(String, String)>>;
 
-fn links(sels: &[Selection]) -> Links {
+pub(crate) fn links(sels: &[Selection]) -> Links {
     let mut by_bench: IndexMap<&str, Vec<&crate::record::CellInfo>> = IndexMap::new();
     for sel in sels {
         for (c, _) in &sel.cells {
@@ -140,7 +147,7 @@ fn pair_key(c: &crate::record::CellInfo, metric: &str, fixed: &[String], links: 
 
 /// Values per pairing key of one selection (samples of cells that share a
 /// key, e.g. from several runs of a campaign, are pooled).
-fn values(sel: &Selection, links: &Links) -> IndexMap<PairKey, Pooled> {
+pub(crate) fn values(sel: &Selection, links: &Links) -> IndexMap<PairKey, Pooled> {
     let mut out: IndexMap<PairKey, Pooled> = IndexMap::new();
     for (c, samples) in &sel.cells {
         for m in &c.info.metrics {
@@ -156,6 +163,54 @@ fn values(sel: &Selection, links: &Links) -> IndexMap<PairKey, Pooled> {
         }
     }
     out
+}
+
+/// Values per pairing key and process of `--processes` (run, process),
+/// with each process's boot; keys without process data are left out.
+pub(crate) fn process_values(
+    sel: &Selection,
+    links: &Links,
+) -> IndexMap<PairKey, Vec<nested::Group>> {
+    let mut out: IndexMap<PairKey, IndexMap<(i64, u32), nested::Group>> = IndexMap::new();
+    for (c, samples) in &sel.cells {
+        let boot = sel
+            .boots
+            .get(&c.run_id)
+            .cloned()
+            .unwrap_or_else(|| format!("run {}", c.run_id));
+        for m in &c.info.metrics {
+            for s in samples.iter().filter(|s| *s.metric == *m.name) {
+                let Some(p) = s.process else { continue };
+                out.entry(pair_key(&c.info, &m.name, &sel.fixed, links))
+                    .or_default()
+                    .entry((c.run_id, p))
+                    .or_insert_with(|| nested::Group {
+                        boot: boot.clone(),
+                        values: Vec::new(),
+                    })
+                    .values
+                    .push(s.value);
+            }
+        }
+    }
+    out.into_iter()
+        .map(|(k, v)| (k, v.into_values().collect()))
+        .collect()
+}
+
+/// The nested analysis behind a comparison of `--processes` samples.
+#[derive(Clone, Debug, Serialize)]
+pub struct ProcessTerm {
+    /// The unit the test used: samples, process means or boot means.
+    pub term: ErrorTerm,
+    /// Processes of the baseline and of the contender.
+    pub processes: [usize; 2],
+    /// Pooled F tests of "processes differ" and "boots differ".
+    pub process_p: Option<f64>,
+    pub boot_p: Option<f64>,
+    /// Welch's p over every sample as if independent (what a
+    /// one-process analysis would say).
+    pub naive_p: f64,
 }
 
 /// One operand's numbers for one row, as ministat prints them.
@@ -208,6 +263,21 @@ pub struct Versus {
     /// Set when a set is too small for the test to decide anything.
     pub too_few: Option<TooFew>,
     pub detail: Detail,
+    /// `p` adjusted across the comparison's family ([`Comparison::adjust`]);
+    /// `significant` and `verdict` follow it when the family has more
+    /// than one member.
+    pub p_adjusted: Option<f64>,
+    /// For a result that shows no difference: the smallest change these
+    /// samples detect with 80% power (at the level the adjustment
+    /// applies to a lone change, α / family), and the samples per side
+    /// that detect the margin.
+    pub power: Option<Power>,
+    /// With `--processes` samples on both sides: the error term the
+    /// comparison used. When it is not the samples, `p`, `interval`,
+    /// `significant` and `verdict` are Welch's over the process (or boot)
+    /// means, not the `detail` test's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error_term: Option<ProcessTerm>,
 }
 
 /// One benchmark x metric x cell compared across the operands.
@@ -262,17 +332,34 @@ pub struct Comparison {
     /// runs' fingerprints.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub comparability: Option<super::comparability::Comparability>,
+    /// How the p-values are adjusted across the family.
+    pub adjust: Adjust,
+    /// The family: every contender-versus-baseline test with a p-value.
+    pub family: usize,
 }
 
 /// Most operands: ministat's symbols.
 pub const MAX_OPERANDS: usize = 7;
 
-/// Compare every operand with the first.
+/// Compare every operand with the first, p-values adjusted by Holm.
+#[cfg_attr(not(test), allow(dead_code))]
 pub fn compare(
     sels: &[Selection],
     test: Test,
     confidence: f64,
     margin: f64,
+) -> anyhow::Result<Comparison> {
+    compare_adjusted(sels, test, confidence, margin, Adjust::Holm)
+}
+
+/// Compare every operand with the first; the family of all the tests'
+/// p-values is adjusted by `adjust`.
+pub fn compare_adjusted(
+    sels: &[Selection],
+    test: Test,
+    confidence: f64,
+    margin: f64,
+    adjust: Adjust,
 ) -> anyhow::Result<Comparison> {
     let level = student::level_index(confidence);
     if test == Test::Student && level.is_none() {
@@ -286,8 +373,12 @@ pub fn compare(
     let conf = Confidence::percent(confidence);
     let links = links(sels);
     let all: Vec<_> = sels.iter().map(|s| values(s, &links)).collect();
+    let procs: Vec<_> = sels.iter().map(|s| process_values(s, &links)).collect();
     let mut rows = Vec::new();
     let mut unpaired = Vec::new();
+    // The samples of each test, for the power statements once the family
+    // is known.
+    let mut pairs: Vec<(Sample, Sample)> = Vec::new();
     // (unit, direction) -> per contender ratios
     let mut ratios: IndexMap<(String, Direction), Vec<Vec<f64>>> = IndexMap::new();
     for (key, (unit, dir, base)) in &all[0] {
@@ -314,11 +405,38 @@ pub fn compare(
                 continue;
             };
             stats.push(Stat::of(&b));
-            versus.push(Versus {
+            let mut v = Versus {
                 name: sels[j + 1].name.clone(),
                 ..one_test(test, &a, &b, conf, level, margin)
-            });
+            };
+            let mut pair = (a.clone(), b.clone());
+            if let (Some(ga), Some(gb)) = (procs[0].get(key), procs[j + 1].get(key))
+                && let Some(n) = nested::compare(ga, gb, conf)
+            {
+                if n.term != ErrorTerm::Samples && v.too_few.is_none() {
+                    let t = &n.test;
+                    v.p = Some(t.p);
+                    v.interval = Some([t.relative.lo, t.relative.hi]);
+                    v.significant = t.significant();
+                    v.verdict = equivalence::verdict(t.relative, margin);
+                    if let (Ok(x), Ok(y)) = (
+                        Sample::new(&nested::units(ga, n.term)),
+                        Sample::new(&nested::units(gb, n.term)),
+                    ) {
+                        pair = (x, y);
+                    }
+                }
+                v.error_term = Some(ProcessTerm {
+                    term: n.term,
+                    processes: [ga.len(), gb.len()],
+                    process_p: n.process_p,
+                    boot_p: n.boot_p,
+                    naive_p: n.naive.p,
+                });
+            }
+            versus.push(v);
             unit_ratios[j + 1].push(b.mean() / a.mean());
+            pairs.push(pair);
         }
         rows.push(Row {
             bench: key.0.clone(),
@@ -338,6 +456,7 @@ pub fn compare(
             sels[0].name
         ));
     }
+    let family = adjust_family(&mut rows, &pairs, adjust, conf, margin);
     let mut geomean = Vec::new();
     for ((unit, direction), per) in &ratios {
         if *direction == Direction::Info {
@@ -376,7 +495,52 @@ pub fn compare(
         geomean,
         unpaired,
         comparability: None,
+        adjust,
+        family,
     })
+}
+
+/// Adjust the p-values of every test across the family, base the marks
+/// and verdicts on the adjusted values (when the family has more than one
+/// member: a lone test keeps its own decision, ministat's), and state the
+/// power of each result that shows no difference. `pairs` holds each
+/// test's samples in row order. Returns the family's size.
+fn adjust_family(
+    rows: &mut [Row],
+    pairs: &[(Sample, Sample)],
+    adjust: Adjust,
+    conf: Confidence,
+    margin: f64,
+) -> usize {
+    let ps: Vec<Option<f64>> = rows
+        .iter()
+        .flat_map(|r| r.versus.iter())
+        .map(|v| v.p.filter(|_| v.too_few.is_none()))
+        .collect();
+    let family = multiple::family_size(&ps);
+    let adjusted = multiple::adjust(&ps, adjust);
+    // A lone change among `family` tests must pass α / family (the first
+    // step of either adjustment): the power statements use that level.
+    let lone = Confidence::percent(100.0 - conf.alpha() * 100.0 / family.max(1) as f64);
+    let versus = rows.iter_mut().flat_map(|r| r.versus.iter_mut());
+    for ((v, padj), (a, b)) in versus.zip(adjusted).zip(pairs) {
+        v.p_adjusted = padj;
+        if family > 1
+            && let Some(q) = padj
+            && q >= conf.alpha()
+        {
+            v.significant = false;
+            v.verdict = match v.verdict {
+                Verdict::Different => Verdict::Inconclusive,
+                Verdict::DifferentWithinMargin => Verdict::Equivalent,
+                other => other,
+            };
+        }
+        if !v.significant && v.too_few.is_none() {
+            v.power = power::of_samples(a, b, lone, margin);
+        }
+    }
+    family
 }
 
 /// Run the chosen test and summarise it (the contender's name is left for
@@ -439,6 +603,9 @@ fn one_test(
         },
         too_few,
         detail,
+        p_adjusted: None,
+        power: None,
+        error_term: None,
     }
 }
 

@@ -26,6 +26,7 @@ pub fn render(doc: &Document<'_>) -> anyhow::Result<Value> {
         Document::Tables(t) => serde_json::to_value(t)?,
         Document::Samples(t) => serde_json::to_value(t)?,
         Document::History(h) => serde_json::to_value(h)?,
+        Document::PlanSize(p) => serde_json::to_value(p)?,
     })
 }
 

@@ -13,6 +13,7 @@ pub mod html;
 pub mod human;
 pub mod json;
 pub mod markdown;
+pub mod plan_size;
 pub mod samples;
 pub mod scale;
 pub mod table;
@@ -78,6 +79,8 @@ pub enum Document<'a> {
     /// `kbench report --history`: a benchmark across runs
     /// (`history.rs`, which renders it in every format).
     History(&'a history::History),
+    /// `kbench plan-size`: samples needed for a margin (`plan_size.rs`).
+    PlanSize(&'a plan_size::PlanSize),
 }
 
 /// Render a document; the text ends with a newline.
@@ -183,6 +186,11 @@ pub struct CellSummary {
     /// In a campaign report: the runs whose samples the row holds.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub runs: Vec<i64>,
+    /// Run reports of `--processes` runs: the variance components
+    /// between processes and within one, and the mean's interval over
+    /// the unit they call for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub processes: Option<crate::stats::nested::Components>,
     /// The sample values, in the order they were taken.
     pub values: Vec<f64>,
     /// Row label: factor labels then label parameters, in column order.
@@ -408,6 +416,13 @@ fn groups(cells: &[StoredCell], runs: &[Vec<i64>], stop: Option<StopRule>) -> Ve
                 notes: cell.notes.clone(),
                 readings: c.readings.clone(),
                 runs: runs.get(i).cloned().unwrap_or_default(),
+                // A campaign's rows merge runs whose process indices
+                // repeat: only a run's own rows are split by process.
+                processes: if runs.is_empty() {
+                    process_components(samples, &m.name, conf)
+                } else {
+                    None
+                },
                 values,
                 labels: row_labels,
             });
@@ -423,6 +438,35 @@ fn groups(cells: &[StoredCell], runs: &[Vec<i64>], stop: Option<StopRule>) -> Ve
         }
     }
     groups
+}
+
+/// The values of one run's cell and metric per process of `--processes`
+/// (all on the run's boot); `None` without two processes.
+pub fn process_groups(
+    samples: &[crate::store::SampleRec],
+    metric: &str,
+    boot: &str,
+) -> Option<Vec<crate::stats::nested::Group>> {
+    let mut by: IndexMap<u32, Vec<f64>> = IndexMap::new();
+    for s in samples.iter().filter(|s| *s.metric == *metric) {
+        by.entry(s.process?).or_default().push(s.value);
+    }
+    (by.len() >= 2).then(|| {
+        by.into_values()
+            .map(|values| crate::stats::nested::Group {
+                boot: boot.to_string(),
+                values,
+            })
+            .collect()
+    })
+}
+
+fn process_components(
+    samples: &[crate::store::SampleRec],
+    metric: &str,
+    conf: Confidence,
+) -> Option<crate::stats::nested::Components> {
+    crate::stats::nested::components(&process_groups(samples, metric, "")?, conf)
 }
 
 /// The verdict of an `--until-verdict` run, recomputed from the stored

@@ -79,9 +79,14 @@ pub enum Value {
         lo: f64,
         hi: f64,
         p: f64,
+        /// `significant` is `p_adjusted < alpha`: adjusted (Holm) across
+        /// every change of the document, when it holds more than one.
         significant: bool,
         n1: usize,
         n2: usize,
+        /// `p` adjusted across the document's changes (Holm).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        p_adjusted: Option<f64>,
     },
     /// A mean (absent in a geomean row) and its ratio to the baseline's,
     /// with the ratio's interval.
@@ -453,6 +458,7 @@ fn change(b: &CellSummary, v: &CellSummary, layout: &Layout) -> Option<Value> {
         significant: t.significant(),
         n1: t.n1,
         n2: t.n2,
+        p_adjusted: None,
     })
 }
 
@@ -545,7 +551,59 @@ pub fn build(reports: &[Report], layout: &Layout, unicode: bool) -> TableDoc {
             doc.systems.push(s);
         }
     }
+    adjust_changes(&mut doc, layout);
     doc
+}
+
+/// Adjust the p-values of every change in the document across that
+/// family (Holm), base the `*` marks on the adjusted values and say so in
+/// the legends. A family of one keeps its test's own decision.
+fn adjust_changes(doc: &mut TableDoc, layout: &Layout) {
+    use crate::stats::multiple::{Adjust, adjust, family_size};
+    let alpha = Confidence::percent(layout.confidence).alpha();
+    // The changes with a p-value, in one fixed order for both passes.
+    fn each(doc: &mut TableDoc, mut f: impl FnMut(f64, &mut bool, &mut Option<f64>)) {
+        for t in &mut doc.tables {
+            for r in t.rows.iter_mut().chain(t.summary.iter_mut()) {
+                for v in r.cells.iter_mut().flatten() {
+                    if let Value::Change {
+                        p,
+                        significant,
+                        p_adjusted,
+                        n1,
+                        n2,
+                        ..
+                    } = v
+                        && *n1 >= 2
+                        && *n2 >= 2
+                        && p.is_finite()
+                    {
+                        f(*p, significant, p_adjusted);
+                    }
+                }
+            }
+        }
+    }
+    let mut ps = Vec::new();
+    each(doc, |p, _, _| ps.push(Some(p)));
+    let family = family_size(&ps);
+    if family < 2 {
+        return;
+    }
+    let mut adjusted = adjust(&ps, Adjust::Holm).into_iter();
+    each(doc, |_, sig, padj| {
+        let q = adjusted.next().flatten();
+        *padj = q;
+        *sig = *sig && q.is_some_and(|q| q < alpha);
+    });
+    for t in &mut doc.tables {
+        for l in &mut t.legend {
+            if l.starts_with("* = significant (") && l.ends_with("%)") {
+                l.truncate(l.len() - 1);
+                l.push_str(&format!(", Holm-adjusted over {family} changes)"));
+            }
+        }
+    }
 }
 
 fn title(r: &Report) -> String {

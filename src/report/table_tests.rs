@@ -131,6 +131,28 @@ fn improvement_is_seed_001_table_1() {
         panic!("a change")
     };
     assert!(!significant);
+    // The marks follow p adjusted (Holm) across the table's 12 changes.
+    let mut family = 0;
+    for v in t.rows.iter().flat_map(|r| r.cells.iter().flatten()) {
+        if let Value::Change {
+            p,
+            p_adjusted,
+            significant,
+            ..
+        } = v
+        {
+            family += 1;
+            let q = p_adjusted.expect("adjusted");
+            assert!(q >= *p && q <= 1.0);
+            assert_eq!(*significant, q < 0.05, "p {p}, adjusted {q}");
+        }
+    }
+    assert_eq!(family, 12);
+    assert!(
+        t.legend
+            .iter()
+            .any(|l| l.contains("Holm-adjusted over 12 changes"))
+    );
     // Constant dimensions leave the labels.
     assert!(
         t.constant

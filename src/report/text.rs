@@ -41,6 +41,7 @@ pub fn render(doc: &Document<'_>) -> String {
         Document::Benches(b) => benches(&mut o, b),
         Document::Tables(t) => tables(&mut o, t),
         Document::History(h) => o.push_str(&super::history::text(h)),
+        Document::PlanSize(p) => super::plan_size::text(&mut o, p),
         Document::Samples(t) => {
             o.push_str(&super::csv::render(doc).unwrap_or_else(|_| super::csv::header(t)))
         }
@@ -225,6 +226,11 @@ fn group(o: &mut String, g: &Group, with_notes: bool) {
             r.summary.n,
             stat_cols(&r.summary)
         );
+    }
+    for r in g.rows.iter() {
+        if let Some(c) = &r.processes {
+            process_lines(o, c, &r.who(&g.bench), &g.unit);
+        }
     }
     for r in g.rows.iter() {
         if let Some(p) = &r.placement {
@@ -1041,6 +1047,8 @@ fn summary_lines(o: &mut String, c: &Comparison) {
     const NAME_MAX: usize = 22;
     let legend = names.iter().any(|n| n.chars().count() > NAME_MAX);
     let contenders = c.operands.len() > 2;
+    let adjusted = c.family > 1;
+    let mut powers = Vec::new();
     let mut rows: Vec<(Vec<String>, Vec<String>)> = Vec::new();
     for (i, (r, name)) in c.rows.iter().zip(&names).enumerate() {
         let label = if legend {
@@ -1067,10 +1075,59 @@ fn summary_lines(o: &mut String, c: &Comparison) {
                 .interval
                 .map(|[l, h]| format!("[{}, {}]", short(l), short(h)))
                 .unwrap_or_else(|| "-".into());
-            let p = v.p.map(fmt_p).unwrap_or_else(|| "-".into());
+            let shown = if adjusted { v.p_adjusted } else { v.p };
+            let p = shown.map(fmt_p).unwrap_or_else(|| "-".into());
             let mut labels = vec![label.clone()];
             if contenders {
                 labels.push(v.name.clone());
+            }
+            if let Some(e) = &v.error_term {
+                let vs = if contenders {
+                    format!(" vs {}", v.name)
+                } else {
+                    String::new()
+                };
+                let why = match e.term {
+                    crate::stats::nested::ErrorTerm::Samples => "processes alike",
+                    crate::stats::nested::ErrorTerm::ProcessMeans => "processes differ",
+                    crate::stats::nested::ErrorTerm::BootMeans => "boots differ",
+                };
+                let f = match e.term {
+                    crate::stats::nested::ErrorTerm::BootMeans => e.boot_p,
+                    _ => e.process_p,
+                }
+                .map(|p| format!(", F test p = {}", fmt_p(p)))
+                .unwrap_or_default();
+                powers.push(format!(
+                    "error term {label}{vs}: {} ({}+{} processes, {why}{f}; every sample as independent: p = {})",
+                    e.term.label(),
+                    e.processes[0],
+                    e.processes[1],
+                    fmt_p(e.naive_p)
+                ));
+            }
+            if let Some(pw) = &v.power {
+                let vs = if contenders {
+                    format!(" vs {}", v.name)
+                } else {
+                    String::new()
+                };
+                // The unit the test counted: samples, or process (boot)
+                // means under the nested analysis.
+                let unit = match v.error_term.as_ref().map(|e| e.term) {
+                    Some(crate::stats::nested::ErrorTerm::ProcessMeans) => "processes",
+                    Some(crate::stats::nested::ErrorTerm::BootMeans) => "boots",
+                    _ => "samples",
+                };
+                let need = match pw.need {
+                    Some(n) => format!("; +/-{} needs {n} {unit} a side", short_pct(pw.margin)),
+                    None => String::new(),
+                };
+                powers.push(format!(
+                    "no difference: {label}{vs}: could detect +/-{} ({:.0}% power){need}",
+                    short_pct(pw.detectable),
+                    pw.power * 100.0
+                ));
             }
             rows.push((
                 labels,
@@ -1092,13 +1149,35 @@ fn summary_lines(o: &mut String, c: &Comparison) {
     let g = grid::Grid {
         row_head: head,
         groups: vec![(String::new(), 6)],
-        col_head: ["baseline", "contender", "delta", "interval", "p", "n"]
-            .map(String::from)
-            .to_vec(),
+        col_head: [
+            "baseline",
+            "contender",
+            "delta",
+            "interval",
+            if adjusted { "p adj" } else { "p" },
+            "n",
+        ]
+        .map(String::from)
+        .to_vec(),
         rows,
         summary_from: None,
     };
     o.push_str(&g.text(WIDTH, '-'));
+    if adjusted {
+        o.push_str(&grid::wrap(
+            &format!(
+                "p adjusted ({}, {}) over a family of {} tests; `~` uses the adjusted p",
+                c.adjust.label(),
+                c.adjust.controls(),
+                c.family
+            ),
+            WIDTH,
+            "  ",
+        ));
+    }
+    for l in &powers {
+        o.push_str(&grid::wrap(l, WIDTH, "    "));
+    }
     if legend {
         for (i, n) in names.iter().enumerate() {
             o.push_str(&grid::wrap(&format!("#{} {n}", i + 1), WIDTH, "    "));
@@ -1112,6 +1191,50 @@ fn summary_lines(o: &mut String, c: &Comparison) {
                 "  ",
             ));
         }
+    }
+}
+
+/// The variance components of a `--processes` cell.
+fn process_lines(o: &mut String, c: &crate::stats::nested::Components, who: &str, unit: &str) {
+    let [_, p, w] = c.shares();
+    let iv = |i: Option<crate::stats::Interval>| {
+        i.map(|i| {
+            format!(
+                "[{}, {}]",
+                human::value(i.lo, unit, None, false),
+                human::value(i.hi, unit, None, false)
+            )
+        })
+        .unwrap_or_else(|| "-".into())
+    };
+    let f = c
+        .process_p
+        .map(|p| format!(", F test p = {}", fmt_p(p)))
+        .unwrap_or_default();
+    o.push_str(&grid::wrap(
+        &format!(
+            "  processes [{who}]: {} processes; variance between processes {:.0}%, within one {:.0}%{f}; 95% interval of the mean over {} {} (one-process analysis: {})",
+            c.processes,
+            p * 100.0,
+            w * 100.0,
+            c.term.label(),
+            iv(c.interval),
+            iv(c.naive_interval),
+        ),
+        WIDTH,
+        "    ",
+    ));
+}
+
+/// A relative change as a short percentage: `2.3%`, `0.15%`.
+fn short_pct(x: f64) -> String {
+    let p = x * 100.0;
+    if p >= 10.0 {
+        format!("{p:.0}%")
+    } else if p >= 1.0 {
+        format!("{p:.1}%")
+    } else {
+        format!("{p:.2}%")
     }
 }
 

@@ -13,6 +13,7 @@ pub mod adaptive;
 pub mod campaign;
 pub mod guard;
 pub mod progress;
+pub mod worker;
 
 use anyhow::Context;
 use indexmap::IndexMap;
@@ -23,7 +24,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::bench::command::SampleFailure;
-use crate::bench::{Instance, Measure, RunSettings};
+use crate::bench::{Instance, Kind, Measure, RunSettings};
 use crate::error::bad_input;
 use crate::event::{
     CellDone, CellPrepared, Event, FailureEvent, NoteEvent, RunBegun, RunEnded, SCHEMA,
@@ -64,6 +65,11 @@ struct Live {
     values: Vec<f64>,
     /// Stopped early: precise enough.
     done: bool,
+    /// Samples due by the end of the current process (`want` without
+    /// `--processes`).
+    quota: u32,
+    /// The current process of `--processes`.
+    process: Option<u32>,
 }
 
 /// The environment of a run: where its events go, its identity, and the
@@ -222,6 +228,8 @@ pub fn run(
             failures: 0,
             values: Vec::new(),
             done: false,
+            quota: 0,
+            process: None,
         })
         .collect();
     let uuid = crate::ids::new_run_uuid();
@@ -253,6 +261,7 @@ pub fn run(
     let home = system::get_affinity().context("reading CPU affinity")?;
     let settings = RunSettings {
         sample_time: opts.sample_time,
+        process: None,
     };
     let started = std::time::Instant::now();
     // Cells sharing the same `shell` factor values run together between
@@ -486,20 +495,87 @@ fn sample_group(
     rng: &mut rand_chacha::ChaCha8Rng,
     started: std::time::Instant,
 ) -> anyhow::Result<RunStatus> {
-    for &i in members {
-        let l = &mut live[i];
-        // Children a benchmark forks inherit the cell's CPU set.
-        system::set_affinity(l.cell.cpus.as_ref().unwrap_or(home))?;
-        let inst = l.cell.bench.instantiate(&l.cell.params, settings);
-        system::set_affinity(home)?;
-        match inst {
-            Ok(inst) => l.inst = Some(inst),
-            Err(e) => {
-                let msg = format!("preparing {}: {e:#}", l.cell.key);
-                ctx.fail(l, 0, msg, true)?;
+    let procs = opts.processes.unwrap_or(1).max(1);
+    // Each micro-benchmark cell takes its share of samples in each of
+    // `procs` fresh processes, one after another (worker.rs); other cells
+    // take theirs all in the first.
+    let split = |l: &Live| procs > 1 && l.cell.bench.kind() == Kind::Micro;
+    for p in 0..procs {
+        let phase: Vec<usize> = members
+            .iter()
+            .copied()
+            .filter(|&i| p == 0 || split(&live[i]))
+            .collect();
+        for &i in &phase {
+            let l = &mut live[i];
+            if l.failed {
+                continue;
             }
+            let process = split(l).then_some(p);
+            // The previous process's instance goes first (a worker exits).
+            l.inst = None;
+            // Children a benchmark forks inherit the cell's CPU set.
+            system::set_affinity(l.cell.cpus.as_ref().unwrap_or(home))?;
+            let inst = instantiate(l, settings, process);
+            system::set_affinity(home)?;
+            match inst {
+                Ok(inst) => l.inst = Some(inst),
+                Err(e) => {
+                    let msg = format!("preparing {}: {e:#}", l.cell.key);
+                    ctx.fail(l, 0, msg, true)?;
+                }
+            }
+            // This process's share: the samples due by its end.
+            l.quota = if split(l) {
+                (u64::from(l.want) * u64::from(p + 1)).div_ceil(u64::from(procs)) as u32
+            } else {
+                l.want
+            };
+            l.process = process;
+        }
+        let s = sample_rounds(ctx, live, &phase, opts, home, rng, started)?;
+        if s != RunStatus::Done {
+            return Ok(s);
         }
     }
+    Ok(RunStatus::Done)
+}
+
+/// A fresh instance of a cell, for process `process` of `--processes`: a
+/// worker process for a built-in micro-benchmark, else an instance here.
+fn instantiate(
+    l: &Live,
+    settings: &RunSettings,
+    process: Option<u32>,
+) -> anyhow::Result<Box<dyn Instance>> {
+    let settings = RunSettings {
+        process,
+        ..settings.clone()
+    };
+    let name = l.cell.bench.name();
+    match process {
+        Some(p) if crate::bench::find(name).is_some() => Ok(Box::new(worker::Worker::start(
+            name,
+            &l.cell.params,
+            &settings,
+            p,
+        )?)),
+        _ => l.cell.bench.instantiate(&l.cell.params, &settings),
+    }
+}
+
+/// Sample the prepared cells of one group in shuffled rounds, each up to
+/// its quota.
+#[allow(clippy::too_many_arguments)]
+fn sample_rounds(
+    ctx: &mut Ctx<'_>,
+    live: &mut [Live],
+    members: &[usize],
+    opts: &RunConfig,
+    home: &crate::units::CpuSet,
+    rng: &mut rand_chacha::ChaCha8Rng,
+    started: std::time::Instant,
+) -> anyhow::Result<RunStatus> {
     let mut out: Vec<Measure> = Vec::with_capacity(16);
     let mut round = 0u32;
     let hz = guard::max_cpu_hz();
@@ -507,7 +583,7 @@ fn sample_group(
         let mut order: Vec<usize> = members
             .iter()
             .copied()
-            .filter(|&i| !live[i].failed && !live[i].done && live[i].taken < live[i].want)
+            .filter(|&i| !live[i].failed && !live[i].done && live[i].taken < live[i].quota)
             .collect();
         if order.is_empty() {
             return Ok(RunStatus::Done);
@@ -586,9 +662,15 @@ fn sample_group(
             ctx.emit(Event::Sample(SampleEvent {
                 run: ctx.run.clone(),
                 cell: l.cell.key.clone(),
-                round: measured,
+                // Rounds restart in each process: number its samples on.
+                round: if l.process.is_some() {
+                    l.taken
+                } else {
+                    measured
+                },
                 t: now,
                 values,
+                process: l.process,
             }))?;
             l.taken += 1;
             if let Some(rule) = &opts.stop

@@ -356,3 +356,128 @@ fn noise_is_standard_normal() {
     assert!(s.mean().abs() < 0.03, "{}", s.mean());
     assert!((s.stddev() - 1.0).abs() < 0.03, "{}", s.stddev());
 }
+
+/// Per-process offsets of a fake whose variants have the same mean (100)
+/// but whose processes each shift it, as memory layouts do: five draws
+/// per variant.
+fn process_offset(variant: i64, process: u32) -> f64 {
+    let draws: [[f64; 5]; 2] = [[4.0, 7.0, 2.0, 6.0, 1.0], [0.0, 3.0, -1.0, 5.0, -2.0]];
+    draws[(variant - 1) as usize][process as usize % 5]
+}
+
+fn processes_run(st: &mut MemoryStore) -> i64 {
+    let p = plan(
+        "procs",
+        vec![bench(
+            Fake::new("layout", ns(), |v, i| 100.0 + noise(v, i)).per_process(process_offset),
+            &[1, 2],
+        )],
+    );
+    let mut o = options(50, 1);
+    o.processes = Some(5);
+    let (events, status, run) = testing::run(st, &p, &o, None);
+    assert_eq!(status, RunStatus::Done);
+    // Every cell: 5 processes x 10 samples, each recorded with its
+    // process, rounds numbered on across processes.
+    let samples: Vec<_> = events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Sample(s) => Some(s),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(samples.len(), 100);
+    for p in 0..5 {
+        assert_eq!(
+            samples.iter().filter(|s| s.process == Some(p)).count(),
+            20,
+            "process {p}"
+        );
+    }
+    let warm = events
+        .iter()
+        .filter(|e| matches!(e, Event::Warmup(_)))
+        .count();
+    assert_eq!(warm, 10, "a warm-up round in each fresh process");
+    run
+}
+
+#[test]
+fn processes_report_the_variance_between_them_and_a_wider_interval() {
+    let mut st = MemoryStore::new();
+    let run = processes_run(&mut st);
+    let cells = st.cells(Scope::Run(run)).unwrap();
+    for (c, s) in &cells {
+        let mut rounds: Vec<u32> = s.iter().map(|r| r.round).collect();
+        rounds.sort();
+        rounds.dedup();
+        assert_eq!(
+            rounds.len(),
+            50,
+            "{}: distinct sample identities",
+            c.info.key
+        );
+        assert!(s.iter().all(|r| r.process.is_some()));
+    }
+    let data = crate::testing::run_data(cells);
+    let r = crate::report::Report::of_run(data);
+    let row = &r.groups[0].rows[0];
+    let c = row.processes.as_ref().expect("components");
+    assert_eq!((c.processes, c.n), (5, 50));
+    // Offsets 4, 7, 2, 6, 1 (variance 6.5) over noise of variance 1.
+    let between = c.between_processes.unwrap();
+    assert!((3.0..12.0).contains(&between), "{c:?}");
+    assert!((0.5..2.0).contains(&c.within), "{c:?}");
+    assert_eq!(c.term, crate::stats::nested::ErrorTerm::ProcessMeans);
+    // The interval over the 5 process means is the right one, and wider.
+    let (iv, nv) = (c.interval.unwrap(), c.naive_interval.unwrap());
+    assert!(iv.hi - iv.lo > 3.0 * (nv.hi - nv.lo), "{iv:?} vs {nv:?}");
+    let text = crate::report::render(
+        &crate::report::Document::Reports(std::slice::from_ref(&r)),
+        crate::report::Format::Text,
+    )
+    .unwrap();
+    assert!(
+        text.contains("5 processes; variance between processes"),
+        "{text}"
+    );
+}
+
+#[test]
+fn processes_compare_with_process_means_where_samples_would_mislead() {
+    let mut st = MemoryStore::new();
+    let run = processes_run(&mut st);
+    let sel = |v: &str| {
+        let op = crate::select::resolve(&st, &format!("{run}:variant={v}")).unwrap();
+        crate::report::compare::Selection {
+            name: v.into(),
+            fixed: vec!["variant".into()],
+            cells: crate::select::narrow(&op, st.cells(op.scope).unwrap()).unwrap(),
+            boots: Default::default(),
+        }
+    };
+    let c = crate::report::compare::compare(
+        &[sel("1"), sel("2")],
+        crate::report::compare::Test::Welch,
+        95.0,
+        0.01,
+    )
+    .unwrap();
+    let v = &c.rows[0].versus[0];
+    let e = v.error_term.as_ref().expect("nested analysis");
+    assert_eq!(e.term, crate::stats::nested::ErrorTerm::ProcessMeans);
+    assert_eq!(e.processes, [5, 5]);
+    // Same true mean: every sample as independent calls the 3-unit gap
+    // of the process draws a difference; the process means do not.
+    assert!(e.naive_p < 0.001, "{e:?}");
+    assert!(v.p.unwrap() > 0.05 && !v.significant, "{v:?}");
+    let text = crate::report::render(
+        &crate::report::Document::Compare(&c),
+        crate::report::Format::Text,
+    )
+    .unwrap();
+    assert!(
+        text.contains("error term layout ns/op: process means (5+5 processes"),
+        "{text}"
+    );
+}

@@ -1,6 +1,6 @@
 //! Distribution functions the tests need, through statrs.
 
-use statrs::distribution::{ContinuousCDF, Normal, StudentsT};
+use statrs::distribution::{ContinuousCDF, FisherSnedecor, Normal, StudentsT};
 
 /// Upper tail of the standard normal, 1 - CDF, without cancellation.
 pub fn normal_sf(z: f64) -> f64 {
@@ -38,6 +38,18 @@ pub fn t_two_sided_p(t: f64, df: f64) -> f64 {
     (2.0 * sf).min(1.0)
 }
 
+/// Upper tail of the F distribution with `d1`, `d2` (> 0) degrees of
+/// freedom: P(F >= f).
+pub fn f_sf(f: f64, d1: f64, d2: f64) -> f64 {
+    if f.is_nan() {
+        return f64::NAN;
+    }
+    if f <= 0.0 {
+        return 1.0;
+    }
+    FisherSnedecor::new(d1, d2).expect("df > 0").sf(f)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -51,5 +63,8 @@ mod tests {
         assert!((t_two_sided_p(2.100922, 18.0) - 0.05).abs() < 1e-6);
         // Huge df: the normal limit, and it returns (statrs alone hung).
         assert!((t_quantile(0.975, 1e9) - 1.959964).abs() < 1e-6);
+        // F tables: F(0.95; 4, 20) = 2.866081.
+        assert!((f_sf(2.866081, 4.0, 20.0) - 0.05).abs() < 1e-6);
+        assert_eq!(f_sf(0.0, 4.0, 20.0), 1.0);
     }
 }

@@ -31,8 +31,13 @@ pub mod changepoint;
 pub mod dist;
 pub mod equivalence;
 pub mod geomean;
+pub mod multiple;
+pub mod nested;
 pub mod outliers;
+pub mod power;
 pub mod sample;
+#[cfg(test)]
+pub mod sim;
 pub mod student;
 pub mod ttest;
 pub mod utest;

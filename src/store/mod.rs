@@ -81,6 +81,8 @@ pub struct SampleRec {
     pub seq: u32,
     /// Unix time, seconds.
     pub t: f64,
+    /// With `--processes`: the process of the cell that took it, from 0.
+    pub process: Option<u32>,
 }
 
 /// A failed sample: how it failed (exit status, timeout, stderr tail).
@@ -388,6 +390,7 @@ pub mod suite {
                 force: false,
                 argv: vec![],
                 owner: None,
+                processes: None,
             },
             overhead_ns: 0.3,
         }
@@ -419,6 +422,9 @@ pub mod suite {
             round,
             seq: 0,
             t: 2.0 + round as f64,
+            // Odd rounds as if from a `--processes` run: both kinds
+            // round-trip.
+            process: (round % 2 == 1).then_some(round % 3),
         }
     }
 

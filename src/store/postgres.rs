@@ -27,7 +27,8 @@ use crate::system::Fingerprint;
 /// Schema migrations, applied in order; index + 1 = the version after it.
 /// The first is the SQLite store's schema 3 (stable identities) in
 /// PostgreSQL's dialect.
-const MIGRATIONS: &[&str] = &[r#"
+const MIGRATIONS: &[&str] = &[
+    r#"
 CREATE TABLE campaigns (
     id BIGSERIAL PRIMARY KEY,
     name TEXT NOT NULL,
@@ -92,7 +93,12 @@ CREATE TABLE failures (
     UNIQUE (cell_id, seq)
 );
 CREATE INDEX failures_run ON failures(run_id);
-"#];
+"#,
+    // 2: the process of a cell that took each sample (`--processes`).
+    r#"
+ALTER TABLE samples ADD COLUMN process BIGINT;
+"#,
+];
 
 /// The advisory lock every kbench migration takes ("kbench" in ASCII).
 const MIGRATION_LOCK: i64 = 0x6b62_656e_6368;
@@ -195,11 +201,11 @@ pub struct PgStore {
 }
 
 const INSERT_SAMPLES: &str =
-    "INSERT INTO samples (run_id, cell_id, metric, unit, value, round, seq, t)
-     SELECT $1::BIGINT, u.cell_id, u.metric, u.unit, u.value, u.round, u.seq, u.t
+    "INSERT INTO samples (run_id, cell_id, metric, unit, value, round, seq, t, process)
+     SELECT $1::BIGINT, u.cell_id, u.metric, u.unit, u.value, u.round, u.seq, u.t, u.process
      FROM UNNEST($2::BIGINT[], $3::TEXT[], $4::TEXT[], $5::DOUBLE PRECISION[], $6::BIGINT[],
-                 $7::BIGINT[], $8::DOUBLE PRECISION[]) WITH ORDINALITY
-         AS u(cell_id, metric, unit, value, round, seq, t, ord)
+                 $7::BIGINT[], $8::DOUBLE PRECISION[], $9::BIGINT[]) WITH ORDINALITY
+         AS u(cell_id, metric, unit, value, round, seq, t, process, ord)
      ORDER BY ord
      ON CONFLICT (cell_id, metric, round, seq) DO NOTHING";
 
@@ -551,7 +557,7 @@ impl StoreRead for PgStore {
         let (cond, _) = scope_sql(scope, "s");
         let mut rows = conn.query_raw(
             &format!(
-                "SELECT s.cell_id, s.metric, s.unit, s.value, s.round, s.seq, s.t
+                "SELECT s.cell_id, s.metric, s.unit, s.value, s.round, s.seq, s.t, s.process
                  FROM samples s WHERE {cond} ORDER BY s.cell_id, s.id"
             ),
             [&arg],
@@ -566,6 +572,11 @@ impl StoreRead for PgStore {
                 round: u32_col(&r, 4)?,
                 seq: u32_col(&r, 5)?,
                 t: r.get(6),
+                process: r
+                    .get::<_, Option<i64>>(7)
+                    .map(u32::try_from)
+                    .transpose()
+                    .context("sample process out of range")?,
             });
         }
         Ok(cells
@@ -846,6 +857,7 @@ impl PgStore {
         let round: Vec<i64> = samples.iter().map(|s| i64::from(s.round)).collect();
         let seq: Vec<i64> = samples.iter().map(|s| i64::from(s.seq)).collect();
         let t: Vec<f64> = samples.iter().map(|s| s.t).collect();
+        let process: Vec<Option<i64>> = samples.iter().map(|s| s.process.map(i64::from)).collect();
         let conn = self.conn.get_mut();
         let st = match &self.insert_samples {
             Some(st) => st.clone(),
@@ -857,7 +869,9 @@ impl PgStore {
         };
         let n = conn.execute(
             &st,
-            &[&run_id, &cell, &metric, &unit, &value, &round, &seq, &t],
+            &[
+                &run_id, &cell, &metric, &unit, &value, &round, &seq, &t, &process,
+            ],
         )?;
         Ok(n as usize)
     }

@@ -131,6 +131,7 @@ impl Sink for StoreSink<'_> {
                         round: s.round,
                         seq,
                         t: s.t,
+                        process: s.process,
                     });
                 }
                 self.added += self.store.add_samples(run_id, &recs)?;

@@ -126,6 +126,10 @@ ALTER TABLE failures ADD COLUMN seq INTEGER;
 UPDATE failures SET seq = id;
 CREATE UNIQUE INDEX failures_identity ON failures(cell_id, seq);
 "#,
+    // 4: the process of a cell that took each sample (`--processes`).
+    r#"
+ALTER TABLE samples ADD COLUMN process INTEGER;
+"#,
 ];
 
 pub struct SqliteStore {
@@ -537,7 +541,7 @@ impl StoreRead for SqliteStore {
         // from index samples_cell, the rows come out in (cell, id) order
         // without a sort: 10^6 samples load in a fraction of a second.
         let mut st = self.conn.prepare(&format!(
-            "SELECT s.cell_id, s.metric, s.unit, s.value, s.round, s.seq, s.t
+            "SELECT s.cell_id, s.metric, s.unit, s.value, s.round, s.seq, s.t, s.process
              FROM cells c JOIN samples s ON s.cell_id = c.id WHERE {cond} ORDER BY c.id, s.id"
         ))?;
         let mut by_cell: std::collections::HashMap<i64, Vec<SampleRec>> =
@@ -566,6 +570,7 @@ impl StoreRead for SqliteStore {
                 round: r.get(4)?,
                 seq: r.get(5)?,
                 t: r.get(6)?,
+                process: r.get(7)?,
             });
         }
         Ok(cells
@@ -784,13 +789,13 @@ impl StoreWrite for SqliteStore {
             let mut added = 0;
             {
                 let mut st = tx.prepare_cached(
-                    "INSERT INTO samples (run_id, cell_id, metric, unit, value, round, seq, t)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
+                    "INSERT INTO samples (run_id, cell_id, metric, unit, value, round, seq, t, process)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
                      ON CONFLICT (cell_id, metric, round, seq) DO NOTHING",
                 )?;
                 for s in samples {
                     added += st.execute(params![
-                        run_id, s.cell_id, s.metric, s.unit, s.value, s.round, s.seq, s.t
+                        run_id, s.cell_id, s.metric, s.unit, s.value, s.round, s.seq, s.t, s.process
                     ])?;
                 }
             }

@@ -321,7 +321,10 @@ pub mod testing {
     /// metric 0 and the instance (for notes and placement).
     pub fn run(b: &dyn Bench, given: &[(&str, &str)], n: usize) -> (Vec<f64>, Box<dyn Instance>) {
         let p = params(b, given).unwrap_or_else(|e| panic!("{}: {e}", b.name()));
-        let s = RunSettings { sample_time: 0.02 };
+        let s = RunSettings {
+            sample_time: 0.02,
+            process: None,
+        };
         let mut inst = b
             .instantiate(&p, &s)
             .unwrap_or_else(|e| panic!("{}: {e:#}", b.name()));

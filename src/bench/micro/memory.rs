@@ -474,7 +474,10 @@ mod tests {
         // brk moves the heap that malloc uses: run it in a child so the
         // test harness's other threads cannot allocate meanwhile.
         let p = crate::bench::Params::resolve(&Brk, &[]).unwrap();
-        let settings = RunSettings { sample_time: 0.02 };
+        let settings = RunSettings {
+            sample_time: 0.02,
+            process: None,
+        };
         if threads().unwrap_or(1) > 1 {
             let e = Brk.instantiate(&p, &settings).err().unwrap();
             assert!(e.to_string().contains("single-threaded"), "{e}");

@@ -504,7 +504,13 @@ mod tests {
         let home = crate::system::get_affinity().unwrap();
         crate::system::set_affinity(&crate::units::CpuSet(vec![home.0[0]])).unwrap();
         let p = params(&PipeBw, &[]).unwrap();
-        let r = PipeBw.instantiate(&p, &RunSettings { sample_time: 0.02 });
+        let r = PipeBw.instantiate(
+            &p,
+            &RunSettings {
+                sample_time: 0.02,
+                process: None,
+            },
+        );
         crate::system::set_affinity(&home).unwrap();
         let err = r.err().expect("cross on one CPU must fail");
         assert_eq!(crate::error::exit_code(&err), 2, "bad input");

@@ -67,8 +67,14 @@ mod tests {
 
     fn instance(work: &str) -> Box<dyn Instance> {
         let p = Params::resolve(&Spin, &[("work".into(), raw_from_str(work))]).unwrap();
-        Spin.instantiate(&p, &RunSettings { sample_time: 0.01 })
-            .unwrap()
+        Spin.instantiate(
+            &p,
+            &RunSettings {
+                sample_time: 0.01,
+                process: None,
+            },
+        )
+        .unwrap()
     }
 
     fn one(inst: &mut Box<dyn Instance>) -> f64 {

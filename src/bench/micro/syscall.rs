@@ -119,7 +119,10 @@ mod tests {
 
     #[test]
     fn syscall_and_vdso_costs_are_in_a_sane_range() {
-        let s = RunSettings { sample_time: 0.02 };
+        let s = RunSettings {
+            sample_time: 0.02,
+            process: None,
+        };
         let run = |b: &dyn Bench| {
             let p = Params::resolve(b, &[]).unwrap();
             let mut inst = b.instantiate(&p, &s).unwrap();

@@ -1334,7 +1334,10 @@ mod tests {
         Params::resolve(&super::super::Scale(tc), &given).unwrap()
     }
 
-    const SETTINGS: RunSettings = RunSettings { sample_time: 0.05 };
+    const SETTINGS: RunSettings = RunSettings {
+        sample_time: 0.05,
+        process: None,
+    };
 
     /// The ids of a cell's tasks, helpers and cell process.
     pub(super) fn ids(cell: &ScaleCell) -> Vec<i32> {

@@ -48,6 +48,7 @@ fn selections(st: &MemoryStore, specs: &[&str]) -> Vec<super::Selection> {
                 fixed: op.filters.iter().map(|(k, _)| k.clone()).collect(),
                 cells: select::narrow(&op, crate::store::StoreRead::cells(st, op.scope).unwrap())
                     .unwrap(),
+                boots: Default::default(),
             }
         })
         .collect()
@@ -130,6 +131,7 @@ fn env_factor_selections(fix: &str) -> Vec<super::Selection> {
             name: format!("w:{fix}={work}"),
             fixed: vec![fix.to_string()],
             cells,
+            boots: Default::default(),
         }
     };
     vec![sel("1000", 100.0), sel("1050", 105.0)]
@@ -149,4 +151,113 @@ fn a_parameter_an_env_factor_sets_takes_no_part_in_pairing() {
         assert!(c.unpaired.is_empty(), "{fix}: {:?}", c.unpaired);
         assert!(c.rows.iter().all(|r| r.versus[0].delta > 0.04), "{fix}");
     }
+}
+
+/// 40 benchmarks whose two variants are the same normal noise (A/A),
+/// seeded per benchmark, variant and sample.
+fn aa_store(cells: usize, samples: u32, seed: u64) -> MemoryStore {
+    let mut st = MemoryStore::new();
+    let benches = (0..cells)
+        .map(|k| {
+            let name = format!("aa{k:02}");
+            bench(
+                Fake::new(&name, ns(), move |v, i| {
+                    let s = seed ^ ((k as u64) << 32) ^ ((v as u64) << 24) ^ u64::from(i);
+                    100.0 + crate::stats::sim::rng(s).std_normal()
+                }),
+                &[1, 2],
+            )
+        })
+        .collect();
+    testing::run(&mut st, &plan("aa", benches), &options(samples, 0), None);
+    st
+}
+
+#[test]
+fn a_compare_of_40_aa_cells_adjusts_across_the_family() {
+    let st = aa_store(40, 8, 1);
+    let sels = selections(&st, &["1:variant=1", "1:variant=2"]);
+    let c = super::compare_adjusted(
+        &sels,
+        Test::Welch,
+        95.0,
+        0.01,
+        crate::stats::multiple::Adjust::Holm,
+    )
+    .unwrap();
+    assert_eq!((c.rows.len(), c.family), (40, 40));
+    let vs: Vec<_> = c.rows.iter().map(|r| &r.versus[0]).collect();
+    // Holm's smallest adjusted p is 40 times the smallest p.
+    let min_p = vs.iter().map(|v| v.p.unwrap()).fold(1.0, f64::min);
+    let min_adj = vs.iter().map(|v| v.p_adjusted.unwrap()).fold(1.0, f64::min);
+    assert!((min_adj - (40.0 * min_p).min(1.0)).abs() < 1e-12);
+    for v in &vs {
+        assert_eq!(v.significant, v.p_adjusted.unwrap() < 0.05);
+        // Every result that shows no difference says what it could have
+        // seen, at the level a lone change must pass (0.05 / 40).
+        let pw = v.power.expect("a power statement");
+        assert!(pw.detectable > 0.005 && pw.detectable < 0.05, "{pw:?}");
+        assert!(pw.need.unwrap() > 8);
+    }
+    let text = render(&Document::Compare(&c), Format::Text).unwrap();
+    assert!(text.contains("over a family of 40 tests"), "{text}");
+    assert!(text.contains("could detect"), "{text}");
+    let json = render(&Document::Compare(&c), Format::Json).unwrap();
+    assert!(
+        json.contains("\"p_adjusted\"") && json.contains("\"family\": 40"),
+        "{json}"
+    );
+}
+
+#[test]
+fn aa_compares_flag_a_family_at_most_5_percent_of_the_time_with_holm() {
+    // 40 families of 40 A/A cells: before adjustment most families flag
+    // a cell (1 - 0.95^40 = 87%); after Holm's, few.
+    let (mut raw, mut holm) = (0, 0);
+    for seed in 0..40 {
+        let st = aa_store(40, 6, 1000 + seed);
+        let sels = selections(&st, &["1:variant=1", "1:variant=2"]);
+        let c = compare(&sels, Test::Welch, 95.0, 0.01).unwrap();
+        let vs = c.rows.iter().map(|r| &r.versus[0]);
+        raw += usize::from(vs.clone().any(|v| v.p.unwrap() < 0.05));
+        holm += usize::from(vs.clone().any(|v| v.significant));
+    }
+    eprintln!("40 families of 40 A/A cells: raw {raw}, Holm {holm} flagged");
+    assert!(raw >= 25, "raw {raw}");
+    assert!(holm <= 2, "Holm {holm}");
+}
+
+#[test]
+fn fdr_adjusts_by_benjamini_hochberg_and_a_lone_test_keeps_its_p() {
+    let st = store();
+    let sels = selections(&st, &["1:variant=1", "1:variant=2"]);
+    let c = super::compare_adjusted(
+        &sels,
+        Test::Welch,
+        95.0,
+        0.01,
+        crate::stats::multiple::Adjust::BenjaminiHochberg,
+    )
+    .unwrap();
+    let p: Vec<_> = c.rows.iter().map(|r| r.versus[0].p).collect();
+    let want =
+        crate::stats::multiple::adjust(&p, crate::stats::multiple::Adjust::BenjaminiHochberg);
+    let got: Vec<_> = c.rows.iter().map(|r| r.versus[0].p_adjusted).collect();
+    assert_eq!(got, want);
+    // Real 10% changes stay significant, and say nothing of power.
+    assert!(
+        c.rows
+            .iter()
+            .all(|r| r.versus[0].significant && r.versus[0].power.is_none())
+    );
+    let one = selections(&st, &["1:variant=1", "1:variant=2"])
+        .into_iter()
+        .map(|mut s| {
+            s.cells.retain(|(c, _)| c.info.bench == "getppid");
+            s
+        })
+        .collect::<Vec<_>>();
+    let c = compare(&one, Test::Welch, 95.0, 0.01).unwrap();
+    assert_eq!(c.family, 1);
+    assert_eq!(c.rows[0].versus[0].p_adjusted, c.rows[0].versus[0].p);
 }

@@ -1,0 +1,68 @@
+//! Seeded random draws for the statistics' simulation tests (test builds
+//! only): uniform and normal values from ChaCha8, so every simulation is
+//! deterministic and a failure replays.
+
+use rand::{RngExt, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+/// A seeded generator.
+pub struct Rng(ChaCha8Rng);
+
+pub fn rng(seed: u64) -> Rng {
+    Rng(ChaCha8Rng::seed_from_u64(seed))
+}
+
+impl Rng {
+    /// Uniform in (0, 1).
+    pub fn uniform(&mut self) -> f64 {
+        loop {
+            let u: f64 = self.0.random();
+            if u > 0.0 {
+                return u;
+            }
+        }
+    }
+
+    /// A standard normal value (Box-Muller; one of the pair is dropped,
+    /// simplicity over speed).
+    pub fn std_normal(&mut self) -> f64 {
+        let (u1, u2) = (self.uniform(), self.uniform());
+        (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos()
+    }
+}
+
+/// A normal distribution to draw samples from.
+#[derive(Clone, Copy, Debug)]
+pub struct Normal {
+    pub mean: f64,
+    pub sd: f64,
+}
+
+impl Normal {
+    pub fn new(mean: f64, sd: f64) -> Normal {
+        Normal { mean, sd }
+    }
+
+    pub fn one(&self, r: &mut Rng) -> f64 {
+        self.mean + self.sd * r.std_normal()
+    }
+
+    pub fn draw(&self, r: &mut Rng, n: usize) -> Vec<f64> {
+        (0..n).map(|_| self.one(r)).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn draws_have_the_asked_moments() {
+        let mut r = rng(1);
+        let v = Normal::new(10.0, 2.0).draw(&mut r, 20_000);
+        let m = v.iter().sum::<f64>() / v.len() as f64;
+        let sd = (v.iter().map(|x| (x - m) * (x - m)).sum::<f64>() / (v.len() - 1) as f64).sqrt();
+        assert!((m - 10.0).abs() < 0.05, "{m}");
+        assert!((sd - 2.0).abs() < 0.05, "{sd}");
+    }
+}
