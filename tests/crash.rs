@@ -331,11 +331,7 @@ fn a_full_disk_stops_the_run_cleanly_and_a_rerun_completes_the_campaign() {
         .env("NO_COLOR", "1")
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    common::assert_ok(&out);
     let after = stored(&db);
     assert!(have.is_subset(&after), "samples of the first run lost");
     let v = common::json(
@@ -501,11 +497,7 @@ fn a_postgres_server_killed_mid_run_loses_nothing_and_a_rerun_completes() {
         .arg(&plan)
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    common::assert_ok(&out);
     let (after, dup) = pg_stored(&url);
     assert_eq!(dup, 0);
     assert!(have.is_subset(&after));

@@ -224,11 +224,7 @@ fn html_renders_in_headless_chromium_without_errors_or_requests() {
         .arg(format!("file://{}", page.display()))
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    common::assert_ok(&out);
     let err = String::from_utf8_lossy(&out.stderr);
     // Page console messages are logged as `CONSOLE(line)`.
     assert!(!err.contains("CONSOLE"), "{err}");

@@ -7,6 +7,8 @@
 //! ignored test, run by hand in release mode:
 //! `cargo test --release --test scale -- --ignored fidelity --nocapture`.
 
+mod common;
+
 use assert_cmd::Command;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -67,11 +69,7 @@ fn idle_is_recorded_per_interval() {
         ])
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    common::assert_ok(&out);
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let idle = v["cells"]
         .as_array()
@@ -418,11 +416,7 @@ fn c_testcase_runs_in_both_modes_and_leaves_nothing_behind() {
         ])
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    common::assert_ok(&out);
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let cells: Vec<&serde_json::Value> = v["cells"]
         .as_array()
@@ -573,11 +567,7 @@ measure = ["real"]
         .args(["run", plan.to_str().unwrap(), "--warmup", "0", "-q"])
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    common::assert_ok(&out);
     let env = std::fs::read_to_string(&env).unwrap();
     assert!(env.contains("KBENCH_DB="), "{env}");
     assert!(!env.contains("KBENCH_ASLR_REEXEC"), "{env}");
@@ -636,11 +626,7 @@ sweep = { tasks = [1, 2] }
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    common::assert_ok(&out);
     assert!(text.contains("scaling: t.c"), "{text}");
     assert!(text.contains("flattens (eff < 0.80)"), "{text}");
     let bad = write(
@@ -1015,11 +1001,7 @@ sweep = { tasks = [1, 2] }
         .args(["report", "wis-csv", "--format", "wis-csv"])
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    common::assert_ok(&out);
     let csv = String::from_utf8(out.stdout).unwrap();
     let lines: Vec<&str> = csv.lines().collect();
     assert_eq!(lines.len(), 4, "{csv}");

@@ -33,13 +33,7 @@ pub struct Builds<'a> {
 
 /// Default cache: `$XDG_CACHE_HOME/kbench/bisect` (or `~/.cache/...`).
 pub fn default_root() -> PathBuf {
-    std::env::var_os("XDG_CACHE_HOME")
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
-        .unwrap_or_else(std::env::temp_dir)
-        .join("kbench")
-        .join("bisect")
+    crate::system::cache_dir("bisect")
 }
 
 impl<'a> Builds<'a> {

@@ -643,6 +643,23 @@ fn half(p: &Point) -> Option<f64> {
     p.ci95.map(|[lo, hi]| (hi - lo) / 2.0)
 }
 
+/// The point's 95% interval as `lo .. hi` in its unit, or `-`.
+fn ci_range(p: &Point, unit: &str, unicode: bool) -> String {
+    p.ci95.map_or("-".into(), |[lo, hi]| {
+        format!(
+            "{} .. {}",
+            human::value(lo, unit, half(p), unicode),
+            human::value(hi, unit, half(p), unicode)
+        )
+    })
+}
+
+/// The ids of the runs pooled in a point, joined by `sep`.
+fn runs_text(p: &Point, sep: &str) -> String {
+    let runs: Vec<String> = p.runs.iter().map(|r| r.to_string()).collect();
+    runs.join(sep)
+}
+
 fn step_text(p: &Point) -> String {
     match &p.step {
         Some(s) if s.change.is_finite() => {
@@ -837,15 +854,8 @@ pub fn markdown(h: &History) -> String {
         );
         for p in &s.points {
             let cp = s.change_points.iter().any(|c| c.index == p.index);
-            let ci = p.ci95.map_or("-".into(), |[lo, hi]| {
-                format!(
-                    "{} .. {}",
-                    human::value(lo, &s.unit, half(p), unicode),
-                    human::value(hi, &s.unit, half(p), unicode)
-                )
-            });
+            let ci = ci_range(p, &s.unit, unicode);
             let step = step_text(p).trim_end().replace('*', "\\*");
-            let runs: Vec<String> = p.runs.iter().map(|r| r.to_string()).collect();
             let _ = writeln!(
                 o,
                 "| {}{} | {} | {} | {} | {} | {} | {} | {} |",
@@ -853,7 +863,7 @@ pub fn markdown(h: &History) -> String {
                 if cp { " ⟂" } else { "" },
                 e(&p.label),
                 date(p.time),
-                runs.join(", "),
+                runs_text(p, ", "),
                 p.n,
                 human::value(p.mean, &s.unit, half(p), unicode),
                 ci,
@@ -932,7 +942,6 @@ pub fn csv(h: &History) -> String {
     for (si, s) in h.series.iter().enumerate() {
         for p in &s.points {
             let cp = s.change_points.iter().find(|c| c.index == p.index);
-            let runs: Vec<String> = p.runs.iter().map(|r| r.to_string()).collect();
             let _ = writeln!(
                 o,
                 "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
@@ -944,7 +953,7 @@ pub fn csv(h: &History) -> String {
                 q(&p.label),
                 q(p.revision.as_deref().unwrap_or("")),
                 p.time,
-                q(&runs.join(" ")),
+                q(&runs_text(p, " ")),
                 p.n,
                 p.mean,
                 p.stddev,
@@ -980,14 +989,7 @@ pub fn html(h: &History) -> String {
         );
         for p in &s.points {
             let cp = s.change_points.iter().any(|c| c.index == p.index);
-            let ci = p.ci95.map_or("-".into(), |[lo, hi]| {
-                format!(
-                    "{} .. {}",
-                    human::value(lo, &s.unit, half(p), unicode),
-                    human::value(hi, &s.unit, half(p), unicode)
-                )
-            });
-            let runs: Vec<String> = p.runs.iter().map(|r| r.to_string()).collect();
+            let ci = ci_range(p, &s.unit, unicode);
             let sig = p.step.as_ref().is_some_and(|x| x.significant);
             let _ = writeln!(
                 o,
@@ -1001,7 +1003,7 @@ pub fn html(h: &History) -> String {
                 p.index + 1,
                 esc(&p.label),
                 esc(&date(p.time)),
-                esc(&runs.join(", ")),
+                esc(&runs_text(p, ", ")),
                 p.n,
                 esc(&human::value(p.mean, &s.unit, half(p), unicode)),
                 esc(&ci),

@@ -159,19 +159,7 @@ fn bar_chart(
                 && l.is_finite()
                 && u.is_finite()
             {
-                let cx = x + bar_w / 2.0;
-                let _ = write!(
-                    o,
-                    "<path d=\"M{cx:.1} {:.1}V{:.1}M{:.1} {:.1}H{:.1}M{:.1} {:.1}H{:.1}\" stroke=\"#000\" fill=\"none\"/>",
-                    y(*l),
-                    y(*u),
-                    cx - 3.0,
-                    y(*l),
-                    cx + 3.0,
-                    cx - 3.0,
-                    y(*u),
-                    cx + 3.0
-                );
+                error_bar(&mut o, x + bar_w / 2.0, y(*l), y(*u), "#000");
             }
         }
         let _ = write!(
@@ -202,6 +190,19 @@ fn bar_chart(
 
 /// The bars of a table: a category per row, a series per group and
 /// column.
+/// An interval's error bar at `cx`: a vertical line from `yl` to `yu`
+/// with a 6-px cap at each end (the bar and sweep charts both draw them).
+fn error_bar(o: &mut String, cx: f64, yl: f64, yu: f64, stroke: &str) {
+    let _ = write!(
+        o,
+        "<path d=\"M{cx:.1} {yl:.1}V{yu:.1}M{:.1} {yl:.1}H{:.1}M{:.1} {yu:.1}H{:.1}\" stroke=\"{stroke}\" fill=\"none\"/>",
+        cx - 3.0,
+        cx + 3.0,
+        cx - 3.0,
+        cx + 3.0
+    );
+}
+
 fn table_chart(t: &Table) -> String {
     let series: Vec<String> = t
         .groups
@@ -408,18 +409,7 @@ fn sweep_chart(t: &Table) -> Option<String> {
                 && l.is_finite()
                 && u.is_finite()
             {
-                let _ = write!(
-                    o,
-                    "<path d=\"M{cx:.1} {:.1}V{:.1}M{:.1} {:.1}H{:.1}M{:.1} {:.1}H{:.1}\" stroke=\"{c}\" fill=\"none\"/>",
-                    y(*l),
-                    y(*u),
-                    cx - 3.0,
-                    y(*l),
-                    cx + 3.0,
-                    cx - 3.0,
-                    y(*u),
-                    cx + 3.0
-                );
+                error_bar(&mut o, cx, y(*l), y(*u), c);
             }
             let _ = write!(
                 o,

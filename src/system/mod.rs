@@ -233,3 +233,16 @@ pub fn pipe_cloexec() -> std::io::Result<(OwnedFd, OwnedFd)> {
 pub fn get_affinity() -> std::io::Result<CpuSet> {
     os::get_affinity()
 }
+
+/// kbench's cache directory `sub`: `$XDG_CACHE_HOME/kbench/SUB`, else
+/// `~/.cache/kbench/SUB`, else under the temporary directory.
+pub fn cache_dir(sub: &str) -> std::path::PathBuf {
+    use std::path::PathBuf;
+    std::env::var_os("XDG_CACHE_HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
+        .unwrap_or_else(std::env::temp_dir)
+        .join("kbench")
+        .join(sub)
+}

@@ -71,3 +71,13 @@ pub fn stdout(c: &mut assert_cmd::Command) -> String {
     );
     String::from_utf8(out.stdout).expect("utf-8")
 }
+
+/// A finished command must have succeeded; its stderr is the message if not.
+#[track_caller]
+pub fn assert_ok(out: &std::process::Output) {
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

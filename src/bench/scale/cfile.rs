@@ -119,13 +119,7 @@ fn hash(parts: &[&[u8]]) -> u64 {
 }
 
 fn cache_dir() -> PathBuf {
-    std::env::var_os("XDG_CACHE_HOME")
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
-        .unwrap_or_else(std::env::temp_dir)
-        .join("kbench")
-        .join("testcases")
+    crate::system::cache_dir("testcases")
 }
 
 /// Compile `path` (unless an identical build is cached); returns the .so.

@@ -173,18 +173,19 @@ fn aa_store(cells: usize, samples: u32, seed: u64) -> MemoryStore {
     st
 }
 
+/// Welch at 95% and a 1% threshold, adjusted across the family by `adjust`.
+fn welch_adjusted(
+    sels: &[super::Selection],
+    adjust: crate::stats::multiple::Adjust,
+) -> super::Comparison {
+    super::compare_adjusted(sels, Test::Welch, 95.0, 0.01, adjust).unwrap()
+}
+
 #[test]
 fn a_compare_of_40_aa_cells_adjusts_across_the_family() {
     let st = aa_store(40, 8, 1);
     let sels = selections(&st, &["1:variant=1", "1:variant=2"]);
-    let c = super::compare_adjusted(
-        &sels,
-        Test::Welch,
-        95.0,
-        0.01,
-        crate::stats::multiple::Adjust::Holm,
-    )
-    .unwrap();
+    let c = welch_adjusted(&sels, crate::stats::multiple::Adjust::Holm);
     assert_eq!((c.rows.len(), c.family), (40, 40));
     let vs: Vec<_> = c.rows.iter().map(|r| &r.versus[0]).collect();
     // Holm's smallest adjusted p is 40 times the smallest p.
@@ -231,14 +232,7 @@ fn aa_compares_flag_a_family_at_most_5_percent_of_the_time_with_holm() {
 fn fdr_adjusts_by_benjamini_hochberg_and_a_lone_test_keeps_its_p() {
     let st = store();
     let sels = selections(&st, &["1:variant=1", "1:variant=2"]);
-    let c = super::compare_adjusted(
-        &sels,
-        Test::Welch,
-        95.0,
-        0.01,
-        crate::stats::multiple::Adjust::BenjaminiHochberg,
-    )
-    .unwrap();
+    let c = welch_adjusted(&sels, crate::stats::multiple::Adjust::BenjaminiHochberg);
     let p: Vec<_> = c.rows.iter().map(|r| r.versus[0].p).collect();
     let want =
         crate::stats::multiple::adjust(&p, crate::stats::multiple::Adjust::BenjaminiHochberg);
