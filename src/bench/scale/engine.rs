@@ -357,12 +357,32 @@ fn child_setup(parent: libc::pid_t, cpu: Option<usize>) {
     }
 }
 
+unsafe extern "C" {
+    // glibc's; not in the libc crate.
+    fn pthread_setcanceltype(kind: c_int, old: *mut c_int) -> c_int;
+}
+/// glibc's `PTHREAD_CANCEL_ASYNCHRONOUS`.
+const PTHREAD_CANCEL_ASYNCHRONOUS: c_int = 1;
+
 /// A detached pthread running `f` (raw pthreads: the cell process was
 /// forked from kbench, and this avoids std's thread bookkeeping there).
+///
+/// The thread's cancellation type is asynchronous, as will-it-scale's
+/// threads are (its `main.c` sets it for `pthread_cancel`; kbench cancels
+/// nothing). It matters to the numbers: in a threaded process glibc wraps
+/// every cancellation-point call (read, write, close, poll, fcntl...) in
+/// `__pthread_enable/disable_asynccancel`, which do two atomic
+/// compare-and-swaps under the default deferred type and return at once
+/// under the asynchronous one. Measured here: `dup1` threads read 0.867 of
+/// will-it-scale's binary, with 17% of the task's samples in those two
+/// functions against 3.4% in will-it-scale's task (`perf record -t`).
 fn spawn_thread(f: Box<dyn FnOnce() + Send>) -> anyhow::Result<()> {
     extern "C" fn tramp(p: *mut c_void) -> *mut c_void {
         // SAFETY: p is the Box leaked below, taken back exactly once.
         let f = unsafe { Box::from_raw(p as *mut Box<dyn FnOnce() + Send>) };
+        // SAFETY: sets this thread's own cancellation type; a null old-type
+        // pointer is allowed by glibc.
+        unsafe { pthread_setcanceltype(PTHREAD_CANCEL_ASYNCHRONOUS, std::ptr::null_mut()) };
         f();
         std::ptr::null_mut()
     }
