@@ -392,16 +392,27 @@ struct CommandInstance {
     cell_prepared: bool,
 }
 
-impl CommandInstance {
-    fn new(spec: Arc<CommandSpec>, params: &Params) -> anyhow::Result<CommandInstance> {
-        install_reaper();
-        let scratch = std::env::temp_dir().join(format!(
+/// A new scratch directory `$TMPDIR/kbench-PID-N`. A name left behind by
+/// a killed process whose pid this one now has is skipped, not reused.
+fn fresh_scratch() -> anyhow::Result<PathBuf> {
+    loop {
+        let dir = std::env::temp_dir().join(format!(
             "kbench-{}-{}",
             std::process::id(),
             SCRATCH_SEQ.fetch_add(1, Ordering::Relaxed)
         ));
-        std::fs::create_dir_all(&scratch)
-            .map_err(|e| anyhow::anyhow!("cannot create {}: {e}", scratch.display()))?;
+        match std::fs::create_dir(&dir) {
+            Ok(()) => return Ok(dir),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => anyhow::bail!("cannot create {}: {e}", dir.display()),
+        }
+    }
+}
+
+impl CommandInstance {
+    fn new(spec: Arc<CommandSpec>, params: &Params) -> anyhow::Result<CommandInstance> {
+        install_reaper();
+        let scratch = fresh_scratch()?;
         let base = spec.base_dir.clone();
         let scratch_s = scratch.display().to_string();
         let vars = |n: &str| -> Option<String> {

@@ -162,18 +162,27 @@ impl TempFile {
         use std::io::{Read, Write};
         use std::os::unix::fs::OpenOptionsExt;
         let dir = dir.map(PathBuf::from).unwrap_or_else(std::env::temp_dir);
-        let path = dir.join(format!(
-            "kbench-{}-{}",
-            std::process::id(),
-            TEMP_SEQ.fetch_add(1, Ordering::Relaxed)
-        ));
-        let t = TempFile { path };
-        let mut f = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(mode)
-            .open(&t.path)
-            .with_context(|| format!("creating {}", t.path.display()))?;
+        // A name left behind by a killed process whose pid this one now
+        // has is skipped, not reused.
+        let (t, mut f) = loop {
+            let path = dir.join(format!(
+                "kbench-{}-{}",
+                std::process::id(),
+                TEMP_SEQ.fetch_add(1, Ordering::Relaxed)
+            ));
+            match std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(mode)
+                .open(&path)
+            {
+                Ok(f) => break (TempFile { path }, f),
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+                Err(e) => {
+                    return Err(e).with_context(|| format!("creating {}", path.display()));
+                }
+            }
+        };
         let block = vec![0x5au8; 1 << 16];
         let mut left = size;
         while left > 0 {
@@ -401,5 +410,35 @@ mod tests {
         assert_ne!(fs_type(&p), "unknown");
         drop(t);
         assert!(!p.exists());
+    }
+}
+
+#[cfg(test)]
+mod temp_tests {
+    use super::{TEMP_SEQ, TempFile};
+    use std::sync::atomic::Ordering;
+
+    #[test]
+    fn a_name_a_killed_process_left_behind_is_skipped() {
+        // What a killed kbench whose pid this process now has left in
+        // $TMPDIR: its next names, one a directory, the others files.
+        let dir = tempfile::tempdir().unwrap();
+        let next = TEMP_SEQ.load(Ordering::Relaxed);
+        let stale: Vec<_> = (next..next + 4)
+            .map(|i| {
+                dir.path()
+                    .join(format!("kbench-{}-{i}", std::process::id()))
+            })
+            .collect();
+        std::fs::create_dir(&stale[0]).unwrap();
+        for p in &stale[1..] {
+            std::fs::write(p, b"stale").unwrap();
+        }
+        let t = TempFile::create(dir.path().to_str(), 4096, 0o600).unwrap();
+        assert!(!stale.contains(&t.path), "{}", t.path.display());
+        assert_eq!(std::fs::metadata(&t.path).unwrap().len(), 4096);
+        for p in &stale[1..] {
+            assert_eq!(std::fs::read(p).unwrap(), b"stale", "{}", p.display());
+        }
     }
 }
