@@ -100,7 +100,7 @@ fn getppid1_scales_with_processes_and_threads_work() {
     // Many short intervals, interleaved by the runner: on a machine shared
     // with other work, some intervals find both CPUs free.
     let opts = "interval=0.1,warmup=1,intervals=4";
-    let free_before = kbench::test_support::cpus_free(2, "the 2-task speed-up");
+    let free_before = common::cpus_free(2, "the 2-task speed-up");
     let cells = run_json(
         tmp.path(),
         &[
@@ -123,8 +123,7 @@ fn getppid1_scales_with_processes_and_threads_work() {
     // Two tasks can only beat one when nothing else wants the CPUs: the
     // speed-up is judged when two busy threads got whole CPUs before and
     // after the run.
-    let free =
-        cpus >= 2 && free_before && kbench::test_support::cpus_free(2, "the 2-task speed-up");
+    let free = cpus >= 2 && free_before && common::cpus_free(2, "the 2-task speed-up");
     if free {
         assert!(
             two >= 1.6 * one,

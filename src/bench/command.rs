@@ -30,7 +30,7 @@
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -372,8 +372,6 @@ impl Bench for CommandBench {
     }
 }
 
-static SCRATCH_SEQ: AtomicU64 = AtomicU64::new(0);
-
 struct CommandInstance {
     spec: Arc<CommandSpec>,
     run: Vec<String>,
@@ -392,27 +390,11 @@ struct CommandInstance {
     cell_prepared: bool,
 }
 
-/// A new scratch directory `$TMPDIR/kbench-PID-N`. A name left behind by
-/// a killed process whose pid this one now has is skipped, not reused.
-fn fresh_scratch() -> anyhow::Result<PathBuf> {
-    loop {
-        let dir = std::env::temp_dir().join(format!(
-            "kbench-{}-{}",
-            std::process::id(),
-            SCRATCH_SEQ.fetch_add(1, Ordering::Relaxed)
-        ));
-        match std::fs::create_dir(&dir) {
-            Ok(()) => return Ok(dir),
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-            Err(e) => anyhow::bail!("cannot create {}: {e}", dir.display()),
-        }
-    }
-}
-
 impl CommandInstance {
     fn new(spec: Arc<CommandSpec>, params: &Params) -> anyhow::Result<CommandInstance> {
         install_reaper();
-        let scratch = fresh_scratch()?;
+        let (scratch, ()) =
+            super::create_unique(&std::env::temp_dir(), |p| std::fs::create_dir(p))?;
         let base = spec.base_dir.clone();
         let scratch_s = scratch.display().to_string();
         let vars = |n: &str| -> Option<String> {

@@ -18,6 +18,31 @@ use std::fmt;
 use std::ops::Deref;
 use std::sync::Arc;
 
+/// Numbers the `kbench-PID-N` names of the process's temporary files and
+/// scratch directories.
+pub(crate) static TEMP_SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// Creates `DIR/kbench-PID-N` with `create` for the next free N: a name
+/// that a killed kbench whose pid this process now has left behind is
+/// skipped, not reused. Other errors name the path.
+pub(crate) fn create_unique<T>(
+    dir: &std::path::Path,
+    create: impl Fn(&std::path::Path) -> std::io::Result<T>,
+) -> anyhow::Result<(std::path::PathBuf, T)> {
+    loop {
+        let path = dir.join(format!(
+            "kbench-{}-{}",
+            std::process::id(),
+            TEMP_SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+        ));
+        match create(&path) {
+            Ok(t) => return Ok((path, t)),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => anyhow::bail!("cannot create {}: {e}", path.display()),
+        }
+    }
+}
+
 pub use params::{ParamDef, ParamType, Params, Value};
 
 /// What kind of measurement a benchmark is (DESIGN.md "Concepts").

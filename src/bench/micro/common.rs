@@ -8,7 +8,6 @@ use std::io;
 use std::os::fd::RawFd;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::{Instance, Measure};
 
@@ -147,8 +146,6 @@ impl Drop for PageBuf {
     }
 }
 
-static TEMP_SEQ: AtomicU64 = AtomicU64::new(0);
-
 /// A file kbench created for a benchmark; removed on drop.
 pub struct TempFile {
     pub path: PathBuf,
@@ -162,27 +159,14 @@ impl TempFile {
         use std::io::{Read, Write};
         use std::os::unix::fs::OpenOptionsExt;
         let dir = dir.map(PathBuf::from).unwrap_or_else(std::env::temp_dir);
-        // A name left behind by a killed process whose pid this one now
-        // has is skipped, not reused.
-        let (t, mut f) = loop {
-            let path = dir.join(format!(
-                "kbench-{}-{}",
-                std::process::id(),
-                TEMP_SEQ.fetch_add(1, Ordering::Relaxed)
-            ));
-            match std::fs::OpenOptions::new()
+        let (path, mut f) = crate::bench::create_unique(&dir, |p| {
+            std::fs::OpenOptions::new()
                 .write(true)
                 .create_new(true)
                 .mode(mode)
-                .open(&path)
-            {
-                Ok(f) => break (TempFile { path }, f),
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-                Err(e) => {
-                    return Err(e).with_context(|| format!("creating {}", path.display()));
-                }
-            }
-        };
+                .open(p)
+        })?;
+        let t = TempFile { path };
         let block = vec![0x5au8; 1 << 16];
         let mut left = size;
         while left > 0 {
@@ -415,7 +399,8 @@ mod tests {
 
 #[cfg(test)]
 mod temp_tests {
-    use super::{TEMP_SEQ, TempFile};
+    use super::TempFile;
+    use crate::bench::TEMP_SEQ;
     use std::sync::atomic::Ordering;
 
     #[test]
