@@ -193,7 +193,12 @@ fn bisect_names_the_commit_that_made_it_slower() {
         .arg("--json")
         .output()
         .unwrap();
-    assert!(again.status.success());
+    assert!(
+        again.status.success(),
+        "second bisect: {}\n{}",
+        String::from_utf8_lossy(&again.stdout),
+        String::from_utf8_lossy(&again.stderr)
+    );
     let v2 = common::json(&again.stdout);
     assert_eq!(v2["builds_run"], 0, "{v2:#}");
 }
