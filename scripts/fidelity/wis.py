@@ -14,7 +14,7 @@ same pinning (will-it-scale's default: task i on core i; kbench
 pin=compact), and both run under `setarch -R` (address-space
 randomisation off, as will-it-scale's runtest.py runs its binaries)
 unless --aslr. will-it-scale's per-interval totals are read from its
-output line by line (`stdbuf -oL`) and the run is stopped once it has
+output line by line as it prints them and the run is stopped once it has
 printed enough intervals, so the warm-up is the script's choice on both
 sides (will-it-scale's own `average:` needs 6 warm-up intervals). Its
 output is read through a pseudo-terminal, where the C library
