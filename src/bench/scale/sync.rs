@@ -27,14 +27,18 @@ unsafe impl Send for Mutex {}
 // in processes mode against 406-412 M built as usual, alternately; kbench
 // with rustc's calls read 319-345 M. (An `extern "C"` declaration of the
 // stub alone is not enough: rustc reaches it through the GOT too, 257 M.)
+// The stubs are global (one codegen unit defines them, others call them)
+// and hidden (never exported, so the call stays direct).
 #[cfg(target_arch = "x86_64")]
 std::arch::global_asm!(
     ".pushsection .text.kbench_plt,\"ax\",@progbits",
     ".p2align 6",
+    ".globl kbench_plt_pthread_mutex_lock",
     ".hidden kbench_plt_pthread_mutex_lock",
     "kbench_plt_pthread_mutex_lock:",
     "jmp *pthread_mutex_lock@GOTPCREL(%rip)",
     ".p2align 6",
+    ".globl kbench_plt_pthread_mutex_unlock",
     ".hidden kbench_plt_pthread_mutex_unlock",
     "kbench_plt_pthread_mutex_unlock:",
     "jmp *pthread_mutex_unlock@GOTPCREL(%rip)",
