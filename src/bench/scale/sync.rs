@@ -99,14 +99,14 @@ struct Shared(UnsafeCell<u64>);
 // SAFETY: only written under the mutex.
 unsafe impl Sync for Shared {}
 
-/// Increment through a pointer as the C code's `val++` does (load, add,
-/// store each time; volatile so it is not kept in a register across the
-/// opaque lock calls either, which C does not do).
+/// Increment through a pointer as the C code's `val++` does: gcc's one
+/// `addq $1, (mem)` each time, not kept in a register across the opaque
+/// lock calls either (which C does not do).
 #[inline(always)]
 fn bump(p: *mut u64) {
-    // SAFETY: p is valid and only this thread writes it (under the lock,
-    // or it is the thread's own).
-    unsafe { std::ptr::write_volatile(p, std::ptr::read_volatile(p).wrapping_add(1)) };
+    // SAFETY: p is valid and aligned, and only this thread writes it (under
+    // the lock, or it is the thread's own).
+    unsafe { super::add_in_place(p, 1) };
 }
 
 fn body(f: impl Fn(&Task) -> anyhow::Result<Infallible> + Send + Sync + 'static) -> Box<dyn Body> {
