@@ -33,6 +33,7 @@ pub mod engine;
 pub mod files;
 pub mod ipc;
 pub mod memory;
+pub mod plt;
 pub mod sync;
 pub mod syscalls;
 pub mod topology;

@@ -9,7 +9,7 @@
 use std::cell::{Cell, UnsafeCell};
 use std::convert::Infallible;
 
-use super::{Body, Task, testcase};
+use super::{Body, Task, plt, testcase};
 
 /// A pthread mutex at a fixed address (never moved once created).
 struct Mutex(UnsafeCell<libc::pthread_mutex_t>);
@@ -18,79 +18,23 @@ struct Mutex(UnsafeCell<libc::pthread_mutex_t>);
 unsafe impl Sync for Mutex {}
 unsafe impl Send for Mutex {}
 
-// The lock and unlock calls are direct calls to a stub that jumps through
-// the GOT: the shape of a C program's call through its PLT. rustc calls a
-// shared library's functions through the GOT instead (`call *%reg`, the
-// address hoisted into a register), and for this ~2.5 ns loop the call's
-// shape alone moves the result: will-it-scale's own pthread_mutex1.c with
-// its main.c, built with `-fno-plt` (rustc's shape), read 327-346 M ops/s
-// in processes mode against 406-412 M built as usual, alternately; kbench
-// with rustc's calls read 319-345 M. (An `extern "C"` declaration of the
-// stub alone is not enough: rustc reaches it through the GOT too, 257 M.)
-// The stubs are global (one codegen unit defines them, others call them)
-// and hidden (never exported, so the call stays direct).
-#[cfg(target_arch = "x86_64")]
-std::arch::global_asm!(
-    ".pushsection .text.kbench_plt,\"ax\",@progbits",
-    ".p2align 6",
-    ".globl kbench_plt_pthread_mutex_lock",
-    ".hidden kbench_plt_pthread_mutex_lock",
-    "kbench_plt_pthread_mutex_lock:",
-    "jmp *pthread_mutex_lock@GOTPCREL(%rip)",
-    ".p2align 6",
-    ".globl kbench_plt_pthread_mutex_unlock",
-    ".hidden kbench_plt_pthread_mutex_unlock",
-    "kbench_plt_pthread_mutex_unlock:",
-    "jmp *pthread_mutex_unlock@GOTPCREL(%rip)",
-    ".popsection",
-    options(att_syntax)
-);
-
-#[cfg(target_arch = "x86_64")]
-unsafe extern "C" {
-    fn kbench_plt_pthread_mutex_lock(m: *mut libc::pthread_mutex_t) -> libc::c_int;
-    fn kbench_plt_pthread_mutex_unlock(m: *mut libc::pthread_mutex_t) -> libc::c_int;
-}
-
-/// `f(m)` as C calls a libc function: a direct call into a PLT-like stub.
-#[cfg(target_arch = "x86_64")]
-macro_rules! plt_call {
-    ($f:ident, $m:expr) => {
-        // SAFETY: a call of a C function of one pointer argument under the
-        // C ABI (clobber_abi), the stack aligned for a call (no `nostack`).
-        unsafe {
-            std::arch::asm!("call {f}", f = sym $f, in("rdi") $m, clobber_abi("C"))
-        }
-    };
-}
-
 impl Mutex {
     fn new() -> Box<Mutex> {
         Box::new(Mutex(UnsafeCell::new(libc::PTHREAD_MUTEX_INITIALIZER)))
     }
 
+    /// Through gcc's call shape (`super::plt`): these loops take ~2.5 ns
+    /// and the shape alone moved them by up to 20%.
     #[inline(always)]
     fn lock(&self) {
-        // An initialised mutex that never moves.
-        #[cfg(target_arch = "x86_64")]
-        plt_call!(kbench_plt_pthread_mutex_lock, self.0.get());
-        #[cfg(not(target_arch = "x86_64"))]
-        // SAFETY: as above.
-        unsafe {
-            libc::pthread_mutex_lock(self.0.get())
-        };
+        // SAFETY: an initialised mutex that never moves.
+        unsafe { plt::pthread_mutex_lock(self.0.get()) };
     }
 
     #[inline(always)]
     fn unlock(&self) {
-        // Locked by this thread.
-        #[cfg(target_arch = "x86_64")]
-        plt_call!(kbench_plt_pthread_mutex_unlock, self.0.get());
-        #[cfg(not(target_arch = "x86_64"))]
-        // SAFETY: as above.
-        unsafe {
-            libc::pthread_mutex_unlock(self.0.get())
-        };
+        // SAFETY: locked by this thread.
+        unsafe { plt::pthread_mutex_unlock(self.0.get()) };
     }
 }
 
