@@ -78,35 +78,29 @@ macro_rules! call1 {
     }};
 }
 
-/// `pthread_mutex_lock(m)`.
-///
-/// # Safety
-/// As for `libc::pthread_mutex_lock`.
-#[inline(always)]
-pub unsafe fn pthread_mutex_lock(m: *mut libc::pthread_mutex_t) -> libc::c_int {
-    #[cfg(target_arch = "x86_64")]
-    return call1!(kbench_plt_pthread_mutex_lock, m as usize) as libc::c_int;
-    #[cfg(not(target_arch = "x86_64"))]
-    // SAFETY: the caller's promise.
-    unsafe {
-        libc::pthread_mutex_lock(m)
-    }
+/// A wrapper `name(m)` of a `pthread_mutex_*` function of one mutex,
+/// calling it through `stub`.
+macro_rules! mutex_call {
+    ($name:ident, $stub:ident) => {
+        #[doc = concat!("`", stringify!($name), "(m)` through its stub.")]
+        ///
+        /// # Safety
+        #[doc = concat!("As for `libc::", stringify!($name), "`.")]
+        #[inline(always)]
+        pub unsafe fn $name(m: *mut libc::pthread_mutex_t) -> libc::c_int {
+            #[cfg(target_arch = "x86_64")]
+            return call1!($stub, m as usize) as libc::c_int;
+            #[cfg(not(target_arch = "x86_64"))]
+            // SAFETY: the caller's promise.
+            unsafe {
+                libc::$name(m)
+            }
+        }
+    };
 }
 
-/// `pthread_mutex_unlock(m)`.
-///
-/// # Safety
-/// As for `libc::pthread_mutex_unlock`.
-#[inline(always)]
-pub unsafe fn pthread_mutex_unlock(m: *mut libc::pthread_mutex_t) -> libc::c_int {
-    #[cfg(target_arch = "x86_64")]
-    return call1!(kbench_plt_pthread_mutex_unlock, m as usize) as libc::c_int;
-    #[cfg(not(target_arch = "x86_64"))]
-    // SAFETY: the caller's promise.
-    unsafe {
-        libc::pthread_mutex_unlock(m)
-    }
-}
+mutex_call!(pthread_mutex_lock, kbench_plt_pthread_mutex_lock);
+mutex_call!(pthread_mutex_unlock, kbench_plt_pthread_mutex_unlock);
 
 /// `malloc(n)`. The compiler cannot see through the call, so a
 /// malloc/free pair through here is never removed.
