@@ -191,6 +191,19 @@ pub mod test_support {
         std::thread::available_parallelism().map_or(1, |n| n.get())
     }
 
+    /// The CPUs this thread may run on, in order: the affinity it was
+    /// given (taskset, a cpuset), which need not start at CPU 0.
+    pub fn affinity() -> Vec<usize> {
+        crate::system::get_affinity().expect("sched_getaffinity").0
+    }
+
+    /// The order in which `pin=compact` places scale tasks on `cpus`.
+    pub fn compact_order(cpus: &[usize]) -> Vec<usize> {
+        use crate::bench::scale::topology;
+        let set = crate::units::CpuSet(cpus.to_vec());
+        topology::order(&topology::read(&set), "compact")
+    }
+
     /// True when at least `n` CPUs are usable; otherwise says on stderr
     /// that `test` is skipped, and why.
     pub fn has_cpus(n: usize, test: &str) -> bool {

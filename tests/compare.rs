@@ -7,14 +7,20 @@ use common::kbench;
 use predicates::prelude::*;
 
 /// A store with the smoke plan run once (spin work 1000/1050 on cpu0/cpu1,
-/// getppid on cpu0/cpu1).
+/// getppid on cpu0/cpu1; labels of the first two CPUs this test may use).
 fn smoke_store() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
-    let smoke = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/smoke.toml");
+    let smoke =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/examples/smoke.toml"));
+    let smoke = common::plan(
+        dir.path(),
+        "smoke.toml",
+        &common::usable_plan(&smoke.unwrap()),
+    );
     kbench(dir.path())
         .args([
             "run",
-            smoke,
+            smoke.to_str().unwrap(),
             "--samples",
             "6",
             "--sample-time",

@@ -185,9 +185,21 @@ pub fn pin_current_thread(cpu: usize) -> std::io::Result<()> {
     os::set_affinity(&[cpu])
 }
 
-/// Set the calling thread's CPU affinity (inherited by children).
-pub fn set_affinity(set: &CpuSet) -> std::io::Result<()> {
-    os::set_affinity(&set.0)
+/// Set the calling thread's CPU affinity (inherited by children). A set
+/// the kernel refuses because none of its CPUs may be used (outside the
+/// process's cpuset) is bad input: the error names it and the CPUs the
+/// thread has.
+pub fn set_affinity(set: &CpuSet) -> anyhow::Result<()> {
+    os::set_affinity(&set.0).map_err(|e| {
+        if e.raw_os_error() == Some(libc::EINVAL) {
+            let have = get_affinity().map_or_else(|_| "?".into(), |s| s.to_string());
+            crate::error::bad_input!(
+                "CPUs `{set}`: not usable here (this process runs in a cpuset of CPUs {have}; name those)"
+            )
+        } else {
+            anyhow::anyhow!("setting the CPU affinity to `{set}`: {e}")
+        }
+    })
 }
 
 /// Map `len` bytes of zeroed anonymous memory, private to this process or
@@ -245,4 +257,22 @@ pub fn cache_dir(sub: &str) -> std::path::PathBuf {
         .unwrap_or_else(std::env::temp_dir)
         .join("kbench")
         .join(sub)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cpu_set_the_kernel_refuses_is_bad_input_naming_it() {
+        // No machine this runs on has CPU 1000 online (CPU_SETSIZE is 1024):
+        // the kernel refuses the set as it refuses CPUs outside a cpuset.
+        let before = get_affinity().unwrap();
+        let e = set_affinity(&CpuSet(vec![1000])).unwrap_err();
+        assert_eq!(crate::error::exit_code(&e), 2, "{e:#}");
+        let msg = format!("{e:#}");
+        assert!(msg.starts_with("CPUs `1000`: not usable here"), "{msg}");
+        assert!(msg.contains(&before.to_string()), "{msg}");
+        assert_eq!(get_affinity().unwrap(), before, "unchanged");
+    }
 }
