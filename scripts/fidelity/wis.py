@@ -46,15 +46,25 @@ shows the worst of its runs. Rows outside 0.95-1.05 get the cause
 `causes.txt` gives for this CPU, testcase, mode and direction, or
 `unexplained`.
 
+On a machine shared with other sessions, `--session-nice -10` gives both
+sides' sessions (their autogroups: /proc/PID/autogroup) priority over
+other work, which a `nice -n 19` elsewhere does not give them under
+autogroup scheduling; the header says when it was used, and `waited`
+shows what it achieved.
+
 --readme FILE writes the table, with the date, CPU, system and conditions,
 into FILE between `<!-- fidelity: KEY -->` and `<!-- /fidelity -->`, KEY
 naming the CPU model (the section is replaced, or added before
-`<!-- fidelity: end -->`). This script contains no will-it-scale code and
+`<!-- fidelity: end -->`). --save keeps the measurements, and --load
+renders them again (after a cause was measured and added to causes.txt)
+without measuring. This script contains no will-it-scale code and
 neither fetches nor builds it.
 
     scripts/fidelity/wis.py WIS_DIR [--first 1] [--rounds 3] [--budget 20] [--tasks 1]
         [--modes processes,threads] [--warmup 1] [--seconds 2]
-        [--only a,b] [--markdown] [--readme README.md] [--aslr]
+        [--only a,b] [--markdown] [--readme README.md] [--save F.json]
+        [--session-nice N] [--aslr]
+    scripts/fidelity/wis.py --load F.json --readme README.md
 """
 
 import argparse
@@ -78,6 +88,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 KBENCH = os.environ.get("KBENCH", os.path.join(HERE, "..", "..", "target", "release", "kbench"))
 CAUSES = os.path.join(HERE, "causes.txt")
 LOW, HIGH = 0.95, 1.05
+# --session-nice: the autogroup nice value of both sides' sessions.
+SESSION_NICE = None
 # A pass whose median run waited longer than this for its CPUs says so.
 CONTENDED = 0.05
 
@@ -132,6 +144,11 @@ class Waits:
 
     def start(self, pid):
         self.root = pid
+        if SESSION_NICE is not None:
+            # The nice value of the autogroup of the session `pid` leads:
+            # every process of the side, tasks to come included.
+            with open(f"/proc/{pid}/autogroup", "w") as f:
+                f.write(str(SESSION_NICE))
         self.thread.start()
 
     def _tids(self, pid):
@@ -359,6 +376,17 @@ def markdown(rows, causes):
     return "\n".join(out)
 
 
+def dirty():
+    """True when kbench's sources differ from its commit."""
+    top = os.path.join(HERE, "..", "..")
+    out = subprocess.run(
+        ["git", "-C", top, "status", "--porcelain", "--", "src", "build.rs", "Cargo.toml", "Cargo.lock"],
+        capture_output=True,
+        text=True,
+    )
+    return bool(out.stdout.strip())
+
+
 def versions(wis_dir):
     """The system the table was taken on, for its header."""
 
@@ -375,7 +403,8 @@ def versions(wis_dir):
         "libc": " ".join(platform.libc_ver()),
         "cc": first_line([os.environ.get("CC", "cc"), "--version"]),
         "wis": git if re.fullmatch(r"[0-9a-f]{7,}", git) else "unknown commit",
-        "kbench": first_line(["git", "-C", HERE, "rev-parse", "--short", "HEAD"]),
+        "kbench": first_line(["git", "-C", HERE, "rev-parse", "--short", "HEAD"])
+        + (" with uncommitted changes" if dirty() else ""),
     }
 
 
@@ -394,7 +423,9 @@ def section(key, rows, causes, meta):
             f"**{key}**: {meta['start']}-{meta['end']} UTC ({meta['minutes']:.0f} min), "
             f"{os.cpu_count()} CPUs, Linux {meta['kernel']}, {meta['libc']}, {meta['cc']}; "
             f"will-it-scale `{meta['wis']}` built by its Makefile, kbench `{meta['kbench']}`; "
-            f"`{meta['command']}`.",
+            f"`{meta['command']}`"
+            + (f" (both sides' sessions at autogroup nice {SESSION_NICE})" if SESSION_NICE is not None else "")
+            + ".",
             "",
             f"Conditions: the measured threads waited for a CPU {statistics.median(waited):.0%} of a run "
             f"(median; max {waited[-1]:.0%}); load average {min(loads):.1f}-{max(loads):.1f}; other CPU work (CPUs busy "
@@ -440,49 +471,11 @@ def builtins():
     return [b["name"] for b in json.loads(out.stdout) if b["kind"] == "scale"]
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("wis_dir")
-    ap.add_argument("--first", type=int, default=1, help="rounds every row gets")
-    ap.add_argument("--rounds", type=int, default=3, help="rounds of a row outside 0.95-1.05")
-    ap.add_argument(
-        "--budget", type=float, default=20, help="minutes after which rows outside are not re-measured"
-    )
-    ap.add_argument("--tasks", default="1")
-    ap.add_argument("--modes", default="processes,threads")
-    ap.add_argument("--warmup", type=int, default=1)
-    ap.add_argument("--seconds", type=int, default=2)
-    ap.add_argument("--only", default="")
-    ap.add_argument("--markdown", action="store_true")
-    ap.add_argument("--readme", help="write the table into this file's section for this CPU")
-    ap.add_argument("--aslr", action="store_true", help="leave address-space randomisation on")
-    a = ap.parse_args()
-    if a.first < 1 or a.rounds < 1:
-        sys.exit("--first and --rounds must be at least 1")
-    if not a.aslr and shutil.which("setarch") is None:
-        sys.exit("setarch not found (util-linux); install it or pass --aslr")
-    names = builtins()
-    if a.only:
-        want = a.only.split(",")
-        names = [n for n in names if n in want]
-    missing = [n for n in names if not os.access(os.path.join(a.wis_dir, f"{n}_processes"), os.X_OK)]
-    names = [n for n in names if n not in missing]
-    if missing:
-        print(f"# no will-it-scale binary for: {', '.join(missing)}", file=sys.stderr)
-    key = cpu_key()
-    causes = load_causes(key)
-    meta = versions(a.wis_dir)
-    meta["command"] = "scripts/fidelity/wis.py " + " ".join(sys.argv[1:])
-    meta["start"] = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M")
-    rows = [
-        Row(i, name, mode, tasks)
-        for i, (name, mode, tasks) in enumerate(
-            (n, m, int(t)) for n in names for m in a.modes.split(",") for t in a.tasks.split(",")
-        )
-    ]
+def measure(a, rows, t0):
+    """The pass: `--first` rounds of every row, then rows outside the band
+    up to `--rounds`, within the budget."""
     tmp = tempfile.mkdtemp()
     db = os.path.join(tmp, "k.db")
-    t0 = time.time()
     try:
         for r in rows:
             while len(r.k) < a.first:
@@ -507,8 +500,95 @@ def main():
             print(r.line(t0), flush=True)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    meta["end"] = datetime.datetime.now(datetime.timezone.utc).strftime("%H:%M")
-    meta["minutes"] = (time.time() - t0) / 60
+
+
+def save(path, key, meta, rows):
+    with open(path, "w") as f:
+        json.dump(
+            {
+                "key": key,
+                "meta": meta,
+                "session_nice": SESSION_NICE,
+                "rows": [[r.index, r.name, r.mode, r.tasks, r.k, r.w, r.cond] for r in rows],
+            },
+            f,
+        )
+
+
+def load(path):
+    global SESSION_NICE
+    with open(path) as f:
+        d = json.load(f)
+    SESSION_NICE = d["session_nice"]
+    rows = []
+    for index, name, mode, tasks, k, w, cond in d["rows"]:
+        r = Row(index, name, mode, tasks)
+        r.k, r.w, r.cond = k, w, [tuple(c) for c in cond]
+        rows.append(r)
+    return d["key"], d["meta"], rows
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("wis_dir", nargs="?")
+    ap.add_argument("--first", type=int, default=1, help="rounds every row gets")
+    ap.add_argument("--rounds", type=int, default=3, help="rounds of a row outside 0.95-1.05")
+    ap.add_argument(
+        "--budget", type=float, default=20, help="minutes after which rows outside are not re-measured"
+    )
+    ap.add_argument("--tasks", default="1")
+    ap.add_argument("--modes", default="processes,threads")
+    ap.add_argument("--warmup", type=int, default=1)
+    ap.add_argument("--seconds", type=int, default=2)
+    ap.add_argument("--only", default="")
+    ap.add_argument("--markdown", action="store_true")
+    ap.add_argument("--readme", help="write the table into this file's section for this CPU")
+    ap.add_argument("--save", help="keep the pass's measurements in this JSON file")
+    ap.add_argument("--load", help="measure nothing: the pass saved in this file (to re-render its causes)")
+    ap.add_argument("--aslr", action="store_true", help="leave address-space randomisation on")
+    ap.add_argument(
+        "--session-nice",
+        type=int,
+        help="autogroup nice value of both sides' sessions (negative needs root): "
+        "other sessions' work, niced or not, then yields the CPUs",
+    )
+    a = ap.parse_args()
+    global SESSION_NICE
+    SESSION_NICE = a.session_nice
+    if a.first < 1 or a.rounds < 1:
+        sys.exit("--first and --rounds must be at least 1")
+    if a.load:
+        key, meta, rows = load(a.load)
+    else:
+        if not a.wis_dir:
+            sys.exit("name will-it-scale's directory (or --load a saved pass)")
+        if not a.aslr and shutil.which("setarch") is None:
+            sys.exit("setarch not found (util-linux); install it or pass --aslr")
+        names = builtins()
+        if a.only:
+            want = a.only.split(",")
+            names = [n for n in names if n in want]
+        missing = [n for n in names if not os.access(os.path.join(a.wis_dir, f"{n}_processes"), os.X_OK)]
+        names = [n for n in names if n not in missing]
+        if missing:
+            print(f"# no will-it-scale binary for: {', '.join(missing)}", file=sys.stderr)
+        key = cpu_key()
+        meta = versions(a.wis_dir)
+        meta["command"] = "scripts/fidelity/wis.py " + " ".join(sys.argv[1:])
+        meta["start"] = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M")
+        rows = [
+            Row(i, name, mode, tasks)
+            for i, (name, mode, tasks) in enumerate(
+                (n, m, int(t)) for n in names for m in a.modes.split(",") for t in a.tasks.split(",")
+            )
+        ]
+        t0 = time.time()
+        measure(a, rows, t0)
+        meta["end"] = datetime.datetime.now(datetime.timezone.utc).strftime("%H:%M")
+        meta["minutes"] = (time.time() - t0) / 60
+        if a.save:
+            save(a.save, key, meta, rows)
+    causes = load_causes(key)
     if a.markdown:
         print()
         print(markdown(rows, causes))
