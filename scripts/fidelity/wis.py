@@ -13,8 +13,8 @@ every row gets `--first` rounds (default 1: kbench and will-it-scale once
 each, which side goes first alternating from row to row), then the rows
 whose ratio is outside 0.95-1.05 get more rounds, at the end of the pass
 (so a passing disturbance is not measured again at once), up to
-`--rounds` (default 3; the ratio is then of the medians), nearest the band
-first, as long as the pass stays within `--budget` minutes (default 20;
+`--rounds` (default 3; the ratio is then of the medians), those whose
+runs waited for their CPUs first, then nearest the band, as long as the pass stays within `--budget` minutes (default 20;
 a row left out keeps its rounds, which the table shows). Each side costs
 `warmup + seconds` one-second intervals plus about half a second.
 
@@ -481,11 +481,15 @@ def measure(a, rows, t0):
             while len(r.k) < a.first:
                 r.round(a, db)
             print(r.line(t0), flush=True)
-        # Nearest the band first: a row far outside has a cause of its own
-        # more often than noise, and the budget may not reach every row.
+        # Rows whose runs waited for their CPUs first (their ratio says
+        # little), then nearest the band: a row far outside has a cause of
+        # its own more often than noise, and the budget may not reach all.
         again = sorted(
             (r for r in rows if not r.inside() and len(r.k) < a.rounds),
-            key=lambda r: abs(math.log(r.ratio())) if r.ratio() > 0 else math.inf,
+            key=lambda r: (
+                r.conditions()[0] <= CONTENDED,
+                abs(math.log(r.ratio())) if r.ratio() > 0 else math.inf,
+            ),
         )
         per_round = (time.time() - t0) / max(1, sum(len(r.k) for r in rows))
         if again:
