@@ -352,9 +352,15 @@ def load_causes(key):
 
 
 def cause_of(row, causes):
+    """A row outside the band: its cause from causes.txt; else
+    `unexplained`, and `unexplained, contended` when its runs waited for
+    their CPUs a third of the time or more (re-measure it quiet)."""
     if row.inside():
         return ""
-    return causes.get((row.name, row.mode, ">" if row.ratio() > HIGH else "<"), "unexplained")
+    known = causes.get((row.name, row.mode, ">" if row.ratio() > HIGH else "<"))
+    if known:
+        return known
+    return "unexplained, contended" if row.conditions()[0] >= 1 / 3 else "unexplained"
 
 
 def markdown(rows, causes):
@@ -416,7 +422,8 @@ def section(key, rows, causes, meta):
     other = sorted(c[1] for c in conds)
     disk = sorted(c[2] for c in conds)
     loads = [c[3] for c in conds]
-    unexplained = sum(cause_of(r, causes) == "unexplained" for r in rows)
+    unexplained = sum(cause_of(r, causes).startswith("unexplained") for r in rows)
+    contended = sum(cause_of(r, causes) == "unexplained, contended" for r in rows)
     return "\n".join(
         [
             f"<!-- fidelity: {key} -->",
@@ -433,7 +440,7 @@ def section(key, rows, causes, meta):
             f"disk (all devices) median {statistics.median(disk):.1f} MB/s, max {disk[-1]:.1f} MB/s.",
             "",
             f"**{inside} of {len(rows)} rows within 0.95-1.05** ({wide} within 0.9-1.1); "
-            f"{unexplained} outside without a measured cause."
+            f"{unexplained} outside without a measured cause ({contended} of them contended)."
             + (
                 f" **A contended pass**: the measured threads waited for their CPU "
                 f"{statistics.median(waited):.0%} of a median run, so a row's ratio says more "
