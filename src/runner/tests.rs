@@ -481,3 +481,56 @@ fn processes_compare_with_process_means_where_samples_would_mislead() {
         "{text}"
     );
 }
+
+/// A fake whose every value is the machine's "load" at the moment it is
+/// taken: a clock shared by all its instances (and so all processes)
+/// that rises with each sample, as a load that builds up over a run does.
+/// Its processes do not differ at all.
+fn drifting(clock: std::sync::Arc<std::sync::atomic::AtomicU32>) -> crate::plan::Plan {
+    plan(
+        "drift",
+        vec![bench(
+            Fake::new("drift", ns(), move |_, _| {
+                let t = clock.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                100.0 + 0.5 * f64::from(t) + noise(1, t)
+            }),
+            &[1, 2],
+        )],
+    )
+}
+
+#[test]
+fn processes_take_turns_within_the_run_so_drift_is_not_a_process_effect() {
+    let clock = std::sync::Arc::new(std::sync::atomic::AtomicU32::new(0));
+    let mut st = MemoryStore::new();
+    let mut o = options(50, 1);
+    o.processes = Some(5);
+    let (_, status, run) = testing::run(&mut st, &drifting(clock), &o, None);
+    assert_eq!(status, RunStatus::Done);
+    for (c, s) in &st.cells(Scope::Run(run)).unwrap() {
+        // Every process measures across the whole run, not one stretch.
+        for p in 0..5 {
+            let rounds: Vec<u32> = s
+                .iter()
+                .filter(|r| r.process == Some(p))
+                .map(|r| r.round)
+                .collect();
+            assert_eq!(rounds.len(), 10, "{}: process {p}", c.info.key);
+            let (lo, hi) = (rounds.iter().min().unwrap(), rounds.iter().max().unwrap());
+            assert!(*lo < 10 && *hi >= 40, "process {p} only in rounds {lo}..{hi}");
+        }
+        // The drift is shared by all processes alike: no variance between
+        // them is found where there is none.
+        let groups = crate::report::process_groups(s, "ns/op", "b").unwrap();
+        let comp = crate::stats::nested::components(
+            &groups,
+            crate::stats::Confidence::percent(95.0),
+        )
+        .unwrap();
+        assert!(
+            comp.process_p.unwrap() > 0.01,
+            "{}: drift read as a process effect: {comp:?}",
+            c.info.key
+        );
+    }
+}
