@@ -496,6 +496,18 @@ fn report(db: Option<&str>, a: &crate::cli::ReportArgs) -> anyhow::Result<ExitCo
             &report::render(&Document::Samples(&t), format)?,
         );
     }
+    // A bisection's campaign: its steps, unless a layout is asked for.
+    if let [op] = ops.as_slice()
+        && let store::Scope::Campaign(id) = op.scope
+        && op.filters.is_empty()
+        && a.table.is_none()
+        && a.baseline.is_none()
+        && [&a.rows, &a.cols, &a.groups].iter().all(|v| v.is_none())
+        && let Some(b) = crate::bisect::report::load(&*st, id)?
+        && let Some(text) = crate::bisect::report::render(&b, format)?
+    {
+        return write_out(a.output.as_deref(), &text);
+    }
     let reports: Vec<report::Report> = ops
         .iter()
         .map(|op| select::report(&*st, op))

@@ -66,11 +66,20 @@ metrics = [{ name = "cpu", regex = 'cpu_ns (\d+)', unit = "ns" }]
 /// The repository: commit k is "commit k"; from commit SLOW on the loop
 /// runs 10% more iterations. Returns the commit ids, oldest first.
 fn repo(dir: &Path) -> Vec<String> {
+    repo_slow_from(dir, Some(SLOW))
+}
+
+/// The repository with the slower loop from commit `slow` on, or never.
+fn repo_slow_from(dir: &Path, slow: Option<usize>) -> Vec<String> {
     std::fs::create_dir_all(dir).unwrap();
     git(dir, &["init", "-q"]);
     let mut ids = Vec::new();
     for k in 1..=COMMITS {
-        let n = if k >= SLOW { 22_000_000 } else { 20_000_000 };
+        let n = if slow.is_some_and(|s| k >= s) {
+            22_000_000
+        } else {
+            20_000_000
+        };
         std::fs::write(dir.join("prog.c"), program(k, n)).unwrap();
         std::fs::write(dir.join("bench.toml"), PLAN).unwrap();
         git(dir, &["add", "prog.c", "bench.toml"]);
@@ -169,23 +178,49 @@ fn bisect_names_the_commit_that_made_it_slower() {
     let tested = v["steps"].as_array().unwrap().len() - 1;
     assert_eq!(v["builds_run"].as_u64().unwrap() as usize, tested + 2);
 
-    // The report shows the bisection: a row per measured commit (the
-    // `commit` factor), the first bad one among them.
+    // The report shows the bisection as it was decided: each step's
+    // revision against both ends measured in that step (never an end's
+    // samples pooled over steps), and the first bad commit, stored.
     eprintln!("{}", String::from_utf8_lossy(&out.stderr));
     let text = common::stdout(kbench(dir).args(["report", "slow"]));
     let first_bad_label = v["first_bad"]["label"].as_str().unwrap();
-    assert!(text.contains("commit "), "{text}");
+    assert!(
+        text.contains("vs good") && text.contains("vs bad"),
+        "{text}"
+    );
     for s in v["steps"].as_array().unwrap() {
         let label = s["label"].as_str().unwrap();
-        assert!(text.contains(label), "{label} missing:\n{text}");
+        let row = text
+            .lines()
+            .find(|l| l.starts_with(label))
+            .unwrap_or_else(|| panic!("{label} missing:\n{text}"));
+        let call = s["call"].as_str().unwrap_or("skip").replace('-', " ");
+        assert!(row.contains(&call), "{row}: {call}\n{text}");
     }
-    assert!(text.contains(first_bad_label));
+    assert!(
+        text.contains(&format!("first bad commit: {}", ids[SLOW - 1])),
+        "{text}"
+    );
     assert!(
         text.contains(&format!("{:02}-", 0)),
         "good end row:\n{text}"
     );
+    let stored = common::json(
+        &kbench(dir)
+            .args(["report", "slow", "--json"])
+            .output()
+            .unwrap()
+            .stdout,
+    );
+    assert_eq!(stored["first_bad"], v["first_bad"]);
+    assert_eq!(stored["steps"], v["steps"]);
     let html = common::stdout(kbench(dir).args(["report", "slow", "--format", "html"]));
     assert!(html.contains("<svg") && html.contains(first_bad_label));
+    let md = common::stdout(kbench(dir).args(["report", "slow", "--format", "markdown"]));
+    assert!(
+        md.contains("| revision |") && md.contains(first_bad_label),
+        "{md}"
+    );
 
     // Again: every build is cached, nothing is rebuilt.
     let again = kbench(dir)
@@ -388,4 +423,63 @@ fn git_bisect_run_with_exit_code_finds_it_too() {
         .filter(|l| l.contains(",cpu,") && l.contains(&format!(",00-{},", &ids[0][..7])))
         .count();
     assert!(good >= 10, "{good} good-end samples:\n{csv}");
+}
+
+/// Without a regression between the ends, `git bisect run` must not name
+/// a commit: the first `--exit-code` call checks the ends (once per
+/// campaign) and exits 128, which stops `git bisect run`. Before, every
+/// revision read "like good" and git blamed the tip.
+#[test]
+fn git_bisect_run_on_a_range_without_a_regression_names_no_commit() {
+    if !have_cc() {
+        return;
+    }
+    let _t = common::serial();
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let ids = repo_slow_from(&dir.join("repo"), None);
+    let r = dir.join("repo");
+    let kb = assert_cmd::cargo::cargo_bin("kbench");
+    let mut run = vec![kb.to_str().unwrap()];
+    run.extend(bisect_args(r.to_str().unwrap(), &ids[0], &ids[COMMITS - 1]));
+    run.extend(["--exit-code", "-q"]);
+    git(&r, &["bisect", "start", &ids[COMMITS - 1], &ids[0]]);
+    let out = Command::new("git")
+        .arg("-C")
+        .arg(&r)
+        .args(["bisect", "run"])
+        .args(&run)
+        .env("KBENCH_DB", common::db(dir))
+        .env("XDG_CACHE_HOME", dir.join("cache"))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{text}\n{err}");
+    assert!(!text.contains("is the first bad commit"), "{text}\n{err}");
+    assert!(err.contains("is not worse than the good end"), "{err}");
+    // The ends were measured once and the verdict stored: a second call
+    // decides at once from it, without measuring.
+    let again = kbench(dir)
+        .args(bisect_args(r.to_str().unwrap(), &ids[0], &ids[COMMITS - 1]))
+        .args(["--exit-code", "-q", "--rev", &ids[5]])
+        .output()
+        .unwrap();
+    assert_eq!(again.status.code(), Some(128));
+    let e = String::from_utf8_lossy(&again.stderr);
+    assert!(e.contains("nothing to bisect"), "{e}");
+    let runs = common::stdout(kbench(dir).args(["runs", "--json"]));
+    let runs: serde_json::Value = serde_json::from_str(&runs).unwrap();
+    assert_eq!(runs.as_array().unwrap().len(), 1, "{runs:#}");
+
+    // A whole bisection of it says so too, and names no commit.
+    let out = kbench(dir)
+        .args(bisect_args(r.to_str().unwrap(), &ids[0], &ids[COMMITS - 1]))
+        .arg("-q")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert!(e.contains("nothing to bisect"), "{e}");
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("first bad commit"));
 }

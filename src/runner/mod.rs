@@ -286,9 +286,8 @@ struct Stopping(Option<StopRule>);
 
 impl sampler::Rule for Stopping {
     fn arm_done(&mut self, arm: &Arm) -> bool {
-        self.0.is_some_and(|r| {
-            !r.until_verdict && adaptive::precise_enough(&arm.kept(), r.precision)
-        })
+        self.0
+            .is_some_and(|r| !r.until_verdict && adaptive::precise_enough(&arm.kept(), r.precision))
     }
 
     fn enough(&mut self, arms: &[Arm], members: &[usize]) -> bool {

@@ -102,11 +102,6 @@ pub trait Rule {
     }
 }
 
-/// No rule: fixed sample counts.
-pub struct Fixed;
-
-impl Rule for Fixed {}
-
 /// How a group's rounds go.
 pub struct Schedule {
     /// Warm-up rounds discarded.

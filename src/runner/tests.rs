@@ -48,7 +48,7 @@ fn cells_are_sampled_in_rounds_and_every_event_has_its_place() {
             Event::Note(_) => "note",
             Event::CellDone(_) => "done",
             Event::RunEnded(_) => "ended",
-            Event::Failure(_) | Event::Warning(_) => "other",
+            Event::Failure(_) | Event::Warning(_) | Event::Verdict(_) => "other",
         })
         .collect();
     let count = |k: &str| kinds.iter().filter(|x| **x == k).count();
@@ -517,16 +517,17 @@ fn processes_take_turns_within_the_run_so_drift_is_not_a_process_effect() {
                 .collect();
             assert_eq!(rounds.len(), 10, "{}: process {p}", c.info.key);
             let (lo, hi) = (rounds.iter().min().unwrap(), rounds.iter().max().unwrap());
-            assert!(*lo < 10 && *hi >= 40, "process {p} only in rounds {lo}..{hi}");
+            assert!(
+                *lo < 10 && *hi >= 40,
+                "process {p} only in rounds {lo}..{hi}"
+            );
         }
         // The drift is shared by all processes alike: no variance between
         // them is found where there is none.
         let groups = crate::report::process_groups(s, "ns/op", "b").unwrap();
-        let comp = crate::stats::nested::components(
-            &groups,
-            crate::stats::Confidence::percent(95.0),
-        )
-        .unwrap();
+        let comp =
+            crate::stats::nested::components(&groups, crate::stats::Confidence::percent(95.0))
+                .unwrap();
         assert!(
             comp.process_p.unwrap() > 0.01,
             "{}: drift read as a process effect: {comp:?}",

@@ -101,7 +101,7 @@ impl Default for Confidence {
 }
 
 /// A closed interval `[lo, hi]`.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, serde::Deserialize)]
 pub struct Interval {
     pub lo: f64,
     pub hi: f64,
