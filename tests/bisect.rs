@@ -483,3 +483,68 @@ fn git_bisect_run_on_a_range_without_a_regression_names_no_commit() {
     assert!(e.contains("nothing to bisect"), "{e}");
     assert!(!String::from_utf8_lossy(&out.stdout).contains("first bad commit"));
 }
+
+/// Ctrl-C during a step stops after the current sample, as `kbench run`
+/// does: the step's run is stored as interrupted with what it measured.
+#[test]
+fn sigint_stops_a_bisection_after_the_current_sample() {
+    if !have_cc() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let ids = repo(&dir.join("repo"));
+    let r = dir.join("repo");
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("kbench"))
+        .args([
+            "bisect",
+            "-q",
+            "--repo",
+            r.to_str().unwrap(),
+            "--good",
+            &ids[0],
+            "--bad",
+            &ids[COMMITS - 1],
+            "--bench",
+            "cmd:sleep 0.3",
+            "--name",
+            "slow",
+        ])
+        .env("KBENCH_DB", common::db(dir))
+        .env("XDG_CACHE_HOME", dir.join("cache"))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t0 = std::time::Instant::now();
+    let samples = || -> i64 {
+        rusqlite::Connection::open_with_flags(
+            common::db(dir),
+            rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
+        )
+        .and_then(|c| c.query_row("SELECT COUNT(*) FROM samples", [], |r| r.get(0)))
+        .unwrap_or(0)
+    };
+    while samples() < 3 {
+        assert!(t0.elapsed().as_secs() < 60, "no samples stored");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let t1 = std::time::Instant::now();
+    let out = child.wait_with_output().unwrap();
+    assert!(t1.elapsed().as_secs_f64() < 5.0, "{:?}", t1.elapsed());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("interrupted"), "{err}");
+    let db = common::sqlite(dir);
+    let (status, n): (String, i64) = db
+        .query_row(
+            "SELECT status, (SELECT COUNT(*) FROM samples) FROM runs",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap();
+    assert_eq!(status, "interrupted");
+    assert!(n >= 3 && n < 16, "{n} samples");
+}
