@@ -13,6 +13,7 @@ pub mod adaptive;
 pub mod campaign;
 pub mod guard;
 pub mod progress;
+pub mod repeat;
 pub mod sampler;
 pub mod worker;
 
@@ -31,9 +32,60 @@ use crate::record::{CampaignKey, CellInfo, RunConfig, RunStatus, StopRule};
 use crate::system::Fingerprint;
 use sampler::{Arm, Sampler};
 
-/// How far a campaign got: samples per cell key and per system state
-/// (readings as stored text). Empty for ad-hoc runs.
-pub type Progress = HashMap<String, HashMap<String, u32>>;
+/// How far a campaign got on this host: samples per cell key and system
+/// state (readings as stored text), and for a plan that repeats boots,
+/// per boot too. Empty for ad-hoc runs.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Progress {
+    pub samples: HashMap<String, HashMap<String, u32>>,
+    /// Cell key -> state -> boot id -> samples (filled when the plan's
+    /// `repeat.boots` is above 1).
+    #[serde(default)]
+    pub boots: HashMap<String, HashMap<String, HashMap<String, u32>>>,
+}
+
+impl Progress {
+    /// Count `n` more samples of cell `key` under `state` on `boot`.
+    pub fn add(&mut self, key: &str, state: &str, boot: Option<&str>, n: u32) {
+        *self
+            .samples
+            .entry(key.to_string())
+            .or_default()
+            .entry(state.to_string())
+            .or_default() += n;
+        if let Some(b) = boot {
+            *self
+                .boots
+                .entry(key.to_string())
+                .or_default()
+                .entry(state.to_string())
+                .or_default()
+                .entry(b.to_string())
+                .or_default() += n;
+        }
+    }
+
+    /// Most samples of `key` under one state.
+    pub fn best(&self, key: &str) -> u32 {
+        self.samples
+            .get(key)
+            .and_then(|m| m.values().max().copied())
+            .unwrap_or(0)
+    }
+
+    /// Boots that measured `key` (under any state), and its samples on
+    /// `boot` under `state`.
+    fn boots_of(&self, key: &str, state: &str, boot: &str) -> (u32, u32) {
+        let Some(m) = self.boots.get(key) else {
+            return (0, 0);
+        };
+        let mut ids: Vec<&String> = m.values().flat_map(|b| b.keys()).collect();
+        ids.sort();
+        ids.dedup();
+        let here = m.get(state).and_then(|b| b.get(boot)).copied().unwrap_or(0);
+        (ids.len() as u32, here)
+    }
+}
 
 /// What a `kbench run` did, for the caller's messages.
 #[derive(Clone, Debug, Default)]
@@ -46,6 +98,10 @@ pub struct Summary {
     pub done: usize,
     /// Cells waiting for another system state.
     pub pending: usize,
+    /// Cells that took their share on this boot and wait for another
+    /// boot (`repeat.boots`), or whose next boot waits for the other
+    /// states' (boots alternate).
+    pub next_boot: usize,
 }
 
 /// The description of a cell as recorded.
@@ -112,7 +168,8 @@ pub fn run(
     let readings = campaign::read_probes(plan);
     let mut fp = fp.clone();
     fp.probes.extend(readings.clone());
-    let (mut summary, todo) = due(cells, opts, have, &readings);
+    let boot = opts.owner.as_ref().map(|o| o.boot_id.as_str());
+    let (mut summary, todo) = due(cells, opts, plan.repeat, have, &readings, boot);
     if todo.is_empty() {
         return Ok((summary, RunStatus::Done));
     }
@@ -173,17 +230,34 @@ pub fn run(
 }
 
 /// The cells that fit the running system and still miss samples, each
-/// with how many it misses; the summary counts the others.
+/// with how many this run takes; the summary counts the others.
 ///
-/// Complete under any state: done. Otherwise only samples taken under
-/// the current readings count towards this run.
+/// A cell wants its `samples` in each of `repeat.runs` runs on each of
+/// `repeat.boots` boots; a run takes at most one run's share. Complete
+/// under any state: done. Otherwise only samples taken under the current
+/// readings count towards it. With several boots, a boot takes at most
+/// its share, and a cell starts another boot only when no pending cell
+/// (another state) has fewer boots: the states' boots alternate, so a
+/// drift between boots does not line up with the factor.
 fn due(
     cells: Vec<Cell>,
     opts: &RunConfig,
+    repeat: crate::plan::Repeat,
     have: &Progress,
     readings: &IndexMap<String, String>,
+    boot: Option<&str>,
 ) -> (Summary, Vec<(Cell, u32)>) {
     let state = crate::record::readings_text(readings);
+    let want = |c: &Cell| c.samples.unwrap_or(opts.samples);
+    let per_boot = |c: &Cell| want(c) * repeat.runs;
+    let total = |c: &Cell| per_boot(c) * repeat.boots;
+    let boot = boot.unwrap_or("unknown boot");
+    // The fewest boots of a cell waiting for another state.
+    let others = cells
+        .iter()
+        .filter(|c| !c.runnable(readings) && have.best(&c.key) < total(c))
+        .map(|c| have.boots_of(&c.key, "", "").0)
+        .min();
     let mut summary = Summary::default();
     let mut todo = Vec::new();
     for cell in cells {
@@ -191,14 +265,27 @@ fn due(
             summary.pending += 1;
             continue;
         }
-        let want = cell.samples.unwrap_or(opts.samples);
-        let counts = have.get(&cell.key);
-        if counts.is_some_and(|m| m.values().any(|&n| n >= want)) {
+        if have.best(&cell.key) >= total(&cell) {
             summary.done += 1;
             continue;
         }
-        let got = counts.and_then(|m| m.get(&state)).copied().unwrap_or(0);
-        todo.push((cell, want - got.min(want)));
+        let got = have
+            .samples
+            .get(&cell.key)
+            .and_then(|m| m.get(&state))
+            .copied()
+            .unwrap_or(0);
+        let mut n = total(&cell) - got.min(total(&cell));
+        if repeat.boots > 1 {
+            let (boots, here) = have.boots_of(&cell.key, &state, boot);
+            n = n.min(per_boot(&cell).saturating_sub(here));
+            let new_boot = here == 0 && boots > 0;
+            if n == 0 || (new_boot && others.is_some_and(|o| boots > o)) {
+                summary.next_boot += 1;
+                continue;
+            }
+        }
+        todo.push((cell.clone(), n.min(want(&cell))));
     }
     (summary, todo)
 }

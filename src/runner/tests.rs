@@ -182,7 +182,12 @@ fn a_campaign_resumes_with_only_the_missing_samples() {
         .campaigns(crate::store::CampaignQuery::Named("p"))
         .unwrap();
     let progress = crate::runner::campaign::progress(&st, c[0].id).unwrap();
-    assert!(progress.values().all(|m| m.values().sum::<u32>() == 5));
+    assert!(
+        progress
+            .samples
+            .values()
+            .all(|m| m.values().sum::<u32>() == 5)
+    );
     // Complete: a third run has nothing to do and records nothing.
     let (events, _, id) = testing::run(&mut st, &p, &options(5, 0), Some(key("p")));
     assert!(events.is_empty());
@@ -533,5 +538,70 @@ fn processes_take_turns_within_the_run_so_drift_is_not_a_process_effect() {
             "{}: drift read as a process effect: {comp:?}",
             c.info.key
         );
+    }
+}
+
+/// `repeat = { boots = 2 }`: each state's cells take their share on each
+/// of two boots, and no state gets more than one boot ahead of another.
+/// The boot is the run's `owner.boot_id`; the state a probe reading a
+/// file the test writes.
+#[test]
+fn repeated_boots_take_a_share_each_and_the_states_alternate() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let text = format!(
+        "name = \"boots\"\nsamples = 2\nwarmup = 0\nrepeat = {{ boots = 2 }}\n\n[factors]\nmode = {{ apply = \"system\", probe = [\"cat\", \"{}\"], values = {{ on = \"on\", off = \"off\" }} }}\n\n[[bench]]\nname = \"t\"\ncommand = [\"true\"]\n",
+        state.display()
+    );
+    let plan = crate::plan::parse(&text, "boots.toml").unwrap();
+    assert_eq!(plan.repeat, crate::plan::Repeat { runs: 1, boots: 2 });
+    let mut st = MemoryStore::new();
+    let key = key("boots");
+    // One boot in state `s`: what ran, and the summary.
+    let boot = |st: &mut MemoryStore, s: &str, b: &str| -> (usize, usize, usize) {
+        std::fs::write(&state, s).unwrap();
+        let c = st
+            .campaigns(crate::store::CampaignQuery::Named("boots"))
+            .unwrap();
+        let have = match c.first() {
+            Some(c) => crate::runner::campaign::progress_by_boot(st, c.id, None).unwrap(),
+            None => Default::default(),
+        };
+        let mut o = options(2, 0);
+        o.owner = Some(crate::record::Owner {
+            pid: 1,
+            start: 1,
+            boot_id: b.into(),
+        });
+        let mut sink = StoreSink::new(st);
+        let (s, _) = crate::runner::run(
+            &plan,
+            &o,
+            Some(key.clone()),
+            &have,
+            &crate::testing::fingerprint(),
+            &mut sink,
+        )
+        .unwrap();
+        (s.ran, s.pending, s.next_boot)
+    };
+    assert_eq!(boot(&mut st, "on", "b1"), (1, 1, 0));
+    // The same boot again: its share is taken.
+    assert_eq!(boot(&mut st, "on", "b1"), (0, 1, 1));
+    // A second boot of `on` before any of `off`: it waits.
+    assert_eq!(boot(&mut st, "on", "b2"), (0, 1, 1));
+    assert_eq!(boot(&mut st, "off", "b3"), (1, 1, 0));
+    // Now either state may take its second boot.
+    assert_eq!(boot(&mut st, "off", "b4"), (1, 1, 0));
+    assert_eq!(boot(&mut st, "on", "b5"), (1, 1, 0));
+    // Complete: 2 samples on each of 2 boots, each state.
+    assert_eq!(boot(&mut st, "on", "b6"), (0, 1, 0));
+    let c = st
+        .campaigns(crate::store::CampaignQuery::Named("boots"))
+        .unwrap();
+    let p = crate::runner::campaign::progress_by_boot(&st, c[0].id, None).unwrap();
+    for (_, states) in &p.boots {
+        let boots: Vec<u32> = states.values().flat_map(|b| b.values().copied()).collect();
+        assert_eq!(boots, [2, 2], "{p:?}");
     }
 }
