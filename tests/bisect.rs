@@ -382,6 +382,26 @@ fn bad_input_is_one_line_and_exit_2() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("not a git repository"));
 }
 
+/// `git bisect run kbench bisect --exit-code` over the repository in
+/// `dir/repo` from its first to its last commit.
+fn git_bisect_run(dir: &Path, ids: &[String]) -> std::process::Output {
+    let r = dir.join("repo");
+    let kb = assert_cmd::cargo::cargo_bin("kbench");
+    let mut run = vec![kb.to_str().unwrap()];
+    run.extend(bisect_args(r.to_str().unwrap(), &ids[0], &ids[COMMITS - 1]));
+    run.extend(["--exit-code", "-q"]);
+    git(&r, &["bisect", "start", &ids[COMMITS - 1], &ids[0]]);
+    Command::new("git")
+        .arg("-C")
+        .arg(&r)
+        .args(["bisect", "run"])
+        .args(&run)
+        .env("KBENCH_DB", common::db(dir))
+        .env("XDG_CACHE_HOME", dir.join("cache"))
+        .output()
+        .unwrap()
+}
+
 #[test]
 fn git_bisect_run_with_exit_code_finds_it_too() {
     if !have_cc() {
@@ -391,21 +411,7 @@ fn git_bisect_run_with_exit_code_finds_it_too() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
     let ids = repo(&dir.join("repo"));
-    let r = dir.join("repo");
-    let kb = assert_cmd::cargo::cargo_bin("kbench");
-    let mut run = vec![kb.to_str().unwrap()];
-    run.extend(bisect_args(r.to_str().unwrap(), &ids[0], &ids[COMMITS - 1]));
-    run.extend(["--exit-code", "-q"]);
-    git(&r, &["bisect", "start", &ids[COMMITS - 1], &ids[0]]);
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(&r)
-        .args(["bisect", "run"])
-        .args(&run)
-        .env("KBENCH_DB", common::db(dir))
-        .env("XDG_CACHE_HOME", dir.join("cache"))
-        .output()
-        .unwrap();
+    let out = git_bisect_run(dir, &ids);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success(),
@@ -439,20 +445,7 @@ fn git_bisect_run_on_a_range_without_a_regression_names_no_commit() {
     let dir = tmp.path();
     let ids = repo_slow_from(&dir.join("repo"), None);
     let r = dir.join("repo");
-    let kb = assert_cmd::cargo::cargo_bin("kbench");
-    let mut run = vec![kb.to_str().unwrap()];
-    run.extend(bisect_args(r.to_str().unwrap(), &ids[0], &ids[COMMITS - 1]));
-    run.extend(["--exit-code", "-q"]);
-    git(&r, &["bisect", "start", &ids[COMMITS - 1], &ids[0]]);
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(&r)
-        .args(["bisect", "run"])
-        .args(&run)
-        .env("KBENCH_DB", common::db(dir))
-        .env("XDG_CACHE_HOME", dir.join("cache"))
-        .output()
-        .unwrap();
+    let out = git_bisect_run(dir, &ids);
     let text = String::from_utf8_lossy(&out.stdout);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success(), "{text}\n{err}");
@@ -495,7 +488,7 @@ fn sigint_stops_a_bisection_after_the_current_sample() {
     let dir = tmp.path();
     let ids = repo(&dir.join("repo"));
     let r = dir.join("repo");
-    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("kbench"))
+    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("kbench"))
         .args([
             "bisect",
             "-q",
@@ -516,19 +509,7 @@ fn sigint_stops_a_bisection_after_the_current_sample() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    let t0 = std::time::Instant::now();
-    let samples = || -> i64 {
-        rusqlite::Connection::open_with_flags(
-            common::db(dir),
-            rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
-        )
-        .and_then(|c| c.query_row("SELECT COUNT(*) FROM samples", [], |r| r.get(0)))
-        .unwrap_or(0)
-    };
-    while samples() < 3 {
-        assert!(t0.elapsed().as_secs() < 60, "no samples stored");
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
+    common::wait_for_stored_samples(dir, 3);
     // SAFETY: signalling our own child.
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
     let t1 = std::time::Instant::now();
@@ -546,5 +527,5 @@ fn sigint_stops_a_bisection_after_the_current_sample() {
         )
         .unwrap();
     assert_eq!(status, "interrupted");
-    assert!(n >= 3 && n < 16, "{n} samples");
+    assert!((3..16).contains(&n), "{n} samples");
 }

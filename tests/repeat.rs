@@ -202,19 +202,7 @@ fn sigint_stops_the_current_run_and_the_repeat() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    let t0 = std::time::Instant::now();
-    let samples = || -> i64 {
-        rusqlite::Connection::open_with_flags(
-            common::db(d),
-            rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
-        )
-        .and_then(|c| c.query_row("SELECT COUNT(*) FROM samples", [], |r| r.get(0)))
-        .unwrap_or(0)
-    };
-    while samples() < 3 {
-        assert!(t0.elapsed().as_secs() < 60, "no samples stored");
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
+    common::wait_for_stored_samples(d, 3);
     // SAFETY: signalling our own child.
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
     let t1 = std::time::Instant::now();

@@ -45,6 +45,9 @@ pub use decide::Call;
 use git::{Commit, Repo};
 use measure::{Measured, Spec, Steps};
 
+/// One arm's values of the metric in a step, each with its round.
+type Rounds = Vec<(u32, f64)>;
+
 /// Verdict kinds stored with a bisection's runs.
 pub const ENDS: &str = "bisect.ends";
 pub const STEP: &str = "bisect.step";
@@ -373,6 +376,25 @@ struct Ctx<'s> {
 }
 
 impl Ctx<'_> {
+    /// The steps of this bisection, written to `sink` in campaign `key`.
+    fn steps<'w>(
+        &self,
+        sink: &'w mut dyn crate::event::Sink,
+        key: CampaignKey,
+        stop: Arc<AtomicBool>,
+    ) -> Steps<'w> {
+        let a = self.a;
+        let config = config(a, &a.name);
+        Steps::new(
+            sink,
+            key,
+            config,
+            self.about.metric.clone(),
+            a.max_samples,
+            stop,
+        )
+    }
+
     /// A step as its verdict is stored.
     fn stored(&self, step: Step) -> serde_json::Value {
         serde_json::to_value(StepVerdict {
@@ -579,15 +601,7 @@ fn bisect(db: Option<&str>, a: &BisectArgs) -> anyhow::Result<ExitCode> {
     let stop = Arc::new(AtomicBool::new(false));
     let _signals = crate::runner::Interrupts::install(&stop)?;
     let mut writer = store::sink::StoreSink::new(st.as_mut());
-    let metric = cx.about.metric.clone();
-    let mut steps = Steps::new(
-        &mut writer,
-        key,
-        config(a, &name),
-        metric,
-        a.max_samples,
-        stop,
-    );
+    let mut steps = cx.steps(&mut writer, key, stop);
 
     // The ends: the bad one must be "like bad".
     let (ends, ends_run) = cx.ends(&mut steps)?;
@@ -638,7 +652,7 @@ fn search(
     let n = s.all.len() - 1;
     // By position: its values and the good end's of the step that
     // measured it last (interleaved, so their comparison is drift-free).
-    let mut seen: BTreeMap<usize, (Vec<(u32, f64)>, Vec<(u32, f64)>)> = BTreeMap::new();
+    let mut seen: BTreeMap<usize, (Rounds, Rounds)> = BTreeMap::new();
     let (mut lo, mut hi) = (0usize, n);
     let mut skipped: Vec<usize> = Vec::new();
     while let Some(c) = next(lo, hi, &skipped) {
@@ -733,15 +747,7 @@ fn decide_one(db: Option<&str>, a: &BisectArgs) -> anyhow::Result<ExitCode> {
     let stop = Arc::new(AtomicBool::new(false));
     let _signals = crate::runner::Interrupts::install(&stop)?;
     let mut writer = store::sink::StoreSink::new(st.as_mut());
-    let metric = cx.about.metric.clone();
-    let mut steps = Steps::new(
-        &mut writer,
-        key,
-        config(a, &name),
-        metric,
-        a.max_samples,
-        stop,
-    );
+    let mut steps = cx.steps(&mut writer, key, stop);
     let ends = match stored_ends {
         Some(step) => step,
         None => cx.ends(&mut steps)?.0,

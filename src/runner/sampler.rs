@@ -280,7 +280,7 @@ impl<'a> Sampler<'a> {
                     .filter_map(|&i| arms[i].processes)
                     .max()
                     .unwrap_or(1);
-                if measured_rounds % n == 0 {
+                if measured_rounds.is_multiple_of(n) {
                     turns = (0..n).collect();
                     turns.shuffle(rng);
                 }

@@ -600,7 +600,7 @@ fn repeated_boots_take_a_share_each_and_the_states_alternate() {
         .campaigns(crate::store::CampaignQuery::Named("boots"))
         .unwrap();
     let p = crate::runner::campaign::progress_by_boot(&st, c[0].id, None).unwrap();
-    for (_, states) in &p.boots {
+    for states in p.boots.values() {
         let boots: Vec<u32> = states.values().flat_map(|b| b.values().copied()).collect();
         assert_eq!(boots, [2, 2], "{p:?}");
     }
