@@ -275,6 +275,13 @@ pub struct RunArgs {
     /// `processes`].
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub processes: Option<u32>,
+    /// Make N whole runs, one after another, each in a fresh kbench
+    /// process and each holding every cell (interleaved in rounds), so
+    /// run-to-run variation is measured and comparisons can use the run
+    /// as their unit; the runs join one campaign [default: 1, or the
+    /// plan's `repeat.runs`].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub repeat: Option<u32>,
     /// Seed of the shuffled sample order; the run records the seed it used,
     /// so any order can be replayed.
     #[arg(long, value_name = "N")]

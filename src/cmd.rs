@@ -328,29 +328,22 @@ fn run(a: RunArgs, db: Option<&str>) -> anyhow::Result<ExitCode> {
             "--json and --events both print on stdout; choose one"
         ));
     }
+    let mut plan = plan;
+    if let Some(n) = a.repeat {
+        plan.repeat.runs = n;
+    }
     let opts = options(&a, &plan, a.quick || default_suite)?;
+    if plan.repeat.runs > 1 && opts.stop.is_some_and(|r| r.until_verdict) {
+        return Err(bad_input!(
+            "--until-verdict stops when one run decides; with {} runs the run is the unit: choose one",
+            plan.repeat.runs
+        ));
+    }
     let cells = runner::cells(&plan, &opts)?;
     // Scale cells run without ASLR as will-it-scale's do: re-exec first.
     bench::scale::aslr::reexec_if_wanted(&cells)?;
     let mut st = store::open(db, store::Access::Write)?;
-    // An edited plan is refused before anything is measured or printed.
-    let (campaign, have) = match &plan.path {
-        Some(_) => {
-            // One run of a campaign at a time on a store; the next one
-            // resumes from what this one stored.
-            st.lock_campaign(&plan.name)?;
-            let d = runner::campaign::check(&*st, &plan, a.force)?;
-            let have = match &d {
-                // What this host measured: a campaign is per host.
-                runner::campaign::Decision::Resume(c) => {
-                    runner::campaign::progress_on(&*st, c.id, Some(&runner::campaign::this_host()))?
-                }
-                runner::campaign::Decision::New(_) => Default::default(),
-            };
-            (Some(d.key(&plan)), have)
-        }
-        None => (None, Default::default()),
-    };
+    let (campaign, have) = run_campaign(&mut *st, &plan, a.force)?;
     let fp = system::fingerprint();
     if !a.quiet {
         for w in fp.warnings() {
@@ -367,7 +360,32 @@ fn run(a: RunArgs, db: Option<&str>) -> anyhow::Result<ExitCode> {
         sinks.push(l);
     }
     sinks.push(&mut progress);
-    let result = runner::run(&plan, &opts, campaign, &have, &fp, &mut event::Tee(sinks));
+    let result = if plan.repeat.runs > 1 {
+        let source = match &plan.path {
+            Some(p) => runner::repeat::Source::File(p.clone()),
+            None if default_suite => {
+                runner::repeat::Source::Specs(DEFAULT_SUITE.iter().map(|s| s.to_string()).collect())
+            }
+            None => runner::repeat::Source::Specs(a.specs.clone()),
+        };
+        runner::repeat::runs(
+            &source,
+            &plan,
+            &opts,
+            campaign.clone(),
+            have,
+            &mut event::Tee(sinks),
+        )
+    } else {
+        runner::run(
+            &plan,
+            &opts,
+            campaign.clone(),
+            &have,
+            &fp,
+            &mut event::Tee(sinks),
+        )
+    };
     drop(progress);
     let (summary, status) = match result {
         Ok(r) => r,
@@ -384,11 +402,18 @@ fn run(a: RunArgs, db: Option<&str>) -> anyhow::Result<ExitCode> {
         }
     };
     let run_id = summary.run.as_deref().and_then(|u| writer.run_id(u));
+    drop(writer);
     let plan_arg = a.specs.first().cloned().unwrap_or_default();
     if summary.pending > 0 && !a.quiet {
         eprintln!(
             "kbench: {} cell(s) wait for another system state; `kbench status {plan_arg}` says what they need",
             summary.pending
+        );
+    }
+    if summary.next_boot > 0 && !a.quiet {
+        eprintln!(
+            "kbench: {} cell(s) took their share of this boot and wait for another boot (boots of the states alternate); `kbench status {plan_arg}` says which",
+            summary.next_boot
         );
     }
     let format = Format::json_if(a.json);
@@ -397,7 +422,8 @@ fn run(a: RunArgs, db: Option<&str>) -> anyhow::Result<ExitCode> {
         // stands instead of recording an empty run.
         eprintln!(
             "kbench: nothing to run here: {} cell(s) done, {} pending",
-            summary.done, summary.pending
+            summary.done,
+            summary.pending + summary.next_boot
         );
         if a.json
             && let Some(c) = runner::campaign::find(&*st, &plan)?
@@ -408,21 +434,7 @@ fn run(a: RunArgs, db: Option<&str>) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     };
     if lines.is_none() {
-        let r = report::Report::of_run(store::load_run(&*st, run_id)?);
-        // A plan with a `[report]` layout prints it (text only: the JSON
-        // report keeps every cell's statistics).
-        match &plan.layout {
-            Some(l) if !a.json && l.table != crate::plan::report::TableKind::Ministat => {
-                let doc = report::table::build(std::slice::from_ref(&r), l, false);
-                print(&Document::Tables(&doc), format)?;
-                eprintln!(
-                    "kbench: the ministat tables of every cell: `kbench report {run_id} --table ministat`"
-                );
-            }
-            _ => {
-                print(&Document::Reports(&[r]), format)?;
-            }
-        }
+        run_report(&*st, &plan, campaign.as_ref(), run_id, a.json)?;
     }
     Ok(match status {
         RunStatus::Done | RunStatus::Running => ExitCode::SUCCESS,
@@ -437,6 +449,83 @@ fn run(a: RunArgs, db: Option<&str>) -> anyhow::Result<ExitCode> {
             ExitCode::from(1)
         }
     })
+}
+
+/// The campaign a run joins and what it already holds on this host: a
+/// plan file's (an edited plan is refused before anything is measured or
+/// printed), a new generation of `adhoc` for repeated runs of benchmarks
+/// named on the command line, else none.
+fn run_campaign(
+    st: &mut dyn store::Store,
+    plan: &crate::plan::Plan,
+    force: bool,
+) -> anyhow::Result<(Option<crate::record::CampaignKey>, runner::Progress)> {
+    if plan.path.is_none() {
+        if plan.repeat.runs > 1 {
+            let d = runner::campaign::check(&*st, plan, true)?;
+            return Ok((Some(d.key(plan)), Default::default()));
+        }
+        return Ok((None, Default::default()));
+    }
+    // One run of a campaign at a time on a store; the next one resumes
+    // from what this one stored.
+    st.lock_campaign(&plan.name)?;
+    let d = runner::campaign::check(&*st, plan, force)?;
+    let have = match &d {
+        // What this host measured: a campaign is per host.
+        runner::campaign::Decision::Resume(c) => {
+            let host = runner::campaign::this_host();
+            if plan.repeat.boots > 1 {
+                runner::campaign::progress_by_boot(&*st, c.id, Some(&host))?
+            } else {
+                runner::campaign::progress_on(&*st, c.id, Some(&host))?
+            }
+        }
+        runner::campaign::Decision::New(_) => Default::default(),
+    };
+    Ok((Some(d.key(plan)), have))
+}
+
+/// The report `kbench run` prints: the run's, or with repeated runs the
+/// campaign's (every run of it).
+fn run_report(
+    st: &dyn store::Store,
+    plan: &crate::plan::Plan,
+    campaign: Option<&crate::record::CampaignKey>,
+    run_id: i64,
+    json: bool,
+) -> anyhow::Result<()> {
+    let format = Format::json_if(json);
+    let r = match campaign {
+        Some(k) if plan.repeat.runs > 1 => {
+            let c = st
+                .campaigns(store::CampaignQuery::Named(&k.name))?
+                .into_iter()
+                .find(|c| c.plan_hash == k.plan_hash && c.generation == k.generation)
+                .ok_or_else(|| anyhow::anyhow!("campaign `{}` vanished", k.name))?;
+            eprintln!(
+                "kbench: the runs are campaign {} `{}`: `kbench report campaign:{}`, `kbench compare campaign:{}:FACTOR=A campaign:{}:FACTOR=B`",
+                c.id, c.name, c.id, c.id, c.id
+            );
+            report::Report::of_campaign(store::load_campaign(st, c.id)?)
+        }
+        _ => report::Report::of_run(store::load_run(st, run_id)?),
+    };
+    // A plan with a `[report]` layout prints it (text only: the JSON
+    // report keeps every cell's statistics).
+    match &plan.layout {
+        Some(l) if !json && l.table != crate::plan::report::TableKind::Ministat => {
+            let doc = report::table::build(std::slice::from_ref(&r), l, false);
+            print(&Document::Tables(&doc), format)?;
+            eprintln!(
+                "kbench: the ministat tables of every cell: `kbench report {run_id} --table ministat`"
+            );
+        }
+        _ => {
+            print(&Document::Reports(&[r]), format)?;
+        }
+    }
+    Ok(())
 }
 
 fn status(
@@ -495,6 +584,18 @@ fn report(db: Option<&str>, a: &crate::cli::ReportArgs) -> anyhow::Result<ExitCo
             a.output.as_deref(),
             &report::render(&Document::Samples(&t), format)?,
         );
+    }
+    // A bisection's campaign: its steps, unless a layout is asked for.
+    if let [op] = ops.as_slice()
+        && let store::Scope::Campaign(id) = op.scope
+        && op.filters.is_empty()
+        && a.table.is_none()
+        && a.baseline.is_none()
+        && [&a.rows, &a.cols, &a.groups].iter().all(|v| v.is_none())
+        && let Some(b) = crate::bisect::report::load(&*st, id)?
+        && let Some(text) = crate::bisect::report::render(&b, format)?
+    {
+        return write_out(a.output.as_deref(), &text);
     }
     let reports: Vec<report::Report> = ops
         .iter()

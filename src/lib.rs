@@ -53,6 +53,16 @@ pub fn main() -> ExitCode {
             }
         };
     }
+    // `--repeat`: one whole run in a fresh process, its events on stdout.
+    if args.get(1).is_some_and(|a| a == runner::repeat::SUBCOMMAND) {
+        return match runner::repeat::serve() {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(err) => {
+                eprintln!("kbench: {err:#}");
+                ExitCode::from(error::exit_code(&err))
+            }
+        };
+    }
     match cmd::dispatch(args) {
         Ok(code) => code,
         Err(err) => {

@@ -98,6 +98,8 @@ struct PlanFile {
     warmup: Option<Spanned<i64>>,
     /// Fresh processes per micro-benchmark cell (`--processes`).
     processes: Option<Spanned<i64>>,
+    /// Whole runs and boots each cell is measured in.
+    repeat: Option<Spanned<RepeatFile>>,
     seed: Option<u64>,
     precision: Option<Spanned<String>>,
     #[serde(default)]
@@ -109,6 +111,13 @@ struct PlanFile {
     /// How to arm the next boot for a pending system state (printed by
     /// `kbench status`).
     reboot: Option<Spanned<RebootFile>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RepeatFile {
+    runs: Option<Spanned<i64>>,
+    boots: Option<Spanned<i64>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -261,6 +270,8 @@ pub struct Plan {
     /// `processes`: each micro-benchmark cell measured in N fresh
     /// processes.
     pub processes: Option<u32>,
+    /// `repeat = { runs = N, boots = M }` (or `kbench run --repeat N`).
+    pub repeat: Repeat,
     pub seed: Option<u64>,
     #[allow(dead_code)] // adaptive stopping (issue 3)
     pub precision: Option<f64>,
@@ -270,6 +281,23 @@ pub struct Plan {
     pub reboot: Option<String>,
     /// `[report]`: the layout of the campaign's report.
     pub layout: Option<report::Layout>,
+}
+
+/// The levels above the round a campaign replicates: each cell takes its
+/// `samples` in each of `runs` whole runs (each a fresh kbench process),
+/// on each of `boots` boots of its system state, the boots of different
+/// states alternating. A level measured once is a level whose variation
+/// no comparison can see.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Repeat {
+    pub runs: u32,
+    pub boots: u32,
+}
+
+impl Default for Repeat {
+    fn default() -> Repeat {
+        Repeat { runs: 1, boots: 1 }
+    }
 }
 
 impl Plan {

@@ -5,7 +5,7 @@ use std::collections::HashSet;
 
 use super::{
     Apply, BenchFile, BenchSpec, Cell, Factor, FactorFile, Level, MetricFile, Plan, PlanFile,
-    ShellStep, Source, SystemNeed,
+    Repeat, ShellStep, Source, SystemNeed,
 };
 use crate::bench::command::{
     Argv, BUILTINS, CommandBench, CommandSpec, CustomMetric, OnFailure, Per, Source as MSource,
@@ -49,6 +49,16 @@ pub(super) fn validate(file: PlanFile, src: &Source) -> anyhow::Result<Plan> {
     let samples = positive(src, &file.samples, "samples", 1)?;
     let warmup = positive(src, &file.warmup, "warmup", 0)?;
     let processes = positive(src, &file.processes, "processes", 1)?;
+    let repeat = match &file.repeat {
+        Some(r) => {
+            let r = r.get_ref();
+            Repeat {
+                runs: positive(src, &r.runs, "repeat.runs", 1)?.unwrap_or(1),
+                boots: positive(src, &r.boots, "repeat.boots", 1)?.unwrap_or(1),
+            }
+        }
+        None => Repeat::default(),
+    };
     let sample_time = match &file.sample_time {
         Some(s) if !(*s.get_ref() > 0.0 && *s.get_ref() <= 3600.0) => {
             return Err(src.err(
@@ -236,6 +246,7 @@ pub(super) fn validate(file: PlanFile, src: &Source) -> anyhow::Result<Plan> {
         sample_time,
         warmup,
         processes,
+        repeat,
         seed: file.seed,
         precision,
         factors,
@@ -1075,6 +1086,7 @@ pub fn adhoc(specs: &[String]) -> anyhow::Result<Plan> {
         sample_time: None,
         warmup: None,
         processes: None,
+        repeat: Repeat::default(),
         seed: None,
         precision: None,
         factors: Vec::new(),

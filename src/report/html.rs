@@ -48,11 +48,16 @@ pub fn render(doc: &Document<'_>) -> String {
             format!("<pre>{}</pre>", esc(&super::text::render(other))),
         ),
     };
+    page(&title, &body)
+}
+
+/// A self-contained page: the report's style, no network requests.
+pub fn page(title: &str, body: &str) -> String {
     format!(
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
          <meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; img-src data:\">\
          <title>{}</title><style>{CSS}</style></head>\n<body>\n{body}</body></html>\n",
-        esc(&title)
+        esc(title)
     )
 }
 

@@ -537,7 +537,15 @@ fn sysinfo(o: &mut String, s: &Sysinfo) {
 
 fn status_cells(o: &mut String, indent: &str, cells: &[&CellState]) {
     for c in cells {
-        let _ = writeln!(o, "{indent}{} ({}/{} samples)", c.label, c.best, c.want);
+        let boots = c
+            .boots
+            .map(|(b, w)| format!(", {b}/{w} boots"))
+            .unwrap_or_default();
+        let _ = writeln!(
+            o,
+            "{indent}{} ({}/{} samples{boots})",
+            c.label, c.best, c.want
+        );
     }
 }
 

@@ -127,12 +127,46 @@ pub fn progress_on(
     campaign: i64,
     host: Option<&str>,
 ) -> anyhow::Result<Progress> {
-    let mut m = Progress::new();
+    let mut m = Progress::default();
     for p in store.progress(campaign)? {
         if host.is_some_and(|h| h != p.host) {
             continue;
         }
-        *m.entry(p.key).or_default().entry(p.readings).or_default() += p.samples;
+        m.add(&p.key, &p.readings, None, p.samples);
+    }
+    Ok(m)
+}
+
+/// [`progress_on`] with the samples of each boot too (for a plan that
+/// repeats boots): the boot of a run is its settings' `owner.boot_id`.
+/// Reads every sample of the campaign.
+pub fn progress_by_boot(
+    store: &dyn StoreRead,
+    campaign: i64,
+    host: Option<&str>,
+) -> anyhow::Result<Progress> {
+    let mut boot_of: std::collections::HashMap<i64, String> = Default::default();
+    for r in store.runs(Some(campaign))? {
+        if host.is_some_and(|h| h != r.host) {
+            continue;
+        }
+        let boot = store.run_details(r.id)?.config.owner.map(|o| o.boot_id);
+        boot_of.insert(r.id, boot.unwrap_or_else(|| "unknown boot".into()));
+    }
+    let mut m = Progress::default();
+    for (c, samples) in store.cells(crate::store::Scope::Campaign(campaign))? {
+        let Some(boot) = boot_of.get(&c.run_id) else {
+            continue;
+        };
+        let mut rounds: Vec<u32> = samples.iter().map(|s| s.round).collect();
+        rounds.sort_unstable();
+        rounds.dedup();
+        m.add(
+            &c.info.key,
+            &c.info.readings_text(),
+            Some(boot),
+            rounds.len() as u32,
+        );
     }
     Ok(m)
 }
@@ -151,7 +185,11 @@ pub fn this_host() -> String {
 pub struct CellState {
     /// `bench [factor=value, param=value]`.
     pub label: String,
+    /// Samples over all its runs and boots (`repeat`).
     pub want: u32,
+    /// With `repeat.boots`: boots that measured it, and boots wanted.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub boots: Option<(u32, u32)>,
     /// Most samples under one state.
     pub best: u32,
     /// The running system suits it.
@@ -200,18 +238,25 @@ pub fn status(
         None => store.campaigns(CampaignQuery::Named(&plan.name))?.pop(),
     };
     let (counts, runs) = match &campaign {
+        Some(c) if plan.repeat.boots > 1 => (
+            progress_by_boot(store, c.id, Some(&this_host()))?,
+            store.runs(Some(c.id))?.len(),
+        ),
         Some(c) => (
             progress_on(store, c.id, Some(&this_host()))?,
             store.runs(Some(c.id))?.len(),
         ),
-        None => (Progress::new(), 0),
+        None => (Progress::default(), 0),
     };
     let mut cells = Vec::new();
     for cell in crate::plan::expand(plan)? {
-        let best = counts
-            .get(&cell.key)
-            .and_then(|m| m.values().max().copied())
-            .unwrap_or(0);
+        let best = counts.best(&cell.key);
+        let boots = counts.boots.get(&cell.key).map_or(0, |m| {
+            let mut ids: Vec<&String> = m.values().flat_map(|b| b.keys()).collect();
+            ids.sort();
+            ids.dedup();
+            ids.len() as u32
+        });
         let unmet = cell
             .expect
             .iter()
@@ -230,7 +275,8 @@ pub fn status(
             .collect();
         cells.push(CellState {
             label: cell_label(&cell),
-            want: cell.samples.unwrap_or(samples),
+            want: cell.samples.unwrap_or(samples) * plan.repeat.runs * plan.repeat.boots,
+            boots: (plan.repeat.boots > 1).then_some((boots, plan.repeat.boots)),
             best,
             runnable: cell.runnable(&readings),
             needs: cell.expect.iter().map(describe_need).collect(),

@@ -87,7 +87,7 @@ impl Sink for Progress {
             }
             Event::Warning(w) => self.println(&format!("kbench: warning: {}", w.message)),
             Event::RunEnded(_) => self.bar.finish_and_clear(),
-            Event::CellPrepared(_) | Event::Note(_) | Event::CellDone(_) => {}
+            Event::CellPrepared(_) | Event::Note(_) | Event::CellDone(_) | Event::Verdict(_) => {}
         }
         Ok(())
     }

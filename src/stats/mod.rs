@@ -11,6 +11,8 @@
 //!   difference: ministat's table-based Student's t ([`student`]), Student's
 //!   and Welch's t with exact quantiles ([`ttest`]), Mann-Whitney U
 //!   ([`utest`]), bootstrap intervals of ratios ([`bootstrap`]).
+//! - Two arms measured in the same rounds ([`paired`]): per-round log
+//!   ratios, Hodges-Lehmann estimate, Wilcoxon signed-rank interval.
 //! - Across benchmarks: the geometric mean of ratios ([`geomean`]);
 //!   within one sample: outlier flags ([`outliers`]).
 //! - [`equivalence`]: turns an interval into a verdict, so "no difference
@@ -34,6 +36,9 @@ pub mod geomean;
 pub mod multiple;
 pub mod nested;
 pub mod outliers;
+// Callers (compare, bisect, adaptive stopping) land in the next commits.
+#[cfg_attr(not(test), allow(dead_code))]
+pub mod paired;
 pub mod power;
 pub mod sample;
 #[cfg(test)]
@@ -96,7 +101,7 @@ impl Default for Confidence {
 }
 
 /// A closed interval `[lo, hi]`.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, serde::Deserialize)]
 pub struct Interval {
     pub lo: f64,
     pub hi: f64,

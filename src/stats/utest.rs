@@ -209,7 +209,7 @@ fn hodges_lehmann(a: &[f64], b: &[f64]) -> f64 {
 }
 
 /// Order-preserving map of f64 (no NaN) to u64.
-fn key(x: f64) -> u64 {
+pub(crate) fn key(x: f64) -> u64 {
     let bits = x.to_bits();
     if bits >> 63 == 1 {
         !bits
@@ -218,7 +218,8 @@ fn key(x: f64) -> u64 {
     }
 }
 
-fn unkey(k: u64) -> f64 {
+/// The inverse of [`key`].
+pub(crate) fn unkey(k: u64) -> f64 {
     f64::from_bits(if k >> 63 == 1 { k & !(1 << 63) } else { !k })
 }
 

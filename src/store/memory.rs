@@ -7,7 +7,7 @@ use indexmap::IndexMap;
 
 use super::{
     CampaignQuery, CampaignRow, CellProgress, CellRec, FailureRec, NewRun, RunDetails, RunRow,
-    SampleRec, Scope, StoreRead, StoreWrite, StoredCell,
+    SampleRec, Scope, StoreRead, StoreWrite, StoredCell, VerdictRec,
 };
 use crate::record::{CampaignKey, CellInfo, CellStatus, RunStatus};
 
@@ -24,6 +24,7 @@ pub struct MemoryStore {
     cells: Vec<CellRec>,
     samples: Vec<(i64, SampleRec)>,
     failures: Vec<FailureRec>,
+    verdicts: Vec<VerdictRec>,
     /// Time stamps given to new campaigns (tests want fixed ones).
     pub now: f64,
 }
@@ -126,6 +127,15 @@ impl StoreRead for MemoryStore {
             .failures
             .iter()
             .filter(|f| self.in_scope(f.run_id, scope))
+            .cloned()
+            .collect())
+    }
+
+    fn verdicts(&self, scope: Scope) -> anyhow::Result<Vec<VerdictRec>> {
+        Ok(self
+            .verdicts
+            .iter()
+            .filter(|v| self.in_scope(v.run_id, scope))
             .cloned()
             .collect())
     }
@@ -295,6 +305,17 @@ impl StoreWrite for MemoryStore {
         if let Some(r) = self.runs.iter_mut().find(|r| r.row.id == run_id) {
             r.row.ended = Some(ended);
             r.row.status = status;
+        }
+        Ok(())
+    }
+
+    fn add_verdict(&mut self, v: &VerdictRec) -> anyhow::Result<()> {
+        if !self
+            .verdicts
+            .iter()
+            .any(|x| x.run_id == v.run_id && x.kind == v.kind)
+        {
+            self.verdicts.push(v.clone());
         }
         Ok(())
     }

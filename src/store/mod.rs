@@ -98,6 +98,16 @@ pub struct FailureRec {
     pub message: String,
 }
 
+/// A decision a producer made from a run's samples (a bisection step's
+/// call, the revision it found), as JSON whose shape is the producer's.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct VerdictRec {
+    pub run_id: i64,
+    /// What it decides (`bisect.step`, ...): with the run, its identity.
+    pub kind: String,
+    pub body: serde_json::Value,
+}
+
 /// A run as listed by `kbench runs`.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct RunRow {
@@ -194,6 +204,8 @@ pub trait StoreRead {
     /// Samples per cell key, system state and host of a campaign, counted
     /// by the backend without loading samples.
     fn progress(&self, campaign: i64) -> anyhow::Result<Vec<CellProgress>>;
+    /// The verdicts stored with the runs in scope, in the order stored.
+    fn verdicts(&self, scope: Scope) -> anyhow::Result<Vec<VerdictRec>>;
 }
 
 /// Idempotent writes, each committed when it returns.
@@ -231,6 +243,8 @@ pub trait StoreWrite {
     /// Record a failure; one already stored (same cell and seq) is kept.
     fn add_failure(&mut self, f: &FailureRec) -> anyhow::Result<()>;
     fn finish_run(&mut self, run_id: i64, ended: f64, status: RunStatus) -> anyhow::Result<()>;
+    /// Record a verdict; one already stored (same run and kind) is kept.
+    fn add_verdict(&mut self, v: &VerdictRec) -> anyhow::Result<()>;
 }
 
 /// A backend: both halves (`&dyn Store` coerces to `&dyn StoreRead`).
@@ -504,7 +518,22 @@ pub mod suite {
         };
         s.add_failure(&f).unwrap();
         s.add_failure(&f).unwrap();
+        let v = VerdictRec {
+            run_id: run,
+            kind: "bisect.step".into(),
+            body: serde_json::json!({"call": "like-bad", "n": 8}),
+        };
+        s.add_verdict(&v).unwrap();
+        // The first one stored is kept (a replay adds nothing).
+        s.add_verdict(&VerdictRec {
+            body: serde_json::json!({"call": "like-good"}),
+            ..v.clone()
+        })
+        .unwrap();
         s.finish_run(run, 9.0, RunStatus::Failed).unwrap();
+        assert_eq!(s.verdicts(Scope::Run(run)).unwrap(), vec![v.clone()]);
+        assert_eq!(s.verdicts(Scope::Campaign(c1)).unwrap(), vec![v]);
+        assert!(s.verdicts(Scope::Campaign(c2)).unwrap().is_empty());
 
         let r = s.run(run).unwrap().unwrap();
         assert_eq!((r.cells, r.samples, r.status), (2, 4, RunStatus::Failed));

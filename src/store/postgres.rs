@@ -18,7 +18,7 @@ use std::sync::Arc;
 
 use super::{
     CampaignQuery, CampaignRow, CellProgress, CellRec, FailureRec, NewRun, RunDetails, RunRow,
-    SampleRec, Scope, StoreRead, StoreWrite, StoredCell,
+    SampleRec, Scope, StoreRead, StoreWrite, StoredCell, VerdictRec,
 };
 use crate::error::bad_input;
 use crate::record::{CampaignKey, CellInfo, CellStatus, Kind, RunConfig, RunStatus};
@@ -97,6 +97,16 @@ CREATE INDEX failures_run ON failures(run_id);
     // 2: the process of a cell that took each sample (`--processes`).
     r#"
 ALTER TABLE samples ADD COLUMN process BIGINT;
+"#,
+    // 3: what a producer decided from a run's samples (bisect's calls).
+    r#"
+CREATE TABLE verdicts (
+    id BIGSERIAL PRIMARY KEY,
+    run_id BIGINT NOT NULL REFERENCES runs(id),
+    kind TEXT NOT NULL,
+    body TEXT NOT NULL,
+    UNIQUE (run_id, kind)
+);
 "#,
 ];
 
@@ -611,6 +621,23 @@ impl StoreRead for PgStore {
             .collect()
     }
 
+    fn verdicts(&self, scope: Scope) -> anyhow::Result<Vec<VerdictRec>> {
+        let (cond, arg) = scope_sql(scope, "v");
+        let rows = self.conn.borrow_mut().query(
+            &format!("SELECT v.run_id, v.kind, v.body FROM verdicts v WHERE {cond} ORDER BY v.id"),
+            &[&arg],
+        )?;
+        rows.iter()
+            .map(|r| {
+                Ok(VerdictRec {
+                    run_id: r.get(0),
+                    kind: r.get(1),
+                    body: json_col(r, 2)?,
+                })
+            })
+            .collect()
+    }
+
     fn progress(&self, campaign: i64) -> anyhow::Result<Vec<CellProgress>> {
         // Rounds restart at 0 in every run: count each cell's distinct
         // rounds, then add the cells of one key and state up.
@@ -708,6 +735,20 @@ impl StoreWrite for PgStore {
 
     fn finish_run(&mut self, run_id: i64, ended: f64, status: RunStatus) -> anyhow::Result<()> {
         let r = self.raw_finish_run(run_id, ended, status);
+        r.map_err(|e| self.lost(e))
+    }
+
+    fn add_verdict(&mut self, v: &VerdictRec) -> anyhow::Result<()> {
+        let r = self
+            .conn
+            .get_mut()
+            .execute(
+                "INSERT INTO verdicts (run_id, kind, body) VALUES ($1, $2, $3)
+                 ON CONFLICT (run_id, kind) DO NOTHING",
+                &[&v.run_id, &v.kind, &v.body.to_string()],
+            )
+            .map(drop)
+            .map_err(anyhow::Error::from);
         r.map_err(|e| self.lost(e))
     }
 }

@@ -157,6 +157,14 @@ impl Sink for StoreSink<'_> {
                 let id = self.cell(&d.run, &d.cell)?.1.id;
                 self.store.finish_cell(id, d.status)?;
             }
+            Event::Verdict(v) => {
+                let run_id = self.run(&v.run)?.id;
+                self.store.add_verdict(&super::VerdictRec {
+                    run_id,
+                    kind: v.kind.clone(),
+                    body: v.body.clone(),
+                })?;
+            }
             Event::Warmup(_) | Event::Warning(_) => {}
             Event::RunEnded(r) => {
                 let run = self.run(&r.run)?;

@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use super::{
     CampaignQuery, CampaignRow, CellProgress, CellRec, FailureRec, NewRun, RunDetails, RunRow,
-    SampleRec, Scope, StoreRead, StoreWrite, StoredCell,
+    SampleRec, Scope, StoreRead, StoreWrite, StoredCell, VerdictRec,
 };
 use crate::error::bad_input;
 use crate::record::{CampaignKey, CellInfo, CellStatus, Kind, RunConfig, RunStatus};
@@ -129,6 +129,16 @@ CREATE UNIQUE INDEX failures_identity ON failures(cell_id, seq);
     // 4: the process of a cell that took each sample (`--processes`).
     r#"
 ALTER TABLE samples ADD COLUMN process INTEGER;
+"#,
+    // 5: what a producer decided from a run's samples (bisect's calls).
+    r#"
+CREATE TABLE verdicts (
+    id INTEGER PRIMARY KEY,
+    run_id INTEGER NOT NULL REFERENCES runs(id),
+    kind TEXT NOT NULL,
+    body TEXT NOT NULL,
+    UNIQUE (run_id, kind)
+);
 "#,
 ];
 
@@ -601,6 +611,31 @@ impl StoreRead for SqliteStore {
         Ok(rows.collect::<Result<_, _>>()?)
     }
 
+    fn verdicts(&self, scope: Scope) -> anyhow::Result<Vec<VerdictRec>> {
+        let (cond, arg) = scope_sql(scope, "v");
+        let mut st = self.conn.prepare(&format!(
+            "SELECT v.run_id, v.kind, v.body FROM verdicts v WHERE {cond} ORDER BY v.id"
+        ))?;
+        let rows = st.query_map([arg], |r| {
+            Ok((
+                r.get::<_, i64>(0)?,
+                r.get::<_, String>(1)?,
+                r.get::<_, String>(2)?,
+            ))
+        })?;
+        let mut out = Vec::new();
+        for row in rows {
+            let (run_id, kind, body) = row?;
+            out.push(VerdictRec {
+                run_id,
+                body: serde_json::from_str(&body)
+                    .with_context(|| format!("corrupt stored verdict `{kind}` of run {run_id}"))?,
+                kind,
+            });
+        }
+        Ok(out)
+    }
+
     fn progress(&self, campaign: i64) -> anyhow::Result<Vec<CellProgress>> {
         // Rounds restart at 0 in every run: count each cell's distinct
         // rounds, then add the cells of one key and state up.
@@ -821,6 +856,18 @@ impl StoreWrite for SqliteStore {
             c.execute(
                 "UPDATE runs SET ended = ?2, status = ?3 WHERE id = ?1",
                 params![run_id, ended, status.as_str()],
+            )
+        })?;
+        Ok(())
+    }
+
+    fn add_verdict(&mut self, v: &VerdictRec) -> anyhow::Result<()> {
+        let body = v.body.to_string();
+        self.write(|c| {
+            c.execute(
+                "INSERT INTO verdicts (run_id, kind, body) VALUES (?1, ?2, ?3)
+                 ON CONFLICT (run_id, kind) DO NOTHING",
+                params![v.run_id, v.kind, body],
             )
         })?;
         Ok(())

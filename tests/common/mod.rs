@@ -133,3 +133,19 @@ pub fn assert_ok(out: &std::process::Output) {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// Samples stored so far in the test's store (0 before it exists).
+pub fn stored_samples(dir: &Path) -> i64 {
+    rusqlite::Connection::open_with_flags(db(dir), rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+        .and_then(|c| c.query_row("SELECT COUNT(*) FROM samples", [], |r| r.get(0)))
+        .unwrap_or(0)
+}
+
+/// Wait until the store holds `n` samples (a minute at most).
+pub fn wait_for_stored_samples(dir: &Path, n: i64) {
+    let t0 = std::time::Instant::now();
+    while stored_samples(dir) < n {
+        assert!(t0.elapsed().as_secs() < 60, "no samples stored");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
