@@ -13,6 +13,8 @@
 //!   ([`utest`]), bootstrap intervals of ratios ([`bootstrap`]).
 //! - Two arms measured in the same rounds ([`paired`]): per-round log
 //!   ratios, Hodges-Lehmann estimate, Wilcoxon signed-rank interval.
+//! - [`design`]: the analysis the blocks (rounds, processes, runs, boots)
+//!   call for, every interval of a log ratio ([`logratio`]).
 //! - Across benchmarks: the geometric mean of ratios ([`geomean`]);
 //!   within one sample: outlier flags ([`outliers`]).
 //! - [`equivalence`]: turns an interval into a verdict, so "no difference
@@ -30,9 +32,13 @@
 pub mod bootstrap;
 pub mod cfmt;
 pub mod changepoint;
+#[cfg_attr(not(test), allow(dead_code))]
+pub mod design;
 pub mod dist;
 pub mod equivalence;
 pub mod geomean;
+#[cfg_attr(not(test), allow(dead_code))]
+pub mod logratio;
 pub mod multiple;
 pub mod nested;
 pub mod outliers;

@@ -188,7 +188,7 @@ fn anova(boots: &[Vec<&[f64]>]) -> Anova {
 }
 
 /// F test p of `ss1/df1` against `ss2/df2`; `None` without the df.
-fn f_test(ss1: f64, df1: f64, ss2: f64, df2: f64) -> Option<f64> {
+pub(crate) fn f_test(ss1: f64, df1: f64, ss2: f64, df2: f64) -> Option<f64> {
     if df1 <= 0.0 || df2 <= 0.0 {
         return None;
     }
