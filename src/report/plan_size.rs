@@ -169,7 +169,7 @@ mod tests {
                 crate::store::StoreRead::cells(&st, op.scope).unwrap(),
             )
             .unwrap(),
-            boots: Default::default(),
+            runs: Default::default(),
         };
         let ps = plan_size(&sel, 95.0, 0.01);
         assert_eq!(ps.rows.len(), 2);

@@ -304,7 +304,7 @@ fn key(d: &IndexMap<String, String>, dims: &[String]) -> Vec<String> {
         .collect()
 }
 
-fn push_unique<T: PartialEq>(v: &mut Vec<T>, x: T) {
+pub(crate) fn push_unique<T: PartialEq>(v: &mut Vec<T>, x: T) {
     if !v.contains(&x) {
         v.push(x);
     }

@@ -17,7 +17,9 @@
 //!   highest such level; when the groups differ (one-way F test, p below
 //!   [`POOL_P`]: Bancroft's "sometimes pool" rule as in
 //!   [`super::nested`]) the group means are the units, a t interval over
-//!   them.
+//!   them. With too few rounds for the signed-rank interval to reach the
+//!   level (fewer than 6 at 95%; a family's adjusted level needs more)
+//!   the paired t interval over the log ratios stands in.
 //! - **Different boots, or different runs**: that level is the unit.
 //!   The logs of the unit means are compared by a t interval (Welch's,
 //!   Student's when a side has one unit). With one unit a side the
@@ -78,11 +80,14 @@ pub enum Unit {
     Processes,
     Runs,
     Boots,
+    /// A geomean's cells (benchmarks) as the replicates.
+    Cells,
 }
 
 impl Unit {
     pub fn plural(self) -> &'static str {
         match self {
+            Unit::Cells => "cells",
             Unit::Rounds => "rounds",
             Unit::Samples => "samples",
             Unit::Processes => "processes",
@@ -101,6 +106,14 @@ pub enum Level {
 }
 
 impl Level {
+    /// `run`, `boot`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Level::Run => "run",
+            Level::Boot => "boot",
+        }
+    }
+
     /// "run-to-run variation is not measured (one run a side): ...".
     pub fn unmeasured(self) -> &'static str {
         match self {
@@ -123,10 +136,15 @@ pub enum Method {
     SignedRank,
     /// A t interval over group means of per-round log ratios.
     GroupT,
+    /// The paired t interval over the per-round log ratios: too few
+    /// rounds for the signed-rank interval to reach the level.
+    PairedT,
     /// Welch's delta-method interval of the log ratio of the means.
     Welch,
     /// A t interval between the logs of unit means.
     UnitT,
+    /// A geomean over cells, the cells as replicates.
+    Cells,
     /// No interval: a level has one replicate a side.
     None,
 }
@@ -136,8 +154,10 @@ impl Method {
         match self {
             Method::SignedRank => "Hodges-Lehmann, Wilcoxon signed-rank",
             Method::GroupT => "t over group means of the log ratios",
+            Method::PairedT => "paired t: too few rounds for the signed-rank interval",
             Method::Welch => "Welch, log ratio of means",
             Method::UnitT => "t over the logs of unit means",
+            Method::Cells => "cells as replicates",
             Method::None => "none",
         }
     }
@@ -203,6 +223,23 @@ pub fn compare(
     direction: Direction,
     confidence: Confidence,
 ) -> Result<Design, Degenerate> {
+    compare_in(a, b, direction, confidence, confidence.alpha())
+}
+
+/// [`compare`] as a member of a family whose strictest level is
+/// `family_alpha` (alpha / m: no adjusted level of Holm's or
+/// Benjamini-Hochberg's is lower). The method is chosen for that level,
+/// so the p-value that enters the adjustment and the interval taken at
+/// the adjusted level come from one test, and agree: paired arms with
+/// too few rounds for the signed-rank interval to reach `family_alpha`
+/// use the paired t at every level.
+pub fn compare_in(
+    a: &[Obs],
+    b: &[Obs],
+    direction: Direction,
+    confidence: Confidence,
+    family_alpha: f64,
+) -> Result<Design, Degenerate> {
     if a.is_empty() || b.is_empty() {
         return Err(Degenerate::Empty);
     }
@@ -236,7 +273,8 @@ pub fn compare(
         within: None,
     };
     if positive && let Some(pairs) = rounds(a, b) {
-        return Ok(paired_design(base, &pairs, a.len() + b.len()));
+        let rank_ok = pairs.len() >= paired::need_rounds(family_alpha.min(confidence.alpha()));
+        return Ok(paired_design(base, &pairs, a.len() + b.len(), rank_ok));
     }
     Ok(unpaired_design(base, a, b))
 }
@@ -298,7 +336,7 @@ fn one_way(sets: &[Vec<Vec<f64>>]) -> Option<f64> {
     f_test(ssb, dfb, ssw, dfw)
 }
 
-fn paired_design(mut d: Design, pairs: &[(Key, f64, f64)], total: usize) -> Design {
+fn paired_design(mut d: Design, pairs: &[(Key, f64, f64)], total: usize, rank_ok: bool) -> Design {
     d.paired = true;
     d.left_out = total - 2 * pairs.len();
     let logs: Vec<(Key, f64)> = pairs.iter().map(|(k, x, y)| (*k, (y / x).ln())).collect();
@@ -331,6 +369,14 @@ fn paired_design(mut d: Design, pairs: &[(Key, f64, f64)], total: usize) -> Desi
         }
     }
     let all: Vec<f64> = logs.iter().map(|(_, l)| *l).collect();
+    if !rank_ok && all.len() >= 2 {
+        // Too few rounds for the signed-rank interval to reach the level
+        // (6 at 95%, 11 at 99.9%): the paired t over the log ratios.
+        return Design {
+            method: Method::PairedT,
+            ..one_sample_t(d, Unit::Rounds, &all)
+        };
+    }
     let r = paired::of_log_ratios(&all, d.direction, d.confidence).expect("finite, non-empty");
     let z = normal_quantile(d.confidence.upper_tail_quantile());
     Design {
@@ -484,6 +530,118 @@ fn from_logratio(d: Design, r: &logratio::LogRatio) -> Design {
         too_few: r.too_few,
         ..d
     }
+}
+
+/// One cell of a geomean: its arms and their comparison.
+pub type Cell<'a> = (&'a [Obs], &'a [Obs], &'a Design);
+
+/// The geometric mean of the ratios of `cells` (one contender against its
+/// baseline, one unit and direction), with an interval that follows the
+/// cells' design:
+///
+/// - cells whose runs (boots) are their units: per run, the mean over
+///   the cells of the log of the run's mean; those run values are the
+///   units of a t interval, as for one cell (a run effect is shared by
+///   every cell of the run, so the cells are no replicates of it);
+/// - a cell with one run a side: not measured either;
+/// - otherwise the cells are the replicates ([`super::geomean::of_cells`]),
+///   never narrower than their own standard errors warrant (taken as
+///   fully correlated when the cells' units are groups of rounds that
+///   the cells share: runs, boots, processes).
+///
+/// `None` without a cell.
+pub fn geomean(cells: &[Cell<'_>], direction: Direction, confidence: Confidence) -> Option<Design> {
+    let first = cells.first()?.2;
+    let mean_log = cells.iter().map(|c| c.2.log_ratio).sum::<f64>() / cells.len() as f64;
+    let base = Design {
+        paired: cells.iter().all(|c| c.2.paired),
+        unit: Unit::Cells,
+        n: [cells.len(), cells.len()],
+        left_out: 0,
+        confidence,
+        direction,
+        method: Method::None,
+        log_ratio: mean_log,
+        log_interval: None,
+        se: None,
+        df: None,
+        p: None,
+        too_few: None,
+        unmeasured: None,
+        pool_p: None,
+        within: None,
+    };
+    let unmeasured = cells
+        .iter()
+        .filter_map(|c| c.2.unmeasured)
+        .max_by_key(|l| *l == Level::Boot);
+    if let Some(level) = unmeasured {
+        return Some(Design {
+            unmeasured: Some(level),
+            ..base
+        });
+    }
+    let level = match first.unit {
+        Unit::Runs => Some(Level::Run),
+        Unit::Boots => Some(Level::Boot),
+        _ => None,
+    };
+    if let Some(level) =
+        level.filter(|_| cells.iter().all(|c| !c.2.paired && c.2.unit == first.unit))
+    {
+        let per_unit = |side: usize| -> Vec<f64> {
+            let maps: Vec<BTreeMap<u64, f64>> = cells
+                .iter()
+                .map(|c| unit_means(if side == 0 { c.0 } else { c.1 }, level))
+                .collect();
+            let common: Vec<u64> = maps[0]
+                .keys()
+                .filter(|k| maps.iter().all(|m| m.get(k).is_some_and(|x| *x > 0.0)))
+                .copied()
+                .collect();
+            common
+                .iter()
+                .map(|k| maps.iter().map(|m| m[k].ln()).sum::<f64>() / maps.len() as f64)
+                .collect()
+        };
+        let (ua, ub) = (per_unit(0), per_unit(1));
+        if !ua.is_empty() && !ub.is_empty() {
+            let unit = first.unit;
+            if ua.len() == 1 && ub.len() == 1 {
+                return Some(Design {
+                    unit,
+                    n: [1, 1],
+                    unmeasured: Some(level),
+                    ..base
+                });
+            }
+            let r = logratio::of_logs(&ua, &ub, confidence);
+            return Some(Design {
+                unit,
+                method: Method::UnitT,
+                ..from_logratio(base, &r)
+            });
+        }
+    }
+    let correlated = cells
+        .iter()
+        .any(|c| c.2.paired && matches!(c.2.unit, Unit::Runs | Unit::Boots | Unit::Processes));
+    let est: Vec<(f64, Option<f64>)> = cells
+        .iter()
+        .map(|c| (c.2.log_ratio, c.2.se.filter(|_| c.2.too_few.is_none())))
+        .collect();
+    let g = super::geomean::of_cells(&est, correlated, confidence);
+    Some(Design {
+        method: if cells.len() == 1 {
+            first.method
+        } else {
+            Method::Cells
+        },
+        log_interval: g.log_interval,
+        p: g.p,
+        too_few: (cells.len() == 1).then_some(first.too_few).flatten(),
+        ..base
+    })
 }
 
 impl Design {

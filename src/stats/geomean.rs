@@ -93,19 +93,26 @@ pub struct CellsGeomean {
 /// known): mean of the logs, interval the wider of t(k-1) over the cells'
 /// spread and z times the mean's standard error from the cells' own
 /// (sqrt(sum se^2) / k, the cells' mean se^2 standing in for those
-/// without one). One cell: its own interval (z times its se).
+/// without one; with `correlated` cells, which share what their errors
+/// come from, the root mean square se itself). One cell: its own interval
+/// (z times its se).
 ///
 /// # Panics
 /// If `cells` is empty.
-pub fn of_cells(cells: &[(f64, Option<f64>)], confidence: Confidence) -> CellsGeomean {
+pub fn of_cells(
+    cells: &[(f64, Option<f64>)],
+    correlated: bool,
+    confidence: Confidence,
+) -> CellsGeomean {
     assert!(!cells.is_empty(), "a geomean of no cell");
     let k = cells.len();
     let kf = k as f64;
     let m = cells.iter().map(|c| c.0).sum::<f64>() / kf;
     let known: Vec<f64> = cells.iter().filter_map(|c| c.1).collect();
     // sqrt(sum se^2) / k with the unknown ones at the known ones' mean.
+    let per = if correlated { 1.0 } else { kf };
     let floor_se = (!known.is_empty())
-        .then(|| (known.iter().map(|s| s * s).sum::<f64>() / known.len() as f64 / kf).sqrt());
+        .then(|| (known.iter().map(|s| s * s).sum::<f64>() / known.len() as f64 / per).sqrt());
     let z = normal_quantile(confidence.upper_tail_quantile());
     let spread = (k >= 2).then(|| {
         let var = cells.iter().map(|c| (c.0 - m).powi(2)).sum::<f64>() / (kf - 1.0);
@@ -163,23 +170,26 @@ mod tests {
         let conf = Confidence::percent(95.0);
         // Cells that agree exactly, each with se 0.04: the floor,
         // 1.96 * 0.04 / sqrt(8), not a zero width.
-        let g = of_cells(&[(0.05, Some(0.04)); 8], conf);
+        let g = of_cells(&[(0.05, Some(0.04)); 8], false, conf);
         assert!(g.floor);
         let iv = g.log_interval.unwrap();
         let h = 1.959964 * 0.04 / 8f64.sqrt();
         assert!((iv.hi - 0.05 - h).abs() < 1e-6, "{iv:?}");
         // Cells that disagree more than their noise: the t over cells.
         let spread = [(-0.1, Some(0.001)), (0.1, Some(0.001)), (0.0, Some(0.001))];
-        let g = of_cells(&spread, conf);
+        let g = of_cells(&spread, false, conf);
         assert!(!g.floor);
         let iv = g.log_interval.unwrap();
         assert!((iv.hi - 4.302652729911275 * 0.1 / 3f64.sqrt()).abs() < 1e-9);
         assert!((g.p.unwrap() - 1.0).abs() < 1e-12);
         // One cell: its own interval.
-        let g = of_cells(&[(0.2, Some(0.05))], conf);
+        let g = of_cells(&[(0.2, Some(0.05))], false, conf);
         assert!((g.log_interval.unwrap().lo - (0.2 - 1.959964 * 0.05)).abs() < 1e-6);
         assert!(g.p.unwrap() < 0.001);
-        assert_eq!(of_cells(&[(0.2, None)], conf).log_interval, None);
+        assert_eq!(of_cells(&[(0.2, None)], false, conf).log_interval, None);
+        // Correlated cells: the floor is their se itself.
+        let g = of_cells(&[(0.05, Some(0.04)); 8], true, conf);
+        assert!((g.log_interval.unwrap().hi - 0.05 - 1.959964 * 0.04).abs() < 1e-6);
     }
 
     #[test]
