@@ -86,15 +86,12 @@ impl RunBlocks {
         runs: &mut std::collections::HashMap<i64, RunBlocks>,
     ) -> anyhow::Result<()> {
         for (c, _) in cells {
-            if !runs.contains_key(&c.run_id) {
+            if let std::collections::hash_map::Entry::Vacant(e) = runs.entry(c.run_id) {
                 let cfg = st.run_details(c.run_id)?.config;
-                runs.insert(
-                    c.run_id,
-                    RunBlocks {
-                        boot: cfg.owner.map(|o| o.boot_id),
-                        imported: cfg.plan.starts_with("import:"),
-                    },
-                );
+                e.insert(RunBlocks {
+                    boot: cfg.owner.map(|o| o.boot_id),
+                    imported: cfg.plan.starts_with("import:"),
+                });
             }
         }
         Ok(())

@@ -155,7 +155,7 @@ pub fn change_words(change: f64, direction: crate::record::Direction, unit: &str
         Direction::Info => "",
     };
     let r = 1.0 + change;
-    if change == 0.0 || !(r > 0.0) {
+    if change == 0.0 || r.is_nan() || r <= 0.0 {
         return format!("{pct}{word}");
     }
     let time = matches!(unit, "s" | "ms" | "us" | "µs" | "ns" | "cycles");

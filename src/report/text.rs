@@ -920,11 +920,15 @@ pub fn cell_text(v: &Value, c: &Column, panel: Panel, unicode: bool) -> String {
             lo,
             hi,
             significant,
+            unmeasured,
             ..
         } => {
-            let half = (hi - lo) / 2.0;
-            let mark = if *significant { "*" } else { " " };
-            format!("{}{mark}", human::percent(*pct, Some(half)))
+            let half = lo.zip(*hi).map(|(l, h)| (h - l) / 2.0);
+            format!(
+                "{}{}",
+                human::percent(*pct, half),
+                mark(*significant, *unmeasured)
+            )
         }
         Value::Ratio {
             mean,
@@ -933,14 +937,28 @@ pub fn cell_text(v: &Value, c: &Column, panel: Panel, unicode: bool) -> String {
             lo,
             hi,
             significant,
+            unmeasured,
+            ..
         } => match panel {
             Panel::Means => mean.map_or("-".into(), |m| human::value(m, &c.unit, *half, unicode)),
             Panel::Main => {
                 let h = lo.zip(*hi).map(|(l, h)| (h - l) / 2.0);
-                let mark = if *significant { "*" } else { " " };
-                format!("{}{mark}", human::ratio(*ratio, h))
+                format!(
+                    "{}{}",
+                    human::ratio(*ratio, h),
+                    mark(*significant, *unmeasured)
+                )
             }
         },
+    }
+}
+
+/// `*` significant, `?` not judged (a level with one replicate a side).
+fn mark(significant: bool, unmeasured: Option<crate::stats::design::Level>) -> &'static str {
+    match (significant, unmeasured) {
+        (true, _) => "*",
+        (false, Some(_)) => "?",
+        (false, None) => " ",
     }
 }
 

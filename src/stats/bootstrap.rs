@@ -15,7 +15,7 @@ use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
 
-use super::{Confidence, Interval, Sample, TooFew, TwoSample};
+use super::{Confidence, Interval, Sample, TooFew};
 
 /// Resampling settings.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -140,27 +140,9 @@ impl Bootstrap {
 
 impl BootResult {
     /// The interval excludes the null value (and enough samples).
+    #[cfg(test)]
     pub fn significant(&self) -> bool {
         self.too_few.is_none() && !self.interval.contains(self.null)
-    }
-}
-
-impl TwoSample for BootResult {
-    fn p_value(&self) -> Option<f64> {
-        Some(self.p)
-    }
-    /// For a ratio statistic (`null` = 1): the interval minus 1.
-    fn relative_interval(&self) -> Option<Interval> {
-        (self.null == 1.0).then_some(Interval {
-            lo: self.interval.lo - 1.0,
-            hi: self.interval.hi - 1.0,
-        })
-    }
-    fn too_few(&self) -> Option<TooFew> {
-        self.too_few
-    }
-    fn significant(&self) -> bool {
-        BootResult::significant(self)
     }
 }
 
@@ -204,8 +186,6 @@ mod tests {
         assert!(r1.interval.lo > 1.1 && r1.interval.hi < 1.3, "{r1:?}");
         assert!(r1.significant());
         assert_eq!(r1.p, 0.0);
-        let rel = r1.relative_interval().unwrap();
-        assert!((rel.lo - (r1.interval.lo - 1.0)).abs() < 1e-15);
     }
 
     #[test]

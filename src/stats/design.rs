@@ -47,7 +47,7 @@ use serde::Serialize;
 use super::dist::{normal_quantile, t_quantile, t_two_sided_p};
 use super::logratio;
 use super::nested::{POOL_P, f_test};
-use super::paired::{self, Against};
+use super::paired;
 use super::power::{POWER, Power};
 use super::{Confidence, Interval, Sample, TooFew};
 use crate::record::Direction;
@@ -243,7 +243,7 @@ pub fn compare_in(
     if a.is_empty() || b.is_empty() {
         return Err(Degenerate::Empty);
     }
-    if a.iter().chain(b).any(|o| !(o.value >= 0.0)) {
+    if a.iter().chain(b).any(|o| o.value.is_nan() || o.value < 0.0) {
         return Err(Degenerate::Negative);
     }
     let zero = |v: &[Obs]| v.iter().all(|o| o.value == 0.0);
@@ -346,7 +346,8 @@ fn paired_design(mut d: Design, pairs: &[(Key, f64, f64)], total: usize, rank_ok
             .collect::<BTreeSet<_>>()
             .len()
     };
-    let level: Option<(Unit, fn(&Key) -> (u64, u64, u32))> =
+    type Cluster = fn(&Key) -> (u64, u64, u32);
+    let level: Option<(Unit, Cluster)> =
         if distinct(|k| (k.0, 0, 0)) > 1 && logs.iter().all(|(k, _)| k.0 != 0) {
             Some((Unit::Boots, |k| (k.0, 0, 0)))
         } else if distinct(|k| (0, k.1, 0)) > 1 {
@@ -674,30 +675,6 @@ impl Design {
         }
     }
 
-    /// Where the change towards worse lies against threshold `t`, as
-    /// [`paired::Paired::against`]; undecided when not measured.
-    pub fn against(&self, t: f64) -> Against {
-        let Some(iv) = self.change_interval().filter(|_| self.too_few.is_none()) else {
-            return Against::Straddles;
-        };
-        let iv = match self.direction {
-            Direction::Higher => Interval {
-                lo: -iv.hi,
-                hi: -iv.lo,
-            },
-            Direction::Lower | Direction::Info => iv,
-        };
-        if iv.lo > t {
-            Against::Past
-        } else if -t <= iv.lo && iv.hi <= t {
-            Against::Within
-        } else if iv.hi < t {
-            Against::Below
-        } else {
-            Against::Straddles
-        }
-    }
-
     /// What these units could have detected at level `alpha` with 80%
     /// power, and the units per side that detect `margin`: the standard
     /// error scaled as 1/sqrt(n). `None` without a standard error.
@@ -768,7 +745,6 @@ mod tests {
         assert_eq!((c.unit, c.unmeasured), (Unit::Runs, Some(Level::Run)));
         assert!(c.log_interval.is_none() && c.p.is_none() && !c.significant());
         assert!(c.within.is_some());
-        assert_eq!(c.against(0.01), Against::Straddles);
         // Known, different boots: the boot is the level.
         let boot = |mut v: Vec<Obs>, id| {
             v.iter_mut().for_each(|o| o.boot = id);

@@ -146,6 +146,7 @@ fn finish(n1: usize, n2: usize, d: f64, se: f64, df: f64, confidence: Confidence
     }
 }
 
+#[cfg(test)]
 impl LogRatio {
     /// Whether the interval excludes a ratio of 1.
     pub fn significant(&self) -> bool {
