@@ -585,6 +585,19 @@ fn report(db: Option<&str>, a: &crate::cli::ReportArgs) -> anyhow::Result<ExitCo
             ));
         }
     }
+    // A baseline value no cell has would only print "no table".
+    if a.baseline.is_some() {
+        let values = report::table::known_values(&reports);
+        for (k, v) in &layout.baseline {
+            let have = values.get(k).map(Vec::as_slice).unwrap_or_default();
+            if !have.contains(v) {
+                return Err(bad_input!(
+                    "--baseline: no reported cell has `{k}={v}` (values of {k}: {})",
+                    have.join(", ")
+                ));
+            }
+        }
+    }
     // With several runs: which recorded facts differ between them.
     let expect = report::comparability::parse_expect(&a.expect).map_err(|e| bad_input!("{e}"))?;
     let mut ids: Vec<i64> = Vec::new();

@@ -126,10 +126,17 @@ fn the_plan_layout_the_flags_and_every_format() {
 #[test]
 fn a_wrong_dimension_is_one_line_and_exit_2() {
     let (dir, _) = setup();
-    for args in [
-        vec!["--rows", "nope"],
-        vec!["--baseline", "nope=1"],
-        vec!["--baseline", "work"],
+    for (args, names) in [
+        (vec!["--rows", "nope"], "nope"),
+        (vec!["--baseline", "nope=1"], "nope"),
+        (vec!["--baseline", "work"], "work"),
+        // A value no cell has, and a dimension given twice.
+        (vec!["--baseline", "work=9999"], "work=9999"),
+        (vec!["--baseline", "work=light,work=heavy"], "work"),
+        (
+            vec!["--table", "improvement", "--baseline", "size=3k"],
+            "size=3k",
+        ),
     ] {
         let out = kbench(dir.path())
             .args(["report", "layouts"])
@@ -139,6 +146,7 @@ fn a_wrong_dimension_is_one_line_and_exit_2() {
         assert_eq!(out.status.code(), Some(2), "{args:?}");
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(err.contains(names), "{args:?}: {err}");
         assert!(out.stdout.is_empty());
     }
 }

@@ -130,6 +130,9 @@ pub fn parse_assign(s: &str) -> Result<Assign, String> {
         if k.is_empty() || v.is_empty() {
             return Err(format!("`{part}` is not name=value"));
         }
+        if out.iter().any(|(x, _)| x == k) {
+            return Err(format!("`{k}` is given twice in `{s}`"));
+        }
         out.push((k.to_string(), v.to_string()));
     }
     if out.is_empty() {

@@ -1334,6 +1334,23 @@ fn system_block(r: &Report) -> Option<SystemBlock> {
     })
 }
 
+/// The values each dimension takes in the reports' cells, for checking a
+/// `--baseline` given on the command line.
+pub fn known_values(reports: &[Report]) -> IndexMap<String, Vec<String>> {
+    let mut out: IndexMap<String, Vec<String>> = IndexMap::new();
+    for r in reports {
+        let (hosts, only) = hosts(r);
+        for g in &r.groups {
+            for c in &g.rows {
+                for (k, v) in dims_of(c, &host_of(c, &hosts, &only)) {
+                    push_unique(out.entry(k).or_default(), v);
+                }
+            }
+        }
+    }
+    out
+}
+
 /// Every dimension name of the reports' cells (factors, parameters,
 /// `host`, `revision`), for checking a layout given on the command line.
 pub fn known_dims(reports: &[Report]) -> Vec<String> {
