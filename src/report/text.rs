@@ -785,6 +785,15 @@ fn compare_block(o: &mut String, c: &Comparison, r: &Row) {
                     fmt_g(u.shift, 0, 6),
                 );
             }
+            Detail::Bootstrap(b) if b.undefined > 0 => {
+                let _ = write!(
+                    line,
+                    "Bootstrap ({} resamples, seed 1) ratio of means at {conf}% confidence: {}; no interval: {} resamples have no ratio (a mean of 0)",
+                    b.resamples,
+                    fmt_g(b.statistic, 0, 6),
+                    b.undefined
+                );
+            }
             Detail::Bootstrap(b) => {
                 let few = b.too_few.map(|t| format!(" ({t})")).unwrap_or_default();
                 let _ = write!(

@@ -57,6 +57,9 @@ pub struct BootResult {
     pub p: f64,
     /// Set when a set has a single value (nothing to resample).
     pub too_few: Option<TooFew>,
+    /// Resamples whose statistic is not a number (a ratio to a zero
+    /// mean); when any is, there is no interval (NaN) and p is 1.
+    pub undefined: usize,
 }
 
 impl Bootstrap {
@@ -96,9 +99,12 @@ impl Bootstrap {
             confidence,
         });
         let mut dist = self.two_sample_distribution(a, b, &mut stat);
-        dist.retain(|v| !v.is_nan());
+        // A resample whose statistic does not exist (a ratio to a zero
+        // mean) leaves no percentile interval to speak of.
+        let undefined = dist.iter().filter(|v| !v.is_finite()).count();
+        dist.retain(|v| v.is_finite());
         dist.sort_unstable_by(f64::total_cmp);
-        let (interval, p) = if dist.is_empty() {
+        let (interval, p) = if dist.is_empty() || undefined > 0 {
             (
                 Interval {
                     lo: f64::NAN,
@@ -129,6 +135,7 @@ impl Bootstrap {
             null,
             p,
             too_few,
+            undefined,
         }
     }
 
@@ -198,5 +205,17 @@ mod tests {
         let one = s(&[1.0]);
         let r = bs.ratio_of_means(&one, &a, Confidence::default());
         assert!(r.too_few.is_some() && !r.significant());
+    }
+
+    #[test]
+    fn a_ratio_to_a_zero_mean_leaves_no_interval() {
+        // Resamples of a baseline with mostly zeros often average 0: their
+        // ratio is no number, and the interval would read [0, NaN].
+        let a = s(&[0.0, 0.001, 0.0, 0.0, 0.002, 0.0]);
+        let b = s(&[0.0, 0.0011, 0.0, 0.0, 0.0022, 0.0]);
+        let r = Bootstrap::default().ratio_of_means(&a, &b, Confidence::percent(95.0));
+        assert!(r.undefined > 0, "{r:?}");
+        assert!(r.interval.lo.is_nan() && r.p == 1.0);
+        assert!((r.statistic - 1.1).abs() < 1e-12);
     }
 }
