@@ -33,7 +33,6 @@ use crate::stats::bootstrap::{BootResult, Bootstrap};
 use crate::stats::design::{self, Degenerate, Design, Obs};
 use crate::stats::equivalence::Verdict;
 use crate::stats::multiple::{self, Adjust};
-use crate::stats::nested;
 use crate::stats::power::Power;
 use crate::stats::student::{self, MinistatDiff, Moments};
 use crate::stats::ttest::TTest;
@@ -115,8 +114,6 @@ impl BootIds {
 /// keys. Benchmark, metric, and the cell's remaining factors and
 /// parameters.
 pub(crate) type PairKey = (String, String, String);
-/// Unit, direction, and the values.
-pub(crate) type Pooled = (String, Direction, Vec<f64>);
 
 /// Per benchmark, the (factor, parameter) pairs whose values determine
 /// each other across every selected cell: the parameter a factor sets
@@ -198,26 +195,6 @@ fn pair_key(c: &crate::record::CellInfo, metric: &str, fixed: &[String], links: 
     (c.bench.clone(), metric.to_string(), parts.join(","))
 }
 
-/// Values per pairing key of one selection (samples of cells that share a
-/// key, e.g. from several runs of a campaign, are pooled).
-pub(crate) fn values(sel: &Selection, links: &Links) -> IndexMap<PairKey, Pooled> {
-    let mut out: IndexMap<PairKey, Pooled> = IndexMap::new();
-    for (c, samples) in &sel.cells {
-        for m in &c.info.metrics {
-            let e = out
-                .entry(pair_key(&c.info, &m.name, &sel.fixed, links))
-                .or_insert_with(|| (m.unit.clone(), m.direction, Vec::new()));
-            e.2.extend(
-                samples
-                    .iter()
-                    .filter(|s| *s.metric == *m.name)
-                    .map(|s| s.value),
-            );
-        }
-    }
-    out
-}
-
 /// Every value per pairing key, with the blocks it was measured in.
 pub(crate) fn observations(
     sel: &Selection,
@@ -247,39 +224,6 @@ pub(crate) fn observations(
         }
     }
     out
-}
-
-/// Values per pairing key and process of `--processes` (run, process),
-/// with each process's boot; keys without process data are left out.
-pub(crate) fn process_values(
-    sel: &Selection,
-    links: &Links,
-) -> IndexMap<PairKey, Vec<nested::Group>> {
-    let mut out: IndexMap<PairKey, IndexMap<(i64, u32), nested::Group>> = IndexMap::new();
-    for (c, samples) in &sel.cells {
-        let boot = sel
-            .runs
-            .get(&c.run_id)
-            .and_then(|b| b.boot.clone())
-            .unwrap_or_else(|| format!("run {}", c.run_id));
-        for m in &c.info.metrics {
-            for s in samples.iter().filter(|s| *s.metric == *m.name) {
-                let Some(p) = s.process else { continue };
-                out.entry(pair_key(&c.info, &m.name, &sel.fixed, links))
-                    .or_default()
-                    .entry((c.run_id, p))
-                    .or_insert_with(|| nested::Group {
-                        boot: boot.clone(),
-                        values: Vec::new(),
-                    })
-                    .values
-                    .push(s.value);
-            }
-        }
-    }
-    out.into_iter()
-        .map(|(k, v)| (k, v.into_values().collect()))
-        .collect()
 }
 
 /// One operand's numbers for one row, as ministat prints them.
