@@ -135,8 +135,9 @@ pub enum Command {
     },
     /// How many samples per side a comparison needs to detect a change of
     /// --margin with 80% power, from the spread a pilot run or campaign
-    /// measured (with `--processes` samples whose processes differ: how
-    /// many processes).
+    /// measured, counting the level that dominates it (runs when the
+    /// pilot's runs differ, processes when its `--processes` differ), and
+    /// the rounds a comparison paired by round needs.
     PlanSize {
         /// The pilot: a run id or campaign, optionally narrowed
         /// (`NAME:factor=value`).

@@ -686,6 +686,19 @@ fn report(db: Option<&str>, a: &crate::cli::ReportArgs) -> anyhow::Result<ExitCo
             ));
         }
     }
+    // A baseline value no cell has would only print "no table".
+    if a.baseline.is_some() {
+        let values = report::table::known_values(&reports);
+        for (k, v) in &layout.baseline {
+            let have = values.get(k).map(Vec::as_slice).unwrap_or_default();
+            if !have.contains(v) {
+                return Err(bad_input!(
+                    "--baseline: no reported cell has `{k}={v}` (values of {k}: {})",
+                    have.join(", ")
+                ));
+            }
+        }
+    }
     // With several runs: which recorded facts differ between them.
     let expect = report::comparability::parse_expect(&a.expect).map_err(|e| bad_input!("{e}"))?;
     let mut ids: Vec<i64> = Vec::new();
@@ -913,8 +926,8 @@ fn compare(
     let margin = crate::units::parse_percent(margin).map_err(|e| bad_input!("--margin: {e}"))?;
     let st = store::open(db, store::Access::Read)?;
     let mut sels = Vec::new();
-    // The boot of each run, for `--processes` samples.
-    let mut boots = std::collections::HashMap::new();
+    // The boot of each run and whether it interleaved its cells.
+    let mut runs = std::collections::HashMap::new();
     // Operands often narrow the same run or campaign: load each once.
     let mut loaded: std::collections::HashMap<store::Scope, Vec<store::StoredCell>> =
         Default::default();
@@ -925,20 +938,12 @@ fn compare(
             std::collections::hash_map::Entry::Vacant(e) => e.insert(st.cells(op.scope)?),
         };
         let cells = select::narrow(&op, cells.clone())?;
-        for (c, samples) in &cells {
-            if samples.iter().any(|s| s.process.is_some()) && !boots.contains_key(&c.run_id) {
-                let boot = st.run_details(c.run_id)?.config.owner.map(|o| o.boot_id);
-                boots.insert(
-                    c.run_id,
-                    boot.unwrap_or_else(|| format!("run {}", c.run_id)),
-                );
-            }
-        }
+        report::compare::RunBlocks::read(&*st, &cells, &mut runs)?;
         sels.push(report::compare::Selection {
             name: spec.clone(),
             fixed: op.filters.iter().map(|(k, _)| k.clone()).collect(),
             cells,
-            boots: boots.clone(),
+            runs: runs.clone(),
         });
     }
     let mut c = report::compare::compare_adjusted(&sels, test, confidence, margin, adjust)?;
@@ -983,11 +988,13 @@ fn plan_size(
     let st = store::open(db, store::Access::Read)?;
     let op = select::resolve(&*st, pilot)?;
     let cells = select::narrow(&op, st.cells(op.scope)?)?;
+    let mut runs = Default::default();
+    report::compare::RunBlocks::read(&*st, &cells, &mut runs)?;
     let sel = report::compare::Selection {
         name: pilot.to_string(),
         fixed: op.filters.iter().map(|(k, _)| k.clone()).collect(),
         cells,
-        boots: Default::default(),
+        runs,
     };
     let p = report::plan_size::plan_size(&sel, confidence, margin);
     if p.rows.is_empty() {

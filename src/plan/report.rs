@@ -10,7 +10,7 @@
 //! cols = ["pipe_size", "zero_copy"]
 //! groups = ["cpus"]             # column groups (`2way | UP`)
 //! baseline = { pipe_size = "4k", zero_copy = "copy" }
-//! test = "welch"                # or "student": significance of changes
+//! test = "welch"                # accepted from older plans: changes follow the design
 //! confidence = 95
 //! names = { chunk = "T.S", read_size = "T.S" }   # dimension headers
 //! pairs = [["pti=on,pcid=on", "pti=off,pcid=on"]] # matrix: ministat blocks
@@ -129,6 +129,9 @@ pub fn parse_assign(s: &str) -> Result<Assign, String> {
         let (k, v) = (k.trim(), v.trim());
         if k.is_empty() || v.is_empty() {
             return Err(format!("`{part}` is not name=value"));
+        }
+        if out.iter().any(|(x, _)| x == k) {
+            return Err(format!("`{k}` is given twice in `{s}`"));
         }
         out.push((k.to_string(), v.to_string()));
     }

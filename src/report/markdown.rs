@@ -29,19 +29,20 @@ fn cell(v: &Value, c: &Column, panel: Panel) -> String {
             lo,
             hi,
             significant,
+            unmeasured,
             ..
         } => {
-            let h = Some((hi - lo) / 2.0);
-            let iv = if lo.is_finite() && hi.is_finite() {
-                format!(
+            let h = lo.zip(*hi).map(|(l, h)| (h - l) / 2.0);
+            let iv = match (lo, hi) {
+                (Some(l), Some(hh)) => format!(
                     " [{}, {}]",
-                    human::percent_end(*lo, h),
-                    human::percent_end(*hi, h)
-                )
-            } else {
-                String::new()
+                    human::percent_end(*l, h),
+                    human::percent_end(*hh, h)
+                ),
+                _ => String::new(),
             };
-            format!("{}{iv}", bold(human::percent(*pct, h), *significant))
+            let q = if unmeasured.is_some() { " ?" } else { "" };
+            format!("{}{iv}{q}", bold(human::percent(*pct, h), *significant))
         }
         Value::Ratio {
             mean,
@@ -50,6 +51,8 @@ fn cell(v: &Value, c: &Column, panel: Panel) -> String {
             lo,
             hi,
             significant,
+            unmeasured,
+            ..
         } => match panel {
             Panel::Means => mean.map_or("-".into(), |m| human::value(m, &c.unit, *half, true)),
             Panel::Main => {
@@ -60,7 +63,8 @@ fn cell(v: &Value, c: &Column, panel: Panel) -> String {
                     }
                     _ => String::new(),
                 };
-                format!("{}{iv}", bold(human::ratio(*ratio, h), *significant))
+                let q = if unmeasured.is_some() { " ?" } else { "" };
+                format!("{}{iv}{q}", bold(human::ratio(*ratio, h), *significant))
             }
         },
     }

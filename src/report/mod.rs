@@ -193,6 +193,10 @@ pub struct CellSummary {
     pub processes: Option<crate::stats::nested::Components>,
     /// The sample values, in the order they were taken.
     pub values: Vec<f64>,
+    /// The same values with the blocks they were measured in (run,
+    /// round, process), for comparisons that follow the design.
+    #[serde(skip)]
+    pub obs: Vec<crate::stats::design::Obs>,
     /// Row label: factor labels then label parameters, in column order.
     #[serde(skip)]
     pub labels: Vec<String>,
@@ -274,7 +278,11 @@ impl Report {
     /// The report of one run.
     pub fn of_run(d: RunData) -> Report {
         let stop = d.details.config.stop;
-        let groups = groups(&d.cells, &[], stop);
+        let design = Blocks {
+            imported: d.details.config.plan.starts_with("import:"),
+            run_of: Default::default(),
+        };
+        let groups = groups(&d.cells, &[], stop, &design);
         let verdict = until_verdict(&d.cells, stop);
         Report {
             overhead_ns: d.run.overhead_ns,
@@ -293,6 +301,13 @@ impl Report {
     /// cell key and system state), with the fingerprint of its latest run.
     pub fn of_campaign(d: CampaignData) -> Report {
         let (merged, runs) = merge_campaign(&d.cells);
+        let design = Blocks {
+            imported: d
+                .latest
+                .as_ref()
+                .is_some_and(|l| l.config.plan.starts_with("import:")),
+            run_of: d.cells.iter().map(|(c, _)| (c.id, c.run_id)).collect(),
+        };
         let stop = d.latest.as_ref().and_then(|l| l.config.stop);
         let mut states: Vec<IndexMap<String, String>> = Vec::new();
         for (c, _) in &d.cells {
@@ -302,7 +317,7 @@ impl Report {
         }
         Report {
             overhead_ns: d.runs.last().map_or(0.0, |r| r.overhead_ns),
-            groups: groups(&merged, &runs, stop),
+            groups: groups(&merged, &runs, stop, &design),
             verdict: None,
             scaling: scale::build(&merged),
             pending: campaign_pending(&d),
@@ -343,9 +358,22 @@ pub(crate) fn param_label(
     json_label(&v)
 }
 
+/// What the rows need to know of the design: whether the runs
+/// interleaved their cells (an import did not), and the run of each
+/// stored cell (a campaign's merged rows hold several runs' samples).
+struct Blocks {
+    imported: bool,
+    run_of: std::collections::HashMap<i64, i64>,
+}
+
 /// One table per benchmark and metric, a row per cell; `runs[i]` (when
 /// given) are the runs whose samples cell `i` holds.
-fn groups(cells: &[StoredCell], runs: &[Vec<i64>], stop: Option<StopRule>) -> Vec<Group> {
+fn groups(
+    cells: &[StoredCell],
+    runs: &[Vec<i64>],
+    stop: Option<StopRule>,
+    design: &Blocks,
+) -> Vec<Group> {
     let mut groups: IndexMap<(String, String), Group> = IndexMap::new();
     for (i, (cell, samples)) in cells.iter().enumerate() {
         let c = &cell.info;
@@ -362,6 +390,21 @@ fn groups(cells: &[StoredCell], runs: &[Vec<i64>], stop: Option<StopRule>) -> Ve
                 .iter()
                 .filter(|s| *s.metric == *m.name)
                 .map(|s| s.value)
+                .collect();
+            let obs = samples
+                .iter()
+                .filter(|s| *s.metric == *m.name)
+                .map(|s| crate::stats::design::Obs {
+                    value: s.value,
+                    boot: 0,
+                    run: design
+                        .run_of
+                        .get(&s.cell_id)
+                        .copied()
+                        .unwrap_or(cell.run_id) as u64,
+                    process: s.process.unwrap_or(0),
+                    round: (!design.imported).then_some(s.round),
+                })
                 .collect();
             // Stored values are finite (the runner refuses others).
             let Ok(sample) = Sample::new(&values) else {
@@ -424,6 +467,7 @@ fn groups(cells: &[StoredCell], runs: &[Vec<i64>], stop: Option<StopRule>) -> Ve
                     None
                 },
                 values,
+                obs,
                 labels: row_labels,
             });
         }

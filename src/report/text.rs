@@ -9,7 +9,7 @@ use std::fmt::Write;
 
 use indexmap::IndexMap;
 
-use super::compare::{Comparison, Detail, Row, Test};
+use super::compare::{Comparison, Detail, Row};
 use super::scale::{FLATTEN_BELOW, Scaling};
 use super::{BenchInfo, CellSummary, Document, Group, Report, Subject, Sysinfo};
 use crate::ministat::{Version, difference_block};
@@ -655,7 +655,75 @@ fn pct(x: f64) -> String {
     format!("{:+.2}%", x * 100.0)
 }
 
-/// One compared row: ministat's table, then each contender's test block.
+/// How a comparison's design counted its units: `paired by round, 12
+/// rounds`, `3+3 runs as units`.
+fn design_how(d: &crate::stats::design::Design) -> String {
+    use crate::stats::design::Unit;
+    let f = d
+        .pool_p
+        .map(|p| format!(", F test p = {}", fmt_p(p)))
+        .unwrap_or_default();
+    let [n1, n2] = d.n;
+    match (d.paired, d.unit) {
+        (true, Unit::Rounds) => format!("paired by round, {n1} rounds"),
+        (true, u) => format!(
+            "paired by round, {n1} {} as units ({} differ{f})",
+            u.plural(),
+            u.plural()
+        ),
+        (false, Unit::Samples) => format!("{n1}+{n2} samples as independent (no shared rounds)"),
+        (false, Unit::Processes) => {
+            format!("{n1}+{n2} processes as units (processes differ{f})")
+        }
+        (false, u) => format!("{n1}+{n2} {} as units", u.plural()),
+    }
+}
+
+/// A contender's result as the design gave it, in one line of words.
+fn design_words(v: &super::compare::Versus, r: &Row, family: usize, adjust: &str) -> String {
+    if let Some(g) = &v.degenerate {
+        return g.to_string();
+    }
+    let Some(d) = &v.design else {
+        return String::new();
+    };
+    let words = super::human::change_words(d.change(), r.direction, &r.unit);
+    if let Some(level) = d.unmeasured {
+        let within = d
+            .within
+            .map(|i| {
+                format!(
+                    "; within the {}s [{}, {}]",
+                    level.name(),
+                    pct(i.lo.exp_m1()),
+                    pct(i.hi.exp_m1())
+                )
+            })
+            .unwrap_or_default();
+        return format!(
+            "{words}, not judged: one {} a side (see below){within}",
+            level.name()
+        );
+    }
+    let iv = v
+        .interval
+        .map(|[l, h]| format!(" [{}, {}]", pct(l), pct(h)))
+        .unwrap_or_default();
+    let level = match v.interval_confidence {
+        Some(c) if family > 1 => format!(", {}% interval ({adjust} over {family})", fmt_g(c, 0, 4)),
+        Some(c) => format!(", {c}% interval"),
+        None => String::new(),
+    };
+    let few = d.too_few.map(|t| format!(" ({t})")).unwrap_or_default();
+    format!(
+        "{} ({}): {words}{iv}{level}{few}",
+        design_how(d),
+        d.method.label()
+    )
+}
+
+/// One compared row: ministat's table, then each contender's test block
+/// and the design's verdict.
 fn compare_block(o: &mut String, c: &Comparison, r: &Row) {
     let cell = if r.cell.is_empty() {
         String::new()
@@ -690,8 +758,10 @@ fn compare_block(o: &mut String, c: &Comparison, r: &Row) {
     let conf = c.confidence;
     for (j, v) in r.versus.iter().enumerate() {
         let mut line = String::new();
-        let few = v.too_few.map(|t| format!(" ({t})")).unwrap_or_default();
         match &v.detail {
+            // A zero baseline has no relative difference (ministat would
+            // print `inf%`): the design's words say why instead.
+            _ if r.mean == 0.0 => {}
             Detail::Student(d) => o.push_str(&difference_block(
                 Version::FreeBsdMain,
                 r.stats[0].moments,
@@ -699,18 +769,21 @@ fn compare_block(o: &mut String, c: &Comparison, r: &Row) {
                 d.level,
             )),
             Detail::Welch(t) => {
+                let few = t.too_few.map(|t| format!(" ({t})")).unwrap_or_default();
                 let _ = write!(
                     line,
-                    "Welch's t at {conf}% confidence: {} [{}, {}], t = {}, df = {}, p = {}{few}",
-                    pct(v.delta),
-                    pct(t.relative.lo),
-                    pct(t.relative.hi),
+                    "Welch's t at {conf}% confidence: difference {} [{}, {}] {}, t = {}, df = {}, p = {}{few}",
+                    fmt_g(t.mean2 - t.mean1, 0, 6),
+                    fmt_g(t.interval.lo, 0, 6),
+                    fmt_g(t.interval.hi, 0, 6),
+                    r.unit,
                     fmt_g(t.statistic, 0, 6),
                     fmt_g(t.df, 0, 4),
                     fmt_g(t.p, 0, 4),
                 );
             }
             Detail::Mwu(u) => {
+                let few = u.too_few.map(|t| format!(" ({t})")).unwrap_or_default();
                 let _ = write!(
                     line,
                     "Mann-Whitney U at {conf}% confidence: U = {}, p = {} ({:?}), shift (Hodges-Lehmann) = {}{few}",
@@ -720,7 +793,17 @@ fn compare_block(o: &mut String, c: &Comparison, r: &Row) {
                     fmt_g(u.shift, 0, 6),
                 );
             }
+            Detail::Bootstrap(b) if b.undefined > 0 => {
+                let _ = write!(
+                    line,
+                    "Bootstrap ({} resamples, seed 1) ratio of means at {conf}% confidence: {}; no interval: {} resamples have no ratio (a mean of 0)",
+                    b.resamples,
+                    fmt_g(b.statistic, 0, 6),
+                    b.undefined
+                );
+            }
             Detail::Bootstrap(b) => {
+                let few = b.too_few.map(|t| format!(" ({t})")).unwrap_or_default();
                 let _ = write!(
                     line,
                     "Bootstrap ({} resamples, seed 1) ratio of means at {conf}% confidence: {} [{}, {}], p ~ {}{few}",
@@ -735,6 +818,15 @@ fn compare_block(o: &mut String, c: &Comparison, r: &Row) {
         if !line.is_empty() {
             o.push_str(&grid::wrap(&line, WIDTH, "    "));
         }
+        let vs = if c.operands.len() > 2 {
+            format!(" {} vs x", SYMBOL[j + 1])
+        } else {
+            String::new()
+        };
+        let words = design_words(v, r, c.family, c.adjust.label());
+        if !words.is_empty() {
+            o.push_str(&grid::wrap(&format!("design{vs}: {words}"), WIDTH, "    "));
+        }
     }
 }
 
@@ -745,27 +837,38 @@ fn compare(o: &mut String, c: &Comparison) {
     }
     summary_lines(o, c);
     if !c.geomean.is_empty() {
-        o.push_str("\ngeomean per unit (improvement: positive = better):\n");
+        o.push_str("\ngeomean per unit (change = new/baseline - 1):\n");
     }
     for g in &c.geomean {
-        let iv = g
-            .improvement_interval
-            .map(|[l, h]| format!(" [{}, {}]", pct(l), pct(h)))
-            .unwrap_or_default();
-        let word = if g.improvement > 0.0 {
-            "better"
-        } else if g.improvement < 0.0 {
-            "worse"
+        let words = super::human::change_words(g.change, g.direction, &g.unit);
+        let d = &g.design;
+        let tail = if let Some(level) = d.unmeasured {
+            format!("; not judged: {}", level.unmeasured())
+        } else if g.k == 1 {
+            let iv = g
+                .change_interval
+                .map(|[l, h]| format!(" [{}, {}]", pct(l), pct(h)))
+                .unwrap_or_default();
+            format!("{iv}; one cell: the geomean is that cell's comparison")
         } else {
-            "same"
+            let iv = g
+                .change_interval
+                .map(|[l, h]| format!(" [{}, {}]", pct(l), pct(h)))
+                .unwrap_or_else(|| " (no interval)".into());
+            let [n1, n2] = d.n;
+            let units = match d.unit {
+                crate::stats::design::Unit::Cells => "the cells as replicates".to_string(),
+                u => format!("{n1}+{n2} {} as units", u.plural()),
+            };
+            let mark = if d.significant() { "" } else { " ~" };
+            format!("{mark}{iv}, {}% interval over {units}", c.confidence)
         };
         o.push_str(&grid::wrap(
             &format!(
-                "  {} ({}), {}: {} {word}{iv}, ratio {} over {} row(s)",
+                "  {} ({}), {}: {words}{tail}; ratio {} over {} row(s)",
                 g.unit,
                 direction_text(g.direction),
                 g.name,
-                pct(g.improvement),
                 fmt_g(g.ratio, 0, 6),
                 g.k
             ),
@@ -811,7 +914,7 @@ pub(crate) fn comparability(
 
 use super::grid::{self, Panel};
 use super::human;
-use super::table::{Column, SystemBlock, Table, TableDoc, Value};
+use super::table::{Column, SystemBlock, Table, TableDoc, Value, push_unique};
 
 /// Widest line of a layout's text.
 pub const WIDTH: usize = 80;
@@ -834,11 +937,15 @@ pub fn cell_text(v: &Value, c: &Column, panel: Panel, unicode: bool) -> String {
             lo,
             hi,
             significant,
+            unmeasured,
             ..
         } => {
-            let half = (hi - lo) / 2.0;
-            let mark = if *significant { "*" } else { " " };
-            format!("{}{mark}", human::percent(*pct, Some(half)))
+            let half = lo.zip(*hi).map(|(l, h)| (h - l) / 2.0);
+            format!(
+                "{}{}",
+                human::percent(*pct, half),
+                mark(*significant, *unmeasured)
+            )
         }
         Value::Ratio {
             mean,
@@ -847,14 +954,28 @@ pub fn cell_text(v: &Value, c: &Column, panel: Panel, unicode: bool) -> String {
             lo,
             hi,
             significant,
+            unmeasured,
+            ..
         } => match panel {
             Panel::Means => mean.map_or("-".into(), |m| human::value(m, &c.unit, *half, unicode)),
             Panel::Main => {
                 let h = lo.zip(*hi).map(|(l, h)| (h - l) / 2.0);
-                let mark = if *significant { "*" } else { " " };
-                format!("{}{mark}", human::ratio(*ratio, h))
+                format!(
+                    "{}{}",
+                    human::ratio(*ratio, h),
+                    mark(*significant, *unmeasured)
+                )
             }
         },
+    }
+}
+
+/// `*` significant, `?` not judged (a level with one replicate a side).
+fn mark(significant: bool, unmeasured: Option<crate::stats::design::Level>) -> &'static str {
+    match (significant, unmeasured) {
+        (true, _) => "*",
+        (false, Some(_)) => "?",
+        (false, None) => " ",
     }
 }
 
@@ -996,15 +1117,9 @@ fn tables(o: &mut String, d: &TableDoc) {
 /// contender, values in human units, p for every test; labels show only
 /// what varies between the rows, and long ones move to a numbered legend.
 fn summary_lines(o: &mut String, c: &Comparison) {
-    let test = match c.test {
-        Test::Student => "Student",
-        Test::Welch => "Welch",
-        Test::Mwu => "Mwu",
-        Test::Bootstrap => "Bootstrap",
-    };
     o.push_str(&grid::wrap(
         &format!(
-            "summary ({test} at {}% confidence; `~` = no significant difference; baseline {}):",
+            "summary ({}% confidence; `~` = no significant difference, `?` = not judged; baseline {}):",
             c.confidence, c.operands[0]
         ),
         WIDTH,
@@ -1057,6 +1172,7 @@ fn summary_lines(o: &mut String, c: &Comparison) {
     let contenders = c.operands.len() > 2;
     let adjusted = c.family > 1;
     let mut powers = Vec::new();
+    let mut notes: Vec<String> = Vec::new();
     let mut rows: Vec<(Vec<String>, Vec<String>)> = Vec::new();
     for (i, (r, name)) in c.rows.iter().zip(&names).enumerate() {
         let label = if legend {
@@ -1074,11 +1190,24 @@ fn summary_lines(o: &mut String, c: &Comparison) {
                     format!("{p:+.1}%")
                 }
             };
-            let delta = if v.significant {
-                short(v.delta)
+            let vs = if contenders {
+                format!(" vs {}", v.name)
             } else {
-                "~".to_string()
+                String::new()
             };
+            let unmeasured = v.design.as_ref().and_then(|d| d.unmeasured);
+            let change = match (v.change, unmeasured) {
+                (None, _) => "-".to_string(),
+                (Some(_), Some(_)) => "?".to_string(),
+                (Some(x), None) if v.significant => short(x),
+                (Some(_), None) => "~".to_string(),
+            };
+            if let Some(l) = unmeasured {
+                push_unique(&mut notes, format!("? {}", l.unmeasured()));
+            }
+            if let Some(g) = &v.degenerate {
+                notes.push(format!("- {label}{vs}: {g}"));
+            }
             let iv = v
                 .interval
                 .map(|[l, h]| format!("[{}, {}]", short(l), short(h)))
@@ -1089,46 +1218,13 @@ fn summary_lines(o: &mut String, c: &Comparison) {
             if contenders {
                 labels.push(v.name.clone());
             }
-            if let Some(e) = &v.error_term {
-                let vs = if contenders {
-                    format!(" vs {}", v.name)
-                } else {
-                    String::new()
-                };
-                let why = match e.term {
-                    crate::stats::nested::ErrorTerm::Samples => "processes alike",
-                    crate::stats::nested::ErrorTerm::ProcessMeans => "processes differ",
-                    crate::stats::nested::ErrorTerm::BootMeans => "boots differ",
-                };
-                let f = match e.term {
-                    crate::stats::nested::ErrorTerm::BootMeans => e.boot_p,
-                    _ => e.process_p,
-                }
-                .map(|p| format!(", F test p = {}", fmt_p(p)))
-                .unwrap_or_default();
-                powers.push(format!(
-                    "error term {label}{vs}: {} ({}+{} processes, {why}{f}; every sample as independent: p = {})",
-                    e.term.label(),
-                    e.processes[0],
-                    e.processes[1],
-                    fmt_p(e.naive_p)
-                ));
-            }
-            if let Some(pw) = &v.power {
-                let vs = if contenders {
-                    format!(" vs {}", v.name)
-                } else {
-                    String::new()
-                };
-                // The unit the test counted: samples, or process (boot)
-                // means under the nested analysis.
-                let unit = match v.error_term.as_ref().map(|e| e.term) {
-                    Some(crate::stats::nested::ErrorTerm::ProcessMeans) => "processes",
-                    Some(crate::stats::nested::ErrorTerm::BootMeans) => "boots",
-                    _ => "samples",
-                };
+            if let (Some(pw), Some(d)) = (&v.power, &v.design) {
                 let need = match pw.need {
-                    Some(n) => format!("; +/-{} needs {n} {unit} a side", short_pct(pw.margin)),
+                    Some(n) => format!(
+                        "; +/-{} needs {n} {} a side",
+                        short_pct(pw.margin),
+                        d.unit.plural()
+                    ),
                     None => String::new(),
                 };
                 powers.push(format!(
@@ -1137,15 +1233,20 @@ fn summary_lines(o: &mut String, c: &Comparison) {
                     pw.power * 100.0
                 ));
             }
+            let n = match &v.design {
+                Some(d) if d.paired => format!("{}", d.n[0]),
+                Some(d) => format!("{}+{}", d.n[0], d.n[1]),
+                None => format!("{}+{}", v.n1, v.n2),
+            };
             rows.push((
                 labels,
                 vec![
                     human::value(r.mean, &r.unit, None, false),
                     human::value(v.mean, &r.unit, None, false),
-                    delta,
+                    change,
                     iv,
                     p,
-                    format!("{}+{}", v.n1, v.n2),
+                    n,
                 ],
             ));
         }
@@ -1160,10 +1261,10 @@ fn summary_lines(o: &mut String, c: &Comparison) {
         col_head: [
             "baseline",
             "contender",
-            "delta",
+            "change",
             "interval",
             if adjusted { "p adj" } else { "p" },
-            "n",
+            "units",
         ]
         .map(String::from)
         .to_vec(),
@@ -1174,7 +1275,7 @@ fn summary_lines(o: &mut String, c: &Comparison) {
     if adjusted {
         o.push_str(&grid::wrap(
             &format!(
-                "p adjusted ({}, {}) over a family of {} tests; `~` uses the adjusted p",
+                "p adjusted ({}, {}) over a family of {} tests; each interval is taken at the level its adjusted p is decided at, so `~` and the interval agree",
                 c.adjust.label(),
                 c.adjust.controls(),
                 c.family
@@ -1182,6 +1283,9 @@ fn summary_lines(o: &mut String, c: &Comparison) {
             WIDTH,
             "  ",
         ));
+    }
+    for l in &notes {
+        o.push_str(&grid::wrap(l, WIDTH, "    "));
     }
     for l in &powers {
         o.push_str(&grid::wrap(l, WIDTH, "    "));

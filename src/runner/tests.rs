@@ -458,7 +458,7 @@ fn processes_compare_with_process_means_where_samples_would_mislead() {
             name: v.into(),
             fixed: vec!["variant".into()],
             cells: crate::select::narrow(&op, st.cells(op.scope).unwrap()).unwrap(),
-            boots: Default::default(),
+            runs: Default::default(),
         }
     };
     let c = crate::report::compare::compare(
@@ -469,20 +469,31 @@ fn processes_compare_with_process_means_where_samples_would_mislead() {
     )
     .unwrap();
     let v = &c.rows[0].versus[0];
-    let e = v.error_term.as_ref().expect("nested analysis");
-    assert_eq!(e.term, crate::stats::nested::ErrorTerm::ProcessMeans);
-    assert_eq!(e.processes, [5, 5]);
+    // Both variants in the same rounds of the same processes: paired by
+    // round, and the process offsets, the same in both arms, cancel in
+    // the per-round ratios.
+    let d = v.design.as_ref().expect("a design");
+    // Both variants in the same rounds: paired by round; the processes
+    // differ, so the process pairs are the units.
+    assert!(d.paired, "{d:?}");
+    assert_eq!(
+        (d.unit, d.n),
+        (crate::stats::design::Unit::Processes, [5, 5])
+    );
     // Same true mean: every sample as independent calls the 3-unit gap
-    // of the process draws a difference; the process means do not.
-    assert!(e.naive_p < 0.001, "{e:?}");
-    assert!(v.p.unwrap() > 0.05 && !v.significant, "{v:?}");
+    // of the process draws a difference at p = 3e-5; five process pairs
+    // weigh it as five observations.
+    let crate::report::compare::Detail::Welch(naive) = &v.detail else {
+        panic!("Welch asked for")
+    };
+    assert!(naive.p < 1e-4 && v.p.unwrap() > 100.0 * naive.p, "{v:?}");
     let text = crate::report::render(
         &crate::report::Document::Compare(&c),
         crate::report::Format::Text,
     )
     .unwrap();
     assert!(
-        text.contains("error term layout ns/op: process means (5+5 processes"),
+        text.contains("design: paired by round, 5 processes as units"),
         "{text}"
     );
 }

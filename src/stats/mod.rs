@@ -13,6 +13,8 @@
 //!   ([`utest`]), bootstrap intervals of ratios ([`bootstrap`]).
 //! - Two arms measured in the same rounds ([`paired`]): per-round log
 //!   ratios, Hodges-Lehmann estimate, Wilcoxon signed-rank interval.
+//! - [`design`]: the analysis the blocks (rounds, processes, runs, boots)
+//!   call for, every interval of a log ratio ([`logratio`]).
 //! - Across benchmarks: the geometric mean of ratios ([`geomean`]);
 //!   within one sample: outlier flags ([`outliers`]).
 //! - [`equivalence`]: turns an interval into a verdict, so "no difference
@@ -30,14 +32,14 @@
 pub mod bootstrap;
 pub mod cfmt;
 pub mod changepoint;
+pub mod design;
 pub mod dist;
 pub mod equivalence;
 pub mod geomean;
+pub mod logratio;
 pub mod multiple;
 pub mod nested;
 pub mod outliers;
-// Callers (compare, bisect, adaptive stopping) land in the next commits.
-#[cfg_attr(not(test), allow(dead_code))]
 pub mod paired;
 pub mod power;
 pub mod sample;
@@ -142,20 +144,6 @@ impl std::fmt::Display for TooFew {
             self.confidence.as_percent()
         )
     }
-}
-
-/// What every two-sample test result offers, for code that renders any of
-/// them (`kbench compare --test ...`).
-pub trait TwoSample {
-    /// Two-sided p-value, when the test has one.
-    fn p_value(&self) -> Option<f64>;
-    /// The interval of the relative change `b/a - 1` (0.05 = +5%), when the
-    /// test gives one.
-    fn relative_interval(&self) -> Option<Interval>;
-    /// Set when the samples cannot show a difference at this level.
-    fn too_few(&self) -> Option<TooFew>;
-    /// Whether the test calls the difference significant.
-    fn significant(&self) -> bool;
 }
 
 #[cfg(test)]

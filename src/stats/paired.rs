@@ -80,6 +80,8 @@ pub enum Method {
 
 /// Where the interval of a change towards worse lies against a threshold
 /// t >= 0 (0.05 = 5%): what `kbench bisect` asks of a revision.
+// Bisect's decisions use it (the sampler's branch); compare does not.
+#[allow(dead_code)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Against {
@@ -132,6 +134,22 @@ pub fn paired(
     confidence: Confidence,
 ) -> Result<Paired, PairedError> {
     of_log_ratios(&log_ratios(pairs)?, direction, confidence)
+}
+
+/// [`paired`] of two arms given as values in round order, the i-th of
+/// each taken in the same round (a run's two live cells); the longer arm's
+/// extra rounds wait for their partner. `None` below 2 rounds or with a
+/// value a ratio cannot take.
+pub fn in_step(
+    a: &[f64],
+    b: &[f64],
+    direction: Direction,
+    confidence: Confidence,
+) -> Option<Paired> {
+    let pairs: Vec<(f64, f64)> = a.iter().copied().zip(b.iter().copied()).collect();
+    (pairs.len() >= 2)
+        .then(|| paired(&pairs, direction, confidence).ok())
+        .flatten()
 }
 
 /// The per-round log ratios ln(b_i / a_i).
@@ -200,6 +218,8 @@ pub fn of_log_ratios(
     })
 }
 
+// `ratio`, `worsening`, `against`: bisect's (the sampler's branch).
+#[allow(dead_code)]
 impl Paired {
     /// The estimated ratio b/a.
     pub fn ratio(&self) -> f64 {
@@ -366,8 +386,9 @@ fn critical_rank(n: usize, alpha: f64) -> (u64, f64) {
     }
 }
 
-/// Smallest number of rounds whose exact interval reaches 1 - alpha.
-fn need_rounds(alpha: f64) -> usize {
+/// Smallest number of rounds whose exact interval reaches 1 - alpha
+/// (6 at 95%, 8 at 99%).
+pub fn need_rounds(alpha: f64) -> usize {
     (1..64)
         .find(|&n| 2f64.powi(1 - n as i32) <= alpha)
         .unwrap_or(64)

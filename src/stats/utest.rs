@@ -8,7 +8,7 @@
 //! the variance and a continuity correction of 1/2 (as R's `wilcox.test`).
 
 use super::dist::normal_sf;
-use super::{Confidence, Interval, Sample, TooFew, TwoSample};
+use super::{Confidence, Sample, TooFew};
 use serde::Serialize;
 
 /// Largest n1 + n2 for the exact distribution.
@@ -123,24 +123,9 @@ impl UTest {
     }
 
     /// `p < alpha` (and enough samples).
+    #[cfg(test)]
     pub fn significant(&self) -> bool {
         self.too_few.is_none() && self.p < self.confidence.alpha()
-    }
-}
-
-impl TwoSample for UTest {
-    fn p_value(&self) -> Option<f64> {
-        Some(self.p)
-    }
-    /// A rank test gives no interval; use [`super::bootstrap`] for one.
-    fn relative_interval(&self) -> Option<Interval> {
-        None
-    }
-    fn too_few(&self) -> Option<TooFew> {
-        self.too_few
-    }
-    fn significant(&self) -> bool {
-        UTest::significant(self)
     }
 }
 
