@@ -2,7 +2,6 @@
 //! behind `main`. Each command builds a model and prints it through
 //! `report::render` in the chosen format; nothing here formats output.
 
-use clap::Parser;
 use std::ffi::OsString;
 use std::io::Write;
 use std::process::ExitCode;
@@ -36,7 +35,11 @@ pub fn dispatch(args: Vec<OsString>) -> anyhow::Result<ExitCode> {
     if args.get(1).is_some_and(|a| a == "ministat") {
         return crate::ministat::main(&args[2..]);
     }
-    let cli = match Cli::try_parse_from(&args) {
+    use clap::{CommandFactory, FromArgMatches};
+    let parsed = <Cli as CommandFactory>::command()
+        .try_get_matches_from(&args)
+        .and_then(|m| Ok((Cli::from_arg_matches(&m)?, m)));
+    let (cli, matches) = match parsed {
         Ok(c) => c,
         // Help and version go to stdout with 0.
         Err(e) if !e.use_stderr() => {
@@ -46,8 +49,17 @@ pub fn dispatch(args: Vec<OsString>) -> anyhow::Result<ExitCode> {
         // A usage error is one line, like every other bad input.
         Err(e) => return Err(bad_input!("{}", usage_error(&e, &args))),
     };
-    // An empty KBENCH_DB= means "not set", not an anonymous temporary store.
-    let db = cli.db.as_deref().filter(|s| !s.is_empty());
+    // The store is parsed once, here; every command gets the locator.
+    let from_env = matches.value_source("db") == Some(clap::parser::ValueSource::EnvVariable);
+    let db = &match cli.command {
+        // Commands without a store do not read KBENCH_DB.
+        Command::List { .. }
+        | Command::Sysinfo { .. }
+        | Command::Completions { .. }
+        | Command::Man { .. }
+        | Command::Ministat { .. } => store::Locator::default_store(),
+        _ => store::Locator::from_cli(cli.db.as_deref(), from_env)?,
+    };
     match cli.command {
         Command::Run(a) => run(a, db),
         Command::List { json } => {
@@ -194,23 +206,34 @@ fn man(path: &[String]) -> anyhow::Result<ExitCode> {
 /// clap's usage error as one line: its first line (without the `error:`
 /// prefix clap adds), then where help is.
 fn usage_error(e: &clap::Error, args: &[OsString]) -> String {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
     let text = e.render().to_string();
-    let first = text
+    let mut first = text
         .lines()
         .find(|l| !l.trim().is_empty())
         .unwrap_or("invalid command line")
-        .trim_start_matches("error: ");
-    let sub = args
-        .iter()
-        .skip(1)
-        .filter_map(|a| a.to_str())
-        .find(|a| {
-            <Cli as clap::CommandFactory>::command()
-                .find_subcommand(a)
-                .is_some()
-        })
-        .map(|a| format!(" {a}"))
-        .unwrap_or_default();
+        .trim_start_matches("error: ")
+        .to_string();
+    // clap lists the missing arguments on the lines after the first.
+    if e.kind() == ErrorKind::MissingRequiredArgument
+        && let Some(ContextValue::Strings(missing)) = e.get(ContextKind::InvalidArg)
+    {
+        first = format!(
+            "the following required arguments were not provided: {}",
+            missing.join(", ")
+        );
+    }
+    // An argument clap quotes may be a store URL: never show its password.
+    let first = store::locator::redact_text(&first);
+    // The command and its subcommand (`fleet status`) the words name.
+    let mut cmd = <Cli as clap::CommandFactory>::command();
+    let mut sub = String::new();
+    for a in args.iter().skip(1).filter_map(|a| a.to_str()) {
+        if let Some(c) = cmd.find_subcommand(a).cloned() {
+            sub += &format!(" {a}");
+            cmd = c;
+        }
+    }
     format!("{first} (see `kbench{sub} --help`)")
 }
 
@@ -301,13 +324,13 @@ fn options(a: &RunArgs, plan: &crate::plan::Plan, quick: bool) -> anyhow::Result
         }),
         seed: a.seed.or(plan.seed).unwrap_or_else(crate::ids::fresh_seed),
         force: a.force,
-        argv: store::postgres::redact_args(std::env::args()),
+        argv: store::locator::redact_args(std::env::args()),
         owner: crate::system::owner(),
         processes,
     })
 }
 
-fn run(a: RunArgs, db: Option<&str>) -> anyhow::Result<ExitCode> {
+fn run(a: RunArgs, db: &store::Locator) -> anyhow::Result<ExitCode> {
     let (plan, default_suite) = match a.specs.as_slice() {
         [] => {
             let specs: Vec<String> = DEFAULT_SUITE.iter().map(|s| s.to_string()).collect();
@@ -440,17 +463,14 @@ fn run(a: RunArgs, db: Option<&str>) -> anyhow::Result<ExitCode> {
 }
 
 fn status(
-    db: Option<&str>,
+    db: &store::Locator,
     plan_arg: &str,
     resume_unit: bool,
     json: bool,
 ) -> anyhow::Result<ExitCode> {
     let plan = crate::plan::load(std::path::Path::new(plan_arg))?;
     if resume_unit {
-        let path = db
-            .map(std::path::PathBuf::from)
-            .unwrap_or_else(store::default_path);
-        out(&runner::campaign::resume_unit(&plan, &path)?)?;
+        out(&runner::campaign::resume_unit(&plan, db)?)?;
         return Ok(ExitCode::SUCCESS);
     }
     let st = store::open(db, store::Access::Read)?;
@@ -458,7 +478,7 @@ fn status(
     print(&Document::Status(&s), Format::json_if(json))
 }
 
-fn report(db: Option<&str>, a: &crate::cli::ReportArgs) -> anyhow::Result<ExitCode> {
+fn report(db: &store::Locator, a: &crate::cli::ReportArgs) -> anyhow::Result<ExitCode> {
     use crate::plan::report::{Layout, TableKind, parse_assign};
     let specs = &a.runs;
     let st = store::open(db, store::Access::Read)?;
@@ -673,7 +693,7 @@ fn write_out(path: Option<&std::path::Path>, text: &str) -> anyhow::Result<ExitC
 }
 
 fn import(
-    db: Option<&str>,
+    db: &store::Locator,
     files: &[String],
     from: crate::cli::ImportFormat,
     campaign: Option<&str>,
@@ -746,7 +766,7 @@ fn import(
     Ok(ExitCode::SUCCESS)
 }
 
-fn ingest(db: Option<&str>, file: &str) -> anyhow::Result<ExitCode> {
+fn ingest(db: &store::Locator, file: &str) -> anyhow::Result<ExitCode> {
     let input: Box<dyn std::io::BufRead> = if file == "-" {
         Box::new(std::io::stdin().lock())
     } else {
@@ -791,7 +811,7 @@ struct CompareHow<'a> {
 }
 
 fn compare(
-    db: Option<&str>,
+    db: &store::Locator,
     operands: &[String],
     how: CompareHow<'_>,
     json: bool,
@@ -864,7 +884,7 @@ fn compare(
 }
 
 fn plan_size(
-    db: Option<&str>,
+    db: &store::Locator,
     pilot: &str,
     margin: &str,
     confidence: f64,
@@ -896,20 +916,24 @@ fn plan_size(
 }
 
 fn store_copy(from: &str, to: &str, campaigns: &[String]) -> anyhow::Result<ExitCode> {
-    let src = store::open(Some(from), store::Access::Read)?;
-    let mut dst = store::open(Some(to), store::Access::Write)?;
+    let (from, to) = (
+        store::Locator::parse(from, "--from")?,
+        store::Locator::parse(to, "--to")?,
+    );
+    let src = store::open(&from, store::Access::Read)?;
+    let mut dst = store::open(&to, store::Access::Write)?;
     let c = store::copy::copy(&*src, dst.as_mut(), campaigns)?;
     eprintln!(
         "kbench: {} new run(s) of {} campaign(s), {} new sample(s) copied to {}",
         c.runs,
         c.campaigns,
         c.samples,
-        store::display_name(to)
+        to.redacted()
     );
     Ok(ExitCode::SUCCESS)
 }
 
-fn fleet(db: Option<&str>, command: FleetCommand) -> anyhow::Result<ExitCode> {
+fn fleet(db: &store::Locator, command: FleetCommand) -> anyhow::Result<ExitCode> {
     use crate::fleet;
     match command {
         FleetCommand::Run {
@@ -921,6 +945,17 @@ fn fleet(db: Option<&str>, command: FleetCommand) -> anyhow::Result<ExitCode> {
             run_args,
         } => {
             let hs = fleet::hosts::load(std::path::Path::new(&hosts))?;
+            // A store URL on the remote command line would show its
+            // password in every host's process list.
+            if let Some(a) = run_args
+                .iter()
+                .find(|a| *a == "--db" || a.starts_with("--db="))
+            {
+                return Err(bad_input!(
+                    "`-- {}`: each host keeps its own store and streams to this one; name this one with --db before `fleet`",
+                    store::locator::redact_text(a)
+                ));
+            }
             if jobs == 0 {
                 return Err(bad_input!("--jobs 0: need at least one"));
             }

@@ -109,7 +109,7 @@ pub struct Bisection {
 /// Entry point: a whole bisection, or with `--exit-code` one revision's
 /// verdict for `git bisect run` (0 good, 1 bad, 125 skip; any error
 /// exits 128, which makes `git bisect run` stop).
-pub fn run(db: Option<&str>, a: &BisectArgs) -> anyhow::Result<ExitCode> {
+pub fn run(db: &store::Locator, a: &BisectArgs) -> anyhow::Result<ExitCode> {
     if !a.exit_code {
         return bisect(db, a);
     }
@@ -274,7 +274,7 @@ fn config(a: &BisectArgs, name: &str) -> RunConfig {
         warmup: a.warmup,
         seed: a.seed.unwrap_or_else(crate::ids::fresh_seed),
         force: false,
-        argv: store::postgres::redact_args(std::env::args()),
+        argv: store::locator::redact_args(std::env::args()),
         owner: crate::system::owner(),
         processes: None,
     }
@@ -322,7 +322,7 @@ fn build_end(builds: &mut Builds<'_>, which: &str, c: &Commit) -> anyhow::Result
     }
 }
 
-fn bisect(db: Option<&str>, a: &BisectArgs) -> anyhow::Result<ExitCode> {
+fn bisect(db: &store::Locator, a: &BisectArgs) -> anyhow::Result<ExitCode> {
     let s = setup(a)?;
     let name = a.name.clone();
     let say = |m: String| {
@@ -511,7 +511,7 @@ fn bisect(db: Option<&str>, a: &BisectArgs) -> anyhow::Result<ExitCode> {
 }
 
 /// `--exit-code`: decide `--rev` (default HEAD) against the ends.
-fn decide_one(db: Option<&str>, a: &BisectArgs) -> anyhow::Result<ExitCode> {
+fn decide_one(db: &store::Locator, a: &BisectArgs) -> anyhow::Result<ExitCode> {
     let s = setup(a)?;
     let rev = s.repo.commit("--rev", a.rev.as_deref().unwrap_or("HEAD"))?;
     let n = s.all.len() - 1;

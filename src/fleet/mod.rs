@@ -122,7 +122,7 @@ impl Shared {
 
 /// Options of `kbench fleet run`.
 pub struct RunOptions<'a> {
-    pub db: Option<&'a str>,
+    pub db: &'a store::Locator,
     pub jobs: usize,
     pub keys: HostKeys,
     /// Extra arguments for the remote `kbench run` (`--quick`, `--samples N`).
@@ -388,7 +388,7 @@ fn sha256_hex(path: &Path) -> anyhow::Result<String> {
 
 /// `fleet status`: each host's last state and error, with its progress
 /// in the coordinator's store.
-pub fn status(db: Option<&str>, plan_path: &Path, hosts: &[Host]) -> anyhow::Result<FleetState> {
+pub fn status(db: &store::Locator, plan_path: &Path, hosts: &[Host]) -> anyhow::Result<FleetState> {
     let plan = crate::plan::load(plan_path)?;
     let mut state = load_state(&state_path(&plan));
     let cells = crate::plan::expand(&plan)?.len();

@@ -16,7 +16,6 @@
 
 use indexmap::IndexMap;
 use serde::Serialize;
-use std::path::Path;
 
 use super::Progress;
 use crate::error::bad_input;
@@ -286,7 +285,7 @@ fn shell_quote(s: &str) -> String {
 
 /// A systemd unit (and the equivalent cron line) that resumes the campaign
 /// at every boot until it is complete.
-pub fn resume_unit(plan: &Plan, db: &Path) -> anyhow::Result<String> {
+pub fn resume_unit(plan: &Plan, db: &crate::store::Locator) -> anyhow::Result<String> {
     let exe = std::env::current_exe()?;
     let plan_path = plan
         .path
@@ -295,7 +294,7 @@ pub fn resume_unit(plan: &Plan, db: &Path) -> anyhow::Result<String> {
     let cmd = format!(
         "{} --db {} run {} --quiet",
         shell_quote(&exe.display().to_string()),
-        shell_quote(&std::path::absolute(db)?.display().to_string()),
+        shell_quote(&db.to_arg()?),
         shell_quote(&plan_path.display().to_string())
     );
     let unit = format!(
@@ -306,9 +305,15 @@ pub fn resume_unit(plan: &Plan, db: &Path) -> anyhow::Result<String> {
         .parent()
         .map(|d| d.display().to_string())
         .unwrap_or_default();
+    // The unit holds no password: the service reads it as libpq does.
+    let password = if db.has_password() {
+        "\n# The store's password is not written here: give the service's user a\n# ~/.pgpass line (host:port:db:user:password, mode 0600) or PGPASSWORD."
+    } else {
+        ""
+    };
     Ok(format!(
         "# /etc/systemd/system/{unit}.service -- resumes campaign `{name}` at boot.
-# Install: save this file, then `systemctl daemon-reload && systemctl enable {unit}`.
+# Install: save this file, then `systemctl daemon-reload && systemctl enable {unit}`.{password}
 # Once every cell is done, `kbench run` has nothing left to do and exits 0;
 # disable the unit then. Cron alternative (crontab -e):
 #   @reboot cd {dir_q} && {cmd}

@@ -13,11 +13,15 @@
 //! any point keeps everything it measured.
 
 pub mod copy;
+pub mod locator;
 #[cfg(test)]
 pub mod memory;
 pub mod postgres;
 pub mod sink;
+mod sql;
 pub mod sqlite;
+
+pub use locator::Locator;
 
 use indexmap::IndexMap;
 use serde::Serialize;
@@ -336,28 +340,21 @@ pub enum Access {
     Read,
 }
 
-/// How messages name a store: its path, or its URL without the password.
-pub fn display_name(url: &str) -> String {
-    postgres::redact(url)
-}
-
-/// Open the store named by a path or URL (`None` = default path).
-pub fn open(url: Option<&str>, access: Access) -> anyhow::Result<Box<dyn Store>> {
-    match url {
-        Some(u) if postgres::is_url(u) => Ok(Box::new(postgres::PgStore::open(
+/// Open the store at `at`.
+pub fn open(at: &Locator, access: Access) -> anyhow::Result<Box<dyn Store>> {
+    match at {
+        Locator::Postgres(u) => Ok(Box::new(postgres::PgStore::open(
             u,
             access == Access::Write,
         )?)),
-        Some(u) => Ok(Box::new(sqlite::SqliteStore::open(
-            std::path::Path::new(u),
-            access == Access::Write,
-        )?)),
-        None => {
-            let p = default_path();
-            if access == Access::Read && !p.exists() {
+        Locator::Sqlite { path, default } => {
+            if *default && access == Access::Read && !path.exists() {
                 return Ok(Box::new(sqlite::SqliteStore::empty()?));
             }
-            Ok(Box::new(sqlite::SqliteStore::open(&p, true)?))
+            Ok(Box::new(sqlite::SqliteStore::open(
+                path,
+                *default || access == Access::Write,
+            )?))
         }
     }
 }

@@ -9,15 +9,14 @@ use anyhow::{Context, bail};
 use indexmap::IndexMap;
 use rusqlite::{Connection, OptionalExtension, params};
 use std::path::Path;
-use std::sync::Arc;
 
+use super::sql::{self, CAMPAIGN_COLUMNS, RUN_SELECT, SAMPLE_COLUMNS};
 use super::{
-    CampaignQuery, CampaignRow, CellProgress, CellRec, FailureRec, NewRun, RunDetails, RunRow,
-    SampleRec, Scope, StoreRead, StoreWrite, StoredCell,
+    CampaignQuery, CampaignRow, CellProgress, FailureRec, NewRun, RunDetails, RunRow, SampleRec,
+    Scope, StoreRead, StoreWrite, StoredCell,
 };
 use crate::error::bad_input;
-use crate::record::{CampaignKey, CellInfo, CellStatus, Kind, RunConfig, RunStatus};
-use crate::system::Fingerprint;
+use crate::record::{CampaignKey, CellInfo, CellStatus, RunStatus};
 
 /// Schema migrations, applied in order; index + 1 = user_version after it.
 const MIGRATIONS: &[&str] = &[
@@ -378,82 +377,41 @@ impl SqliteStore {
             tx.commit()?;
         }
     }
-
-    fn run_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RunRow> {
-        let status: String = r.get(6)?;
-        Ok(RunRow {
-            id: r.get(0)?,
-            uuid: r.get(1)?,
-            campaign: r.get(2)?,
-            host: r.get(3)?,
-            started: r.get(4)?,
-            ended: r.get(5)?,
-            status: RunStatus::parse(&status).map_err(|e| corrupt(6, e))?,
-            cells: r.get(7)?,
-            samples: r.get(8)?,
-            overhead_ns: r.get(9)?,
-        })
-    }
 }
 
-/// Stored data that does not parse: an error naming the column, never a
-/// silent default.
-fn corrupt(col: usize, e: impl Into<anyhow::Error>) -> rusqlite::Error {
-    rusqlite::Error::FromSqlConversionFailure(
-        col,
-        rusqlite::types::Type::Text,
-        e.into().context("corrupt stored data").into(),
-    )
-}
-
-fn json_col<T: serde::de::DeserializeOwned>(
-    r: &rusqlite::Row<'_>,
-    col: usize,
-) -> rusqlite::Result<T> {
-    let s: String = r.get(col)?;
-    serde_json::from_str(&s).map_err(|e| corrupt(col, e))
-}
-
-const RUN_SELECT: &str = "SELECT r.id, r.uuid, c.name, r.host, r.started, r.ended, r.status,
-    (SELECT COUNT(*) FROM cells WHERE run_id = r.id),
-    (SELECT COUNT(*) FROM samples WHERE run_id = r.id),
-    r.overhead_ns
-    FROM runs r LEFT JOIN campaigns c ON c.id = r.campaign_id";
-
-fn json_text(v: &impl serde::Serialize) -> String {
-    serde_json::to_string(v).expect("serialisable")
-}
-
-/// The SQL condition selecting a scope's rows of a table aliased `alias`
-/// (which has a `run_id` column), with its one parameter.
-fn scope_sql(scope: Scope, alias: &str) -> (String, i64) {
-    match scope {
-        Scope::Run(id) => (format!("{alias}.run_id = ?1"), id),
-        Scope::Campaign(id) => (
-            format!("{alias}.run_id IN (SELECT id FROM runs WHERE campaign_id = ?1)"),
-            id,
-        ),
+impl SqliteStore {
+    /// Rows of `sql` (parameters `params`), each decoded by `f`.
+    fn rows<T>(
+        &self,
+        sql: &str,
+        params: impl rusqlite::Params,
+        mut f: impl FnMut(&rusqlite::Row<'_>) -> anyhow::Result<T>,
+    ) -> anyhow::Result<Vec<T>> {
+        let mut st = self.conn.prepare(sql)?;
+        let mut rows = st.query(params)?;
+        let mut out = Vec::new();
+        while let Some(r) = rows.next()? {
+            out.push(f(r)?);
+        }
+        Ok(out)
     }
 }
 
 impl StoreRead for SqliteStore {
     fn runs(&self, campaign: Option<i64>) -> anyhow::Result<Vec<RunRow>> {
-        let mut st = self.conn.prepare(&format!(
-            "{RUN_SELECT} WHERE ?1 IS NULL OR r.campaign_id = ?1 ORDER BY r.id"
-        ))?;
-        let rows = st.query_map([campaign], Self::run_row)?;
-        Ok(rows.collect::<Result<_, _>>()?)
+        self.rows(
+            &format!("{RUN_SELECT} WHERE ?1 IS NULL OR r.campaign_id = ?1 ORDER BY r.id"),
+            [campaign],
+            |r| sql::run_row(r),
+        )
     }
 
     fn run(&self, id: i64) -> anyhow::Result<Option<RunRow>> {
         Ok(self
-            .conn
-            .query_row(
-                &format!("{RUN_SELECT} WHERE r.id = ?1"),
-                [id],
-                Self::run_row,
-            )
-            .optional()?)
+            .rows(&format!("{RUN_SELECT} WHERE r.id = ?1"), [id], |r| {
+                sql::run_row(r)
+            })?
+            .pop())
     }
 
     fn run_details(&self, id: i64) -> anyhow::Result<RunDetails> {
@@ -466,12 +424,7 @@ impl StoreRead for SqliteStore {
             )
             .optional()?
             .ok_or_else(|| crate::error::bad_input!("no run {id} in the store"))?;
-        Ok(RunDetails {
-            fingerprint: serde_json::from_str::<Fingerprint>(&fp)
-                .with_context(|| format!("run {id}: corrupt stored fingerprint"))?,
-            config: RunConfig::from_json(&config)
-                .with_context(|| format!("run {id}: corrupt stored settings"))?,
-        })
+        sql::run_details(id, &fp, &config)
     }
 
     fn last_run_id(&self) -> anyhow::Result<Option<i64>> {
@@ -485,140 +438,59 @@ impl StoreRead for SqliteStore {
             CampaignQuery::Named(n) => (Some(n), None),
             CampaignQuery::Id(i) => (None, Some(i)),
         };
-        let mut st = self.conn.prepare(
-            "SELECT id, name, plan_hash, generation, plan_text, created FROM campaigns
-             WHERE (?1 IS NULL OR name = ?1) AND (?2 IS NULL OR id = ?2) ORDER BY id",
-        )?;
-        let rows = st.query_map(params![name, id], |r| {
-            Ok(CampaignRow {
-                id: r.get(0)?,
-                name: r.get(1)?,
-                plan_hash: r.get(2)?,
-                generation: r.get(3)?,
-                plan_text: r.get(4)?,
-                created: r.get(5)?,
-            })
-        })?;
-        Ok(rows.collect::<Result<_, _>>()?)
+        self.rows(
+            &format!(
+                "SELECT {CAMPAIGN_COLUMNS} FROM campaigns
+                 WHERE (?1 IS NULL OR name = ?1) AND (?2 IS NULL OR id = ?2) ORDER BY id"
+            ),
+            params![name, id],
+            |r| sql::campaign_row(r),
+        )
     }
 
     fn cells(&self, scope: Scope) -> anyhow::Result<Vec<StoredCell>> {
-        let (cond, arg) = scope_sql(scope, "c");
-        let mut st = self.conn.prepare(&format!(
-            "SELECT c.id, c.run_id, c.key, c.bench, c.source, c.kind, c.params, c.factors,
-                    c.label_params, c.metrics, c.readings, c.placement, c.notes, c.status
-             FROM cells c WHERE {cond} ORDER BY c.id"
-        ))?;
-        let cells: Vec<CellRec> = st
-            .query_map([arg], |r| {
-                let kind: String = r.get(5)?;
-                let status: Option<String> = r.get(13)?;
-                Ok(CellRec {
-                    id: r.get(0)?,
-                    run_id: r.get(1)?,
-                    info: CellInfo {
-                        key: r.get(2)?,
-                        bench: r.get(3)?,
-                        source: r.get(4)?,
-                        kind: Kind::parse(&kind).map_err(|e| corrupt(5, e))?,
-                        params: json_col(r, 6)?,
-                        factors: json_col(r, 7)?,
-                        label_params: json_col(r, 8)?,
-                        metrics: json_col(r, 9)?,
-                        readings: json_col(r, 10)?,
-                    },
-                    placement: r.get(11)?,
-                    notes: json_col(r, 12)?,
-                    status: status
-                        .map(|s| CellStatus::parse(&s))
-                        .transpose()
-                        .map_err(|e| corrupt(13, e))?,
-                })
-            })?
-            .collect::<Result<_, _>>()
+        let (cond, arg) = sql::scope_sql(scope, "c");
+        let cells = self
+            .rows(&sql::cells_sql(&cond), [arg], |r| sql::cell_rec(r))
             .context("reading cells")?;
         // Driven by the cells (index cells_run) with each cell's samples
         // from index samples_cell, the rows come out in (cell, id) order
         // without a sort: 10^6 samples load in a fraction of a second.
-        let mut st = self.conn.prepare(&format!(
-            "SELECT s.cell_id, s.metric, s.unit, s.value, s.round, s.seq, s.t, s.process
-             FROM cells c JOIN samples s ON s.cell_id = c.id WHERE {cond} ORDER BY c.id, s.id"
-        ))?;
-        let mut by_cell: std::collections::HashMap<i64, Vec<SampleRec>> =
-            std::collections::HashMap::with_capacity(cells.len());
-        let mut rows = st.query([arg])?;
-        // Metric and unit names repeat on every row: share one allocation.
-        let mut names: Vec<Arc<str>> = Vec::new();
-        let mut intern = |s: &str| -> Arc<str> {
-            match names.iter().find(|n| &***n == s) {
-                Some(n) => n.clone(),
-                None => {
-                    let n: Arc<str> = s.into();
-                    names.push(n.clone());
-                    n
-                }
-            }
-        };
-        while let Some(r) = rows.next()? {
-            let metric = intern(r.get_ref(1)?.as_str()?);
-            let unit = intern(r.get_ref(2)?.as_str()?);
-            by_cell.entry(r.get(0)?).or_default().push(SampleRec {
-                cell_id: r.get(0)?,
-                metric,
-                unit,
-                value: r.get(3)?,
-                round: r.get(4)?,
-                seq: r.get(5)?,
-                t: r.get(6)?,
-                process: r.get(7)?,
-            });
-        }
-        Ok(cells
-            .into_iter()
-            .map(|c| {
-                let mine = by_cell.remove(&c.id).unwrap_or_default();
-                (c, mine)
-            })
-            .collect())
+        let mut names = sql::Names::default();
+        let samples = self.rows(
+            &format!(
+                "SELECT {SAMPLE_COLUMNS} FROM cells c JOIN samples s ON s.cell_id = c.id
+                 WHERE {cond} ORDER BY c.id, s.id"
+            ),
+            [arg],
+            |r| sql::sample_rec(r, &mut names),
+        )?;
+        Ok(sql::attach(cells, samples))
     }
 
     fn failures(&self, scope: Scope) -> anyhow::Result<Vec<FailureRec>> {
-        let (cond, arg) = scope_sql(scope, "f");
-        let mut st = self.conn.prepare(&format!(
-            "SELECT f.run_id, f.cell_id, f.seq, f.round, f.t, f.message FROM failures f
-             WHERE {cond} ORDER BY f.id"
-        ))?;
-        let rows = st.query_map([arg], |r| {
-            Ok(FailureRec {
-                run_id: r.get(0)?,
-                cell_id: r.get(1)?,
-                seq: r.get(2)?,
-                round: r.get(3)?,
-                t: r.get(4)?,
-                message: r.get(5)?,
-            })
-        })?;
-        Ok(rows.collect::<Result<_, _>>()?)
+        let (cond, arg) = sql::scope_sql(scope, "f");
+        self.rows(&sql::failures_sql(&cond), [arg], |r| sql::failure_rec(r))
     }
 
     fn progress(&self, campaign: i64) -> anyhow::Result<Vec<CellProgress>> {
         // Rounds restart at 0 in every run: count each cell's distinct
         // rounds, then add the cells of one key and state up.
-        let mut st = self.conn.prepare(
+        self.rows(
             "SELECT c.key, c.readings, r.host,
                     SUM((SELECT COUNT(DISTINCT s.round) FROM samples s WHERE s.cell_id = c.id))
              FROM cells c JOIN runs r ON r.id = c.run_id
              WHERE r.campaign_id = ?1 GROUP BY c.key, c.readings, r.host ORDER BY MIN(c.id)",
-        )?;
-        let rows = st.query_map([campaign], |r| {
-            Ok(CellProgress {
-                key: r.get(0)?,
-                readings: r.get(1)?,
-                host: r.get(2)?,
-                samples: r.get(3)?,
-            })
-        })?;
-        Ok(rows.collect::<Result<_, _>>()?)
+            [campaign],
+            |r| {
+                Ok(CellProgress {
+                    key: r.get(0)?,
+                    readings: r.get(1)?,
+                    host: r.get(2)?,
+                    samples: r.get(3)?,
+                })
+            },
+        )
     }
 }
 
@@ -705,8 +577,8 @@ impl StoreWrite for SqliteStore {
                     run.campaign,
                     run.host,
                     run.started,
-                    json_text(&run.fingerprint),
-                    json_text(&run.config),
+                    sql::json_text(&run.fingerprint),
+                    sql::json_text(&run.config),
                     run.overhead_ns
                 ],
             )
@@ -735,10 +607,10 @@ impl StoreWrite for SqliteStore {
                     c.bench,
                     c.source,
                     c.kind.as_str(),
-                    json_text(&c.params),
-                    json_text(&c.factors),
-                    json_text(&c.label_params),
-                    json_text(&c.metrics),
+                    sql::json_text(&c.params),
+                    sql::json_text(&c.factors),
+                    sql::json_text(&c.label_params),
+                    sql::json_text(&c.metrics),
                     c.readings_text(),
                 ],
             )
@@ -767,7 +639,7 @@ impl StoreWrite for SqliteStore {
         self.write(|c| {
             c.execute(
                 "UPDATE cells SET placement = ?2, notes = ?3 WHERE id = ?1",
-                params![cell_id, placement, json_text(notes)],
+                params![cell_id, placement, sql::json_text(notes)],
             )
         })?;
         Ok(())
