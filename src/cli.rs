@@ -237,6 +237,12 @@ pub enum FleetCommand {
 
 #[derive(Debug, Subcommand)]
 pub enum StoreCommand {
+    /// Check the whole store (`--db`): its schema, every page, every index
+    /// against its table (SQLite's integrity_check), and that no row lost
+    /// the row it belongs to. Prints each problem; exits 2 if any.
+    /// (Every command already checks the small tables when it opens a
+    /// store, and `run`, `import` and `ingest` the samples' pages too.)
+    Check,
     /// Copy runs and their campaigns from one store to another (SQLite
     /// file or postgres:// URL), by their stable identities: what the
     /// destination holds already is not copied again.

@@ -138,6 +138,9 @@ pub fn dispatch(args: Vec<OsString>) -> anyhow::Result<ExitCode> {
                     campaigns,
                 },
         } => store_copy(&from, &to, &campaigns),
+        Command::Store {
+            command: StoreCommand::Check,
+        } => store_check(db),
         Command::PlanSize {
             pilot,
             margin,
@@ -407,6 +410,7 @@ fn run(a: RunArgs, db: &store::Locator) -> anyhow::Result<ExitCode> {
         }
     };
     let run_id = summary.run.as_deref().and_then(|u| writer.run_id(u));
+    drop(writer);
     let plan_arg = a.specs.first().cloned().unwrap_or_default();
     if summary.pending > 0 && !a.quiet {
         eprintln!(
@@ -709,27 +713,49 @@ fn import(
     let text = |f: &String, data: Vec<u8>| {
         String::from_utf8(data).map_err(|e| bad_input!("{f}: not UTF-8 text: {e}"))
     };
+    if let Some(name) = campaign {
+        crate::plan::check_campaign_name(name).map_err(|e| bad_input!("--name: {e}"))?;
+    }
+    use crate::import::ImportedRun;
     // Every file is read and checked before anything is stored.
     let mut runs = Vec::new();
     match from {
         ImportFormat::Hyperfine => {
             for f in files {
-                let cells = crate::import::hyperfine::parse(f, &text(f, read(f)?)?)?;
-                runs.push(crate::import::events("hyperfine", f, cells, campaign));
+                let t = text(f, read(f)?)?;
+                let cells = crate::import::hyperfine::parse(f, &t)?;
+                runs.push(ImportedRun::new(
+                    "hyperfine",
+                    f,
+                    &[t.as_bytes()],
+                    cells,
+                    campaign,
+                ));
             }
         }
         // One run: the files are the variants ministat would compare.
         ImportFormat::Ministat => {
             let mut cells = Vec::new();
+            let mut content: Vec<Vec<u8>> = vec![
+                ministat.column.to_le_bytes().to_vec(),
+                ministat.delims.to_vec(),
+                vec![u8::from(ministat.higher)],
+            ];
             for f in files {
                 if files.iter().filter(|g| *g == f).count() > 1 {
                     return Err(bad_input!("{f}: named twice"));
                 }
-                cells.push(crate::import::ministat::parse(f, &read(f)?, ministat)?);
+                let data = read(f)?;
+                cells.push(crate::import::ministat::parse(f, &data, ministat)?);
+                // The file's name is its cell's factor: part of the identity.
+                content.push(f.as_bytes().to_vec());
+                content.push(data);
             }
-            runs.push(crate::import::events(
+            let parts: Vec<&[u8]> = content.iter().map(Vec::as_slice).collect();
+            runs.push(ImportedRun::new(
                 "ministat",
                 &files.join(" "),
+                &parts,
                 cells,
                 campaign,
             ));
@@ -740,29 +766,49 @@ fn import(
                     .file_stem()
                     .map(|s| s.to_string_lossy().into_owned())
                     .unwrap_or_else(|| f.clone());
-                let cells = crate::import::wis::parse(f, &stem, &text(f, read(f)?)?)?;
-                runs.push(crate::import::events("will-it-scale", f, cells, campaign));
+                let t = text(f, read(f)?)?;
+                let cells = crate::import::wis::parse(f, &stem, &t)?;
+                runs.push(ImportedRun::new(
+                    "will-it-scale",
+                    f,
+                    &[stem.as_bytes(), t.as_bytes()],
+                    cells,
+                    campaign,
+                ));
             }
         }
     }
+    // One transaction: an error or an interruption stores nothing.
     let mut st = store::open(db, store::Access::Write)?;
-    let mut sink = store::sink::StoreSink::new(st.as_mut());
+    let mut sink = store::sink::StoreSink::atomic(st.as_mut())?;
+    // Ctrl-C or a kill ends the process before the commit: nothing stays.
     let mut ids = Vec::new();
-    for evs in &runs {
-        for e in evs {
-            sink.event(e)?;
+    let mut again = Vec::new();
+    for r in &runs {
+        if let Some(id) = sink.stored_run_id(&r.uuid)? {
+            again.push(format!("{} (run {id})", r.source));
+            continue;
         }
-        if let Some(event::Event::RunBegun(b)) = evs.first()
-            && let Some(id) = sink.run_id(&b.run)
-        {
+        for e in r.events() {
+            sink.event(&e)?;
+        }
+        if let Some(id) = sink.run_id(&r.uuid) {
             ids.push(id.to_string());
         }
     }
-    eprintln!(
-        "kbench: {} sample(s) imported as run(s) {}",
-        sink.added,
-        ids.join(", ")
-    );
+    let added = sink.commit()?;
+    if !ids.is_empty() {
+        eprintln!(
+            "kbench: {added} sample(s) imported as run(s) {}",
+            ids.join(", ")
+        );
+    }
+    if !again.is_empty() {
+        eprintln!(
+            "kbench: already imported, nothing added: {}",
+            again.join(", ")
+        );
+    }
     Ok(ExitCode::SUCCESS)
 }
 
@@ -782,8 +828,11 @@ fn ingest(db: &store::Locator, file: &str) -> anyhow::Result<ExitCode> {
     while let Some(e) = reader.next_event()? {
         events.push((reader.line(), e));
     }
+    // One transaction: a stream that means something impossible (a
+    // sample before its cell, a cell of a run it did not begin, a sample
+    // the store holds with another value) stores nothing.
     let mut st = store::open(db, store::Access::Write)?;
-    let mut sink = store::sink::StoreSink::new(st.as_mut());
+    let mut sink = store::sink::StoreSink::atomic(st.as_mut())?;
     let mut runs = std::collections::BTreeSet::new();
     for (line, e) in &events {
         if let event::Event::RunBegun(b) = e {
@@ -792,11 +841,11 @@ fn ingest(db: &store::Locator, file: &str) -> anyhow::Result<ExitCode> {
         sink.event(e)
             .map_err(|err| err.context(format!("{name}:{line}")))?;
     }
+    let added = sink.commit().map_err(|err| err.context(name.to_string()))?;
     eprintln!(
-        "kbench: {} event(s) of {} run(s) read; {} new sample(s) stored",
+        "kbench: {} event(s) of {} run(s) read; {added} new sample(s) stored",
         events.len(),
         runs.len(),
-        sink.added
     );
     Ok(ExitCode::SUCCESS)
 }
@@ -913,6 +962,25 @@ fn plan_size(
         return Err(bad_input!("`{pilot}` holds no samples to size from"));
     }
     print(&Document::PlanSize(&p), Format::json_if(json))
+}
+
+/// `kbench store check`: every problem on stdout, one line each.
+fn store_check(db: &store::Locator) -> anyhow::Result<ExitCode> {
+    let problems = store::check(db)?;
+    if problems.is_empty() {
+        out(&format!("{}: ok\n", db.redacted()))?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let text: Vec<String> = problems
+        .iter()
+        .map(|p| format!("{}\n", crate::term::visible(p)))
+        .collect();
+    out(&text.concat())?;
+    Err(bad_input!(
+        "{}: the store is damaged: {} problem(s) (listed above)",
+        db.redacted(),
+        problems.len()
+    ))
 }
 
 fn store_copy(from: &str, to: &str, campaigns: &[String]) -> anyhow::Result<ExitCode> {

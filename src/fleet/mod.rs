@@ -279,7 +279,7 @@ impl HostCtx<'_> {
         ));
         std::fs::write(&tmp, &bytes).map_err(|e| err(e.into()))?;
         let r = (|| -> anyhow::Result<store::copy::Copied> {
-            let from = store::sqlite::SqliteStore::open(&tmp, false)?;
+            let from = store::sqlite::SqliteStore::open(&tmp, store::Access::Read)?;
             let mut to = store::open(self.o.db, store::Access::Write)?;
             store::copy::copy_with(&from, to.as_mut(), &[], &|host, cell| match cell {
                 Some(c) => relabel(h, c),

@@ -332,6 +332,28 @@ impl Cell {
     }
 }
 
+/// A campaign's name must be one an operand can name (`NAME`,
+/// `NAME:factor=value`): no `:` or `=`, not a run id, nothing a terminal
+/// would act on.
+pub fn check_campaign_name(name: &str) -> Result<(), String> {
+    let shown = crate::term::visible(name);
+    if name.is_empty() {
+        Err("a campaign name must not be empty".into())
+    } else if name.contains([':', '=']) {
+        Err(format!(
+            "campaign name `{shown}` holds `:` or `=`, so no operand (`NAME:factor=value`) could name it"
+        ))
+    } else if name.chars().all(|c| c.is_ascii_digit()) {
+        Err(format!(
+            "campaign name `{shown}` is a number, which operands read as a run id"
+        ))
+    } else if name.chars().any(char::is_control) {
+        Err(format!("campaign name `{shown}` holds control characters"))
+    } else {
+        Ok(())
+    }
+}
+
 /// Source positions for errors: `file:line:column`.
 pub(crate) struct Source<'a> {
     pub name: String,

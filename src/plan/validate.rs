@@ -36,7 +36,11 @@ fn positive(
         }
         Some(s) => Err(src.err(
             s.span(),
-            format!("`{key}` must be >= {min}, found {}", s.get_ref()),
+            format!(
+                "`{key}` must be within {min}..={}, found {}",
+                u32::MAX,
+                s.get_ref()
+            ),
         )),
     }
 }
@@ -46,6 +50,7 @@ pub(super) fn validate(file: PlanFile, src: &Source) -> anyhow::Result<Plan> {
     if name.is_empty() {
         return Err(src.err(file.name.span(), "`name` must not be empty"));
     }
+    super::check_campaign_name(&name).map_err(|e| src.err(file.name.span(), e))?;
     let samples = positive(src, &file.samples, "samples", 1)?;
     let warmup = positive(src, &file.warmup, "warmup", 0)?;
     let processes = positive(src, &file.processes, "processes", 1)?;

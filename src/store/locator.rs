@@ -447,7 +447,7 @@ pub fn redact_text(text: &str) -> String {
                             .is_none_or(|n| n.is_whitespace() || ",.;:)".contains(n))
                 })
                 .map(|(j, _)| j)
-                .last()
+                .next_back()
                 .unwrap_or(url.len()),
             None => url.len(),
         };

@@ -162,6 +162,13 @@ impl PgStore {
     /// Connect to the store at `url`; with `create`, make its tables when
     /// the database has none yet (or migrate them to the newest schema).
     pub fn open(url: &PgUrl, create: bool) -> anyhow::Result<PgStore> {
+        let s = PgStore::connect(url, create)?;
+        s.check_schema()?;
+        Ok(s)
+    }
+
+    /// [`PgStore::open`] without the schema's check.
+    fn connect(url: &PgUrl, create: bool) -> anyhow::Result<PgStore> {
         let name = url.redacted();
         let mut config = url.config()?;
         let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
@@ -339,11 +346,69 @@ impl PgStore {
         &self,
         sql: &str,
         params: &[&(dyn postgres::types::ToSql + Sync)],
-        f: impl FnMut(&Row) -> anyhow::Result<T>,
+        mut f: impl FnMut(&Row) -> anyhow::Result<T>,
     ) -> anyhow::Result<Vec<T>> {
         let rows = self.conn.borrow_mut().query(sql, params)?;
-        rows.iter().map(f).collect()
+        rows.iter()
+            .map(|r| f(r).map_err(|e| self.damaged(&format!("{e:#}"))))
+            .collect()
     }
+
+    /// The store holds what kbench cannot read back (exit 2).
+    fn damaged(&self, what: &str) -> anyhow::Error {
+        bad_input!(
+            "{}: the store is damaged ({what}); nothing was written (`kbench store check` lists every problem)",
+            self.name
+        )
+    }
+
+    fn check(&self) -> anyhow::Result<Vec<String>> {
+        let mut problems = Vec::new();
+        if let Err(e) = self.check_schema() {
+            problems.push(format!("{e:#}"));
+            return Ok(problems);
+        }
+        // Reading every row reads every page (checked by the server when
+        // the cluster has data checksums).
+        for t in ["campaigns", "runs", "cells", "samples", "failures"] {
+            if let Err(e) = self
+                .conn
+                .borrow_mut()
+                .query_one(&format!("SELECT COUNT(*) FROM (SELECT * FROM {t}) x"), &[])
+            {
+                problems.push(format!("table {t}: {}", chain(&e)));
+            }
+        }
+        Ok(problems)
+    }
+
+    /// Every table kbench made, each with its identity (a unique
+    /// constraint): a table or constraint dropped by hand is damage.
+    fn check_schema(&self) -> anyhow::Result<()> {
+        for t in ["campaigns", "runs", "cells", "samples", "failures"] {
+            let unique: i64 = self
+                .conn
+                .borrow_mut()
+                .query_one(
+                    "SELECT COUNT(*) FROM pg_constraint
+                     WHERE conrelid = to_regclass($1) AND contype = 'u'",
+                    &[&t],
+                )?
+                .get(0);
+            if unique == 0 {
+                return Err(self.damaged(&format!(
+                    "its table `{t}` or that table's unique identity is missing"
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `kbench store check` of a PostgreSQL store: its schema, and every row
+/// of every table read; every problem, one line each.
+pub fn check(url: &PgUrl) -> anyhow::Result<Vec<String>> {
+    PgStore::connect(url, false)?.check()
 }
 
 impl StoreRead for PgStore {
@@ -351,7 +416,7 @@ impl StoreRead for PgStore {
         self.rows(
             &format!("{RUN_SELECT} WHERE $1::BIGINT IS NULL OR r.campaign_id = $1 ORDER BY r.id"),
             &[&campaign],
-            |r| sql::run_row(r),
+            sql::run_row,
         )
     }
 
@@ -392,7 +457,7 @@ impl StoreRead for PgStore {
                  ORDER BY id"
             ),
             &[&name, &id],
-            |r| sql::campaign_row(r),
+            sql::campaign_row,
         )
     }
 
@@ -400,7 +465,7 @@ impl StoreRead for PgStore {
         use postgres::fallible_iterator::FallibleIterator;
         let (cond, arg) = sql::scope_sql(scope, "c");
         let cells = self
-            .rows(&sql::cells_sql(&cond), &[&arg], |r| sql::cell_rec(r))
+            .rows(&sql::cells_sql(&cond), &[&arg], sql::cell_rec)
             .context("reading cells")?;
         // Streamed, not collected: a campaign can hold millions of rows.
         let (cond, _) = sql::scope_sql(scope, "s");
@@ -421,7 +486,7 @@ impl StoreRead for PgStore {
 
     fn failures(&self, scope: Scope) -> anyhow::Result<Vec<FailureRec>> {
         let (cond, arg) = sql::scope_sql(scope, "f");
-        self.rows(&sql::failures_sql(&cond), &[&arg], |r| sql::failure_rec(r))
+        self.rows(&sql::failures_sql(&cond), &[&arg], sql::failure_rec)
     }
 
     fn progress(&self, campaign: i64) -> anyhow::Result<Vec<CellProgress>> {
@@ -522,6 +587,21 @@ impl StoreWrite for PgStore {
     fn finish_run(&mut self, run_id: i64, ended: f64, status: RunStatus) -> anyhow::Result<()> {
         let r = self.raw_finish_run(run_id, ended, status);
         r.map_err(|e| self.lost(e))
+    }
+
+    fn begin(&mut self) -> anyhow::Result<()> {
+        let r = self.conn.get_mut().batch_execute("BEGIN");
+        r.map_err(|e| self.lost(e.into()))
+    }
+
+    fn commit(&mut self) -> anyhow::Result<()> {
+        let r = self.conn.get_mut().batch_execute("COMMIT");
+        r.map_err(|e| self.lost(e.into()))
+    }
+
+    fn rollback(&mut self) -> anyhow::Result<()> {
+        let r = self.conn.get_mut().batch_execute("ROLLBACK");
+        r.map_err(|e| self.lost(e.into()))
     }
 }
 
@@ -686,6 +766,30 @@ impl PgStore {
                 &run_id, &cell, &metric, &unit, &value, &round, &seq, &t, &process,
             ],
         )?;
+        if (n as usize) < samples.len() {
+            // Some were stored already: with the same values, a replay; with
+            // others, a conflict (reported; inside `begin` nothing is kept).
+            let clash = conn.query_opt(
+                "SELECT u.metric, u.round, s.value, u.value, u.cell_id
+                 FROM UNNEST($1::BIGINT[], $2::TEXT[], $3::BIGINT[], $4::BIGINT[],
+                             $5::DOUBLE PRECISION[]) AS u(cell_id, metric, round, seq, value)
+                 JOIN samples s ON s.cell_id = u.cell_id AND s.metric = u.metric
+                      AND s.round = u.round AND s.seq = u.seq
+                 WHERE s.value <> u.value LIMIT 1",
+                &[&cell, &metric, &round, &seq, &value],
+            )?;
+            if let Some(r) = clash {
+                let round: i64 = r.get(1);
+                return Err(super::Conflict {
+                    cell_id: r.get(4),
+                    metric: r.get(0),
+                    round: u32::try_from(round).unwrap_or(u32::MAX),
+                    stored: r.get(2),
+                    new: r.get(3),
+                }
+                .into());
+            }
+        }
         Ok(n as usize)
     }
 
@@ -739,6 +843,7 @@ mod tests {
             return;
         };
         super::super::suite::round_trip(&mut s);
+        super::super::suite::all_or_nothing(&mut s);
         drop(s);
         // Reopening does not re-run migrations.
         let s = PgStore::open(&url, true).unwrap();
@@ -749,7 +854,7 @@ mod tests {
             .unwrap()
             .get(0);
         assert_eq!(v, MIGRATIONS.len() as i64);
-        assert_eq!(s.runs(None).unwrap().len(), 3);
+        assert_eq!(s.runs(None).unwrap().len(), 4, "the suite's runs");
         // Read access to a database without a store creates nothing.
         let other = pg_url(&pg::fresh_db("passes_the_store_suite_read").unwrap());
         let e = PgStore::open(&other, false).err().unwrap();

@@ -12,8 +12,8 @@ use std::path::Path;
 
 use super::sql::{self, CAMPAIGN_COLUMNS, RUN_SELECT, SAMPLE_COLUMNS};
 use super::{
-    CampaignQuery, CampaignRow, CellProgress, FailureRec, NewRun, RunDetails, RunRow, SampleRec,
-    Scope, StoreRead, StoreWrite, StoredCell,
+    Access, CampaignQuery, CampaignRow, CellProgress, FailureRec, NewRun, RunDetails, RunRow,
+    SampleRec, Scope, StoreRead, StoreWrite, StoredCell,
 };
 use crate::error::bad_input;
 use crate::record::{CampaignKey, CellInfo, CellStatus, RunStatus};
@@ -165,6 +165,206 @@ fn explain(path: &Path, e: rusqlite::Error) -> anyhow::Error {
     }
 }
 
+/// `kbench store check` of the file at `path`: opened read-only and
+/// without the checks of [`SqliteStore::open`] (which refuse a damaged
+/// store), then the schema, SQLite's full `integrity_check` and
+/// `foreign_key_check`; every problem, one line each.
+pub fn check(path: &Path) -> anyhow::Result<Vec<String>> {
+    let p = path.display();
+    if !path.is_file() {
+        return Err(bad_input!("{p}: no such store"));
+    }
+    use rusqlite::OpenFlags as F;
+    let conn =
+        Connection::open_with_flags(path, F::SQLITE_OPEN_READ_ONLY | F::SQLITE_OPEN_NO_MUTEX)
+            .map_err(|e| explain(path, e))?;
+    conn.busy_timeout(BUSY).map_err(|e| explain(path, e))?;
+    SqliteStore::check_ours(&conn, path)?;
+    let mut problems = Vec::new();
+    if let Err(e) = check_schema(&conn, path) {
+        problems.push(format!("{e:#}"));
+    }
+    for pragma in ["integrity_check(100)", "foreign_key_check"] {
+        let rows: rusqlite::Result<Vec<String>> = conn
+            .prepare(&format!("PRAGMA {pragma}"))
+            .and_then(|mut st| {
+                let n = st.column_count();
+                st.query_map([], |r| {
+                    let cols: Vec<String> = (0..n)
+                        .map(|i| match r.get_ref(i) {
+                            Ok(v) => match v {
+                                rusqlite::types::ValueRef::Null => "NULL".into(),
+                                rusqlite::types::ValueRef::Integer(i) => i.to_string(),
+                                rusqlite::types::ValueRef::Real(f) => f.to_string(),
+                                rusqlite::types::ValueRef::Text(t) => {
+                                    String::from_utf8_lossy(t).into_owned()
+                                }
+                                rusqlite::types::ValueRef::Blob(_) => "blob".into(),
+                            },
+                            Err(e) => e.to_string(),
+                        })
+                        .collect();
+                    Ok(cols.join(" "))
+                })?
+                .collect()
+            });
+        match rows {
+            Ok(rows) => problems.extend(rows.into_iter().filter(|r| r != "ok").map(|r| {
+                if pragma == "foreign_key_check" {
+                    format!("a row without the row it refers to (table rowid parent fk): {r}")
+                } else {
+                    r
+                }
+            })),
+            Err(e) => problems.push(format!("{pragma}: {e}")),
+        }
+    }
+    Ok(problems)
+}
+
+/// One line saying the store at `path` is damaged and what was found
+/// first (exit 2).
+fn damaged(path: &Path, what: &str) -> anyhow::Error {
+    let p = path.display();
+    bad_input!(
+        "{p}: the store is damaged ({what}); nothing was written (`kbench --db {p} store check` lists every problem; restore a copy, or try `sqlite3 {p} .recover`)"
+    )
+}
+
+/// The first line of a check pragma's answer, `None` for `ok`; a check
+/// that cannot even run (a page too broken to read) is damage too.
+fn pragma_problem(conn: &Connection, pragma: &str) -> Option<String> {
+    let r = conn
+        .prepare(&format!("PRAGMA {pragma}"))
+        .and_then(|mut st| st.query_row([], |r| r.get::<_, String>(0)));
+    match r {
+        Ok(s) if s == "ok" => None,
+        // One line: SQLite prefixes `*** in database main ***` and breaks
+        // lines within one finding.
+        Ok(s) => Some(
+            s.lines()
+                .filter(|l| !l.starts_with("***") && !l.trim().is_empty())
+                .collect::<Vec<_>>()
+                .join("; "),
+        ),
+        Err(e) => Some(e.to_string()),
+    }
+}
+
+/// Each index of `samples` holds what the table holds: sums of the
+/// indexed columns read from the index alone and from the table must
+/// agree. A page of one index overwritten by a well-formed page of
+/// another passes `quick_check` but not this (a scan of each, a fraction
+/// of `integrity_check`'s row-by-row lookups).
+fn samples_problem(conn: &Connection) -> Option<String> {
+    const SUMS: &[(&str, &str)] = &[
+        ("samples_run", "COUNT(*), SUM(rowid), SUM(run_id)"),
+        ("samples_cell", "COUNT(*), SUM(rowid), SUM(cell_id)"),
+        (
+            "samples_identity",
+            "COUNT(*), SUM(rowid), SUM(cell_id) + SUM(round) * 3 + SUM(seq) * 7 + SUM(LENGTH(metric))",
+        ),
+    ];
+    let sums = |from: &str, cols: &str| -> rusqlite::Result<(i64, i64, i64)> {
+        conn.query_row(&format!("SELECT {cols} FROM samples {from}"), [], |r| {
+            Ok((
+                r.get(0)?,
+                r.get::<_, Option<i64>>(1)?.unwrap_or(0),
+                r.get::<_, Option<i64>>(2)?.unwrap_or(0),
+            ))
+        })
+    };
+    for (index, cols) in SUMS {
+        let r = sums("NOT INDEXED", cols)
+            .and_then(|t| Ok((t, sums(&format!("INDEXED BY {index}"), cols)?)));
+        match r {
+            Ok((t, i)) if t == i => {}
+            Ok(_) => return Some(format!("index {index} does not match table samples")),
+            Err(e) => return Some(format!("index {index}: {e}")),
+        }
+    }
+    None
+}
+
+/// Tables checked whole on every open: small, so their `integrity_check`
+/// (pages, constraints, and every index against its table) takes
+/// milliseconds. `samples`, which may hold millions of rows, gets the
+/// structural `quick_check` and [`samples_problem`] before a write (about
+/// 1 s for two million samples), and the full check from `kbench store
+/// check`.
+const SMALL_TABLES: &[&str] = &["campaigns", "runs", "cells", "failures"];
+
+/// Refuse a damaged store before anything reads or writes it (see
+/// [`SMALL_TABLES`]): one overwritten page made `runs` print nothing, or
+/// fail without naming the store, and `run` write into it.
+fn check_pages(conn: &Connection, path: &Path, writing: bool) -> anyhow::Result<()> {
+    let tables: Vec<String> = conn
+        .prepare("SELECT name FROM sqlite_master WHERE type = 'table'")
+        .and_then(|mut st| st.query_map([], |r| r.get(0))?.collect())
+        .map_err(|e| damaged(path, &e.to_string()))?;
+    let mut checks: Vec<String> = SMALL_TABLES
+        .iter()
+        .filter(|t| tables.iter().any(|x| x == *t))
+        .map(|t| format!("integrity_check({t})"))
+        .collect();
+    let samples = writing && tables.iter().any(|t| t == "samples");
+    if samples {
+        checks.push("quick_check(samples)".into());
+    }
+    for c in checks {
+        if let Some(why) = pragma_problem(conn, &c) {
+            return Err(damaged(path, &why));
+        }
+    }
+    // Stores older than schema 3 lack the identity index: migrating
+    // comes first.
+    let have_indexes = conn
+        .query_row(
+            "SELECT COUNT(*) FROM sqlite_master WHERE type = 'index' AND name = 'samples_identity'",
+            [],
+            |r| r.get::<_, i64>(0),
+        )
+        .unwrap_or(0)
+        == 1;
+    if samples
+        && have_indexes
+        && let Some(why) = samples_problem(conn)
+    {
+        return Err(damaged(path, &why));
+    }
+    Ok(())
+}
+
+/// The tables and indexes of the newest schema, as a new store has them.
+fn expected_objects() -> &'static [(String, String)] {
+    static OBJECTS: std::sync::OnceLock<Vec<(String, String)>> = std::sync::OnceLock::new();
+    OBJECTS.get_or_init(|| {
+        let s = SqliteStore::empty().expect("an in-memory store");
+        objects(&s.conn).expect("reading a new store's schema")
+    })
+}
+
+/// (type, name) of every table and index kbench made.
+fn objects(conn: &Connection) -> rusqlite::Result<Vec<(String, String)>> {
+    conn.prepare(
+        "SELECT type, name FROM sqlite_master
+         WHERE type IN ('table', 'index') AND name NOT LIKE 'sqlite_%' ORDER BY type, name",
+    )?
+    .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+    .collect()
+}
+
+/// Every table and index of the schema is there: a table dropped by hand
+/// made `run` fail only after recording its run as done, and a dropped
+/// unique index would let a replayed stream store samples twice.
+fn check_schema(conn: &Connection, path: &Path) -> anyhow::Result<()> {
+    let have = objects(conn).map_err(|e| damaged(path, &e.to_string()))?;
+    if let Some((kind, name)) = expected_objects().iter().find(|o| !have.contains(o)) {
+        return Err(damaged(path, &format!("its {kind} `{name}` is missing")));
+    }
+    Ok(())
+}
+
 impl SqliteStore {
     /// Run `f` on the connection; an SQLite error comes back as one line
     /// naming the store and the cause ([`explain`]), so a full disk or a
@@ -177,10 +377,12 @@ impl SqliteStore {
         r.map_err(|e| explain(Path::new(self.conn.path().unwrap_or(":memory:")), e))
     }
 
-    /// Open the store at `path`; with `create`, make it (mode 0600, and
-    /// its directory) when it does not exist. A file that is not a kbench
-    /// store, or is newer than this kbench, is refused and left untouched.
-    pub fn open(path: &Path, create: bool) -> anyhow::Result<SqliteStore> {
+    /// Open the store at `path`; for writing, make it (mode 0600, and its
+    /// directory) when it does not exist. A file that is not a kbench
+    /// store, is newer than this kbench, or is damaged is refused and left
+    /// untouched.
+    pub fn open(path: &Path, access: Access) -> anyhow::Result<SqliteStore> {
+        let create = access == Access::Write;
         let p = path.display();
         match std::fs::metadata(path) {
             Ok(m) if m.is_dir() => return Err(bad_input!("{p}: is a directory, not a store")),
@@ -227,6 +429,7 @@ impl SqliteStore {
             .map_err(|e| explain(path, e))?;
         conn.busy_timeout(BUSY).map_err(|e| explain(path, e))?;
         Self::check_ours(&conn, path)?;
+        check_pages(&conn, path, create)?;
         if !writable {
             // Reports from a store shared read-only: no journal mode to
             // set, no migration possible.
@@ -239,6 +442,7 @@ impl SqliteStore {
                     MIGRATIONS.len()
                 ));
             }
+            check_schema(&conn, path)?;
             return Ok(SqliteStore {
                 conn,
                 locks: Vec::new(),
@@ -253,6 +457,7 @@ impl SqliteStore {
                 Ok(e) => explain(path, e),
                 Err(e) => e.context(format!("store {p}")),
             })?;
+        check_schema(&s.conn, path)?;
         Ok(s)
     }
 
@@ -387,11 +592,13 @@ impl SqliteStore {
         params: impl rusqlite::Params,
         mut f: impl FnMut(&rusqlite::Row<'_>) -> anyhow::Result<T>,
     ) -> anyhow::Result<Vec<T>> {
-        let mut st = self.conn.prepare(sql)?;
-        let mut rows = st.query(params)?;
+        let path = Path::new(self.conn.path().unwrap_or(":memory:"));
+        let mut st = self.conn.prepare(sql).map_err(|e| explain(path, e))?;
+        let mut rows = st.query(params).map_err(|e| explain(path, e))?;
         let mut out = Vec::new();
-        while let Some(r) = rows.next()? {
-            out.push(f(r)?);
+        while let Some(r) = rows.next().map_err(|e| explain(path, e))? {
+            // A row that does not decode is damage, named as such.
+            out.push(f(r).map_err(|e| damaged(path, &format!("{e:#}")))?);
         }
         Ok(out)
     }
@@ -656,24 +863,47 @@ impl StoreWrite for SqliteStore {
     }
 
     fn add_samples(&mut self, run_id: i64, samples: &[SampleRec]) -> anyhow::Result<usize> {
-        self.write(|c| {
-            let tx = c.transaction()?;
+        // A savepoint: its own transaction, or a part of `begin`'s.
+        let r = self.write(|c| {
+            let sp = c.savepoint()?;
             let mut added = 0;
             {
-                let mut st = tx.prepare_cached(
+                let mut st = sp.prepare_cached(
                     "INSERT INTO samples (run_id, cell_id, metric, unit, value, round, seq, t, process)
                      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
                      ON CONFLICT (cell_id, metric, round, seq) DO NOTHING",
                 )?;
+                let mut stored = sp.prepare_cached(
+                    "SELECT value FROM samples
+                     WHERE cell_id = ?1 AND metric = ?2 AND round = ?3 AND seq = ?4",
+                )?;
                 for s in samples {
-                    added += st.execute(params![
+                    let n = st.execute(params![
                         run_id, s.cell_id, s.metric, s.unit, s.value, s.round, s.seq, s.t, s.process
                     ])?;
+                    if n == 0 {
+                        let v: f64 = stored
+                            .query_row(params![s.cell_id, s.metric, s.round, s.seq], |r| {
+                                r.get(0)
+                            })?;
+                        if !super::same_value(v, s.value) {
+                            // Dropping the savepoint rolls the batch back.
+                            return Ok(Err(super::Conflict {
+                                cell_id: s.cell_id,
+                                metric: s.metric.to_string(),
+                                round: s.round,
+                                stored: v,
+                                new: s.value,
+                            }));
+                        }
+                    }
+                    added += n;
                 }
             }
-            tx.commit()?;
-            Ok(added)
-        })
+            sp.commit()?;
+            Ok(Ok(added))
+        })?;
+        r.map_err(anyhow::Error::from)
     }
 
     fn add_failure(&mut self, f: &FailureRec) -> anyhow::Result<()> {
@@ -697,6 +927,25 @@ impl StoreWrite for SqliteStore {
         })?;
         Ok(())
     }
+
+    fn begin(&mut self) -> anyhow::Result<()> {
+        // IMMEDIATE: the write lock now, not at the first write.
+        self.write(|c| c.execute_batch("BEGIN IMMEDIATE"))
+    }
+
+    fn commit(&mut self) -> anyhow::Result<()> {
+        self.write(|c| c.execute_batch("COMMIT"))
+    }
+
+    fn rollback(&mut self) -> anyhow::Result<()> {
+        self.write(|c| {
+            if c.is_autocommit() {
+                Ok(())
+            } else {
+                c.execute_batch("ROLLBACK")
+            }
+        })
+    }
 }
 
 #[cfg(test)]
@@ -706,17 +955,18 @@ mod tests {
     #[test]
     fn passes_the_store_suite() {
         let dir = tempfile::tempdir().unwrap();
-        let mut s = SqliteStore::open(&dir.path().join("sub/k.db"), true).unwrap();
+        let mut s = SqliteStore::open(&dir.path().join("sub/k.db"), Access::Write).unwrap();
         super::super::suite::round_trip(&mut s);
+        super::super::suite::all_or_nothing(&mut s);
         drop(s);
         // Reopening does not re-run migrations.
-        let s = SqliteStore::open(&dir.path().join("sub/k.db"), true).unwrap();
+        let s = SqliteStore::open(&dir.path().join("sub/k.db"), Access::Write).unwrap();
         let v: i64 = s
             .conn
             .pragma_query_value(None, "user_version", |r| r.get(0))
             .unwrap();
         assert_eq!(v, MIGRATIONS.len() as i64);
-        assert_eq!(s.runs(None).unwrap().len(), 3);
+        assert_eq!(s.runs(None).unwrap().len(), 4, "the suite's runs");
     }
 
     /// A store written by kbench before the event stream (schema 2, a
@@ -730,7 +980,7 @@ mod tests {
             &path,
         )
         .unwrap();
-        let mut s = SqliteStore::open(&path, true).unwrap();
+        let mut s = SqliteStore::open(&path, Access::Write).unwrap();
         let runs = s.runs(None).unwrap();
         assert_eq!(runs.len(), 2);
         assert_eq!(runs[0].uuid, "legacy-1");
@@ -761,7 +1011,7 @@ mod tests {
     #[test]
     fn corrupt_stored_json_is_an_error_not_null() {
         let dir = tempfile::tempdir().unwrap();
-        let mut s = SqliteStore::open(&dir.path().join("k.db"), true).unwrap();
+        let mut s = SqliteStore::open(&dir.path().join("k.db"), Access::Write).unwrap();
         let run = s
             .begin_run(&super::super::suite::new_run("u", None))
             .unwrap();
@@ -788,7 +1038,7 @@ mod tests {
     fn two_writers_create_one_campaign() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("k.db");
-        SqliteStore::open(&path, true).unwrap();
+        SqliteStore::open(&path, Access::Write).unwrap();
         let key = CampaignKey {
             name: "race".into(),
             plan_hash: "h".into(),
@@ -796,9 +1046,12 @@ mod tests {
             plan_text: String::new(),
         };
         for _ in 0..20 {
-            crate::store::suite::create_race(|| SqliteStore::open(&path, true).unwrap(), &key);
+            crate::store::suite::create_race(
+                || SqliteStore::open(&path, Access::Write).unwrap(),
+                &key,
+            );
         }
-        let s = SqliteStore::open(&path, true).unwrap();
+        let s = SqliteStore::open(&path, Access::Write).unwrap();
         assert_eq!(s.campaigns(CampaignQuery::Named("race")).unwrap().len(), 1);
     }
 }
