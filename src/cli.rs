@@ -315,6 +315,11 @@ pub struct RunArgs {
     /// No progress bar.
     #[arg(long, short)]
     pub quiet: bool,
+    /// Only run the teardowns of `shell` factors that a killed kbench left
+    /// owed on this store (a `kbench run` runs them first anyway), then
+    /// exit.
+    #[arg(long)]
+    pub teardown_only: bool,
     /// Start a new campaign: for a plan edited since its campaign began
     /// (without it, kbench refuses to mix the two), or to measure an
     /// unchanged plan over again. The old campaign stays in the store.

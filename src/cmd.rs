@@ -333,7 +333,25 @@ fn options(a: &RunArgs, plan: &crate::plan::Plan, quick: bool) -> anyhow::Result
     })
 }
 
+/// The ledger of teardowns owed on store `db`; the debts a dead kbench
+/// left there.
+fn owed_teardowns(
+    db: &store::Locator,
+) -> anyhow::Result<(std::path::PathBuf, Vec<runner::teardown::Debt>)> {
+    let dir = runner::teardown::ledger_dir(&db.to_arg()?);
+    let debts = runner::teardown::owed(&dir)?;
+    Ok((dir, debts))
+}
+
 fn run(a: RunArgs, db: &store::Locator) -> anyhow::Result<ExitCode> {
+    if a.teardown_only {
+        let (_, debts) = owed_teardowns(db)?;
+        if debts.is_empty() {
+            eprintln!("kbench: no teardown is owed on {db}");
+        }
+        runner::teardown::pay(&debts)?;
+        return Ok(ExitCode::SUCCESS);
+    }
     let (plan, default_suite) = match a.specs.as_slice() {
         [] => {
             let specs: Vec<String> = DEFAULT_SUITE.iter().map(|s| s.to_string()).collect();
@@ -359,6 +377,11 @@ fn run(a: RunArgs, db: &store::Locator) -> anyhow::Result<ExitCode> {
     // Scale cells run without ASLR as will-it-scale's do: re-exec first.
     bench::scale::aslr::reexec_if_wanted(&cells)?;
     let mut st = store::open(db, store::Access::Write)?;
+    // What a killed run left changed on this system is undone first; this
+    // run's own teardowns are noted in the same ledger.
+    let (ledger, debts) = owed_teardowns(db)?;
+    runner::teardown::pay(&debts)?;
+    runner::teardown::keep_ledger_in(ledger);
     // An edited plan is refused before anything is measured or printed.
     let (campaign, have) = match &plan.path {
         Some(_) => {
@@ -478,6 +501,12 @@ fn status(
         return Ok(ExitCode::SUCCESS);
     }
     let st = store::open(db, store::Access::Read)?;
+    for d in owed_teardowns(db)?.1 {
+        eprintln!(
+            "kbench: owed: {}; `kbench run {plan_arg}` runs it first, `kbench run --teardown-only` runs only that",
+            d.describe()
+        );
+    }
     let s = runner::campaign::status(&*st, &plan, plan_arg, plan.samples.unwrap_or(10))?;
     print(&Document::Status(&s), Format::json_if(json))
 }

@@ -13,6 +13,7 @@ pub mod adaptive;
 pub mod campaign;
 pub mod guard;
 pub mod progress;
+pub mod teardown;
 pub mod worker;
 
 use anyhow::Context;
@@ -276,12 +277,21 @@ pub fn run(
 
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(opts.seed);
     let mut status = RunStatus::Done;
+    // Numbers this run's ledger entries (one per step whose setup ran).
+    let mut steps_started = 0;
     for (steps, members) in groups {
+        // A step's teardown is owed from the moment its setup starts, and
+        // runs whatever happens after: a failing setup, Ctrl-C, an error.
+        let mut owed: Vec<(&crate::plan::ShellStep, teardown::Entry)> = Vec::new();
         let mut failed_setup = None;
-        let mut done_steps = Vec::new();
         for st in &steps {
+            owed.push((
+                st,
+                teardown::Entry::owe(&uuid, &plan.name, steps_started, st),
+            ));
+            steps_started += 1;
             if let Some(cmd) = &st.setup
-                && let Err(e) = shell_step(cmd)
+                && let Err(e) = teardown::shell_step(cmd, true)
             {
                 failed_setup = Some(format!(
                     "factor `{}` = `{}`: setup `{cmd}` {e}",
@@ -289,38 +299,38 @@ pub fn run(
                 ));
                 break;
             }
-            done_steps.push(st);
         }
-        if failed_setup.is_some() && ctx.stop.load(Ordering::Relaxed) {
+        let sampled = match &failed_setup {
             // Ctrl-C killed the setup command: an interruption, not a
             // failing setup.
-            status = RunStatus::Interrupted;
-            teardown(&mut ctx, &done_steps, &uuid)?;
-            break;
-        }
-        let s = match &failed_setup {
+            Some(_) if ctx.stop.load(Ordering::Relaxed) => Ok(RunStatus::Interrupted),
             None => sample_group(
                 &mut ctx, &mut live, &members, opts, &settings, &home, &mut rng, started,
-            )?,
-            Some(msg) => {
-                for &i in &members {
-                    ctx.fail(&mut live[i], 0, msg.clone(), true)?;
-                }
-                RunStatus::Failed
-            }
+            ),
+            Some(msg) => members
+                .iter()
+                .try_for_each(|&i| ctx.fail(&mut live[i], 0, msg.clone(), true))
+                .map(|()| RunStatus::Failed),
         };
         // Instances go (their per-cell cleanup runs) before the teardown;
         // what they learnt over all samples (e.g. per-task imbalance) is
         // recorded first.
+        let mut noted = Ok(());
         for &i in &members {
-            if live[i].taken > 0 {
-                ctx.note(&live[i])?;
+            if live[i].taken > 0 && noted.is_ok() {
+                noted = ctx.note(&live[i]);
             }
             live[i].inst = None;
         }
-        if !teardown(&mut ctx, &done_steps, &uuid)? {
+        for why in teardown::tear_down(owed) {
             status = RunStatus::Failed;
+            ctx.emit(Event::Warning(WarningEvent {
+                run: uuid.clone(),
+                message: why,
+            }))?;
         }
+        let s = sampled?;
+        noted?;
         if s == RunStatus::Interrupted {
             status = s;
             break;
@@ -372,31 +382,6 @@ pub fn run(
     Ok((summary, status))
 }
 
-/// Run the teardown of every `shell` step whose setup ran, last first; a
-/// failing one is a warning. False when any failed.
-fn teardown(
-    ctx: &mut Ctx<'_>,
-    steps: &[&crate::plan::ShellStep],
-    run: &str,
-) -> anyhow::Result<bool> {
-    let mut ok = true;
-    for st in steps.iter().rev() {
-        if let Some(cmd) = &st.teardown
-            && let Err(e) = shell_step(cmd)
-        {
-            ctx.emit(Event::Warning(WarningEvent {
-                run: run.to_string(),
-                message: format!(
-                    "factor `{}` = `{}`: teardown `{cmd}` {e}",
-                    st.factor, st.label
-                ),
-            }))?;
-            ok = false;
-        }
-    }
-    Ok(ok)
-}
-
 /// SIGINT and SIGTERM during a run: the first asks the runner to stop after
 /// the current sample (and says so at once, since a sample may last long);
 /// a second one ends the process at once, exit code 1. The handlers go
@@ -436,36 +421,6 @@ impl Drop for Interrupts {
         for id in self.ids.drain(..) {
             signal_hook::low_level::unregister(id);
         }
-    }
-}
-
-/// Run a `shell` factor's setup or teardown through `sh -c`; the error
-/// says how it failed, with the tail of its stderr.
-fn shell_step(cmd: &str) -> Result<(), String> {
-    let dir = std::env::temp_dir();
-    let err_path = dir.join(format!("kbench-shell-{}.err", std::process::id()));
-    let err = std::fs::File::create(&err_path).map_err(|e| format!("cannot run: {e}"))?;
-    let argv = vec!["sh".to_string(), "-c".to_string(), cmd.to_string()];
-    let res = crate::bench::command::spawn_measured(&argv, &dir, &[], None, err, None);
-    let tail = std::fs::read_to_string(&err_path).unwrap_or_default();
-    let _ = std::fs::remove_file(&err_path);
-    let tail: String = tail.split_whitespace().collect::<Vec<_>>().join(" ");
-    let tail = if tail.len() > 300 {
-        tail[tail.ceil_char_boundary(tail.len() - 300)..].to_string()
-    } else {
-        tail
-    };
-    let with_tail = |m: String| {
-        if tail.is_empty() {
-            m
-        } else {
-            format!("{m}; stderr: {tail}")
-        }
-    };
-    match res {
-        Ok((_, crate::bench::command::Exit::Code(0))) => Ok(()),
-        Ok((_, e)) => Err(with_tail(format!("failed ({e:?})"))),
-        Err(e) => Err(format!("cannot run: {e}")),
     }
 }
 
