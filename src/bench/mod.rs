@@ -171,6 +171,12 @@ pub trait Bench: Send + Sync {
     fn check(&self, _params: &Params) -> Result<(), String> {
         Ok(())
     }
+    /// Build or load what running this benchmark needs (a C testcase is
+    /// compiled and loaded here, not when its plan is read); called once a
+    /// cell of it is certain to run, before the run is recorded.
+    fn ready(&self) -> anyhow::Result<()> {
+        Ok(())
+    }
     /// Prepare a cell: spawn helpers, open files, calibrate lazily.
     fn instantiate(
         &self,

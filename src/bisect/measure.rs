@@ -290,7 +290,11 @@ impl<'a> Sampler<'a> {
                 cell: crate::runner::cell_info(&a.cell, &IndexMap::new())?,
             }))?;
             system::set_affinity(a.cell.cpus.as_ref().unwrap_or(&home))?;
-            let inst = a.cell.bench.instantiate(&a.cell.params, &settings);
+            let inst = a
+                .cell
+                .bench
+                .ready()
+                .and_then(|()| a.cell.bench.instantiate(&a.cell.params, &settings));
             system::set_affinity(&home)?;
             match inst {
                 Ok(i) => a.inst = Some(i),

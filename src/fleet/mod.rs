@@ -73,11 +73,8 @@ pub fn state_path(plan: &crate::plan::Plan) -> PathBuf {
         .map(PathBuf::from)
         .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/state")))
         .unwrap_or_else(|| PathBuf::from("."));
-    base.join("kbench/fleet").join(format!(
-        "{}-{}.json",
-        plan.name,
-        crate::ids::plan_hash(&plan.text)
-    ))
+    base.join("kbench/fleet")
+        .join(format!("{}-{}.json", plan.name, plan.hash()))
 }
 
 fn load_state(path: &Path) -> FleetState {

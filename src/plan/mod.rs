@@ -272,7 +272,42 @@ pub struct Plan {
     pub layout: Option<report::Layout>,
 }
 
+/// What names a plan's campaign, read without validating the plan (which
+/// would build its testcases): its text and, after it, the content of
+/// every C testcase a `[[bench]]` names (relative to `dir`, the plan's
+/// directory), so editing `t.c` is a changed plan. A plan without
+/// testcases is named by its text alone, as before.
+pub fn identity(text: &str, dir: &Path) -> String {
+    let mut id = text.to_string();
+    let Ok(t) = toml::from_str::<toml::Table>(text) else {
+        return id;
+    };
+    let benches = t.get("bench").and_then(|v| v.as_array());
+    for tc in benches
+        .into_iter()
+        .flatten()
+        .filter_map(|b| b.get("testcase")?.as_str())
+    {
+        let content = std::fs::read(dir.join(tc)).unwrap_or_default();
+        id += &format!(
+            "\n\0testcase {tc} {}",
+            crate::ids::plan_hash(&String::from_utf8_lossy(&content))
+        );
+    }
+    id
+}
+
 impl Plan {
+    /// The content hash naming the plan's campaign ([`identity`]).
+    pub fn hash(&self) -> String {
+        let dir = self
+            .path
+            .as_deref()
+            .and_then(Path::parent)
+            .unwrap_or(Path::new(""));
+        crate::ids::plan_hash(&identity(&self.text, dir))
+    }
+
     /// Every probe the plan's `system` factors read, once each.
     pub fn probes(&self) -> Vec<Probe> {
         let mut out: Vec<Probe> = Vec::new();

@@ -556,7 +556,7 @@ fn bench_spec(
         let bench = if src.inert {
             bench::scale::cfile::unloaded_c_testcase(&path)
         } else {
-            bench::scale::cfile::load_c_testcase(&path)
+            bench::scale::cfile::lazy_c_testcase(&path)
                 .map_err(|e| src.err(tc.span(), format!("{e:#}")))?
         };
         return finish_spec(src, d, bench, tc.get_ref().clone());
@@ -1044,7 +1044,7 @@ pub fn adhoc(specs: &[String]) -> anyhow::Result<Plan> {
     for s in specs {
         let (name, rest) = s.split_once(':').unwrap_or((s.as_str(), ""));
         let bench = if name.ends_with(".c") {
-            bench::scale::cfile::load_c_testcase(std::path::Path::new(name))?
+            bench::scale::cfile::lazy_c_testcase(std::path::Path::new(name))?
         } else {
             bench::find(name).ok_or_else(|| {
                 bad_input!(

@@ -19,7 +19,6 @@ use serde::Serialize;
 
 use super::Progress;
 use crate::error::bad_input;
-use crate::ids::plan_hash;
 use crate::plan::{Cell, Plan, SystemNeed};
 use crate::record::CampaignKey;
 use crate::store::{CampaignQuery, CampaignRow, StoreRead};
@@ -55,7 +54,7 @@ impl Decision {
 
 /// Campaigns of this exact plan text (all its generations), oldest first.
 fn same_text(store: &dyn StoreRead, plan: &Plan) -> anyhow::Result<Vec<CampaignRow>> {
-    let hash = plan_hash(&plan.text);
+    let hash = plan.hash();
     Ok(store
         .campaigns(CampaignQuery::Named(&plan.name))?
         .into_iter()
@@ -68,7 +67,7 @@ fn same_text(store: &dyn StoreRead, plan: &Plan) -> anyhow::Result<Vec<CampaignR
 /// starts it over as its next generation, e.g. to measure again after a
 /// kernel update; the old one stays in the store.
 pub fn check(store: &dyn StoreRead, plan: &Plan, force: bool) -> anyhow::Result<Decision> {
-    let hash = plan_hash(&plan.text);
+    let hash = plan.hash();
     let key = |generation| CampaignKey {
         name: plan.name.clone(),
         plan_hash: hash.clone(),

@@ -209,6 +209,10 @@ pub fn run(
     if todo.is_empty() {
         return Ok((summary, RunStatus::Done));
     }
+    // Only now, with cells certain to run, is any code built or loaded.
+    for (cell, _) in &todo {
+        cell.bench.ready()?;
+    }
     summary.ran = todo.len();
 
     let stop = Arc::new(AtomicBool::new(false));
