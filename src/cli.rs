@@ -238,6 +238,12 @@ pub enum FleetCommand {
 
 #[derive(Debug, Subcommand)]
 pub enum StoreCommand {
+    /// Check the whole store (`--db`): its schema, every page, every index
+    /// against its table (SQLite's integrity_check), and that no row lost
+    /// the row it belongs to. Prints each problem; exits 2 if any.
+    /// (Every command already checks the small tables when it opens a
+    /// store, and `run`, `import` and `ingest` the samples' pages too.)
+    Check,
     /// Copy runs and their campaigns from one store to another (SQLite
     /// file or postgres:// URL), by their stable identities: what the
     /// destination holds already is not copied again.
@@ -317,6 +323,11 @@ pub struct RunArgs {
     /// No progress bar.
     #[arg(long, short)]
     pub quiet: bool,
+    /// Only run the teardowns of `shell` factors that a killed kbench left
+    /// owed on this store (a `kbench run` runs them first anyway), then
+    /// exit.
+    #[arg(long)]
+    pub teardown_only: bool,
     /// Start a new campaign: for a plan edited since its campaign began
     /// (without it, kbench refuses to mix the two), or to measure an
     /// unchanged plan over again. The old campaign stays in the store.

@@ -2,7 +2,6 @@
 //! behind `main`. Each command builds a model and prints it through
 //! `report::render` in the chosen format; nothing here formats output.
 
-use clap::Parser;
 use std::ffi::OsString;
 use std::io::Write;
 use std::process::ExitCode;
@@ -36,7 +35,11 @@ pub fn dispatch(args: Vec<OsString>) -> anyhow::Result<ExitCode> {
     if args.get(1).is_some_and(|a| a == "ministat") {
         return crate::ministat::main(&args[2..]);
     }
-    let cli = match Cli::try_parse_from(&args) {
+    use clap::{CommandFactory, FromArgMatches};
+    let parsed = <Cli as CommandFactory>::command()
+        .try_get_matches_from(&args)
+        .and_then(|m| Ok((Cli::from_arg_matches(&m)?, m)));
+    let (cli, matches) = match parsed {
         Ok(c) => c,
         // Help and version go to stdout with 0.
         Err(e) if !e.use_stderr() => {
@@ -46,8 +49,17 @@ pub fn dispatch(args: Vec<OsString>) -> anyhow::Result<ExitCode> {
         // A usage error is one line, like every other bad input.
         Err(e) => return Err(bad_input!("{}", usage_error(&e, &args))),
     };
-    // An empty KBENCH_DB= means "not set", not an anonymous temporary store.
-    let db = cli.db.as_deref().filter(|s| !s.is_empty());
+    // The store is parsed once, here; every command gets the locator.
+    let from_env = matches.value_source("db") == Some(clap::parser::ValueSource::EnvVariable);
+    let db = &match cli.command {
+        // Commands without a store do not read KBENCH_DB.
+        Command::List { .. }
+        | Command::Sysinfo { .. }
+        | Command::Completions { .. }
+        | Command::Man { .. }
+        | Command::Ministat { .. } => store::Locator::default_store(),
+        _ => store::Locator::from_cli(cli.db.as_deref(), from_env)?,
+    };
     match cli.command {
         Command::Run(a) => run(a, db),
         Command::List { json } => {
@@ -126,6 +138,9 @@ pub fn dispatch(args: Vec<OsString>) -> anyhow::Result<ExitCode> {
                     campaigns,
                 },
         } => store_copy(&from, &to, &campaigns),
+        Command::Store {
+            command: StoreCommand::Check,
+        } => store_check(db),
         Command::PlanSize {
             pilot,
             margin,
@@ -194,23 +209,34 @@ fn man(path: &[String]) -> anyhow::Result<ExitCode> {
 /// clap's usage error as one line: its first line (without the `error:`
 /// prefix clap adds), then where help is.
 fn usage_error(e: &clap::Error, args: &[OsString]) -> String {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
     let text = e.render().to_string();
-    let first = text
+    let mut first = text
         .lines()
         .find(|l| !l.trim().is_empty())
         .unwrap_or("invalid command line")
-        .trim_start_matches("error: ");
-    let sub = args
-        .iter()
-        .skip(1)
-        .filter_map(|a| a.to_str())
-        .find(|a| {
-            <Cli as clap::CommandFactory>::command()
-                .find_subcommand(a)
-                .is_some()
-        })
-        .map(|a| format!(" {a}"))
-        .unwrap_or_default();
+        .trim_start_matches("error: ")
+        .to_string();
+    // clap lists the missing arguments on the lines after the first.
+    if e.kind() == ErrorKind::MissingRequiredArgument
+        && let Some(ContextValue::Strings(missing)) = e.get(ContextKind::InvalidArg)
+    {
+        first = format!(
+            "the following required arguments were not provided: {}",
+            missing.join(", ")
+        );
+    }
+    // An argument clap quotes may be a store URL: never show its password.
+    let first = store::locator::redact_text(&first);
+    // The command and its subcommand (`fleet status`) the words name.
+    let mut cmd = <Cli as clap::CommandFactory>::command();
+    let mut sub = String::new();
+    for a in args.iter().skip(1).filter_map(|a| a.to_str()) {
+        if let Some(c) = cmd.find_subcommand(a).cloned() {
+            sub += &format!(" {a}");
+            cmd = c;
+        }
+    }
     format!("{first} (see `kbench{sub} --help`)")
 }
 
@@ -301,13 +327,31 @@ fn options(a: &RunArgs, plan: &crate::plan::Plan, quick: bool) -> anyhow::Result
         }),
         seed: a.seed.or(plan.seed).unwrap_or_else(crate::ids::fresh_seed),
         force: a.force,
-        argv: store::postgres::redact_args(std::env::args()),
+        argv: store::locator::redact_args(std::env::args()),
         owner: crate::system::owner(),
         processes,
     })
 }
 
-fn run(a: RunArgs, db: Option<&str>) -> anyhow::Result<ExitCode> {
+/// The ledger of teardowns owed on store `db`; the debts a dead kbench
+/// left there.
+fn owed_teardowns(
+    db: &store::Locator,
+) -> anyhow::Result<(std::path::PathBuf, Vec<runner::teardown::Debt>)> {
+    let dir = runner::teardown::ledger_dir(&db.to_arg()?);
+    let debts = runner::teardown::owed(&dir)?;
+    Ok((dir, debts))
+}
+
+fn run(a: RunArgs, db: &store::Locator) -> anyhow::Result<ExitCode> {
+    if a.teardown_only {
+        let (_, debts) = owed_teardowns(db)?;
+        if debts.is_empty() {
+            eprintln!("kbench: no teardown is owed on {db}");
+        }
+        runner::teardown::pay(&debts)?;
+        return Ok(ExitCode::SUCCESS);
+    }
     let (plan, default_suite) = match a.specs.as_slice() {
         [] => {
             let specs: Vec<String> = DEFAULT_SUITE.iter().map(|s| s.to_string()).collect();
@@ -343,6 +387,12 @@ fn run(a: RunArgs, db: Option<&str>) -> anyhow::Result<ExitCode> {
     // Scale cells run without ASLR as will-it-scale's do: re-exec first.
     bench::scale::aslr::reexec_if_wanted(&cells)?;
     let mut st = store::open(db, store::Access::Write)?;
+    // What a killed run left changed on this system is undone first; this
+    // run's own teardowns are noted in the same ledger.
+    let (ledger, debts) = owed_teardowns(db)?;
+    runner::teardown::pay(&debts)?;
+    runner::teardown::keep_ledger_in(ledger);
+    // An edited plan is refused before anything is measured or printed.
     let (campaign, have) = run_campaign(&mut *st, &plan, a.force)?;
     let fp = system::fingerprint();
     if !a.quiet {
@@ -529,25 +579,28 @@ fn run_report(
 }
 
 fn status(
-    db: Option<&str>,
+    db: &store::Locator,
     plan_arg: &str,
     resume_unit: bool,
     json: bool,
 ) -> anyhow::Result<ExitCode> {
     let plan = crate::plan::load(std::path::Path::new(plan_arg))?;
     if resume_unit {
-        let path = db
-            .map(std::path::PathBuf::from)
-            .unwrap_or_else(store::default_path);
-        out(&runner::campaign::resume_unit(&plan, &path)?)?;
+        out(&runner::campaign::resume_unit(&plan, db)?)?;
         return Ok(ExitCode::SUCCESS);
     }
     let st = store::open(db, store::Access::Read)?;
+    for d in owed_teardowns(db)?.1 {
+        eprintln!(
+            "kbench: owed: {}; `kbench run {plan_arg}` runs it first, `kbench run --teardown-only` runs only that",
+            d.describe()
+        );
+    }
     let s = runner::campaign::status(&*st, &plan, plan_arg, plan.samples.unwrap_or(10))?;
     print(&Document::Status(&s), Format::json_if(json))
 }
 
-fn report(db: Option<&str>, a: &crate::cli::ReportArgs) -> anyhow::Result<ExitCode> {
+fn report(db: &store::Locator, a: &crate::cli::ReportArgs) -> anyhow::Result<ExitCode> {
     use crate::plan::report::{Layout, TableKind, parse_assign};
     let specs = &a.runs;
     let st = store::open(db, store::Access::Read)?;
@@ -787,7 +840,7 @@ fn write_out(path: Option<&std::path::Path>, text: &str) -> anyhow::Result<ExitC
 }
 
 fn import(
-    db: Option<&str>,
+    db: &store::Locator,
     files: &[String],
     from: crate::cli::ImportFormat,
     campaign: Option<&str>,
@@ -803,27 +856,49 @@ fn import(
     let text = |f: &String, data: Vec<u8>| {
         String::from_utf8(data).map_err(|e| bad_input!("{f}: not UTF-8 text: {e}"))
     };
+    if let Some(name) = campaign {
+        crate::plan::check_campaign_name(name).map_err(|e| bad_input!("--name: {e}"))?;
+    }
+    use crate::import::ImportedRun;
     // Every file is read and checked before anything is stored.
     let mut runs = Vec::new();
     match from {
         ImportFormat::Hyperfine => {
             for f in files {
-                let cells = crate::import::hyperfine::parse(f, &text(f, read(f)?)?)?;
-                runs.push(crate::import::events("hyperfine", f, cells, campaign));
+                let t = text(f, read(f)?)?;
+                let cells = crate::import::hyperfine::parse(f, &t)?;
+                runs.push(ImportedRun::new(
+                    "hyperfine",
+                    f,
+                    &[t.as_bytes()],
+                    cells,
+                    campaign,
+                ));
             }
         }
         // One run: the files are the variants ministat would compare.
         ImportFormat::Ministat => {
             let mut cells = Vec::new();
+            let mut content: Vec<Vec<u8>> = vec![
+                ministat.column.to_le_bytes().to_vec(),
+                ministat.delims.to_vec(),
+                vec![u8::from(ministat.higher)],
+            ];
             for f in files {
                 if files.iter().filter(|g| *g == f).count() > 1 {
                     return Err(bad_input!("{f}: named twice"));
                 }
-                cells.push(crate::import::ministat::parse(f, &read(f)?, ministat)?);
+                let data = read(f)?;
+                cells.push(crate::import::ministat::parse(f, &data, ministat)?);
+                // The file's name is its cell's factor: part of the identity.
+                content.push(f.as_bytes().to_vec());
+                content.push(data);
             }
-            runs.push(crate::import::events(
+            let parts: Vec<&[u8]> = content.iter().map(Vec::as_slice).collect();
+            runs.push(ImportedRun::new(
                 "ministat",
                 &files.join(" "),
+                &parts,
                 cells,
                 campaign,
             ));
@@ -834,33 +909,53 @@ fn import(
                     .file_stem()
                     .map(|s| s.to_string_lossy().into_owned())
                     .unwrap_or_else(|| f.clone());
-                let cells = crate::import::wis::parse(f, &stem, &text(f, read(f)?)?)?;
-                runs.push(crate::import::events("will-it-scale", f, cells, campaign));
+                let t = text(f, read(f)?)?;
+                let cells = crate::import::wis::parse(f, &stem, &t)?;
+                runs.push(ImportedRun::new(
+                    "will-it-scale",
+                    f,
+                    &[stem.as_bytes(), t.as_bytes()],
+                    cells,
+                    campaign,
+                ));
             }
         }
     }
+    // One transaction: an error or an interruption stores nothing.
     let mut st = store::open(db, store::Access::Write)?;
-    let mut sink = store::sink::StoreSink::new(st.as_mut());
+    let mut sink = store::sink::StoreSink::atomic(st.as_mut())?;
+    // Ctrl-C or a kill ends the process before the commit: nothing stays.
     let mut ids = Vec::new();
-    for evs in &runs {
-        for e in evs {
-            sink.event(e)?;
+    let mut again = Vec::new();
+    for r in &runs {
+        if let Some(id) = sink.stored_run_id(&r.uuid)? {
+            again.push(format!("{} (run {id})", r.source));
+            continue;
         }
-        if let Some(event::Event::RunBegun(b)) = evs.first()
-            && let Some(id) = sink.run_id(&b.run)
-        {
+        for e in r.events() {
+            sink.event(&e)?;
+        }
+        if let Some(id) = sink.run_id(&r.uuid) {
             ids.push(id.to_string());
         }
     }
-    eprintln!(
-        "kbench: {} sample(s) imported as run(s) {}",
-        sink.added,
-        ids.join(", ")
-    );
+    let added = sink.commit()?;
+    if !ids.is_empty() {
+        eprintln!(
+            "kbench: {added} sample(s) imported as run(s) {}",
+            ids.join(", ")
+        );
+    }
+    if !again.is_empty() {
+        eprintln!(
+            "kbench: already imported, nothing added: {}",
+            again.join(", ")
+        );
+    }
     Ok(ExitCode::SUCCESS)
 }
 
-fn ingest(db: Option<&str>, file: &str) -> anyhow::Result<ExitCode> {
+fn ingest(db: &store::Locator, file: &str) -> anyhow::Result<ExitCode> {
     let input: Box<dyn std::io::BufRead> = if file == "-" {
         Box::new(std::io::stdin().lock())
     } else {
@@ -876,8 +971,11 @@ fn ingest(db: Option<&str>, file: &str) -> anyhow::Result<ExitCode> {
     while let Some(e) = reader.next_event()? {
         events.push((reader.line(), e));
     }
+    // One transaction: a stream that means something impossible (a
+    // sample before its cell, a cell of a run it did not begin, a sample
+    // the store holds with another value) stores nothing.
     let mut st = store::open(db, store::Access::Write)?;
-    let mut sink = store::sink::StoreSink::new(st.as_mut());
+    let mut sink = store::sink::StoreSink::atomic(st.as_mut())?;
     let mut runs = std::collections::BTreeSet::new();
     for (line, e) in &events {
         if let event::Event::RunBegun(b) = e {
@@ -886,11 +984,11 @@ fn ingest(db: Option<&str>, file: &str) -> anyhow::Result<ExitCode> {
         sink.event(e)
             .map_err(|err| err.context(format!("{name}:{line}")))?;
     }
+    let added = sink.commit().map_err(|err| err.context(name.to_string()))?;
     eprintln!(
-        "kbench: {} event(s) of {} run(s) read; {} new sample(s) stored",
+        "kbench: {} event(s) of {} run(s) read; {added} new sample(s) stored",
         events.len(),
         runs.len(),
-        sink.added
     );
     Ok(ExitCode::SUCCESS)
 }
@@ -905,7 +1003,7 @@ struct CompareHow<'a> {
 }
 
 fn compare(
-    db: Option<&str>,
+    db: &store::Locator,
     operands: &[String],
     how: CompareHow<'_>,
     json: bool,
@@ -970,7 +1068,7 @@ fn compare(
 }
 
 fn plan_size(
-    db: Option<&str>,
+    db: &store::Locator,
     pilot: &str,
     margin: &str,
     confidence: f64,
@@ -1003,21 +1101,44 @@ fn plan_size(
     print(&Document::PlanSize(&p), Format::json_if(json))
 }
 
+/// `kbench store check`: every problem on stdout, one line each.
+fn store_check(db: &store::Locator) -> anyhow::Result<ExitCode> {
+    let problems = store::check(db)?;
+    if problems.is_empty() {
+        out(&format!("{}: ok\n", db.redacted()))?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let text: Vec<String> = problems
+        .iter()
+        .map(|p| format!("{}\n", crate::term::visible(p)))
+        .collect();
+    out(&text.concat())?;
+    Err(bad_input!(
+        "{}: the store is damaged: {} problem(s) (listed above)",
+        db.redacted(),
+        problems.len()
+    ))
+}
+
 fn store_copy(from: &str, to: &str, campaigns: &[String]) -> anyhow::Result<ExitCode> {
-    let src = store::open(Some(from), store::Access::Read)?;
-    let mut dst = store::open(Some(to), store::Access::Write)?;
+    let (from, to) = (
+        store::Locator::parse(from, "--from")?,
+        store::Locator::parse(to, "--to")?,
+    );
+    let src = store::open(&from, store::Access::Read)?;
+    let mut dst = store::open(&to, store::Access::Write)?;
     let c = store::copy::copy(&*src, dst.as_mut(), campaigns)?;
     eprintln!(
         "kbench: {} new run(s) of {} campaign(s), {} new sample(s) copied to {}",
         c.runs,
         c.campaigns,
         c.samples,
-        store::display_name(to)
+        to.redacted()
     );
     Ok(ExitCode::SUCCESS)
 }
 
-fn fleet(db: Option<&str>, command: FleetCommand) -> anyhow::Result<ExitCode> {
+fn fleet(db: &store::Locator, command: FleetCommand) -> anyhow::Result<ExitCode> {
     use crate::fleet;
     match command {
         FleetCommand::Run {
@@ -1029,6 +1150,17 @@ fn fleet(db: Option<&str>, command: FleetCommand) -> anyhow::Result<ExitCode> {
             run_args,
         } => {
             let hs = fleet::hosts::load(std::path::Path::new(&hosts))?;
+            // A store URL on the remote command line would show its
+            // password in every host's process list.
+            if let Some(a) = run_args
+                .iter()
+                .find(|a| *a == "--db" || a.starts_with("--db="))
+            {
+                return Err(bad_input!(
+                    "`-- {}`: each host keeps its own store and streams to this one; name this one with --db before `fleet`",
+                    store::locator::redact_text(a)
+                ));
+            }
             if jobs == 0 {
                 return Err(bad_input!("--jobs 0: need at least one"));
             }

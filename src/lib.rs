@@ -25,6 +25,7 @@ mod select;
 mod stats;
 mod store;
 mod system;
+mod term;
 #[cfg(test)]
 mod testing;
 #[doc(hidden)]
@@ -130,7 +131,9 @@ pub mod fuzzing {
             higher: first & 0x80 != 0,
         };
         if let Ok(cell) = crate::import::ministat::parse("fuzz.txt", file, &o) {
-            let _ = crate::import::events("ministat", "fuzz.txt", vec![cell], None);
+            let run =
+                crate::import::ImportedRun::new("ministat", "fuzz.txt", &[file], vec![cell], None);
+            run.events().for_each(drop);
         }
     }
 
@@ -142,7 +145,9 @@ pub mod fuzzing {
             return;
         };
         if let Ok(cells) = crate::import::hyperfine::parse("fuzz.json", text) {
-            let _ = crate::import::events("hyperfine", "fuzz.json", cells, None);
+            let run =
+                crate::import::ImportedRun::new("hyperfine", "fuzz.json", &[data], cells, None);
+            run.events().for_each(drop);
         }
     }
 
@@ -153,7 +158,14 @@ pub mod fuzzing {
             return;
         };
         if let Ok(cells) = crate::import::wis::parse("fuzz.csv", "fuzz", text) {
-            let _ = crate::import::events("will-it-scale", "fuzz.csv", cells, Some("fuzz"));
+            let run = crate::import::ImportedRun::new(
+                "will-it-scale",
+                "fuzz.csv",
+                &[data],
+                cells,
+                Some("fuzz"),
+            );
+            run.events().for_each(drop);
         }
     }
 }

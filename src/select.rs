@@ -69,7 +69,10 @@ pub fn campaign(st: &dyn StoreRead, name: &str) -> anyhow::Result<i64> {
     if name.ends_with(".toml") {
         let text = std::fs::read_to_string(name)
             .map_err(|e| bad_input!("{name}: cannot read plan: {e}"))?;
-        let hash = crate::ids::plan_hash(&text);
+        let dir = std::path::Path::new(name)
+            .parent()
+            .unwrap_or(std::path::Path::new(""));
+        let hash = crate::ids::plan_hash(&crate::plan::identity(&text, dir));
         let plan = plan_name(name, &text)?;
         return st
             .campaigns(CampaignQuery::Named(&plan))?

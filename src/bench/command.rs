@@ -5,12 +5,13 @@
 //! process group and reaped with wait4(2), whose rusage covers the command
 //! and every descendant it waited for: `real` (wall time from just before
 //! the spawn to the exit, so the fork/exec cost is included, as in
-//! hyperfine), `user`, `sys` (s), `maxrss` (KiB), `vcsw`, `ivcsw`. kbench
-//! makes itself a child subreaper, so descendants orphaned by the command
-//! come back to it; when the command exits (or times out), whatever is left
-//! in its process group is killed and reaped, its CPU time added. No
-//! benchmark leaves a process behind, even when kbench is killed with
-//! SIGKILL: a watchdog process then kills the group (`system::watchdog`).
+//! hyperfine), `user`, `sys` (s), `maxrss` (KiB), `vcsw`, `ivcsw`. When the
+//! command exits (or times out), whatever is left of it is killed and
+//! reaped, its CPU time added: its process group, and what left the group
+//! (`setsid`), found again through kbench's child subreaper and commands'
+//! cgroup (`system::contain_descendants`). No benchmark leaves a process
+//! behind, even when kbench is killed with SIGKILL: a watchdog process then
+//! kills the group and the cgroup (`system::watchdog`).
 //!
 //! Custom metrics are read after each successful sample: a regular
 //! expression on stdout/stderr, a JSON pointer into stdout, the size of a
@@ -393,8 +394,7 @@ struct CommandInstance {
 impl CommandInstance {
     fn new(spec: Arc<CommandSpec>, params: &Params) -> anyhow::Result<CommandInstance> {
         install_reaper();
-        let (scratch, ()) =
-            super::create_unique(&std::env::temp_dir(), |p| std::fs::create_dir(p))?;
+        let scratch = super::scratch_dir()?;
         let base = spec.base_dir.clone();
         let scratch_s = scratch.display().to_string();
         let vars = |n: &str| -> Option<String> {
@@ -488,11 +488,11 @@ impl CommandInstance {
     /// Run `argv` to completion under the cell's cwd, env and timeout.
     fn exec(&self, argv: &[String], capture: bool) -> std::io::Result<(Usage, Exit)> {
         let out = if capture {
-            Some(File::create(&self.out_path)?)
+            Some(super::private_file(&self.out_path)?)
         } else {
             None
         };
-        let err = File::create(&self.err_path)?;
+        let err = super::private_file(&self.err_path)?;
         spawn_measured(argv, &self.cwd, &self.env, out, err, self.spec.timeout)
     }
 
@@ -712,32 +712,26 @@ fn interrupted() -> &'static AtomicBool {
     })
 }
 
-/// Become a child subreaper (Linux), so processes the command orphans are
-/// re-parented to kbench and can be killed and reaped, not left behind.
+/// Find every descendant of a command again (`system::contain_descendants`:
+/// a child subreaper, a cgroup where possible, the watchdog).
 fn install_reaper() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
-        #[cfg(target_os = "linux")]
-        // SAFETY: prctl with PR_SET_CHILD_SUBREAPER takes an integer flag.
-        unsafe {
-            libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
-        }
-        #[cfg(target_os = "linux")]
-        crate::system::watchdog::ready();
+        crate::system::contain_descendants();
         interrupted();
     });
 }
 
-/// Wait until `pid` can be reaped, the deadline passes or kbench is
-/// interrupted. Returns the instant the exit was seen and why we stopped.
-fn wait_exit(pid: i32, deadline: Option<Instant>) -> (Instant, Option<Exit>) {
+/// Wait until `pid` can be reaped, the deadline passes or (when
+/// `interruptible`) kbench is interrupted. Returns the instant the exit was seen and why we stopped.
+fn wait_exit(pid: i32, deadline: Option<Instant>, interruptible: bool) -> (Instant, Option<Exit>) {
     #[cfg(target_os = "linux")]
     {
         // SAFETY: pidfd_open takes a pid and flags; -1 on error.
         let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) } as i32;
         if fd >= 0 {
             let r = loop {
-                if interrupted().load(Ordering::Relaxed) {
+                if interruptible && interrupted().load(Ordering::Relaxed) {
                     break Some(Exit::Interrupted);
                 }
                 // Wake at least every 100 ms to look at the interrupt flag.
@@ -783,7 +777,7 @@ fn wait_exit(pid: i32, deadline: Option<Instant>) -> (Instant, Option<Exit>) {
         if exited {
             return (Instant::now(), None);
         }
-        if interrupted().load(Ordering::Relaxed) {
+        if interruptible && interrupted().load(Ordering::Relaxed) {
             return (Instant::now(), Some(Exit::Interrupted));
         }
         if deadline.is_some_and(|d| Instant::now() >= d) {
@@ -793,9 +787,19 @@ fn wait_exit(pid: i32, deadline: Option<Instant>) -> (Instant, Option<Exit>) {
     }
 }
 
+/// How [`spawn_with`] runs a command, besides what it runs.
+#[derive(Clone, Debug, Default)]
+pub struct Spawn {
+    /// Killed (with what it started) after this long.
+    pub timeout: Option<Duration>,
+    /// Killed when kbench gets Ctrl-C or SIGTERM (a benchmark's command);
+    /// a teardown is not, it restores the system.
+    pub interruptible: bool,
+}
+
 /// Spawn `argv` in a new process group, wait for it (killing the group at
-/// the timeout) and return its usage and how it ended. Leftover members of
-/// the group are killed and reaped before returning.
+/// the timeout or on Ctrl-C) and return its usage and how it ended.
+/// Leftover members of the group are killed and reaped before returning.
 pub fn spawn_measured(
     argv: &[String],
     cwd: &Path,
@@ -803,6 +807,22 @@ pub fn spawn_measured(
     stdout: Option<File>,
     stderr: File,
     timeout: Option<Duration>,
+) -> std::io::Result<(Usage, Exit)> {
+    let how = Spawn {
+        timeout,
+        interruptible: true,
+    };
+    spawn_with(argv, cwd, env, stdout, stderr, &how)
+}
+
+/// [`spawn_measured`] as `how` says.
+pub fn spawn_with(
+    argv: &[String],
+    cwd: &Path,
+    env: &[(String, String)],
+    stdout: Option<File>,
+    stderr: File,
+    how: &Spawn,
 ) -> std::io::Result<(Usage, Exit)> {
     use std::os::unix::process::CommandExt;
     use std::process::Stdio;
@@ -818,6 +838,14 @@ pub fn spawn_measured(
         .stdout(stdout.map_or_else(Stdio::null, Stdio::from))
         .stderr(Stdio::from(stderr))
         .process_group(0);
+    // SAFETY: the hook only makes async-signal-safe calls (write).
+    unsafe {
+        cmd.pre_exec(|| {
+            crate::system::enter_command_cgroup();
+            Ok(())
+        });
+    }
+    let before = crate::system::children();
     let t0 = Instant::now();
     let child = cmd.spawn()?;
     let pid = child.id() as i32;
@@ -827,7 +855,7 @@ pub fn spawn_measured(
     let _guard = crate::system::watchdog::guard(pid);
     // We reap the child ourselves with wait4; std's handle is not used.
     drop(child);
-    let (seen, stop) = wait_exit(pid, timeout.map(|d| t0 + d));
+    let (seen, stop) = wait_exit(pid, how.timeout.map(|d| t0 + d), how.interruptible);
     if stop.is_some() {
         // SAFETY: signalling our own child's process group.
         unsafe { libc::kill(-pid, libc::SIGKILL) };
@@ -866,6 +894,8 @@ pub fn spawn_measured(
         }
         break;
     }
+    // What left the group (`setsid`) dies too; its CPU time counts.
+    crate::system::kill_escaped(&before, &mut |ru| usage.add(ru));
     let exit = match stop {
         Some(e) => e,
         None if libc::WIFEXITED(status) => Exit::Code(libc::WEXITSTATUS(status)),

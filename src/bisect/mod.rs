@@ -148,7 +148,7 @@ pub struct Bisection {
 /// Entry point: a whole bisection, or with `--exit-code` one revision's
 /// verdict for `git bisect run` (0 good, 1 bad, 125 skip; any error
 /// exits 128, which makes `git bisect run` stop).
-pub fn run(db: Option<&str>, a: &BisectArgs) -> anyhow::Result<ExitCode> {
+pub fn run(db: &store::Locator, a: &BisectArgs) -> anyhow::Result<ExitCode> {
     if !a.exit_code {
         return bisect(db, a);
     }
@@ -315,7 +315,7 @@ fn config(a: &BisectArgs, name: &str) -> RunConfig {
         warmup: a.warmup,
         seed: a.seed.unwrap_or_else(crate::ids::fresh_seed),
         force: false,
-        argv: store::postgres::redact_args(std::env::args()),
+        argv: store::locator::redact_args(std::env::args()),
         owner: crate::system::owner(),
         processes: None,
     }
@@ -581,7 +581,7 @@ fn begin<'s>(s: &'s Setup, a: &'s BisectArgs, builds: &mut Builds<'_>) -> anyhow
     })
 }
 
-fn bisect(db: Option<&str>, a: &BisectArgs) -> anyhow::Result<ExitCode> {
+fn bisect(db: &store::Locator, a: &BisectArgs) -> anyhow::Result<ExitCode> {
     let s = setup(a)?;
     let name = a.name.clone();
     let mut st = store::open(db, store::Access::Write)?;
@@ -718,7 +718,7 @@ fn effect(good: &[(u32, f64)], rev: &[(u32, f64)], direction: Direction) -> Opti
 /// run`) and stored; when the bad end is not worse than the good one,
 /// every call exits 128, which stops `git bisect run` before it blames a
 /// commit.
-fn decide_one(db: Option<&str>, a: &BisectArgs) -> anyhow::Result<ExitCode> {
+fn decide_one(db: &store::Locator, a: &BisectArgs) -> anyhow::Result<ExitCode> {
     let s = setup(a)?;
     let rev = s.repo.commit("--rev", a.rev.as_deref().unwrap_or("HEAD"))?;
     if rev.id == s.good.id {

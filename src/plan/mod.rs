@@ -300,7 +300,42 @@ impl Default for Repeat {
     }
 }
 
+/// What names a plan's campaign, read without validating the plan (which
+/// would build its testcases): its text and, after it, the content of
+/// every C testcase a `[[bench]]` names (relative to `dir`, the plan's
+/// directory), so editing `t.c` is a changed plan. A plan without
+/// testcases is named by its text alone, as before.
+pub fn identity(text: &str, dir: &Path) -> String {
+    let mut id = text.to_string();
+    let Ok(t) = toml::from_str::<toml::Table>(text) else {
+        return id;
+    };
+    let benches = t.get("bench").and_then(|v| v.as_array());
+    for tc in benches
+        .into_iter()
+        .flatten()
+        .filter_map(|b| b.get("testcase")?.as_str())
+    {
+        let content = std::fs::read(dir.join(tc)).unwrap_or_default();
+        id += &format!(
+            "\n\0testcase {tc} {}",
+            crate::ids::plan_hash(&String::from_utf8_lossy(&content))
+        );
+    }
+    id
+}
+
 impl Plan {
+    /// The content hash naming the plan's campaign ([`identity`]).
+    pub fn hash(&self) -> String {
+        let dir = self
+            .path
+            .as_deref()
+            .and_then(Path::parent)
+            .unwrap_or(Path::new(""));
+        crate::ids::plan_hash(&identity(&self.text, dir))
+    }
+
     /// Every probe the plan's `system` factors read, once each.
     pub fn probes(&self) -> Vec<Probe> {
         let mut out: Vec<Probe> = Vec::new();
@@ -357,6 +392,28 @@ impl Cell {
                     .is_some_and(|r| crate::system::probe::matches(want, r))
             })
         })
+    }
+}
+
+/// A campaign's name must be one an operand can name (`NAME`,
+/// `NAME:factor=value`): no `:` or `=`, not a run id, nothing a terminal
+/// would act on.
+pub fn check_campaign_name(name: &str) -> Result<(), String> {
+    let shown = crate::term::visible(name);
+    if name.is_empty() {
+        Err("a campaign name must not be empty".into())
+    } else if name.contains([':', '=']) {
+        Err(format!(
+            "campaign name `{shown}` holds `:` or `=`, so no operand (`NAME:factor=value`) could name it"
+        ))
+    } else if name.chars().all(|c| c.is_ascii_digit()) {
+        Err(format!(
+            "campaign name `{shown}` is a number, which operands read as a run id"
+        ))
+    } else if name.chars().any(char::is_control) {
+        Err(format!("campaign name `{shown}` holds control characters"))
+    } else {
+        Ok(())
     }
 }
 

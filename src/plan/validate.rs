@@ -36,7 +36,11 @@ fn positive(
         }
         Some(s) => Err(src.err(
             s.span(),
-            format!("`{key}` must be >= {min}, found {}", s.get_ref()),
+            format!(
+                "`{key}` must be within {min}..={}, found {}",
+                u32::MAX,
+                s.get_ref()
+            ),
         )),
     }
 }
@@ -46,6 +50,7 @@ pub(super) fn validate(file: PlanFile, src: &Source) -> anyhow::Result<Plan> {
     if name.is_empty() {
         return Err(src.err(file.name.span(), "`name` must not be empty"));
     }
+    super::check_campaign_name(&name).map_err(|e| src.err(file.name.span(), e))?;
     let samples = positive(src, &file.samples, "samples", 1)?;
     let warmup = positive(src, &file.warmup, "warmup", 0)?;
     let processes = positive(src, &file.processes, "processes", 1)?;
@@ -562,7 +567,7 @@ fn bench_spec(
         let bench = if src.inert {
             bench::scale::cfile::unloaded_c_testcase(&path)
         } else {
-            bench::scale::cfile::load_c_testcase(&path)
+            bench::scale::cfile::lazy_c_testcase(&path)
                 .map_err(|e| src.err(tc.span(), format!("{e:#}")))?
         };
         return finish_spec(src, d, bench, tc.get_ref().clone());
@@ -1050,7 +1055,7 @@ pub fn adhoc(specs: &[String]) -> anyhow::Result<Plan> {
     for s in specs {
         let (name, rest) = s.split_once(':').unwrap_or((s.as_str(), ""));
         let bench = if name.ends_with(".c") {
-            bench::scale::cfile::load_c_testcase(std::path::Path::new(name))?
+            bench::scale::cfile::lazy_c_testcase(std::path::Path::new(name))?
         } else {
             bench::find(name).ok_or_else(|| {
                 bad_input!(

@@ -16,11 +16,9 @@
 
 use indexmap::IndexMap;
 use serde::Serialize;
-use std::path::Path;
 
 use super::Progress;
 use crate::error::bad_input;
-use crate::ids::plan_hash;
 use crate::plan::{Cell, Plan, SystemNeed};
 use crate::record::CampaignKey;
 use crate::store::{CampaignQuery, CampaignRow, StoreRead};
@@ -56,7 +54,7 @@ impl Decision {
 
 /// Campaigns of this exact plan text (all its generations), oldest first.
 fn same_text(store: &dyn StoreRead, plan: &Plan) -> anyhow::Result<Vec<CampaignRow>> {
-    let hash = plan_hash(&plan.text);
+    let hash = plan.hash();
     Ok(store
         .campaigns(CampaignQuery::Named(&plan.name))?
         .into_iter()
@@ -69,7 +67,7 @@ fn same_text(store: &dyn StoreRead, plan: &Plan) -> anyhow::Result<Vec<CampaignR
 /// starts it over as its next generation, e.g. to measure again after a
 /// kernel update; the old one stays in the store.
 pub fn check(store: &dyn StoreRead, plan: &Plan, force: bool) -> anyhow::Result<Decision> {
-    let hash = plan_hash(&plan.text);
+    let hash = plan.hash();
     let key = |generation| CampaignKey {
         name: plan.name.clone(),
         plan_hash: hash.clone(),
@@ -332,7 +330,7 @@ fn shell_quote(s: &str) -> String {
 
 /// A systemd unit (and the equivalent cron line) that resumes the campaign
 /// at every boot until it is complete.
-pub fn resume_unit(plan: &Plan, db: &Path) -> anyhow::Result<String> {
+pub fn resume_unit(plan: &Plan, db: &crate::store::Locator) -> anyhow::Result<String> {
     let exe = std::env::current_exe()?;
     let plan_path = plan
         .path
@@ -341,7 +339,7 @@ pub fn resume_unit(plan: &Plan, db: &Path) -> anyhow::Result<String> {
     let cmd = format!(
         "{} --db {} run {} --quiet",
         shell_quote(&exe.display().to_string()),
-        shell_quote(&std::path::absolute(db)?.display().to_string()),
+        shell_quote(&db.to_arg()?),
         shell_quote(&plan_path.display().to_string())
     );
     let unit = format!(
@@ -352,9 +350,15 @@ pub fn resume_unit(plan: &Plan, db: &Path) -> anyhow::Result<String> {
         .parent()
         .map(|d| d.display().to_string())
         .unwrap_or_default();
+    // The unit holds no password: the service reads it as libpq does.
+    let password = if db.has_password() {
+        "\n# The store's password is not written here: give the service's user a\n# ~/.pgpass line (host:port:db:user:password, mode 0600) or PGPASSWORD."
+    } else {
+        ""
+    };
     Ok(format!(
         "# /etc/systemd/system/{unit}.service -- resumes campaign `{name}` at boot.
-# Install: save this file, then `systemctl daemon-reload && systemctl enable {unit}`.
+# Install: save this file, then `systemctl daemon-reload && systemctl enable {unit}`.{password}
 # Once every cell is done, `kbench run` has nothing left to do and exits 0;
 # disable the unit then. Cron alternative (crontab -e):
 #   @reboot cd {dir_q} && {cmd}

@@ -15,6 +15,7 @@ pub mod guard;
 pub mod progress;
 pub mod repeat;
 pub mod sampler;
+pub mod teardown;
 pub mod worker;
 
 use anyhow::Context;
@@ -173,6 +174,10 @@ pub fn run(
     if todo.is_empty() {
         return Ok((summary, RunStatus::Done));
     }
+    // Only now, with cells certain to run, is any code built or loaded.
+    for (cell, _) in &todo {
+        cell.bench.ready()?;
+    }
     summary.ran = todo.len();
 
     let stop = Arc::new(AtomicBool::new(false));
@@ -204,7 +209,7 @@ pub fn run(
     for a in &arms {
         s.announce(a, &readings)?;
     }
-    let mut status = run_groups(&mut s, &mut arms, opts)?;
+    let mut status = run_groups(&mut s, &mut arms, opts, &plan.name)?;
     // Readings are taken once, before the first sample; a state that
     // changed under the run would file samples under the wrong state.
     let after = campaign::read_probes(plan);
@@ -297,6 +302,7 @@ fn run_groups(
     s: &mut Sampler<'_>,
     arms: &mut [Arm],
     opts: &RunConfig,
+    plan: &str,
 ) -> anyhow::Result<RunStatus> {
     let mut groups: Vec<(Vec<crate::plan::ShellStep>, Vec<usize>)> = Vec::new();
     for (i, a) in arms.iter().enumerate() {
@@ -315,12 +321,18 @@ fn run_groups(
     let mut rule = Stopping(opts.stop);
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(opts.seed);
     let mut status = RunStatus::Done;
+    // Numbers this run's ledger entries (one per step whose setup ran).
+    let mut steps_started = 0;
     for (steps, members) in groups {
+        // A step's teardown is owed from the moment its setup starts, and
+        // runs whatever happens after: a failing setup, Ctrl-C, an error.
+        let mut owed: Vec<(&crate::plan::ShellStep, teardown::Entry)> = Vec::new();
         let mut failed_setup = None;
-        let mut done_steps = Vec::new();
         for st in &steps {
+            owed.push((st, teardown::Entry::owe(&s.run, plan, steps_started, st)));
+            steps_started += 1;
             if let Some(cmd) = &st.setup
-                && let Err(e) = shell_step(cmd)
+                && let Err(e) = teardown::shell_step(cmd, true)
             {
                 failed_setup = Some(format!(
                     "factor `{}` = `{}`: setup `{cmd}` {e}",
@@ -328,37 +340,37 @@ fn run_groups(
                 ));
                 break;
             }
-            done_steps.push(st);
         }
-        if failed_setup.is_some() && s.stopped() {
+        let sampled = match &failed_setup {
             // Ctrl-C killed the setup command: an interruption, not a
             // failing setup.
-            teardown(s, &done_steps)?;
-            return Ok(RunStatus::Interrupted);
-        }
-        let g = match &failed_setup {
-            None => {
-                for &i in &members {
-                    s.prepare(&mut arms[i], opts.processes)?;
-                }
-                s.rounds(arms, &members, &schedule, &mut rng, &mut rule)?
-            }
-            Some(msg) => {
-                for &i in &members {
-                    s.fail(&mut arms[i], 0, msg.clone(), true)?;
-                }
-                RunStatus::Failed
-            }
+            Some(_) if s.stopped() => Ok(RunStatus::Interrupted),
+            None => members
+                .iter()
+                .try_for_each(|&i| s.prepare(&mut arms[i], opts.processes))
+                .and_then(|()| s.rounds(arms, &members, &schedule, &mut rng, &mut rule)),
+            Some(msg) => members
+                .iter()
+                .try_for_each(|&i| s.fail(&mut arms[i], 0, msg.clone(), true))
+                .map(|()| RunStatus::Failed),
         };
         // Instances go (their per-cell cleanup runs) before the teardown;
         // what they learnt over all samples (e.g. per-task imbalance) is
         // recorded first.
+        let mut released = Ok(());
         for &i in &members {
-            s.release(&mut arms[i])?;
+            let r = s.release(&mut arms[i]);
+            if released.is_ok() {
+                released = r;
+            }
         }
-        if !teardown(s, &done_steps)? {
+        for why in teardown::tear_down(owed) {
             status = RunStatus::Failed;
+            let run = s.run.clone();
+            s.emit(Event::Warning(WarningEvent { run, message: why }))?;
         }
+        let g = sampled?;
+        released?;
         if g == RunStatus::Interrupted {
             return Ok(g);
         }
@@ -389,28 +401,6 @@ impl sampler::Rule for Stopping {
             && b.len() >= adaptive::MIN_SAMPLES
             && adaptive::look(&a, &b, rule.precision).is_some_and(|l| l.verdict.decided())
     }
-}
-
-/// Run the teardown of every `shell` step whose setup ran, last first; a
-/// failing one is a warning. False when any failed.
-fn teardown(s: &mut Sampler<'_>, steps: &[&crate::plan::ShellStep]) -> anyhow::Result<bool> {
-    let mut ok = true;
-    for st in steps.iter().rev() {
-        if let Some(cmd) = &st.teardown
-            && let Err(e) = shell_step(cmd)
-        {
-            let run = s.run.clone();
-            s.emit(Event::Warning(WarningEvent {
-                run,
-                message: format!(
-                    "factor `{}` = `{}`: teardown `{cmd}` {e}",
-                    st.factor, st.label
-                ),
-            }))?;
-            ok = false;
-        }
-    }
-    Ok(ok)
 }
 
 /// SIGINT and SIGTERM during a run: the first asks the runner to stop after
@@ -452,36 +442,6 @@ impl Drop for Interrupts {
         for id in self.ids.drain(..) {
             signal_hook::low_level::unregister(id);
         }
-    }
-}
-
-/// Run a `shell` factor's setup or teardown through `sh -c`; the error
-/// says how it failed, with the tail of its stderr.
-fn shell_step(cmd: &str) -> Result<(), String> {
-    let dir = std::env::temp_dir();
-    let err_path = dir.join(format!("kbench-shell-{}.err", std::process::id()));
-    let err = std::fs::File::create(&err_path).map_err(|e| format!("cannot run: {e}"))?;
-    let argv = vec!["sh".to_string(), "-c".to_string(), cmd.to_string()];
-    let res = crate::bench::command::spawn_measured(&argv, &dir, &[], None, err, None);
-    let tail = std::fs::read_to_string(&err_path).unwrap_or_default();
-    let _ = std::fs::remove_file(&err_path);
-    let tail: String = tail.split_whitespace().collect::<Vec<_>>().join(" ");
-    let tail = if tail.len() > 300 {
-        tail[tail.ceil_char_boundary(tail.len() - 300)..].to_string()
-    } else {
-        tail
-    };
-    let with_tail = |m: String| {
-        if tail.is_empty() {
-            m
-        } else {
-            format!("{m}; stderr: {tail}")
-        }
-    };
-    match res {
-        Ok((_, crate::bench::command::Exit::Code(0))) => Ok(()),
-        Ok((_, e)) => Err(with_tail(format!("failed ({e:?})"))),
-        Err(e) => Err(format!("cannot run: {e}")),
     }
 }
 

@@ -221,7 +221,8 @@ impl<'a> Sampler<'a> {
         for p in indexes {
             // Children a benchmark forks inherit the cell's CPU set.
             system::set_affinity(arm.cell.cpus.as_ref().unwrap_or(&self.home))?;
-            let inst = instantiate(&arm.cell, self.sample_time, p);
+            let inst =
+                (arm.cell.bench.ready()).and_then(|()| instantiate(&arm.cell, self.sample_time, p));
             system::set_affinity(&self.home)?;
             match inst {
                 Ok(i) => arm.insts.push(i),

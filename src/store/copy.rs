@@ -174,9 +174,11 @@ mod tests {
     #[test]
     fn copies_once_by_identity() {
         let dir = tempfile::tempdir().unwrap();
-        let mut a = SqliteStore::open(&dir.path().join("a.db"), true).unwrap();
+        let mut a =
+            SqliteStore::open(&dir.path().join("a.db"), crate::store::Access::Write).unwrap();
         suite::round_trip(&mut a);
-        let mut b = SqliteStore::open(&dir.path().join("b.db"), true).unwrap();
+        let mut b =
+            SqliteStore::open(&dir.path().join("b.db"), crate::store::Access::Write).unwrap();
         let first = copy(&a, &mut b, &[]).unwrap();
         assert_eq!((first.runs, first.samples), (3, 8));
         let again = copy(&a, &mut b, &[]).unwrap();
@@ -218,7 +220,8 @@ mod tests {
         assert_eq!(verdicts(&a, ra[0].id), verdicts(&b, rb[0].id));
         assert_eq!(verdicts(&b, rb[0].id).len(), 1);
         // Only the campaign named: the campaign `c` has all three runs.
-        let mut c = SqliteStore::open(&dir.path().join("c.db"), true).unwrap();
+        let mut c =
+            SqliteStore::open(&dir.path().join("c.db"), crate::store::Access::Write).unwrap();
         let only = copy(&a, &mut c, &["c".into()]).unwrap();
         assert_eq!(only.runs, 3);
         let e = copy(&a, &mut c, &["nope".into()]).unwrap_err();

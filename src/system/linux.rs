@@ -380,6 +380,176 @@ pub fn read_probe(p: &super::probe::Probe) -> Option<String> {
     }
 }
 
+// --- Descendants of the commands kbench runs --------------------------------
+//
+// A command runs in a process group of its own, killed after each sample;
+// a descendant that calls setsid(2) leaves that group. kbench is a child
+// subreaper, so such a process comes back to kbench when its parent exits;
+// and where it can, kbench puts every command into a cgroup v2 of its own
+// (`kbench-PID` under kbench's own), which no descendant can
+// leave: `cgroup.kill` ends all of them, also from the watchdog after
+// kbench was killed with SIGKILL.
+
+/// kbench's cgroup for commands: its directory and `cgroup.procs`, open for
+/// writing (a forked child writes `0` there to join before it execs).
+struct Cgroup {
+    dir: std::path::PathBuf,
+    procs: std::os::fd::OwnedFd,
+}
+
+static CGROUP: std::sync::OnceLock<Option<Cgroup>> = std::sync::OnceLock::new();
+
+/// The cgroup v2 for commands, made on first use: a child of kbench's own
+/// cgroup, only where that cgroup delegates no controller (so the new one
+/// has none, and changes nothing about how a command is scheduled or
+/// limited) and kbench may write there. `None` otherwise.
+fn cgroup() -> Option<&'static Cgroup> {
+    CGROUP.get_or_init(make_cgroup).as_ref()
+}
+
+fn make_cgroup() -> Option<Cgroup> {
+    use std::os::fd::OwnedFd;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mountinfo = fs::read_to_string("/proc/self/mountinfo").ok()?;
+    let mount = mountinfo.lines().find_map(|l| {
+        let (left, right) = l.split_once(" - ")?;
+        (right.split_whitespace().next() == Some("cgroup2"))
+            .then(|| left.split_whitespace().nth(4).map(str::to_string))?
+    })?;
+    let own = fs::read_to_string("/proc/self/cgroup").ok()?;
+    let rel = own.lines().find_map(|l| l.strip_prefix("0::"))?.trim();
+    let parent = Path::new(&mount).join(rel.trim_start_matches('/'));
+    let delegated = fs::read_to_string(parent.join("cgroup.subtree_control")).ok()?;
+    if !delegated.trim().is_empty() {
+        return None;
+    }
+    let dir = parent.join(format!("kbench-{}", std::process::id()));
+    match fs::create_dir(&dir) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(_) => return None,
+    }
+    let procs = fs::OpenOptions::new()
+        .write(true)
+        .custom_flags(libc::O_CLOEXEC)
+        .open(dir.join("cgroup.procs"));
+    match procs {
+        Ok(f) => Some(Cgroup {
+            dir,
+            procs: OwnedFd::from(f),
+        }),
+        Err(_) => {
+            let _ = fs::remove_dir(&dir);
+            None
+        }
+    }
+}
+
+/// Become a child subreaper and make the commands' cgroup.
+pub fn contain_descendants() {
+    // SAFETY: prctl with PR_SET_CHILD_SUBREAPER takes an integer flag.
+    unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) };
+    cgroup();
+}
+
+/// The commands' cgroup, if kbench made one.
+pub fn cgroup_dir() -> Option<std::path::PathBuf> {
+    CGROUP.get().and_then(Option::as_ref).map(|c| c.dir.clone())
+}
+
+/// In a forked child before exec: join the commands' cgroup. Only
+/// async-signal-safe calls (write).
+pub fn enter_cgroup() {
+    if let Some(c) = CGROUP.get().and_then(Option::as_ref) {
+        use std::os::fd::AsRawFd;
+        // SAFETY: writing a static byte to an fd we hold.
+        unsafe { libc::write(c.procs.as_raw_fd(), b"0".as_ptr().cast(), 1) };
+    }
+}
+
+/// This process's children (of every thread): re-parented orphans
+/// included.
+pub fn children() -> BTreeSet<libc::pid_t> {
+    let mut out = BTreeSet::new();
+    let Ok(tasks) = fs::read_dir("/proc/self/task") else {
+        return out;
+    };
+    for t in tasks.flatten() {
+        if let Ok(s) = fs::read_to_string(t.path().join("children")) {
+            out.extend(
+                s.split_whitespace()
+                    .filter_map(|p| p.parse::<libc::pid_t>().ok()),
+            );
+        }
+    }
+    out
+}
+
+/// Kill every process left in the commands' cgroup and wait (up to 2 s)
+/// until it is empty.
+fn empty_cgroup(c: &Cgroup) {
+    if fs::write(c.dir.join("cgroup.kill"), "1").is_err() {
+        // Kernels before 5.14: each member by its pid.
+        for _ in 0..100 {
+            let procs = fs::read_to_string(c.dir.join("cgroup.procs")).unwrap_or_default();
+            let pids: Vec<libc::pid_t> = procs
+                .split_whitespace()
+                .filter_map(|p| p.parse().ok())
+                .collect();
+            if pids.is_empty() {
+                break;
+            }
+            for p in pids {
+                // SAFETY: signalling a process of our cgroup.
+                unsafe { libc::kill(p, libc::SIGKILL) };
+            }
+        }
+    }
+    let events = c.dir.join("cgroup.events");
+    let t0 = std::time::Instant::now();
+    while fs::read_to_string(&events).is_ok_and(|e| e.contains("populated 1"))
+        && t0.elapsed() < std::time::Duration::from_secs(2)
+    {
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+}
+
+/// After a command's process group was killed and reaped: kill whatever
+/// it left elsewhere (its cgroup; processes re-parented to kbench that
+/// were not its children `before` the spawn) and reap those that come back
+/// to kbench, handing each one's usage to `reaped`.
+pub fn kill_escaped(before: &BTreeSet<libc::pid_t>, reaped: &mut dyn FnMut(&libc::rusage)) {
+    if let Some(c) = cgroup() {
+        empty_cgroup(c);
+    }
+    // Killing one may re-parent its own children to kbench: again until
+    // none is new (bounded, against a fork bomb).
+    for _ in 0..1000 {
+        let new: Vec<libc::pid_t> = children().difference(before).copied().collect();
+        if new.is_empty() {
+            return;
+        }
+        for pid in new {
+            // SAFETY: our own child (re-parented to us), killed and reaped.
+            unsafe {
+                libc::kill(pid, libc::SIGKILL);
+                let mut st = 0;
+                let mut ru: libc::rusage = std::mem::zeroed();
+                loop {
+                    let r = libc::wait4(pid, &mut st, 0, &mut ru);
+                    if r == pid {
+                        reaped(&ru);
+                        break;
+                    }
+                    if r < 0 && *libc::__errno_location() != libc::EINTR {
+                        break;
+                    }
+                }
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

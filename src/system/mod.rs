@@ -120,6 +120,11 @@ pub fn owner_is_gone(o: &crate::record::Owner, host: &str) -> bool {
     }
 }
 
+/// This host's name, as fingerprints record it.
+pub fn fingerprint_hostname() -> String {
+    os::hostname()
+}
+
 pub fn fingerprint() -> Fingerprint {
     os::fingerprint()
 }
@@ -177,6 +182,48 @@ impl Fingerprint {
         }
         w
     }
+}
+
+/// Every process a command starts dies with its sample and with kbench,
+/// also one that left the command's process group (`setsid`): kbench is a
+/// child subreaper (orphans come back to it) and, where it may make one,
+/// runs its commands in a cgroup of their own that the watchdog empties
+/// if kbench is killed. Once per process, before the first command.
+pub fn contain_descendants() {
+    os::contain_descendants();
+    // Started after the cgroup exists, so it knows to empty it.
+    #[cfg(target_os = "linux")]
+    watchdog::ready();
+}
+
+/// Scratch files and directories (`TMPDIR/kbench-PID-*`) are removed by
+/// the watchdog if kbench is killed: start it (once) before making one.
+pub fn watch_scratch() {
+    // The watchdog learns the commands' cgroup when it starts: make that
+    // first, whichever comes first.
+    contain_descendants();
+}
+
+/// kbench's children now: taken just before a command is spawned, so
+/// [`kill_escaped`] knows which children came back from it.
+pub fn children() -> std::collections::BTreeSet<libc::pid_t> {
+    os::children()
+}
+
+/// In the forked child, before exec (async-signal-safe): join the
+/// commands' cgroup.
+pub fn enter_command_cgroup() {
+    os::enter_cgroup();
+}
+
+/// After a command's process group was killed and reaped: kill what it
+/// left elsewhere and reap what comes back to kbench (new since `before`),
+/// each one's usage to `reaped`.
+pub fn kill_escaped(
+    before: &std::collections::BTreeSet<libc::pid_t>,
+    reaped: &mut dyn FnMut(&libc::rusage),
+) {
+    os::kill_escaped(before, reaped);
 }
 
 /// Pin the calling thread to one CPU. Allocation-free, so a forked child

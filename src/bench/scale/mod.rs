@@ -232,6 +232,11 @@ pub trait Testcase: Send + Sync {
     }
     /// Once per cell, in the cell's own process, before the tasks exist.
     fn prepare(&self, cx: &Prep) -> anyhow::Result<Box<dyn Body>>;
+    /// Build and load what running needs (a C file), in kbench, before
+    /// the run is recorded.
+    fn ready(&self) -> anyhow::Result<()> {
+        Ok(())
+    }
 }
 
 /// A testcase as a registry benchmark. `P` is `&'static dyn Testcase` for
@@ -253,6 +258,9 @@ where
     }
     fn params(&self) -> &[ParamDef] {
         self.0.params()
+    }
+    fn ready(&self) -> anyhow::Result<()> {
+        self.0.ready()
     }
     fn metrics(&self) -> Vec<Metric> {
         vec![
