@@ -27,8 +27,9 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Run benchmarks: a plan file, or benchmarks by name with parameters
-    /// (`getppid:cpu=0`). With no argument, runs the short default suite.
+    /// Run benchmarks: a plan file, benchmarks by name with parameters
+    /// (`getppid:cpu=0`), or commands (`'sleep 0.01' 'sleep 0.013'`). With
+    /// no argument, runs the short default suite.
     #[command(allow_negative_numbers = true)]
     Run(RunArgs),
     /// List the built-in benchmarks with their parameters and metrics.
@@ -255,7 +256,8 @@ pub enum StoreCommand {
 
 #[derive(Debug, Args)]
 pub struct RunArgs {
-    /// A plan file (PLAN.toml) or benchmarks as NAME[:k=v,...].
+    /// A plan file (PLAN.toml), benchmarks as NAME[:k=v,...], or commands:
+    /// a word with a space or `/`, a program on PATH, or `cmd:COMMAND`.
     pub specs: Vec<String>,
     /// Measured samples per cell (warm-ups not included) [default: 10,
     /// or the plan's `samples`].
@@ -314,6 +316,26 @@ pub struct RunArgs {
     /// unchanged plan over again. The old campaign stays in the store.
     #[arg(long)]
     pub force: bool,
+    /// Commands: run CMD once before a command's samples (untimed), e.g.
+    /// to build what it runs.
+    #[arg(long, value_name = "CMD")]
+    pub setup: Option<String>,
+    /// Commands: run CMD before every sample (untimed), e.g. to drop
+    /// caches.
+    #[arg(long, value_name = "CMD")]
+    pub prepare: Option<String>,
+    /// Commands: run each through SHELL -c (`bash`, `bash --norc`), or
+    /// `none` for never [default: directly when a command is plain words,
+    /// through `sh -c` when it uses shell syntax].
+    #[arg(long, value_name = "SHELL")]
+    pub shell: Option<String>,
+    /// Commands: never through a shell (`--shell none`).
+    #[arg(short = 'N', conflicts_with = "shell")]
+    pub no_shell: bool,
+    /// Commands: the metrics measured, comma-separated, the first primary:
+    /// real, user, sys, maxrss, vcsw, ivcsw [default: all].
+    #[arg(long, value_name = "NAME,...", value_delimiter = ',')]
+    pub metric: Vec<String>,
 }
 
 /// Shells `kbench completions` writes a script for.

@@ -211,7 +211,8 @@ fn usage_error(e: &clap::Error, args: &[OsString]) -> String {
         })
         .map(|a| format!(" {a}"))
         .unwrap_or_default();
-    format!("{first} (see `kbench{sub} --help`)")
+    let tip = crate::suggest::clap_tip(e);
+    format!("{first}{tip} (see `kbench{sub} --help`)")
 }
 
 /// Render a document to stdout.
@@ -308,20 +309,13 @@ fn options(a: &RunArgs, plan: &crate::plan::Plan, quick: bool) -> anyhow::Result
 }
 
 fn run(a: RunArgs, db: Option<&str>) -> anyhow::Result<ExitCode> {
+    let commands = crate::spec::CommandOptions::of(&a)?;
     let (plan, default_suite) = match a.specs.as_slice() {
         [] => {
             let specs: Vec<String> = DEFAULT_SUITE.iter().map(|s| s.to_string()).collect();
-            (crate::plan::adhoc(&specs)?, true)
+            (crate::spec::plan(&specs, &commands)?, true)
         }
-        [one] if one.ends_with(".toml") => (crate::plan::load(std::path::Path::new(one))?, false),
-        many => {
-            if let Some(p) = many.iter().find(|s| s.ends_with(".toml")) {
-                return Err(bad_input!(
-                    "`{p}`: a plan file must be the only argument of `kbench run`"
-                ));
-            }
-            (crate::plan::adhoc(many)?, false)
-        }
+        words => (crate::spec::plan(words, &commands)?, false),
     };
     if a.json && a.events.is_some() {
         return Err(bad_input!(
@@ -580,8 +574,12 @@ fn report(db: Option<&str>, a: &crate::cli::ReportArgs) -> anyhow::Result<ExitCo
     for (flag, dims) in named {
         if let Some(d) = dims.iter().find(|d| !known.contains(&d.trim().to_string())) {
             return Err(bad_input!(
-                "{flag}: `{d}` is neither a factor nor a parameter of the reported cells (known: {})",
-                known.join(", ")
+                "{flag}: `{d}` is neither a factor nor a parameter of the reported cells{}",
+                crate::suggest::hint(
+                    d.trim(),
+                    &known.iter().map(String::as_str).collect::<Vec<_>>(),
+                    ""
+                )
             ));
         }
     }

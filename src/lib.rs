@@ -22,8 +22,10 @@ mod record;
 mod report;
 mod runner;
 mod select;
+mod spec;
 mod stats;
 mod store;
+mod suggest;
 mod system;
 #[cfg(test)]
 mod testing;

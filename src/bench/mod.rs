@@ -303,6 +303,15 @@ pub fn names() -> Vec<&'static str> {
     BENCHES.iter().map(|b| b.name()).collect()
 }
 
+/// "unknown benchmark `getppd`; did you mean `getppid`? (see `kbench
+/// list`)": the nearest few names, never the whole catalogue.
+pub fn unknown(name: &str) -> String {
+    format!(
+        "unknown benchmark `{name}`{}",
+        crate::suggest::hint(name, &names(), "see `kbench list`")
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,0 +1,190 @@
+//! The first ten minutes of a user who knows hyperfine: commands on the
+//! command line, typos answered, the catalogue, the duration known before
+//! a run, exports in the same invocation, read-only stores, and a report
+//! within 80 columns.
+
+mod common;
+
+use common::kbench;
+
+/// stderr of a command that must exit 2, on one line.
+fn error_line(dir: &std::path::Path, args: &[&str]) -> String {
+    let out = kbench(dir).args(args).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{args:?}: {out:?}");
+    let e = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(e.lines().count(), 1, "{args:?}: not one line: {e}");
+    e
+}
+
+// --- commands on the command line ----------------------------------------
+
+#[test]
+fn two_commands_are_measured_interleaved_and_stored_as_a_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let _t = common::serial();
+    let v = common::run_json(
+        dir.path(),
+        &[
+            "sleep 0.01",
+            "cmd:sleep 0.02",
+            "--samples",
+            "4",
+            "--warmup",
+            "1",
+            "--metric",
+            "real,user",
+        ],
+    );
+    let cells = common::cells(&v);
+    let real = |bench: &str| -> Vec<f64> {
+        let c = cells
+            .iter()
+            .find(|c| c["bench"] == bench && c["metric"] == "real")
+            .unwrap_or_else(|| panic!("no real of `{bench}` in {cells:?}"));
+        c["values"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x.as_f64().unwrap())
+            .collect()
+    };
+    let (a, b) = (real("sleep 0.01"), real("sleep 0.02"));
+    assert_eq!((a.len(), b.len()), (4, 4));
+    // Wall time includes the sleep; the two differ by about 10 ms.
+    let min = |v: &[f64]| v.iter().copied().fold(f64::INFINITY, f64::min);
+    assert!(min(&a) >= 0.010 && min(&a) < 0.5, "{a:?}");
+    assert!(min(&b) >= 0.020 && min(&b) < 0.5, "{b:?}");
+    // Only the metrics asked for.
+    assert!(
+        cells
+            .iter()
+            .all(|c| c["metric"] == "real" || c["metric"] == "user")
+    );
+    // Interleaved: the samples of the two commands alternate in time.
+    let db = common::sqlite(dir.path());
+    let order: Vec<String> = db
+        .prepare(
+            "SELECT c.bench FROM samples s JOIN cells c ON c.id = s.cell_id
+             WHERE s.metric = 'real' ORDER BY s.t",
+        )
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    let switches = order.windows(2).filter(|w| w[0] != w[1]).count();
+    assert!(switches >= 3, "not interleaved: {order:?}");
+    // Stored as any run: `kbench runs` lists it.
+    let runs = common::stdout(kbench(dir.path()).arg("runs"));
+    let row = runs.lines().nth(1).unwrap_or_default();
+    assert!(
+        row.contains(" 2 ") && row.contains(" 16 ") && row.ends_with("done"),
+        "{runs}"
+    );
+}
+
+#[test]
+fn setup_and_prepare_run_untimed_as_hyperfine_runs_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("log");
+    let l = log.display();
+    let v = common::run_json(
+        dir.path(),
+        &[
+            &format!("cmd:echo run >> {l}"),
+            "--setup",
+            &format!("echo setup >> {l}"),
+            "--prepare",
+            &format!("echo prepare >> {l}"),
+            "--samples",
+            "3",
+            "--warmup",
+            "0",
+            "--metric",
+            "real",
+        ],
+    );
+    assert_eq!(common::cells(&v).len(), 1);
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(
+        text.lines().collect::<Vec<_>>(),
+        [
+            "setup", "prepare", "run", "prepare", "run", "prepare", "run"
+        ]
+    );
+}
+
+#[test]
+fn shell_choices_decide_how_a_command_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let note = |args: &[&str]| -> String {
+        let v = common::run_json(
+            dir.path(),
+            &[
+                args,
+                &["--samples", "1", "--warmup", "0", "--metric", "real"],
+            ]
+            .concat(),
+        );
+        common::cells(&v)[0]["notes"]["command"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    // Plain words run directly; shell syntax goes through sh -c.
+    assert_eq!(note(&["true 1"]), "true 1");
+    assert_eq!(note(&["true | true"]), "sh -c true | true");
+    assert_eq!(note(&["true 2", "--shell", "bash"]), "bash -c true 2");
+    assert_eq!(note(&["true '3 4'", "-N"]), "true 3 4");
+    // A program that is not there is bad input before anything runs.
+    let e = error_line(dir.path(), &["run", "no-such-program-kbench 1"]);
+    assert!(
+        e.contains("no program `no-such-program-kbench` on PATH"),
+        "{e}"
+    );
+    let e = error_line(dir.path(), &["run", "getppid", "--prepare", "true"]);
+    assert!(e.contains("--prepare goes with commands"), "{e}");
+    let e = error_line(dir.path(), &["run", "true 1", "--metric", "rael"]);
+    assert!(
+        e.contains("unknown metric `rael`; did you mean `real`?"),
+        "{e}"
+    );
+}
+
+// --- typos ---------------------------------------------------------------
+
+#[test]
+fn typos_are_answered_with_the_nearest_names_on_one_short_line() {
+    let dir = tempfile::tempdir().unwrap();
+    for (args, want) in [
+        (&["run", "--sample", "3"][..], "did you mean `--samples`?"),
+        (&["lsit"][..], "did you mean `list`?"),
+        (&["run", "getppd"][..], "did you mean `getppid`"),
+        (&["run", "getppid", "cpu=1"][..], "`getppid:cpu=1`"),
+        (&["run", "spin:wrok=3"][..], "did you mean `work`?"),
+    ] {
+        let e = error_line(dir.path(), args);
+        assert!(e.contains(want), "{args:?}: {e}");
+        assert!(e.len() <= 200, "{args:?}: {} characters: {e}", e.len());
+    }
+    let plan = common::plan(
+        dir.path(),
+        "p.toml",
+        "name = \"p\"\nsampels = 3\n[factors]\nwork = { apply = \"param\", values = [1, 2] }\n[[bench]]\nuse = \"spin\"\n",
+    );
+    let e = error_line(dir.path(), &["run", plan.to_str().unwrap()]);
+    assert!(
+        e.contains(":2:1: unknown key `sampels`; did you mean `samples`?"),
+        "{e}"
+    );
+    let plan = common::plan(
+        dir.path(),
+        "q.toml",
+        "name = \"q\"\n[factors]\nwork = { apply = \"param\", values = [1, 2] }\n[[bench]]\nuse = \"spin\"\n[report]\nrows = [\"wrok\"]\n",
+    );
+    let e = error_line(dir.path(), &["run", plan.to_str().unwrap()]);
+    assert!(
+        e.contains("`wrok` is neither a factor nor a parameter of the plan; did you mean `work`?"),
+        "{e}"
+    );
+}
