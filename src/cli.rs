@@ -32,8 +32,13 @@ pub enum Command {
     /// no argument, runs the short default suite.
     #[command(allow_negative_numbers = true)]
     Run(RunArgs),
-    /// List the built-in benchmarks with their parameters and metrics.
+    /// List the built-in benchmarks by family, one line each; `list WORD`
+    /// keeps those whose name, family or reference tool holds WORD, `list
+    /// NAME` describes one: parameters, metrics, reference tool.
     List {
+        /// A benchmark's name, or a word to filter by (`pipe`, `files`,
+        /// `lmbench`).
+        word: Option<String>,
         /// Print JSON instead of text.
         #[arg(long)]
         json: bool,

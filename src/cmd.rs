@@ -50,10 +50,7 @@ pub fn dispatch(args: Vec<OsString>) -> anyhow::Result<ExitCode> {
     let db = cli.db.as_deref().filter(|s| !s.is_empty());
     match cli.command {
         Command::Run(a) => run(a, db),
-        Command::List { json } => {
-            let list: Vec<BenchInfo> = bench::BENCHES.iter().map(|b| BenchInfo::of(*b)).collect();
-            print(&Document::Benches(&list), Format::json_if(json))
-        }
+        Command::List { word, json } => list(word.as_deref(), json),
         Command::Sysinfo { json } => {
             let fingerprint = system::fingerprint();
             let s = Sysinfo {
@@ -138,6 +135,39 @@ pub fn dispatch(args: Vec<OsString>) -> anyhow::Result<ExitCode> {
         Command::Man { command } => man(&command),
         Command::Ministat { args } => crate::ministat::main(&args),
     }
+}
+
+/// `kbench list [WORD|NAME]`.
+fn list(word: Option<&str>, json: bool) -> anyhow::Result<ExitCode> {
+    let all: Vec<BenchInfo> = bench::BENCHES.iter().map(|b| BenchInfo::of(*b)).collect();
+    let Some(word) = word else {
+        return print(&Document::Benches(&all), Format::json_if(json));
+    };
+    if let Some(b) = all.iter().find(|b| b.name == word) {
+        return print(&Document::Bench(b), Format::json_if(json));
+    }
+    let w = word.to_lowercase();
+    let hit: Vec<BenchInfo> = all
+        .iter()
+        .filter(|b| {
+            [
+                Some(b.name.as_str()),
+                Some(b.family.as_str()),
+                b.reference.as_deref(),
+            ]
+            .into_iter()
+            .flatten()
+            .any(|s| s.to_lowercase().contains(&w))
+        })
+        .cloned()
+        .collect();
+    if hit.is_empty() {
+        return Err(bad_input!(
+            "no benchmark matches `{word}`{}",
+            crate::suggest::hint(word, &bench::names(), "see `kbench list`")
+        ));
+    }
+    print(&Document::Benches(&hit), Format::json_if(json))
 }
 
 /// The completion script for `shell`, generated from the same clap

@@ -448,12 +448,13 @@ fn list_shows_benchmarks_with_params_and_direction() {
         "spin",
     ] {
         assert!(
-            s.lines().any(|l| l.starts_with(&format!("{b} ("))),
+            s.lines().any(|l| l.starts_with(&format!("  {b} "))),
             "{b} missing"
         );
     }
-    assert!(s.contains("ns/op [ns], lower is better"));
-    assert!(s.contains("cpu "));
+    let one = common::stdout(kbench(dir.path()).args(["list", "getppid"]));
+    assert!(one.contains("ns/op [ns], lower is better"), "{one}");
+    assert!(one.contains("  cpu = cpu"), "{one}");
     let v = json(
         &kbench(dir.path())
             .args(["list", "--json"])

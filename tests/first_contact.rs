@@ -188,3 +188,103 @@ fn typos_are_answered_with_the_nearest_names_on_one_short_line() {
         "{e}"
     );
 }
+
+// --- the catalogue -------------------------------------------------------
+
+#[test]
+fn list_is_one_line_per_benchmark_by_family_within_80_columns() {
+    let dir = tempfile::tempdir().unwrap();
+    let all = common::stdout(kbench(dir.path()).arg("list"));
+    let v = common::json(
+        &kbench(dir.path())
+            .args(["list", "--json"])
+            .output()
+            .unwrap()
+            .stdout,
+    );
+    let names: Vec<&str> = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b["name"].as_str().unwrap())
+        .collect();
+    for l in all.lines() {
+        assert!(
+            l.chars().count() <= 80,
+            "{} columns: {l}",
+            l.chars().count()
+        );
+    }
+    // One line per benchmark, each under its family's heading.
+    for n in &names {
+        let lines = all
+            .lines()
+            .filter(|l| l.split_whitespace().next() == Some(n) && l.starts_with("  "))
+            .count();
+        assert_eq!(lines, 1, "{n}");
+    }
+    let headings: Vec<&str> = all
+        .lines()
+        .filter(|l| !l.starts_with(' ') && !l.is_empty() && !l.starts_with('`'))
+        .collect();
+    assert_eq!(
+        headings,
+        [
+            "syscalls",
+            "reference",
+            "pipes",
+            "sockets",
+            "processes",
+            "memory",
+            "files",
+            "scalability"
+        ]
+    );
+    assert!(
+        all.lines().count() < names.len() + 20,
+        "{}",
+        all.lines().count()
+    );
+    let under = |family: &str, name: &str| {
+        let start = all.find(&format!("\n{family}\n")).unwrap();
+        let end = all[start + 1..]
+            .find("\n\n")
+            .map_or(all.len(), |e| start + 1 + e);
+        all[start..end].contains(&format!("\n  {name} "))
+    };
+    assert!(under("pipes", "pipe-bw") && under("files", "stat") && under("scalability", "futex1"));
+
+    // A word filters by name, family or reference tool.
+    let pipe = common::stdout(kbench(dir.path()).args(["list", "pipe"]));
+    assert!(
+        pipe.contains("  pipe-bw ") && pipe.contains("  pipe1 "),
+        "{pipe}"
+    );
+    assert!(!pipe.contains("  getppid "), "{pipe}");
+    let lm = common::stdout(kbench(dir.path()).args(["list", "lmbench"]));
+    assert!(
+        lm.contains("  tcp-lat ") && !lm.contains("  getppid1 "),
+        "{lm}"
+    );
+
+    // A name describes one benchmark: parameters, metrics, reference tool.
+    let one = common::stdout(kbench(dir.path()).args(["list", "pipe-bw"]));
+    for want in [
+        "pipe-bw (pipes, micro)",
+        "metrics:\n  bytes/s [B/s], higher is better",
+        "reference: lmbench bw_pipe",
+        "  chunk = size",
+        "example: kbench run pipe-bw:",
+    ] {
+        assert!(one.contains(want), "{want}: {one}");
+    }
+    assert!(one.lines().all(|l| l.chars().count() <= 80), "{one}");
+    let scale = common::stdout(kbench(dir.path()).args(["list", "futex1"]));
+    assert!(scale.contains("reference: will-it-scale futex1"), "{scale}");
+
+    let e = error_line(dir.path(), &["list", "getppd"]);
+    assert!(
+        e.contains("no benchmark matches `getppd`; did you mean `getppid`"),
+        "{e}"
+    );
+}

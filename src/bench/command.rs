@@ -712,6 +712,17 @@ pub enum Exit {
     Interrupted,
 }
 
+impl std::fmt::Display for Exit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Exit::Code(c) => write!(f, "exited with status {c}"),
+            Exit::Signal(s) => write!(f, "was killed by signal {s}"),
+            Exit::TimedOut => f.write_str("timed out"),
+            Exit::Interrupted => f.write_str("was interrupted"),
+        }
+    }
+}
+
 /// Set once SIGINT/SIGTERM arrive, so a long command is killed instead of
 /// making the user wait for it.
 fn interrupted() -> &'static AtomicBool {

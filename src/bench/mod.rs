@@ -7,6 +7,7 @@
 //! that the runner asks for one sample at a time, interleaved with the other
 //! cells of a run. Adding a benchmark = one file + one line in [`BENCHES`].
 
+pub mod catalogue;
 pub mod command;
 #[cfg(test)]
 pub mod fake;

@@ -19,6 +19,7 @@ pub mod scale;
 pub mod table;
 pub mod text;
 pub mod wis_csv;
+pub mod wrap;
 
 #[cfg(test)]
 mod table_tests;
@@ -71,7 +72,10 @@ pub enum Document<'a> {
     Compare(&'a compare::Comparison),
     Status(&'a Status),
     Sysinfo(&'a Sysinfo),
+    /// `kbench list [WORD]`: one line per benchmark, by family.
     Benches(&'a [BenchInfo]),
+    /// `kbench list NAME`: one benchmark in full.
+    Bench(&'a BenchInfo),
     /// `kbench report` under a layout (`table.rs`).
     Tables(&'a table::TableDoc),
     /// `kbench report --format csv`: every sample (`samples.rs`).
@@ -108,7 +112,11 @@ pub struct Sysinfo {
 pub struct BenchInfo {
     pub name: String,
     pub kind: crate::record::Kind,
+    /// Where `kbench list` files it (syscalls, pipes, ...).
+    pub family: crate::bench::catalogue::Family,
     pub description: String,
+    /// The tool its numbers are checked against side by side.
+    pub reference: Option<String>,
     pub metrics: Vec<crate::record::Metric>,
     pub params: Vec<ParamInfo>,
 }
@@ -127,7 +135,9 @@ impl BenchInfo {
         BenchInfo {
             name: b.name().to_string(),
             kind: b.kind(),
+            family: crate::bench::catalogue::family(b),
             description: b.description().to_string(),
+            reference: crate::bench::catalogue::reference(b),
             metrics: b.metrics(),
             params: b
                 .params()

@@ -39,6 +39,7 @@ pub fn render(doc: &Document<'_>) -> String {
         Document::Status(s) => status(&mut o, s),
         Document::Sysinfo(s) => sysinfo(&mut o, s),
         Document::Benches(b) => benches(&mut o, b),
+        Document::Bench(b) => bench_detail(&mut o, b),
         Document::Tables(t) => tables(&mut o, t),
         Document::History(h) => o.push_str(&super::history::text(h)),
         Document::PlanSize(p) => super::plan_size::text(&mut o, p),
@@ -437,26 +438,75 @@ fn runs(o: &mut String, rows: &[RunRow]) {
     }
 }
 
+/// `kbench list`: a heading per family, then one line per benchmark:
+/// name, first metric, and the start of its description.
 fn benches(o: &mut String, list: &[BenchInfo]) {
-    for b in list {
-        let metrics: Vec<String> = b
-            .metrics
-            .iter()
-            .map(|m| format!("{} [{}], {}", m.name, m.unit, m.direction))
-            .collect();
-        let _ = writeln!(o, "{} ({:?}): {}", b.name, b.kind, metrics.join("; "));
-        let _ = writeln!(o, "    {}", b.description);
-        for p in &b.params {
-            let _ = writeln!(
-                o,
-                "    {:<12} {:<24} default {:<10} {}",
-                p.name,
-                p.ty,
-                p.default.as_deref().unwrap_or("(none)"),
-                p.help
-            );
+    use crate::bench::catalogue::Family;
+    let name_w = list.iter().map(|b| b.name.len()).max().unwrap_or(0);
+    let metric = |b: &BenchInfo| {
+        b.metrics
+            .first()
+            .map_or("", |m| m.name.as_str())
+            .to_string()
+    };
+    let metric_w = list.iter().map(|b| metric(b).len()).max().unwrap_or(0);
+    let mut first = true;
+    for f in Family::ALL {
+        let members: Vec<&BenchInfo> = list.iter().filter(|b| b.family == f).collect();
+        if members.is_empty() {
+            continue;
+        }
+        if !first {
+            o.push('\n');
+        }
+        first = false;
+        let _ = writeln!(o, "{}", f.as_str());
+        for b in members {
+            let head = format!("  {:<name_w$}  {:<metric_w$}  ", b.name, metric(b));
+            let room = super::wrap::WIDTH.saturating_sub(head.chars().count());
+            let _ = writeln!(o, "{head}{}", super::wrap::clip(&b.description, room));
         }
     }
+    if list.len() > 1 {
+        let _ = writeln!(
+            o,
+            "\n`kbench list NAME` describes one: parameters, metrics, reference tool."
+        );
+    }
+}
+
+/// `kbench list NAME`: everything about one benchmark, within 80 columns.
+fn bench_detail(o: &mut String, b: &BenchInfo) {
+    use super::wrap::{WIDTH, wrap};
+    let _ = writeln!(o, "{} ({}, {})", b.name, b.family.as_str(), b.kind.as_str());
+    o.push_str(&wrap(&b.description, WIDTH, "  ", "  "));
+    o.push_str("metrics:\n");
+    for m in &b.metrics {
+        let _ = writeln!(o, "  {} [{}], {}", m.name, m.unit, m.direction);
+    }
+    if let Some(r) = &b.reference {
+        o.push_str(&wrap(r, WIDTH, "reference: ", "  "));
+    }
+    if b.params.is_empty() {
+        o.push_str("parameters: none\n");
+    } else {
+        o.push_str("parameters:\n");
+        for p in &b.params {
+            let default = p.default.as_deref().unwrap_or("none");
+            let _ = writeln!(o, "  {} = {} (default {})", p.name, p.ty, default);
+            o.push_str(&wrap(&p.help, WIDTH, "      ", "      "));
+        }
+    }
+    let example = match b.params.iter().find(|p| p.default.is_some()) {
+        Some(p) => format!(
+            "{}:{}={}",
+            b.name,
+            p.name,
+            p.default.as_deref().unwrap_or_default()
+        ),
+        None => b.name.clone(),
+    };
+    let _ = writeln!(o, "example: kbench run {example}");
 }
 
 fn sysinfo(o: &mut String, s: &Sysinfo) {
@@ -705,10 +755,13 @@ fn compare_block(o: &mut String, c: &Comparison, r: &Row) {
             Detail::Mwu(u) => {
                 let _ = write!(
                     line,
-                    "Mann-Whitney U at {conf}% confidence: U = {}, p = {} ({:?}), shift (Hodges-Lehmann) = {}{few}",
+                    "Mann-Whitney U at {conf}% confidence: U = {}, p = {} ({}), shift (Hodges-Lehmann) = {}{few}",
                     fmt_g(u.statistic, 0, 6),
                     fmt_g(u.p, 0, 4),
-                    u.method,
+                    match u.method {
+                        crate::stats::utest::UMethod::Exact => "exact",
+                        crate::stats::utest::UMethod::Normal => "normal approximation",
+                    },
                     fmt_g(u.shift, 0, 6),
                 );
             }
