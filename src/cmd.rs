@@ -4,7 +4,7 @@
 
 use clap::Parser;
 use std::ffi::OsString;
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 
 use crate::bench;
@@ -376,9 +376,18 @@ fn run(a: RunArgs, db: Option<&str>) -> anyhow::Result<ExitCode> {
         None => (None, Default::default()),
     };
     let fp = system::fingerprint();
+    // The noise warnings go to stderr before anything is measured; on a
+    // terminal that is also stdout the report then does not repeat them.
+    let warnings_shown = !a.quiet
+        && !fp.warnings().is_empty()
+        && std::io::stderr().is_terminal()
+        && std::io::stdout().is_terminal();
     if !a.quiet {
         for w in fp.warnings() {
-            eprintln!("kbench: warning: {w}");
+            eprint!(
+                "{}",
+                report::text::wrapped("kbench: warning: ", &w.to_string(), "  ")
+            );
         }
     }
     let mut writer = store::sink::StoreSink::new(st.as_mut());
@@ -432,7 +441,8 @@ fn run(a: RunArgs, db: Option<&str>) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     };
     if lines.is_none() {
-        let r = report::Report::of_run(store::load_run(&*st, run_id)?);
+        let mut r = report::Report::of_run(store::load_run(&*st, run_id)?);
+        r.warnings_shown = warnings_shown;
         // A plan with a `[report]` layout prints it (text only: the JSON
         // report keeps every cell's statistics).
         match &plan.layout {
@@ -645,7 +655,10 @@ fn report(db: Option<&str>, a: &crate::cli::ReportArgs) -> anyhow::Result<ExitCo
     {
         // ministat's tables keep their bytes: differing facts go to stderr.
         for w in comparability.iter().flat_map(|k| &k.warnings) {
-            eprintln!("kbench: warning: {w}");
+            eprint!(
+                "{}",
+                report::text::wrapped("kbench: warning: ", &w.to_string(), "  ")
+            );
         }
         report::render(&Document::Reports(&reports), format)?
     } else {

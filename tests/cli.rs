@@ -94,8 +94,8 @@ fn text_report_labels_rows_with_parameters() {
         ])
         .assert()
         .success()
-        .stdout(predicate::str::is_match(r"(?m)^cpu \|   N ").unwrap())
-        .stdout(predicate::str::is_match(r"(?m)^0   \|   3 ").unwrap())
+        .stdout(predicate::str::is_match(r"(?m)^cpu \|  N ").unwrap())
+        .stdout(predicate::str::is_match(r"(?m)^0   \|  3 ").unwrap())
         .stdout(predicate::str::contains("placement [1]: cpu 1"));
 }
 

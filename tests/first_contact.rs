@@ -288,3 +288,122 @@ fn list_is_one_line_per_benchmark_by_family_within_80_columns() {
         "{e}"
     );
 }
+
+// --- the text report within 80 columns -----------------------------------
+
+/// The hazards of this machine's noise warnings, as `kbench sysinfo`
+/// lists them.
+fn hazards(dir: &std::path::Path) -> Vec<String> {
+    let v = common::json(
+        &kbench(dir)
+            .args(["sysinfo", "--json"])
+            .output()
+            .unwrap()
+            .stdout,
+    );
+    v["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| {
+            // The first words are enough to find a wrapped line.
+            let h = w["hazard"].as_str().unwrap();
+            h.split_whitespace().take(4).collect::<Vec<_>>().join(" ")
+        })
+        .collect()
+}
+
+#[test]
+fn the_run_report_fits_80_columns_and_says_each_warning_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let _t = common::serial();
+    let args = [
+        "run",
+        "spin:work=10",
+        "spin:work=20",
+        "true 1",
+        "--samples",
+        "3",
+        "--sample-time",
+        "0.01",
+        "--warmup",
+        "0",
+        "--metric",
+        "real",
+    ];
+    let out = kbench(dir.path()).args(args).output().unwrap();
+    common::assert_ok(&out);
+    let (stdout, stderr) = (
+        String::from_utf8(out.stdout).unwrap(),
+        String::from_utf8(out.stderr).unwrap(),
+    );
+    for l in stdout.lines().chain(stderr.lines()) {
+        assert!(
+            l.chars().count() <= 80,
+            "{} columns: {l}",
+            l.chars().count()
+        );
+    }
+    // Piped: the report keeps its warnings, stderr had them before the run.
+    let hz = hazards(dir.path());
+    for h in &hz {
+        assert_eq!(stdout.matches(h.as_str()).count(), 1, "{h}: {stdout}");
+        assert_eq!(stderr.matches(h.as_str()).count(), 1, "{h}: {stderr}");
+    }
+    // On a terminal (stdout and stderr the same screen): once in all.
+    let line = args
+        .iter()
+        .map(|a| format!("'{a}'"))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let bin = assert_cmd::cargo::cargo_bin("kbench");
+    let tty = std::process::Command::new("script")
+        .args(["-qec", &format!("{} {line}", bin.display()), "/dev/null"])
+        .env("KBENCH_DB", common::db(dir.path()))
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("script(1) from util-linux");
+    common::assert_ok(&tty);
+    let screen = String::from_utf8_lossy(&tty.stdout);
+    assert!(screen.contains("spin: ns/op"), "{screen}");
+    for h in &hz {
+        assert_eq!(screen.matches(h.as_str()).count(), 1, "{h}: {screen}");
+    }
+    if hz.is_empty() {
+        eprintln!("no noise warning on this machine: the once-only check had nothing to count");
+    }
+}
+
+#[test]
+fn outliers_are_flagged_only_from_ten_samples_on() {
+    let dir = tempfile::tempdir().unwrap();
+    // The same far value (30 among values near 10) in a cell of 10
+    // samples and in one of 5.
+    let ten = dir.path().join("ten.txt");
+    let five = dir.path().join("five.txt");
+    std::fs::write(&ten, "10\n10.1\n9.9\n10\n10.2\n9.8\n10\n10.1\n9.9\n30\n").unwrap();
+    std::fs::write(&five, "10\n10.1\n9.9\n10\n30\n").unwrap();
+    common::assert_ok(
+        &kbench(dir.path())
+            .args(["import", "--from", "ministat"])
+            .args([&ten, &five])
+            .output()
+            .unwrap(),
+    );
+    let text = common::stdout(kbench(dir.path()).arg("report"));
+    let flagged: Vec<&str> = text.lines().filter(|l| l.contains("outliers [")).collect();
+    assert_eq!(flagged.len(), 1, "{text}");
+    assert!(flagged[0].contains("sample #10 of 10"), "{text}");
+    let v = common::json(
+        &kbench(dir.path())
+            .args(["report", "--json"])
+            .output()
+            .unwrap()
+            .stdout,
+    );
+    let outliers: Vec<String> = common::cells(&v)
+        .iter()
+        .map(|c| c["outliers"].to_string())
+        .collect();
+    assert_eq!(outliers, ["[9]", "[]"]);
+}

@@ -43,6 +43,7 @@ fn report(r: &Report) -> Value {
         "stop": r.stop(),
         "verdict": r.verdict,
         "failures": r.failures,
+        "summary": r.summary,
     });
     match &r.subject {
         Subject::Run(run) => v["run"] = json!(run),
