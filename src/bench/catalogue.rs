@@ -130,15 +130,17 @@ const MICRO: &[(&str, Family, &str)] = &[
     ("write-dev-null", Family::Files, "lmbench lat_syscall write"),
 ];
 
+/// A micro-benchmark's row of [`MICRO`].
+fn micro(b: &dyn Bench) -> Option<&'static (&'static str, Family, &'static str)> {
+    MICRO.iter().find(|(n, _, _)| *n == b.name())
+}
+
 /// The family `kbench list` files `b` under.
 pub fn family(b: &dyn Bench) -> Family {
     match b.kind() {
         Kind::Scale => Family::Scalability,
         Kind::Command => Family::Commands,
-        Kind::Micro => MICRO
-            .iter()
-            .find(|(n, _, _)| *n == b.name())
-            .map_or(Family::Reference, |(_, f, _)| *f),
+        Kind::Micro => micro(b).map_or(Family::Reference, |(_, f, _)| *f),
     }
 }
 
@@ -151,10 +153,7 @@ pub fn reference(b: &dyn Bench) -> Option<String> {
             b.name()
         )),
         Kind::Command => None,
-        Kind::Micro => MICRO
-            .iter()
-            .find(|(n, _, _)| *n == b.name())
-            .map(|(_, _, r)| r.to_string()),
+        Kind::Micro => micro(b).map(|(_, _, r)| r.to_string()),
     }
 }
 
