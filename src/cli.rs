@@ -135,9 +135,15 @@ pub enum Command {
         /// (false discovery rate) instead of Holm (family-wise error rate).
         #[arg(long)]
         fdr: bool,
-        /// Print JSON instead of text.
+        /// Print JSON instead of text (same as `--format json`).
         #[arg(long)]
         json: bool,
+        /// Output format: text, json, markdown (tables for a review) or csv
+        /// (a row per cell and contender) [default: text].
+        #[arg(long, value_enum, value_name = "FORMAT")]
+        format: Option<crate::report::Format>,
+        #[command(flatten)]
+        exports: crate::export::Exports,
     },
     /// How many samples per side a comparison needs to detect a change of
     /// --margin with 80% power, from the spread a pilot run or campaign
@@ -337,6 +343,8 @@ pub struct RunArgs {
     /// Commands: never through a shell (`--shell none`).
     #[arg(short = 'N', conflicts_with = "shell")]
     pub no_shell: bool,
+    #[command(flatten)]
+    pub exports: crate::export::Exports,
     /// Commands: the metrics measured, comma-separated, the first primary:
     /// real, user, sys, maxrss, vcsw, ivcsw [default: all].
     #[arg(long, value_name = "NAME,...", value_delimiter = ',')]

@@ -96,6 +96,8 @@ pub fn dispatch(args: Vec<OsString>) -> anyhow::Result<ExitCode> {
             expect,
             fdr,
             json,
+            format,
+            exports,
         } => {
             let adjust = if fdr {
                 crate::stats::multiple::Adjust::BenjaminiHochberg
@@ -112,7 +114,8 @@ pub fn dispatch(args: Vec<OsString>) -> anyhow::Result<ExitCode> {
                     expect: &expect,
                     adjust,
                 },
-                json,
+                compare_format(json, format)?,
+                &exports,
             )
         }
         Command::Store {
@@ -356,6 +359,7 @@ fn run(a: RunArgs, db: Option<&str>) -> anyhow::Result<ExitCode> {
     let cells = runner::cells(&plan, &opts)?;
     // Scale cells run without ASLR as will-it-scale's do: re-exec first.
     bench::scale::aslr::reexec_if_wanted(&cells)?;
+    let mut exports = a.exports.open()?;
     let mut st = store::open(db, store::Access::Write)?;
     // An edited plan is refused before anything is measured or printed.
     let (campaign, have) = match &plan.path {
@@ -440,8 +444,9 @@ fn run(a: RunArgs, db: Option<&str>) -> anyhow::Result<ExitCode> {
         }
         return Ok(ExitCode::SUCCESS);
     };
+    let mut r = report::Report::of_run(store::load_run(&*st, run_id)?);
+    exports.write(&|f| crate::export::run_document(&*st, run_id, &r, plan.layout.as_ref(), f))?;
     if lines.is_none() {
-        let mut r = report::Report::of_run(store::load_run(&*st, run_id)?);
         r.warnings_shown = warnings_shown;
         // A plan with a `[report]` layout prints it (text only: the JSON
         // report keeps every cell's statistics).
@@ -831,12 +836,31 @@ struct CompareHow<'a> {
     adjust: crate::stats::multiple::Adjust,
 }
 
+/// `compare --json` / `--format`: text, JSON, Markdown or CSV.
+fn compare_format(json: bool, format: Option<Format>) -> anyhow::Result<Format> {
+    match (json, format) {
+        (true, Some(f)) if f != Format::Json => Err(bad_input!(
+            "--json and --format {} ask for two formats; choose one",
+            f.name()
+        )),
+        (true, _) => Ok(Format::Json),
+        (false, None) => Ok(Format::Text),
+        (false, Some(f @ (Format::Text | Format::Json | Format::Markdown | Format::Csv))) => Ok(f),
+        (false, Some(f)) => Err(bad_input!(
+            "--format {}: compare prints text, json, markdown or csv",
+            f.name()
+        )),
+    }
+}
+
 fn compare(
     db: Option<&str>,
     operands: &[String],
     how: CompareHow<'_>,
-    json: bool,
+    format: Format,
+    exports: &crate::export::Exports,
 ) -> anyhow::Result<ExitCode> {
+    let mut targets = exports.open()?;
     let CompareHow {
         test,
         confidence,
@@ -901,7 +925,8 @@ fn compare(
         .map(|(n, ids)| (n.clone(), ids.iter().map(|id| &fps[id]).collect()))
         .collect();
     c.comparability = Some(report::comparability::check(&ops, &expect));
-    print(&Document::Compare(&c), Format::json_if(json))
+    targets.write(&|f| report::render(&Document::Compare(&c), f))?;
+    print(&Document::Compare(&c), format)
 }
 
 fn plan_size(

@@ -13,6 +13,7 @@ mod cli;
 mod cmd;
 mod error;
 mod event;
+mod export;
 mod fleet;
 mod ids;
 mod import;

@@ -407,3 +407,116 @@ fn outliers_are_flagged_only_from_ten_samples_on() {
         .collect();
     assert_eq!(outliers, ["[9]", "[]"]);
 }
+
+// --- exports in the same invocation --------------------------------------
+
+#[test]
+fn run_and_compare_export_json_markdown_and_csv_beside_the_text() {
+    let dir = tempfile::tempdir().unwrap();
+    let _t = common::serial();
+    let f = |name: &str| dir.path().join(name);
+    let out = kbench(dir.path())
+        .args([
+            "run",
+            "spin:work=10",
+            "spin:work=20",
+            "--samples",
+            "3",
+            "--sample-time",
+            "0.01",
+            "--warmup",
+            "0",
+            "--export-json",
+        ])
+        .arg(f("r.json"))
+        .arg("--export-markdown")
+        .arg(f("r.md"))
+        .arg("--export-csv")
+        .arg(f("r.csv"))
+        .output()
+        .unwrap();
+    common::assert_ok(&out);
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.contains("spin: ns/op"),
+        "the text still goes to stdout: {text}"
+    );
+    let json = common::json(&std::fs::read(f("r.json")).unwrap());
+    let cells = common::cells(&json);
+    assert_eq!(cells.len(), 2);
+    // The same numbers as the text report's table and summary.
+    for c in &cells {
+        let median = c["median"].as_f64().unwrap();
+        let work = c["params"]["work"].to_string();
+        let row = text
+            .lines()
+            .find(|l| l.split('|').next().map(str::trim) == Some(work.as_str()))
+            .unwrap_or_else(|| panic!("no row {work} in {text}"));
+        // N Min Max Median ...: the median is the fourth number.
+        let shown: f64 = row
+            .split('|')
+            .nth(1)
+            .unwrap()
+            .split_whitespace()
+            .nth(3)
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert!((shown - median).abs() / median < 1e-7, "{median} vs {row}");
+    }
+    assert_eq!(json["summary"]["variants"][0]["name"], "spin:work=10");
+    let md = std::fs::read_to_string(f("r.md")).unwrap();
+    assert!(md.contains("| --: |") || md.contains("|--:|"), "{md}");
+    let csv = std::fs::read_to_string(f("r.csv")).unwrap();
+    assert!(csv.starts_with("run,host,bench,"), "{csv}");
+    assert_eq!(csv.lines().count(), 1 + 2 * 3, "{csv}");
+
+    // compare: --format, and the same exports.
+    let run = json["run"]["id"].to_string();
+    let (a, b) = (format!("{run}:work=10"), format!("{run}:work=20"));
+    let md = common::stdout(kbench(dir.path()).args(["compare", &a, &b, "--format", "markdown"]));
+    assert!(
+        md.contains("| spin | ns/op |") && md.contains(&format!("`{b}`")),
+        "{md}"
+    );
+    let csv = common::stdout(kbench(dir.path()).args(["compare", &a, &b, "--format", "csv"]));
+    assert_eq!(csv.lines().count(), 2, "{csv}");
+    assert!(
+        csv.lines()
+            .nth(1)
+            .unwrap()
+            .starts_with("spin,ns/op,ns,lower,"),
+        "{csv}"
+    );
+    let out = kbench(dir.path())
+        .args(["compare", &a, &b, "--export-json"])
+        .arg(f("c.json"))
+        .arg("--export-csv")
+        .arg(f("c.csv"))
+        .output()
+        .unwrap();
+    common::assert_ok(&out);
+    let c = common::json(&std::fs::read(f("c.json")).unwrap());
+    assert_eq!(c["rows"].as_array().unwrap().len(), 1);
+    assert_eq!(std::fs::read_to_string(f("c.csv")).unwrap(), csv);
+    let e = error_line(dir.path(), &["compare", &a, &b, "--format", "html"]);
+    assert!(
+        e.contains("compare prints text, json, markdown or csv"),
+        "{e}"
+    );
+}
+
+#[test]
+fn an_export_that_cannot_be_written_stops_the_run_before_it_measures() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("no/such/dir/r.json");
+    let e = error_line(
+        dir.path(),
+        &["run", "true 1", "--export-json", bad.to_str().unwrap()],
+    );
+    assert!(e.contains("r.json: cannot write the export"), "{e}");
+    assert!(
+        !common::db(dir.path()).exists(),
+        "nothing measured, no store made"
+    );
+}

@@ -58,6 +58,13 @@ pub enum Format {
 }
 
 impl Format {
+    /// The name `--format` takes.
+    pub fn name(self) -> String {
+        clap::ValueEnum::to_possible_value(&self)
+            .map(|v| v.get_name().to_string())
+            .unwrap_or_default()
+    }
+
     /// `--json` as the flag most commands have.
     pub fn json_if(json: bool) -> Format {
         if json { Format::Json } else { Format::Text }
