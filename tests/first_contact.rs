@@ -520,3 +520,132 @@ fn an_export_that_cannot_be_written_stops_the_run_before_it_measures() {
         "nothing measured, no store made"
     );
 }
+
+// --- reading never needs write access ------------------------------------
+
+/// A store with one imported run in `dir`, its WAL folded in (the
+/// process that wrote it has ended).
+fn store_with_a_run(dir: &std::path::Path) {
+    let data = dir.join("a.txt");
+    std::fs::write(&data, "1\n2\n3\n4\n").unwrap();
+    common::assert_ok(
+        &kbench(dir)
+            .args(["import", "--from", "ministat"])
+            .arg(&data)
+            .output()
+            .unwrap(),
+    );
+}
+
+/// Report, compare and runs work; a run fails before measuring, naming
+/// the remedy. `cmd` runs kbench as the reading user.
+fn reads_but_refuses_runs(db: &std::path::Path, cmd: &dyn Fn(&[&str]) -> std::process::Output) {
+    let db = db.to_str().unwrap();
+    for args in [
+        &["runs", "--db", db][..],
+        &["report", "1", "--db", db],
+        &["report", "--db", db, "--format", "csv"],
+        &["compare", "1", "1", "--db", db],
+    ] {
+        let out = cmd(args);
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let out = cmd(&["run", "true 1", "--db", db]);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(e.lines().count(), 1, "{e}");
+    assert!(
+        e.contains("the store is read-only here") && e.contains("--db PATH"),
+        "{e}"
+    );
+}
+
+#[test]
+fn a_store_in_a_read_only_directory_is_read_by_an_unprivileged_user() {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0
+        || std::process::Command::new("setpriv")
+            .arg("--help")
+            .output()
+            .is_err()
+    {
+        eprintln!("skipped: needs root and setpriv(1) to become `nobody`");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    store_with_a_run(dir.path());
+    // A root-owned directory and file, readable by all, writable by none
+    // but root; the binary where `nobody` can run it.
+    let ro = dir.path().join("shared");
+    std::fs::create_dir(&ro).unwrap();
+    std::fs::copy(common::db(dir.path()), ro.join("kbench.db")).unwrap();
+    let bin = dir.path().join("kbench");
+    std::fs::copy(assert_cmd::cargo::cargo_bin("kbench"), &bin).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    for (p, mode) in [
+        (dir.path(), 0o755),
+        (&ro, 0o755),
+        (&ro.join("kbench.db"), 0o644),
+        (&bin, 0o755),
+    ] {
+        std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode)).unwrap();
+    }
+    let nobody = |args: &[&str]| {
+        std::process::Command::new("setpriv")
+            .args(["--reuid", "nobody", "--regid", "nogroup", "--clear-groups"])
+            .arg(&bin)
+            .args(args)
+            .env_remove("KBENCH_DB")
+            .env("HOME", &ro)
+            .env("XDG_DATA_HOME", &ro)
+            .current_dir(&ro)
+            .output()
+            .unwrap()
+    };
+    let who = nobody(&["sysinfo", "--json"]);
+    assert!(who.status.success(), "{who:?}");
+    reads_but_refuses_runs(&ro.join("kbench.db"), &nobody);
+    // Nothing was created beside the store.
+    let names: Vec<String> = std::fs::read_dir(&ro)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(names, ["kbench.db"]);
+}
+
+#[test]
+fn a_store_on_a_read_only_mount_is_read() {
+    let dir = tempfile::tempdir().unwrap();
+    store_with_a_run(dir.path());
+    let src = dir.path().join("src");
+    let mnt = dir.path().join("mnt");
+    std::fs::create_dir(&src).unwrap();
+    std::fs::create_dir(&mnt).unwrap();
+    std::fs::copy(common::db(dir.path()), src.join("kbench.db")).unwrap();
+    let mount = |args: &[&str]| {
+        std::process::Command::new("mount")
+            .args(args)
+            .output()
+            .is_ok_and(|o| o.status.success())
+    };
+    let (s, m) = (src.to_str().unwrap(), mnt.to_str().unwrap());
+    if !mount(&["--bind", s, m]) {
+        eprintln!("skipped: cannot bind-mount here (needs root and mount rights)");
+        return;
+    }
+    struct Unmount(std::path::PathBuf);
+    impl Drop for Unmount {
+        fn drop(&mut self) {
+            let _ = std::process::Command::new("umount").arg(&self.0).status();
+        }
+    }
+    let _u = Unmount(mnt.clone());
+    assert!(mount(&["-o", "remount,bind,ro", m]), "remount read-only");
+    reads_but_refuses_runs(&mnt.join("kbench.db"), &|args: &[&str]| {
+        kbench(dir.path()).args(args).output().unwrap()
+    });
+}

@@ -357,7 +357,10 @@ pub fn open(url: Option<&str>, access: Access) -> anyhow::Result<Box<dyn Store>>
             if access == Access::Read && !p.exists() {
                 return Ok(Box::new(sqlite::SqliteStore::empty()?));
             }
-            Ok(Box::new(sqlite::SqliteStore::open(&p, true)?))
+            Ok(Box::new(sqlite::SqliteStore::open(
+                &p,
+                access == Access::Write,
+            )?))
         }
     }
 }
