@@ -3,7 +3,7 @@
 //! `report::render` in the chosen format; nothing here formats output.
 
 use std::ffi::OsString;
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 
 use crate::bench;
@@ -62,10 +62,7 @@ pub fn dispatch(args: Vec<OsString>) -> anyhow::Result<ExitCode> {
     };
     match cli.command {
         Command::Run(a) => run(a, db),
-        Command::List { json } => {
-            let list: Vec<BenchInfo> = bench::BENCHES.iter().map(|b| BenchInfo::of(*b)).collect();
-            print(&Document::Benches(&list), Format::json_if(json))
-        }
+        Command::List { word, json } => list(word.as_deref(), json),
         Command::Sysinfo { json } => {
             let fingerprint = system::fingerprint();
             let s = Sysinfo {
@@ -111,6 +108,8 @@ pub fn dispatch(args: Vec<OsString>) -> anyhow::Result<ExitCode> {
             expect,
             fdr,
             json,
+            format,
+            exports,
         } => {
             let adjust = if fdr {
                 crate::stats::multiple::Adjust::BenjaminiHochberg
@@ -127,7 +126,8 @@ pub fn dispatch(args: Vec<OsString>) -> anyhow::Result<ExitCode> {
                     expect: &expect,
                     adjust,
                 },
-                json,
+                compare_format(json, format)?,
+                &exports,
             )
         }
         Command::Store {
@@ -153,6 +153,39 @@ pub fn dispatch(args: Vec<OsString>) -> anyhow::Result<ExitCode> {
         Command::Man { command } => man(&command),
         Command::Ministat { args } => crate::ministat::main(&args),
     }
+}
+
+/// `kbench list [WORD|NAME]`.
+fn list(word: Option<&str>, json: bool) -> anyhow::Result<ExitCode> {
+    let all: Vec<BenchInfo> = bench::BENCHES.iter().map(|b| BenchInfo::of(*b)).collect();
+    let Some(word) = word else {
+        return print(&Document::Benches(&all), Format::json_if(json));
+    };
+    if let Some(b) = all.iter().find(|b| b.name == word) {
+        return print(&Document::Bench(b), Format::json_if(json));
+    }
+    let w = word.to_lowercase();
+    let hit: Vec<BenchInfo> = all
+        .iter()
+        .filter(|b| {
+            [
+                Some(b.name.as_str()),
+                Some(b.family.as_str()),
+                b.reference.as_deref(),
+            ]
+            .into_iter()
+            .flatten()
+            .any(|s| s.to_lowercase().contains(&w))
+        })
+        .cloned()
+        .collect();
+    if hit.is_empty() {
+        return Err(bad_input!(
+            "no benchmark matches `{word}`{}",
+            crate::suggest::hint(word, &bench::names(), "see `kbench list`")
+        ));
+    }
+    print(&Document::Benches(&hit), Format::json_if(json))
 }
 
 /// The completion script for `shell`, generated from the same clap
@@ -237,7 +270,8 @@ fn usage_error(e: &clap::Error, args: &[OsString]) -> String {
             cmd = c;
         }
     }
-    format!("{first} (see `kbench{sub} --help`)")
+    let tip = crate::suggest::clap_tip(e);
+    format!("{first}{tip} (see `kbench{sub} --help`)")
 }
 
 /// Render a document to stdout.
@@ -352,20 +386,13 @@ fn run(a: RunArgs, db: &store::Locator) -> anyhow::Result<ExitCode> {
         runner::teardown::pay(&debts)?;
         return Ok(ExitCode::SUCCESS);
     }
+    let commands = crate::spec::CommandOptions::of(&a)?;
     let (plan, default_suite) = match a.specs.as_slice() {
         [] => {
             let specs: Vec<String> = DEFAULT_SUITE.iter().map(|s| s.to_string()).collect();
-            (crate::plan::adhoc(&specs)?, true)
+            (crate::spec::plan(&specs, &commands)?, true)
         }
-        [one] if one.ends_with(".toml") => (crate::plan::load(std::path::Path::new(one))?, false),
-        many => {
-            if let Some(p) = many.iter().find(|s| s.ends_with(".toml")) {
-                return Err(bad_input!(
-                    "`{p}`: a plan file must be the only argument of `kbench run`"
-                ));
-            }
-            (crate::plan::adhoc(many)?, false)
-        }
+        words => (crate::spec::plan(words, &commands)?, false),
     };
     if a.json && a.events.is_some() {
         return Err(bad_input!(
@@ -386,6 +413,7 @@ fn run(a: RunArgs, db: &store::Locator) -> anyhow::Result<ExitCode> {
     let cells = runner::cells(&plan, &opts)?;
     // Scale cells run without ASLR as will-it-scale's do: re-exec first.
     bench::scale::aslr::reexec_if_wanted(&cells)?;
+    let mut exports = a.exports.open()?;
     let mut st = store::open(db, store::Access::Write)?;
     // What a killed run left changed on this system is undone first; this
     // run's own teardowns are noted in the same ledger.
@@ -395,9 +423,18 @@ fn run(a: RunArgs, db: &store::Locator) -> anyhow::Result<ExitCode> {
     // An edited plan is refused before anything is measured or printed.
     let (campaign, have) = run_campaign(&mut *st, &plan, a.force)?;
     let fp = system::fingerprint();
+    // The noise warnings go to stderr before anything is measured; on a
+    // terminal that is also stdout the report then does not repeat them.
+    let warnings_shown = !a.quiet
+        && !fp.warnings().is_empty()
+        && std::io::stderr().is_terminal()
+        && std::io::stdout().is_terminal();
     if !a.quiet {
         for w in fp.warnings() {
-            eprintln!("kbench: warning: {w}");
+            eprint!(
+                "{}",
+                report::text::wrapped("kbench: warning: ", &w.to_string(), "  ")
+            );
         }
     }
     let mut writer = store::sink::StoreSink::new(st.as_mut());
@@ -483,8 +520,11 @@ fn run(a: RunArgs, db: &store::Locator) -> anyhow::Result<ExitCode> {
         }
         return Ok(ExitCode::SUCCESS);
     };
+    let mut r = report::Report::of_run(store::load_run(&*st, run_id)?);
+    exports.write(&|f| crate::export::run_document(&*st, run_id, &r, plan.layout.as_ref(), f))?;
     if lines.is_none() {
-        run_report(&*st, &plan, campaign.as_ref(), run_id, a.json)?;
+        r.warnings_shown = warnings_shown;
+        run_report(&*st, &plan, campaign.as_ref(), run_id, r, a.json)?;
     }
     Ok(match status {
         RunStatus::Done | RunStatus::Running => ExitCode::SUCCESS,
@@ -543,6 +583,7 @@ fn run_report(
     plan: &crate::plan::Plan,
     campaign: Option<&crate::record::CampaignKey>,
     run_id: i64,
+    run: report::Report,
     json: bool,
 ) -> anyhow::Result<()> {
     let format = Format::json_if(json);
@@ -557,9 +598,11 @@ fn run_report(
                 "kbench: the runs are campaign {} `{}`: `kbench report campaign:{}`, `kbench compare campaign:{}:FACTOR=A campaign:{}:FACTOR=B`",
                 c.id, c.name, c.id, c.id, c.id
             );
-            report::Report::of_campaign(store::load_campaign(st, c.id)?)
+            let mut r = report::Report::of_campaign(store::load_campaign(st, c.id)?);
+            r.warnings_shown = run.warnings_shown;
+            r
         }
-        _ => report::Report::of_run(store::load_run(st, run_id)?),
+        _ => run,
     };
     // A plan with a `[report]` layout prints it (text only: the JSON
     // report keeps every cell's statistics).
@@ -734,8 +777,12 @@ fn report(db: &store::Locator, a: &crate::cli::ReportArgs) -> anyhow::Result<Exi
     for (flag, dims) in named {
         if let Some(d) = dims.iter().find(|d| !known.contains(&d.trim().to_string())) {
             return Err(bad_input!(
-                "{flag}: `{d}` is neither a factor nor a parameter of the reported cells (known: {})",
-                known.join(", ")
+                "{flag}: `{d}` is neither a factor nor a parameter of the reported cells{}",
+                crate::suggest::hint(
+                    d.trim(),
+                    &known.iter().map(String::as_str).collect::<Vec<_>>(),
+                    ""
+                )
             ));
         }
     }
@@ -784,7 +831,10 @@ fn report(db: &store::Locator, a: &crate::cli::ReportArgs) -> anyhow::Result<Exi
     {
         // ministat's tables keep their bytes: differing facts go to stderr.
         for w in comparability.iter().flat_map(|k| &k.warnings) {
-            eprintln!("kbench: warning: {w}");
+            eprint!(
+                "{}",
+                report::text::wrapped("kbench: warning: ", &w.to_string(), "  ")
+            );
         }
         report::render(&Document::Reports(&reports), format)?
     } else {
@@ -1002,12 +1052,31 @@ struct CompareHow<'a> {
     adjust: crate::stats::multiple::Adjust,
 }
 
+/// `compare --json` / `--format`: text, JSON, Markdown or CSV.
+fn compare_format(json: bool, format: Option<Format>) -> anyhow::Result<Format> {
+    match (json, format) {
+        (true, Some(f)) if f != Format::Json => Err(bad_input!(
+            "--json and --format {} ask for two formats; choose one",
+            f.name()
+        )),
+        (true, _) => Ok(Format::Json),
+        (false, None) => Ok(Format::Text),
+        (false, Some(f @ (Format::Text | Format::Json | Format::Markdown | Format::Csv))) => Ok(f),
+        (false, Some(f)) => Err(bad_input!(
+            "--format {}: compare prints text, json, markdown or csv",
+            f.name()
+        )),
+    }
+}
+
 fn compare(
     db: &store::Locator,
     operands: &[String],
     how: CompareHow<'_>,
-    json: bool,
+    format: Format,
+    exports: &crate::export::Exports,
 ) -> anyhow::Result<ExitCode> {
+    let mut targets = exports.open()?;
     let CompareHow {
         test,
         confidence,
@@ -1064,7 +1133,8 @@ fn compare(
         .map(|(n, ids)| (n.clone(), ids.iter().map(|id| &fps[id]).collect()))
         .collect();
     c.comparability = Some(report::comparability::check(&ops, &expect));
-    print(&Document::Compare(&c), Format::json_if(json))
+    targets.write(&|f| report::render(&Document::Compare(&c), f))?;
+    print(&Document::Compare(&c), format)
 }
 
 fn plan_size(

@@ -13,6 +13,7 @@ mod cli;
 mod cmd;
 mod error;
 mod event;
+mod export;
 mod fleet;
 mod ids;
 mod import;
@@ -22,8 +23,10 @@ mod record;
 mod report;
 mod runner;
 mod select;
+mod spec;
 mod stats;
 mod store;
+mod suggest;
 mod system;
 mod term;
 #[cfg(test)]

@@ -125,9 +125,24 @@ fn value_of(c: &crate::record::CellInfo, key: &str) -> Option<String> {
 pub fn narrow(op: &Operand, cells: Vec<StoredCell>) -> anyhow::Result<Vec<StoredCell>> {
     for (k, _) in &op.filters {
         if !cells.iter().any(|(c, _)| value_of(&c.info, k).is_some()) {
+            let mut known: Vec<&str> = Vec::new();
+            for (c, _) in &cells {
+                let i = &c.info;
+                for n in i
+                    .factors
+                    .keys()
+                    .chain(i.params.keys())
+                    .chain(i.readings.keys())
+                {
+                    if !known.contains(&n.as_str()) {
+                        known.push(n);
+                    }
+                }
+            }
             return Err(bad_input!(
-                "`{}`: no factor or parameter `{k}` in the selected cells",
-                op.spec
+                "`{}`: no factor or parameter `{k}` in the selected cells{}",
+                op.spec,
+                crate::suggest::hint(k, &known, "")
             ));
         }
     }

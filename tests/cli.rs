@@ -95,8 +95,8 @@ fn text_report_labels_rows_with_parameters() {
         .args(["--samples", "3", "--sample-time", "0.02"])
         .assert()
         .success()
-        .stdout(predicate::str::is_match(r"(?m)^cpu \|   N ").unwrap())
-        .stdout(predicate::str::is_match(format!(r"(?m)^{a} +\|   3 ")).unwrap())
+        .stdout(predicate::str::is_match(r"(?m)^cpu \|  N ").unwrap())
+        .stdout(predicate::str::is_match(format!(r"(?m)^{a} +\|  3 ")).unwrap())
         .stdout(predicate::str::contains(format!("placement [1]: cpu {b}")));
 }
 
@@ -451,12 +451,13 @@ fn list_shows_benchmarks_with_params_and_direction() {
         "spin",
     ] {
         assert!(
-            s.lines().any(|l| l.starts_with(&format!("{b} ("))),
+            s.lines().any(|l| l.starts_with(&format!("  {b} "))),
             "{b} missing"
         );
     }
-    assert!(s.contains("ns/op [ns], lower is better"));
-    assert!(s.contains("cpu "));
+    let one = common::stdout(kbench(dir.path()).args(["list", "getppid"]));
+    assert!(one.contains("ns/op [ns], lower is better"), "{one}");
+    assert!(one.contains("  cpu = cpu"), "{one}");
     let v = json(
         &kbench(dir.path())
             .args(["list", "--json"])

@@ -136,6 +136,9 @@ pub struct CommandSpec {
     pub cwd: Option<String>,
     pub env: Vec<(String, String)>,
     pub timeout: Option<Duration>,
+    /// Run once when the cell is prepared, before a cell's `prepare`
+    /// (`kbench run --setup`, hyperfine's option of that name).
+    pub setup: Option<Argv>,
     pub prepare: Option<Argv>,
     pub cleanup: Option<Argv>,
     pub per: Per,
@@ -169,6 +172,9 @@ impl CommandSpec {
             t.push(("cwd", c));
         }
         t.extend(self.env.iter().map(|(_, v)| ("env", v.as_str())));
+        if let Some(p) = &self.setup {
+            t.extend(p.templates().into_iter().map(|s| ("setup", s)));
+        }
         if let Some(p) = &self.prepare {
             t.extend(p.templates().into_iter().map(|s| ("prepare", s)));
         }
@@ -426,6 +432,10 @@ impl CommandInstance {
                 env.push((var.clone(), v.to_string()));
             }
         }
+        let setup = match &spec.setup {
+            Some(p) => Some(p.fill(&vars).map_err(e("setup"))?),
+            None => None,
+        };
         let prepare = match &spec.prepare {
             Some(p) => Some(p.fill(&vars).map_err(e("prepare"))?),
             None => None,
@@ -476,6 +486,9 @@ impl CommandInstance {
             capture_stdout,
             cell_prepared: false,
         };
+        if let Some(s) = &setup {
+            inst.hook("setup", s)?;
+        }
         if inst.spec.per == Per::Cell
             && let Some(p) = inst.prepare.clone()
         {
@@ -697,6 +710,17 @@ pub enum Exit {
     TimedOut,
     /// kbench got SIGINT/SIGTERM while waiting; the command was killed.
     Interrupted,
+}
+
+impl std::fmt::Display for Exit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Exit::Code(c) => write!(f, "exited with status {c}"),
+            Exit::Signal(s) => write!(f, "was killed by signal {s}"),
+            Exit::TimedOut => f.write_str("timed out"),
+            Exit::Interrupted => f.write_str("was interrupted"),
+        }
+    }
 }
 
 /// Set once SIGINT/SIGTERM arrive, so a long command is killed instead of

@@ -7,6 +7,7 @@
 //! that the runner asks for one sample at a time, interleaved with the other
 //! cells of a run. Adding a benchmark = one file + one line in [`BENCHES`].
 
+pub mod catalogue;
 pub mod command;
 #[cfg(test)]
 pub mod fake;
@@ -330,6 +331,15 @@ pub fn find(name: &str) -> Option<BenchRef> {
 /// Names of all built-in benchmarks, for error messages.
 pub fn names() -> Vec<&'static str> {
     BENCHES.iter().map(|b| b.name()).collect()
+}
+
+/// "unknown benchmark `getppd`; did you mean `getppid`? (see `kbench
+/// list`)": the nearest few names, never the whole catalogue.
+pub fn unknown(name: &str) -> String {
+    format!(
+        "unknown benchmark `{name}`{}",
+        crate::suggest::hint(name, &names(), "see `kbench list`")
+    )
 }
 
 #[cfg(test)]

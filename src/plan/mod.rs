@@ -86,7 +86,7 @@ use crate::error::bad_input;
 use crate::system::probe::Probe;
 use crate::units::CpuSet;
 
-pub use validate::{adhoc, expand};
+pub use validate::{adhoc, adhoc_plan, adhoc_spec, expand};
 
 /// The file as written.
 #[derive(Debug, Deserialize)]
@@ -477,6 +477,7 @@ fn parse_in(text: &str, name: &str, dir: &Path, inert: bool) -> anyhow::Result<P
     };
     let file: PlanFile = toml::from_str(text).map_err(|e| {
         let msg = e.message().trim().replace('\n', " ");
+        let msg = unknown_key(&msg).unwrap_or(msg);
         match e.span() {
             Some(span) => match key_before(text, span.start) {
                 Some(key) if !msg.contains(&format!("`{key}`")) => {
@@ -488,6 +489,18 @@ fn parse_in(text: &str, name: &str, dir: &Path, inert: bool) -> anyhow::Result<P
         }
     })?;
     validate::validate(file, &src)
+}
+
+/// serde's "unknown field `sampels`, expected one of `name`, `samples`,
+/// ..." as "unknown key `sampels`; did you mean `samples`? (known: ...)".
+fn unknown_key(msg: &str) -> Option<String> {
+    let rest = msg.strip_prefix("unknown field `")?;
+    let (key, expected) = rest.split_once('`')?;
+    let known: Vec<&str> = expected.split('`').skip(1).step_by(2).collect();
+    Some(format!(
+        "unknown key `{key}`{}",
+        crate::suggest::hint(key, &known, "")
+    ))
 }
 
 /// The key whose value starts at `offset`: the last bare key before the

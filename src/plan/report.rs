@@ -205,8 +205,12 @@ pub(super) fn validate(
             Err(src.err(
                 s.span(),
                 format!(
-                    "`{key}`: `{name}` is neither a factor nor a parameter of the plan (known: {})",
-                    dims.join(", ")
+                    "`{key}`: `{name}` is neither a factor nor a parameter of the plan{}",
+                    crate::suggest::hint(
+                        name,
+                        &dims.iter().map(String::as_str).collect::<Vec<_>>(),
+                        ""
+                    )
                 ),
             ))
         }
@@ -376,7 +380,10 @@ mod tests {
         let e = err("confidence = 50.0\n");
         assert!(e.contains("`confidence` must be in 80..99.9"), "{e}");
         let e = err("colour = 1\n");
-        assert!(e.contains("unknown field `colour`"), "{e}");
+        assert!(
+            e.contains("unknown key `colour` (known: table, rows,"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -229,7 +229,7 @@ pub fn shell_step(cmd: &str, interruptible: bool) -> Result<(), String> {
     };
     match res {
         Ok((_, crate::bench::command::Exit::Code(0))) => Ok(()),
-        Ok((_, e)) => Err(with_tail(format!("failed ({e:?})"))),
+        Ok((_, e)) => Err(with_tail(format!("failed ({e})"))),
         Err(e) => Err(format!("cannot run: {e}")),
     }
 }

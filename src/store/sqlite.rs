@@ -8,7 +8,7 @@
 use anyhow::{Context, bail};
 use indexmap::IndexMap;
 use rusqlite::{Connection, OptionalExtension, params};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use super::sql::{self, CAMPAIGN_COLUMNS, RUN_SELECT, SAMPLE_COLUMNS};
 use super::{
@@ -140,6 +140,43 @@ CREATE TABLE verdicts (
 );
 "#,
 ];
+
+/// Whether new files can be made in `path`'s directory (SQLite's `-wal`
+/// and `-shm` files, kbench's lock files).
+fn dir_writable(path: &Path) -> bool {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let Ok(c) = std::ffi::CString::new(dir.as_os_str().as_encoded_bytes()) else {
+        return false;
+    };
+    // SAFETY: faccessat(2) reads a NUL-terminated path; the effective
+    // ids decide, as they do for the open that follows.
+    unsafe {
+        libc::faccessat(
+            libc::AT_FDCWD,
+            c.as_ptr(),
+            libc::W_OK | libc::X_OK,
+            libc::AT_EACCESS,
+        ) == 0
+    }
+}
+
+/// A path as the path part of an SQLite `file:` URI.
+fn uri_path(path: &Path) -> String {
+    let abs = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    let mut out = String::new();
+    for c in abs.to_string_lossy().chars() {
+        match c {
+            '%' => out.push_str("%25"),
+            '?' => out.push_str("%3f"),
+            '#' => out.push_str("%23"),
+            c => out.push(c),
+        }
+    }
+    out
+}
 
 pub struct SqliteStore {
     conn: Connection,
@@ -426,38 +463,24 @@ impl SqliteStore {
             Err(e) => return Err(bad_input!("{p}: {e}")),
         }
         use rusqlite::OpenFlags as F;
-        let writable = std::fs::OpenOptions::new().write(true).open(path).is_ok();
+        // Writing needs the file and its directory (SQLite's journal files
+        // live beside it); a read-only mount allows neither.
+        let writable =
+            std::fs::OpenOptions::new().write(true).open(path).is_ok() && dir_writable(path);
         if !writable && create {
-            return Err(bad_input!("{p}: the store is read-only here"));
+            return Err(bad_input!(
+                "{p}: the store is read-only here (its file, directory or mount): reports read it, but runs need a writable store; name one with --db PATH or KBENCH_DB (a copy: cp {p} ~/kbench.db)"
+            ));
         }
-        let flags = if writable {
-            F::SQLITE_OPEN_READ_WRITE
-        } else {
-            F::SQLITE_OPEN_READ_ONLY
-        };
-        let conn = Connection::open_with_flags(path, flags | F::SQLITE_OPEN_NO_MUTEX)
-            .map_err(|e| explain(path, e))?;
+        if !writable {
+            return Self::open_read_only(path);
+        }
+        let conn =
+            Connection::open_with_flags(path, F::SQLITE_OPEN_READ_WRITE | F::SQLITE_OPEN_NO_MUTEX)
+                .map_err(|e| explain(path, e))?;
         conn.busy_timeout(BUSY).map_err(|e| explain(path, e))?;
         Self::check_ours(&conn, path)?;
         check_pages(&conn, path, create)?;
-        if !writable {
-            // Reports from a store shared read-only: no journal mode to
-            // set, no migration possible.
-            let version: i64 = conn
-                .pragma_query_value(None, "user_version", |r| r.get(0))
-                .map_err(|e| explain(path, e))?;
-            if version as usize != MIGRATIONS.len() {
-                return Err(bad_input!(
-                    "{p}: read-only, and its schema (version {version}) needs upgrading to {}: open it once with write access",
-                    MIGRATIONS.len()
-                ));
-            }
-            check_schema(&conn, path)?;
-            return Ok(SqliteStore {
-                conn,
-                locks: Vec::new(),
-            });
-        }
         let mut s = SqliteStore {
             conn,
             locks: Vec::new(),
@@ -469,6 +492,56 @@ impl SqliteStore {
             })?;
         check_schema(&s.conn, path)?;
         Ok(s)
+    }
+
+    /// Open a store this process may not write (a read-only file,
+    /// directory or mount) for reports. SQLite reads a WAL store through
+    /// its `-shm` file, which a read-only directory cannot get; such a
+    /// store is read as an immutable file instead, unless its `-wal` file
+    /// holds commits the main file does not have yet.
+    fn open_read_only(path: &Path) -> anyhow::Result<SqliteStore> {
+        use rusqlite::OpenFlags as F;
+        let p = path.display();
+        let open = |query: &str| -> anyhow::Result<Connection> {
+            let uri = format!("file:{}?{query}", uri_path(path));
+            let conn = Connection::open_with_flags(
+                uri,
+                F::SQLITE_OPEN_READ_ONLY | F::SQLITE_OPEN_URI | F::SQLITE_OPEN_NO_MUTEX,
+            )
+            .map_err(|e| explain(path, e))?;
+            conn.busy_timeout(BUSY).map_err(|e| explain(path, e))?;
+            Self::check_ours(&conn, path)?;
+            Ok(conn)
+        };
+        let conn = match open("mode=ro") {
+            Ok(c) => c,
+            Err(_) => {
+                let wal = PathBuf::from(format!("{}-wal", path.display()));
+                if std::fs::metadata(&wal).is_ok_and(|m| m.len() > 0) {
+                    return Err(bad_input!(
+                        "{p}: read-only here, and {} holds writes not yet in the store; open it once where it can be written (or copy both files to a writable directory)",
+                        wal.display()
+                    ));
+                }
+                open("immutable=1")?
+            }
+        };
+        // No journal mode to set and no migration possible.
+        let version: i64 = conn
+            .pragma_query_value(None, "user_version", |r| r.get(0))
+            .map_err(|e| explain(path, e))?;
+        if version as usize != MIGRATIONS.len() {
+            return Err(bad_input!(
+                "{p}: read-only, and its schema (version {version}) needs upgrading to {}: open it once with write access",
+                MIGRATIONS.len()
+            ));
+        }
+        check_pages(&conn, path, false)?;
+        check_schema(&conn, path)?;
+        Ok(SqliteStore {
+            conn,
+            locks: Vec::new(),
+        })
     }
 
     /// An empty store in memory: what a read-only command sees when the
