@@ -274,15 +274,30 @@ impl StoreWrite for MemoryStore {
     }
 
     fn add_samples(&mut self, run_id: i64, samples: &[SampleRec]) -> anyhow::Result<usize> {
-        let key = |x: &(i64, SampleRec)| (x.1.cell_id, x.1.metric.clone(), x.1.round, x.1.seq);
-        Ok(samples
-            .iter()
-            .filter(|s| push_new(&mut self.samples, (run_id, (*s).clone()), key))
-            .count())
+        let mut added = 0;
+        for s in samples {
+            let dup = self.samples.iter().any(|(_, x)| {
+                x.cell_id == s.cell_id
+                    && x.metric == s.metric
+                    && x.round == s.round
+                    && x.seq == s.seq
+            });
+            if !dup {
+                self.samples.push((run_id, s.clone()));
+                added += 1;
+            }
+        }
+        Ok(added)
     }
 
     fn add_failure(&mut self, f: &FailureRec) -> anyhow::Result<()> {
-        push_new(&mut self.failures, f.clone(), |x| (x.cell_id, x.seq));
+        if !self
+            .failures
+            .iter()
+            .any(|x| x.cell_id == f.cell_id && x.seq == f.seq)
+        {
+            self.failures.push(f.clone());
+        }
         Ok(())
     }
 
@@ -295,23 +310,15 @@ impl StoreWrite for MemoryStore {
     }
 
     fn add_verdict(&mut self, v: &VerdictRec) -> anyhow::Result<()> {
-        push_new(&mut self.verdicts, v.clone(), |x| {
-            (x.run_id, x.kind.clone())
-        });
+        if !self
+            .verdicts
+            .iter()
+            .any(|x| x.run_id == v.run_id && x.kind == v.kind)
+        {
+            self.verdicts.push(v.clone());
+        }
         Ok(())
     }
-}
-
-/// Append `item` unless an equal `key` is stored already, as the SQL
-/// stores' unique keys do (a replayed event stream adds nothing twice);
-/// whether it was added.
-fn push_new<T, K: PartialEq>(v: &mut Vec<T>, item: T, key: impl Fn(&T) -> K) -> bool {
-    let k = key(&item);
-    let new = !v.iter().any(|x| key(x) == k);
-    if new {
-        v.push(item);
-    }
-    new
 }
 
 #[cfg(test)]
