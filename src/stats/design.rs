@@ -837,20 +837,10 @@ mod tests {
         n: u32,
         delta: f64,
     ) -> (Vec<Obs>, Vec<Obs>) {
-        let noise = Normal::new(0.0, 0.02);
         let (mut a, mut b) = (Vec::new(), Vec::new());
         let phase = g.uniform() * 6.0;
         for r in 0..n {
-            let load = 1.0 + 0.4 * ((r as f64 / 5.0) + phase).sin().abs();
-            let burst = |g: &mut crate::stats::sim::Rng| {
-                if g.uniform() < 0.1 {
-                    1.3 + 0.5 * g.uniform()
-                } else {
-                    1.0
-                }
-            };
-            let va = 100.0 * load * burst(g) * noise.one(g).exp();
-            let vb = 100.0 * (1.0 + delta) * load * burst(g) * noise.one(g).exp();
+            let (va, vb) = crate::stats::sim::busy_round(g, r, phase, delta);
             for (v, x) in [(&mut a, va), (&mut b, vb)] {
                 v.push(Obs {
                     value: x,

@@ -730,24 +730,10 @@ mod tests {
     /// within` (like good) a 5% threshold at 99%.
     fn bisect_calls(seed: u64, trials: usize, n: usize, delta: f64) -> (f64, f64) {
         let mut g = rng(seed);
-        let noise = Normal::new(0.0, 0.02);
         let (mut bad, mut good) = (0, 0);
         for _ in 0..trials {
-            let pairs: Vec<(f64, f64)> = (0..n)
-                .map(|i| {
-                    let load = 1.0 + 0.4 * (i as f64 / 5.0).sin().abs();
-                    let mut burst = || {
-                        if g.uniform() < 0.1 {
-                            1.3 + 0.5 * g.uniform()
-                        } else {
-                            1.0
-                        }
-                    };
-                    let (ba, bb) = (burst(), burst());
-                    let a = 100.0 * load * ba * noise.one(&mut g).exp();
-                    let b = 100.0 * (1.0 + delta) * load * bb * noise.one(&mut g).exp();
-                    (a, b)
-                })
+            let pairs: Vec<(f64, f64)> = (0..n as u32)
+                .map(|i| crate::stats::sim::busy_round(&mut g, i, 0.0, delta))
                 .collect();
             match paired(&pairs, Direction::Lower, conf(99.0))
                 .unwrap()
