@@ -174,15 +174,22 @@ fn bisect_names_the_commit_that_made_it_slower() {
     assert!((0.04..0.2).contains(&eff), "effect {eff}");
     assert!(lo < eff && eff < hi && lo > 0.0, "[{lo}, {hi}]");
 
-    // Fewer samples than measuring every commit 10 times, counted in the
+    // A binary search: the ends' step and at most ceil(log2(19))
+    // revisions (two more when undecided neighbours are skipped), each
+    // step at most 3 arms of --max-samples (60) rounds; counted in the
     // store: one CSV row per metric value, `cpu` once per sample.
     let csv = common::stdout(kbench(dir).args(["report", "slow", "--format", "csv"]));
     let samples = csv.lines().filter(|l| l.contains(",cpu,")).count();
     assert_eq!(samples as u64, v["samples"].as_u64().unwrap());
+    let steps = v["steps"].as_array().unwrap().len();
+    let search = (COMMITS - 1).next_power_of_two().trailing_zeros() as usize;
     assert!(
-        samples < COMMITS * 10,
-        "{samples} samples, not fewer than {}",
-        COMMITS * 10
+        steps <= 1 + search + 2,
+        "{steps} steps for {COMMITS} commits"
+    );
+    assert!(
+        samples <= steps * 3 * 60,
+        "{samples} samples in {steps} steps of at most 3 x 60"
     );
     // Builds: one per tested revision, none twice.
     let tested = v["steps"].as_array().unwrap().len() - 1;
