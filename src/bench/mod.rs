@@ -149,6 +149,13 @@ pub trait Bench: Send + Sync {
     fn check(&self, _params: &Params) -> Result<(), String> {
         Ok(())
     }
+    /// How long one sample lasts, in seconds, as far as the parameters
+    /// and settings tell (the run's time model, `runner/estimate.rs`);
+    /// `None` when only running it can tell (a command). A timed loop is
+    /// calibrated to last the sample time.
+    fn sample_seconds(&self, _params: &Params, settings: &RunSettings) -> Option<f64> {
+        Some(settings.sample_time)
+    }
     /// Prepare a cell: spawn helpers, open files, calibrate lazily.
     fn instantiate(
         &self,

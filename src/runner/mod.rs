@@ -11,6 +11,7 @@
 
 pub mod adaptive;
 pub mod campaign;
+pub mod estimate;
 pub mod guard;
 pub mod progress;
 pub mod worker;
@@ -164,6 +165,48 @@ pub fn cells(plan: &Plan, opts: &RunConfig) -> anyhow::Result<Vec<Cell>> {
     Ok(cells)
 }
 
+/// What a run of a plan will measure here.
+pub struct Todo {
+    /// The cells to sample, each with the samples it still needs.
+    pub cells: Vec<(Cell, u32)>,
+    /// Cells already complete and cells waiting for another system state
+    /// (`run` is `None`, `ran` 0).
+    pub summary: Summary,
+}
+
+/// The cells of `plan` that fit the system whose probes read `readings`
+/// and still miss samples (a campaign's `have`), as `run` will take them.
+pub fn todo(
+    plan: &Plan,
+    opts: &RunConfig,
+    have: &Progress,
+    readings: &IndexMap<String, String>,
+) -> anyhow::Result<Todo> {
+    let state = crate::record::readings_text(readings);
+    let mut summary = Summary::default();
+    let mut todo: Vec<(Cell, u32)> = Vec::new();
+    for cell in cells(plan, opts)? {
+        if !cell.runnable(readings) {
+            summary.pending += 1;
+            continue;
+        }
+        let want = cell.samples.unwrap_or(opts.samples);
+        let counts = have.get(&cell.key);
+        // Complete under any state: done. Otherwise only samples taken
+        // under the current readings count towards this run.
+        if counts.is_some_and(|m| m.values().any(|&n| n >= want)) {
+            summary.done += 1;
+            continue;
+        }
+        let got = counts.and_then(|m| m.get(&state)).copied().unwrap_or(0);
+        todo.push((cell, want - got.min(want)));
+    }
+    Ok(Todo {
+        cells: todo,
+        summary,
+    })
+}
+
 /// Run the cells of `plan` that fit the running system and still miss
 /// samples; returns what was done and how it ended.
 ///
@@ -181,30 +224,13 @@ pub fn run(
     fp: &Fingerprint,
     sink: &mut dyn Sink,
 ) -> anyhow::Result<(Summary, RunStatus)> {
-    let cells = cells(plan, opts)?;
     let readings = campaign::read_probes(plan);
     let mut fp = fp.clone();
     fp.probes.extend(readings.clone());
-    let state = crate::record::readings_text(&readings);
-
-    let mut summary = Summary::default();
-    let mut todo: Vec<(Cell, u32)> = Vec::new();
-    for cell in cells {
-        if !cell.runnable(&readings) {
-            summary.pending += 1;
-            continue;
-        }
-        let want = cell.samples.unwrap_or(opts.samples);
-        let counts = have.get(&cell.key);
-        // Complete under any state: done. Otherwise only samples taken
-        // under the current readings count towards this run.
-        if counts.is_some_and(|m| m.values().any(|&n| n >= want)) {
-            summary.done += 1;
-            continue;
-        }
-        let got = counts.and_then(|m| m.get(&state)).copied().unwrap_or(0);
-        todo.push((cell, want - got.min(want)));
-    }
+    let Todo {
+        cells: todo,
+        mut summary,
+    } = todo(plan, opts, have, &readings)?;
     if todo.is_empty() {
         return Ok((summary, RunStatus::Done));
     }
