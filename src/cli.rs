@@ -341,6 +341,11 @@ pub struct RunArgs {
     /// exit.
     #[arg(long)]
     pub teardown_only: bool,
+    /// Print the cells, samples, pending cells and the estimated duration,
+    /// then stop: nothing is measured or stored (a command runs once, to
+    /// time it).
+    #[arg(long)]
+    pub dry_run: bool,
     /// Start a new campaign: for a plan edited since its campaign began
     /// (without it, kbench refuses to mix the two), or to measure an
     /// unchanged plan over again. The old campaign stays in the store.
