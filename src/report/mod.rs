@@ -252,10 +252,47 @@ pub struct Report {
     pub verdict: Option<Look>,
     pub scaling: Vec<scale::Scaling>,
     pub failures: Vec<FailureRec>,
+    /// The failures by cell, for the text: a run whose every sample failed
+    /// has no table, and must not read as a success.
+    pub failed: Vec<FailedCell>,
     /// Campaigns: the system states the cells were measured under.
     pub states: Vec<IndexMap<String, String>>,
     /// Campaigns: cells of the plan not measured yet.
     pub pending: Vec<Pending>,
+}
+
+/// The failed samples of one cell.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FailedCell {
+    /// The cell as tables name it (benchmark and labels).
+    pub cell: String,
+    pub count: usize,
+    /// The last failure's message.
+    pub last: String,
+}
+
+/// Failures counted per cell, in the cells' order.
+fn failed_cells(cells: &[StoredCell], failures: &[FailureRec]) -> Vec<FailedCell> {
+    let mut out: Vec<FailedCell> = Vec::new();
+    for (c, _) in cells {
+        let mine: Vec<&FailureRec> = failures.iter().filter(|f| f.cell_id == c.id).collect();
+        let Some(last) = mine.last() else {
+            continue;
+        };
+        let cell = c.info.key.clone();
+        match out.iter_mut().find(|x| x.cell == cell) {
+            Some(x) => {
+                x.count += mine.len();
+                x.last = last.message.clone();
+            }
+            None => out.push(FailedCell {
+                cell,
+                count: mine.len(),
+                last: last.message.clone(),
+            }),
+        }
+    }
+    out
 }
 
 impl Report {
@@ -283,6 +320,7 @@ impl Report {
             details: Some(d.details),
             groups,
             verdict,
+            failed: failed_cells(&d.cells, &d.failures),
             failures: d.failures,
             states: Vec::new(),
             pending: Vec::new(),
@@ -311,6 +349,7 @@ impl Report {
                 runs: d.runs,
             },
             details: d.latest,
+            failed: failed_cells(&d.cells, &d.failures),
             failures: d.failures,
             states,
         }

@@ -357,11 +357,14 @@ pub fn run(
             ),
         }))?;
     }
-    if status == RunStatus::Done && live.iter().any(|l| l.failed) {
+    // A cell whose every sample failed measured nothing, even when its
+    // failures let it go on (`on_failure = "continue"`): the run failed.
+    let failed = |l: &Live| l.failed || (l.failures > 0 && l.values.is_empty());
+    if status == RunStatus::Done && live.iter().any(failed) {
         status = RunStatus::Failed;
     }
     for l in &live {
-        let cell_status = if l.failed {
+        let cell_status = if failed(l) {
             CellStatus::Failed
         } else if l.done || l.taken >= l.want {
             CellStatus::Done
