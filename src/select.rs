@@ -227,7 +227,8 @@ mod tests {
         let id = st
             .campaign(&crate::record::CampaignKey {
                 name: "p".into(),
-                plan_hash: crate::ids::plan_hash(text),
+                // Named by its text and its testcase's content (none here).
+                plan_hash: crate::ids::plan_hash(&crate::plan::identity(text, dir.path())),
                 generation: 1,
                 plan_text: text.into(),
             })
