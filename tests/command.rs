@@ -644,3 +644,65 @@ on_failure = "stop"
     assert!(err.contains("standard output was closed"), "{err}");
     assert_eq!(statuses(d).last().map(String::as_str), Some("interrupted"));
 }
+
+/// Issue: terminal control from data. A command's stderr (ESC `]0;...`
+/// BEL retitles the window, NUL, a carriage return) and an imported
+/// command's name reached the terminal raw in failure lines, reports and
+/// error messages; they are shown escaped, and the data is kept as it was.
+#[test]
+fn control_characters_from_data_never_reach_the_terminal() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let raw = |b: &[u8]| {
+        b.iter()
+            .any(|&c| c == 0x1b || c == 0x07 || c == 0 || c == b'\r')
+    };
+    let p = write_plan(
+        d,
+        r#"
+name = "ctl"
+samples = 2
+warmup = 0
+[[bench]]
+name = "cmd"
+shell = '''printf 'x\033]0;pwned\007y\000z\rw' >&2; exit 3'''
+on_failure = "continue"
+"#,
+    );
+    let out = kbench(d).args(["run", "-q"]).arg(&p).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let (o, e) = (&out.stdout, &out.stderr);
+    assert!(!raw(o) && !raw(e), "{o:?}\n{e:?}");
+    let err = String::from_utf8_lossy(e);
+    assert!(err.contains("x\\x1b]0;pwned\\x07y"), "{err}");
+    let out = kbench(d)
+        .args(["report", "--format", "markdown"])
+        .output()
+        .unwrap();
+    assert!(!raw(&out.stdout), "{:?}", out.stdout);
+
+    std::fs::write(
+        d.join("h.json"),
+        r#"{"results": [{"command": "sleep\u001b]0;pwned\u0007 1", "times": [1.0, 1.1, 1.2]}]}"#,
+    )
+    .unwrap();
+    kbench(d)
+        .args(["import", "--from", "hyperfine", "--name", "imp"])
+        .arg(d.join("h.json"))
+        .assert()
+        .success();
+    let out = kbench(d).args(["report", "imp"]).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(!raw(&out.stdout), "{text}");
+    assert!(text.contains("sleep\\x1b]0;pwned\\x07 1"), "{text}");
+    // Stored as it came: escaping is for the terminal only.
+    let c = rusqlite::Connection::open(d.join("k.db")).unwrap();
+    let n: i64 = c
+        .query_row(
+            "SELECT COUNT(*) FROM failures WHERE instr(message, char(27)) > 0",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(n, 2);
+}

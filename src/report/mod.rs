@@ -83,12 +83,15 @@ pub enum Document<'a> {
     PlanSize(&'a plan_size::PlanSize),
 }
 
-/// Render a document; the text ends with a newline.
+/// Render a document; the text ends with a newline. Text and Markdown,
+/// which reach terminals, show control characters from the data (a
+/// command's output, a name, an imported command) escaped.
 pub fn render(doc: &Document<'_>, format: Format) -> anyhow::Result<String> {
+    let shown = |s: String| crate::term::visible(&s).into_owned();
     Ok(match format {
-        Format::Text => text::render(doc),
+        Format::Text => shown(text::render(doc)),
         Format::Json => format!("{:#}\n", json::render(doc)?),
-        Format::Markdown => markdown::render(doc),
+        Format::Markdown => shown(markdown::render(doc)),
         Format::Csv => csv::render(doc)?,
         Format::Html => html::render(doc),
         Format::WisCsv => wis_csv::render(doc)?,

@@ -181,6 +181,8 @@ fn failed(o: &mut String, cells: &[crate::report::FailedCell]) {
     for c in cells {
         let line = format!("  {}: {} failed; last: {}", c.cell, c.count, c.last);
         let line: String = line.split_whitespace().collect::<Vec<_>>().join(" ");
+        // Escaped before it is cut, so the cut line stays within 80 columns.
+        let line = crate::term::visible(&line);
         let line = if line.chars().count() > 78 {
             let cut: String = line.chars().take(75).collect();
             format!("  {cut}...")
