@@ -398,7 +398,8 @@ fn processes_refuse_what_they_cannot_do() {
         .assert()
         .code(2)
         .stderr(
-            predicate::str::contains("p.toml")
-                .and(predicate::str::contains("`processes` must be >= 1")),
+            predicate::str::contains("p.toml").and(predicate::str::contains(
+                "`processes` must be within 1..=4294967295, found 0",
+            )),
         );
 }
