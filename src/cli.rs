@@ -279,7 +279,7 @@ pub struct RunArgs {
     pub specs: Vec<String>,
     /// Measured samples per cell (warm-ups not included) [default: 10,
     /// or the plan's `samples`].
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub samples: Option<u32>,
     /// Target duration of one sample in seconds; the iteration count is
     /// calibrated to it [default: 0.2, or the plan's `sample_time`].

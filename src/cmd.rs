@@ -512,6 +512,15 @@ fn run(a: RunArgs, db: &store::Locator) -> anyhow::Result<ExitCode> {
     drop(progress);
     let (summary, status) = match result {
         Ok(r) => r,
+        // The reader of `--events` went away (`| head`): the run stops,
+        // as interrupted, and says so.
+        Err(e) if crate::error::is_broken_pipe(&e) => {
+            writer.close_open_runs(RunStatus::Interrupted)?;
+            eprintln!(
+                "kbench: standard output was closed; the run stopped (interrupted), the samples measured so far are stored"
+            );
+            return Ok(ExitCode::from(1));
+        }
         Err(e) => {
             // The run stopped on an error (a sink that could not write, a
             // benchmark that could not start): it is over, not running.

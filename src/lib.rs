@@ -73,7 +73,7 @@ pub fn main() -> ExitCode {
             if error::is_broken_pipe(&err) {
                 return ExitCode::SUCCESS;
             }
-            eprintln!("kbench: {err:#}");
+            eprintln!("kbench: {}", term::visible(&format!("{err:#}")));
             ExitCode::from(error::exit_code(&err))
         }
     }

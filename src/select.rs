@@ -242,7 +242,7 @@ mod tests {
         let id = st
             .campaign(&crate::record::CampaignKey {
                 name: "p".into(),
-                // A testcase's content is part of the plan's identity.
+                // Named by its text and its testcase's content (none here).
                 plan_hash: crate::ids::plan_hash(&crate::plan::identity(text, dir.path())),
                 generation: 1,
                 plan_text: text.into(),

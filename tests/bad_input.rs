@@ -104,7 +104,7 @@ const CASES: &[Case] = &[
     case(
         &["run", "--samples", "0", "getuid"],
         2,
-        "--samples 0: need at least one sample",
+        "invalid value '0' for '--samples <N>': 0 is not in 1..=4294967295",
     ),
     case(
         &["run", "--samples", "-1", "getuid"],
@@ -670,6 +670,39 @@ const CASES: &[Case] = &[
         )],
         &["run", "p.toml"],
         "`warmup` must be within 0..=4294967295, found 1000000000000",
+    ),
+    // The range named is the one accepted (0 was refused while the
+    // message offered 0..=4294967295).
+    case(
+        &["run", "getuid", "--samples", "4294967296"],
+        2,
+        "4294967296 is not in 1..=4294967295",
+    ),
+    // A missing `cwd` or probe command is found when the plan is read,
+    // not when a cell runs (or by `status` calling the probe `absent`).
+    with(
+        &[(
+            "p.toml",
+            "name = \"p\"\n[[bench]]\nname = \"c\"\nshell = \"true\"\ncwd = \"no/such/dir\"\n",
+        )],
+        &["status", "p.toml"],
+        "p.toml:5:7: command `c`: `cwd` `",
+    ),
+    with(
+        &[(
+            "p.toml",
+            "name = \"p\"\n[[bench]]\nname = \"c\"\nshell = \"true\"\ncwd = \"{plan_dir}/gone\"\n",
+        )],
+        &["run", "p.toml"],
+        "/gone` is not a directory",
+    ),
+    with(
+        &[(
+            "p.toml",
+            "name = \"p\"\n[factors.m]\napply = \"system\"\nprobe = [\"no-such-probe-prog\"]\nvalues = [\"a\"]\n[[bench]]\nuse = \"getuid\"\n",
+        )],
+        &["status", "p.toml"],
+        "p.toml:4:9: factor `m`: probe command `no-such-probe-prog` is not found on PATH",
     ),
     case(
         &["import", "--from", "ministat", "-C", "0", "m.txt"],

@@ -540,3 +540,169 @@ fn bad_definitions_exit_2_with_one_line() {
         "`on_failure` must be",
     );
 }
+
+/// The statuses of the store's runs, oldest first.
+fn statuses(dir: &Path) -> Vec<String> {
+    let c = rusqlite::Connection::open(dir.join("k.db")).unwrap();
+    let mut q = c.prepare("SELECT status FROM runs ORDER BY id").unwrap();
+    q.query_map([], |r| r.get(0))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect()
+}
+
+/// Issue: failures that read as success. A run whose every sample failed
+/// (`on_failure = "continue"`) exited 0 as `done` with a report showing
+/// neither a table nor the failures; a metric reading `NaN` went on
+/// despite `on_failure = "stop"`; `run --events jsonl | head -2` exited 0
+/// silently and left the run `failed`.
+#[test]
+fn failures_never_read_as_success() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let p = write_plan(
+        d,
+        r#"
+name = "allfail"
+samples = 3
+warmup = 0
+[[bench]]
+name = "cmd"
+shell = "echo oops >&2; exit 3"
+on_failure = "continue"
+"#,
+    );
+    let out = kbench(d).args(["run", "-q"]).arg(&p).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("failed samples: 3, in 1 cell(s):")
+            && text.contains("cmd: 3 failed; last: command `sh -c echo oops"),
+        "{text}"
+    );
+    assert!(
+        text.lines()
+            .filter(|l| l.contains("failed"))
+            .all(|l| l.chars().count() <= 80),
+        "{text}"
+    );
+    assert_eq!(statuses(d), ["failed"]);
+
+    let p = write_plan(
+        d,
+        r#"
+name = "nan"
+samples = 3
+warmup = 0
+[[bench]]
+name = "cmd"
+shell = "echo v=nan"
+metrics = [{ name = "v", regex = "v=(\\S+)", unit = "x" }]
+on_failure = "stop"
+"#,
+    );
+    let out = kbench(d).args(["run", "-q"]).arg(&p).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let c = rusqlite::Connection::open(d.join("k.db")).unwrap();
+    let (n, msg): (i64, String) = c
+        .query_row(
+            "SELECT COUNT(*), MAX(message) FROM failures WHERE run_id = 2",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap();
+    assert_eq!(n, 1, "stopped at the first NaN");
+    assert!(msg.contains("`nan` is not a finite number"), "{msg}");
+
+    // A reader that leaves after two lines.
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_kbench"))
+        .arg("--db")
+        .arg(d.join("k.db"))
+        .args([
+            "run",
+            "getuid",
+            "--samples",
+            "50",
+            "--sample-time",
+            "0.02",
+            "--events",
+            "jsonl",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    {
+        use std::io::BufRead;
+        let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+        lines.next().unwrap().unwrap();
+        lines.next().unwrap().unwrap();
+    }
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("standard output was closed"), "{err}");
+    assert_eq!(statuses(d).last().map(String::as_str), Some("interrupted"));
+}
+
+/// Issue: terminal control from data. A command's stderr (ESC `]0;...`
+/// BEL retitles the window, NUL, a carriage return) and an imported
+/// command's name reached the terminal raw in failure lines, reports and
+/// error messages; they are shown escaped, and the data is kept as it was.
+#[test]
+fn control_characters_from_data_never_reach_the_terminal() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let raw = |b: &[u8]| {
+        b.iter()
+            .any(|&c| c == 0x1b || c == 0x07 || c == 0 || c == b'\r')
+    };
+    let p = write_plan(
+        d,
+        r#"
+name = "ctl"
+samples = 2
+warmup = 0
+[[bench]]
+name = "cmd"
+shell = '''printf 'x\033]0;pwned\007y\000z\rw' >&2; exit 3'''
+on_failure = "continue"
+"#,
+    );
+    let out = kbench(d).args(["run", "-q"]).arg(&p).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let (o, e) = (&out.stdout, &out.stderr);
+    assert!(!raw(o) && !raw(e), "{o:?}\n{e:?}");
+    let err = String::from_utf8_lossy(e);
+    assert!(err.contains("x\\x1b]0;pwned\\x07y"), "{err}");
+    let out = kbench(d)
+        .args(["report", "--format", "markdown"])
+        .output()
+        .unwrap();
+    assert!(!raw(&out.stdout), "{:?}", out.stdout);
+
+    std::fs::write(
+        d.join("h.json"),
+        r#"{"results": [{"command": "sleep\u001b]0;pwned\u0007 1", "times": [1.0, 1.1, 1.2]}]}"#,
+    )
+    .unwrap();
+    kbench(d)
+        .args(["import", "--from", "hyperfine", "--name", "imp"])
+        .arg(d.join("h.json"))
+        .assert()
+        .success();
+    let out = kbench(d).args(["report", "imp"]).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(!raw(&out.stdout), "{text}");
+    assert!(text.contains("sleep\\x1b]0;pwned\\x07 1"), "{text}");
+    // Stored as it came: escaping is for the terminal only.
+    let c = rusqlite::Connection::open(d.join("k.db")).unwrap();
+    let n: i64 = c
+        .query_row(
+            "SELECT COUNT(*) FROM failures WHERE instr(message, char(27)) > 0",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(n, 2);
+}

@@ -414,8 +414,9 @@ fn processes_refuse_what_they_cannot_do() {
         .assert()
         .code(2)
         .stderr(
-            predicate::str::contains("p.toml")
-                .and(predicate::str::contains("`processes` must be within 1..")),
+            predicate::str::contains("p.toml").and(predicate::str::contains(
+                "`processes` must be within 1..=4294967295, found 0",
+            )),
         );
 }
 

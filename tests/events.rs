@@ -133,5 +133,5 @@ fn a_closed_event_pipe_leaves_no_running_run() {
     let status = child.wait().unwrap();
     assert!(status.code().is_some(), "no crash: {status:?}");
     let runs = json(stdout(kbench(dir.path()).args(["runs", "--json"])).as_bytes());
-    assert_eq!(runs[0]["status"], "failed", "{runs}");
+    assert_eq!(runs[0]["status"], "interrupted", "{runs}");
 }

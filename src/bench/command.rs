@@ -593,10 +593,18 @@ impl CommandInstance {
     }
 }
 
+/// A metric's text as a finite number: `NaN` or `inf` is a failed sample
+/// (handled as the cell's `on_failure` says), not a value.
 fn number(s: &str) -> Result<f64, String> {
-    s.trim()
+    let t = s.trim();
+    let v = t
         .parse::<f64>()
-        .map_err(|_| format!("`{}` is not a number", s.trim()))
+        .map_err(|_| format!("`{}` is not a number", crate::term::visible(t)))?;
+    if v.is_finite() {
+        Ok(v)
+    } else {
+        Err(format!("`{t}` is not a finite number"))
+    }
 }
 
 fn shown(argv: &[String]) -> String {

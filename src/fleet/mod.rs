@@ -146,7 +146,7 @@ pub fn relabel(host: &Host, cell: &mut CellInfo) {
 
 /// Run `plan` on every host; one failing host never stops the others.
 pub fn run(plan_path: &Path, hosts: &[Host], o: &RunOptions<'_>) -> anyhow::Result<Outcome> {
-    let plan = crate::plan::load(plan_path)?;
+    let plan = crate::plan::load_for_hosts(plan_path)?;
     let exe = std::env::current_exe().map_err(|e| anyhow::anyhow!("this kbench's path: {e}"))?;
     let hash = sha256_hex(&exe)?;
     // The coordinator's store must open before any host is contacted.
@@ -386,7 +386,7 @@ fn sha256_hex(path: &Path) -> anyhow::Result<String> {
 /// `fleet status`: each host's last state and error, with its progress
 /// in the coordinator's store.
 pub fn status(db: &store::Locator, plan_path: &Path, hosts: &[Host]) -> anyhow::Result<FleetState> {
-    let plan = crate::plan::load(plan_path)?;
+    let plan = crate::plan::load_for_hosts(plan_path)?;
     let mut state = load_state(&state_path(&plan));
     let cells = crate::plan::expand(&plan)?.len();
     let target = plan.samples.unwrap_or(10);

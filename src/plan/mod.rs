@@ -427,6 +427,9 @@ pub(crate) struct Source<'a> {
     /// campaign's plan, fuzzing input): nothing it names is compiled or
     /// loaded (`testcase = "x.c"` stays an unloaded placeholder).
     pub inert: bool,
+    /// The plan's commands run on this machine: a `cwd` or probe command
+    /// it names must exist here (not for a fleet's hosts).
+    pub here: bool,
 }
 
 impl Source<'_> {
@@ -445,11 +448,21 @@ impl Source<'_> {
 /// Load and validate a plan file. Command benchmarks run in (and resolve
 /// relative paths from) the plan's directory.
 pub fn load(path: &Path) -> anyhow::Result<Plan> {
+    load_with(path, true)
+}
+
+/// [`load`] for a plan whose commands run on other hosts (a fleet): the
+/// directories and programs it names are not looked for here.
+pub fn load_for_hosts(path: &Path) -> anyhow::Result<Plan> {
+    load_with(path, false)
+}
+
+fn load_with(path: &Path, here: bool) -> anyhow::Result<Plan> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| bad_input!("{}: cannot read plan: {e}", path.display()))?;
     let abs = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
     let dir = abs.parent().map(Path::to_path_buf).unwrap_or_default();
-    let mut plan = parse_in(&text, &path.display().to_string(), &dir, false)?;
+    let mut plan = parse_in(&text, &path.display().to_string(), &dir, false, here)?;
     plan.path = Some(abs);
     Ok(plan)
 }
@@ -464,16 +477,18 @@ pub fn parse(text: &str, name: &str) -> anyhow::Result<Plan> {
         name,
         &std::env::current_dir().unwrap_or_default(),
         true,
+        false,
     )
 }
 
 /// Parse and validate plan text whose commands run in `dir`.
-fn parse_in(text: &str, name: &str, dir: &Path, inert: bool) -> anyhow::Result<Plan> {
+fn parse_in(text: &str, name: &str, dir: &Path, inert: bool, here: bool) -> anyhow::Result<Plan> {
     let src = Source {
         name: name.to_string(),
         text,
         dir: dir.to_path_buf(),
         inert,
+        here,
     };
     let file: PlanFile = toml::from_str(text).map_err(|e| {
         let msg = e.message().trim().replace('\n', " ");

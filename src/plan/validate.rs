@@ -363,7 +363,19 @@ fn factor(
             let argv: Option<Vec<String>> =
                 a.iter().map(|x| x.as_str().map(String::from)).collect();
             match argv {
-                Some(v) if !v.is_empty() => Some(Probe::Command(v)),
+                Some(v) if !v.is_empty() => {
+                    if src.here && !program_exists(&v[0]) {
+                        return Err(src.err(
+                            p.span(),
+                            format!(
+                                "factor `{name}`: probe command `{}` is not found{}",
+                                crate::term::visible(&v[0]),
+                                if v[0].contains('/') { "" } else { " on PATH" }
+                            ),
+                        ));
+                    }
+                    Some(Probe::Command(v))
+                }
                 _ => {
                     return Err(src.err(
                         p.span(),
@@ -887,6 +899,10 @@ fn command_spec(
     };
     spec.check_placeholders()
         .map_err(|e| src.err(b.span(), format!("command `{name}`: {e}")))?;
+    if let Some(c) = d.cwd.as_ref().filter(|_| src.here) {
+        missing_cwd(&src.dir, c.get_ref())
+            .map_err(|e| src.err(c.span(), format!("command `{name}`: {e}")))?;
+    }
     let label_params = sweep.iter().map(|(k, _)| k.clone()).collect();
     Ok(BenchSpec {
         display: name,
@@ -1223,6 +1239,38 @@ fn check_inside(bench: &dyn bench::Bench, params: &Params, set: &CpuSet) -> Resu
         }
     }
     Ok(())
+}
+
+/// A command's `cwd` that names no parameter must be a directory when the
+/// plan is read, not found missing when its first cell runs.
+fn missing_cwd(plan_dir: &std::path::Path, cwd: &str) -> Result<(), String> {
+    let filled = cwd.replace("{plan_dir}", &plan_dir.display().to_string());
+    if filled.contains('{') {
+        return Ok(());
+    }
+    let path = plan_dir.join(&filled);
+    if path.is_dir() {
+        Ok(())
+    } else {
+        Err(format!(
+            "`cwd` `{}` is not a directory",
+            crate::term::visible(&path.display().to_string())
+        ))
+    }
+}
+
+/// Would `std::process::Command::new(prog)` find `prog`: a path that
+/// exists, or an executable file in a directory of `PATH`.
+fn program_exists(prog: &str) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    let executable = |p: &std::path::Path| {
+        std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
+    if prog.contains('/') {
+        return executable(std::path::Path::new(prog));
+    }
+    std::env::var_os("PATH")
+        .is_some_and(|path| std::env::split_paths(&path).any(|d| executable(&d.join(prog))))
 }
 
 #[cfg(test)]

@@ -94,12 +94,15 @@ pub enum Document<'a> {
     PlanSize(&'a plan_size::PlanSize),
 }
 
-/// Render a document; the text ends with a newline.
+/// Render a document; the text ends with a newline. Text and Markdown,
+/// which reach terminals, show control characters from the data (a
+/// command's output, a name, an imported command) escaped.
 pub fn render(doc: &Document<'_>, format: Format) -> anyhow::Result<String> {
+    let shown = |s: String| crate::term::visible(&s).into_owned();
     Ok(match format {
-        Format::Text => text::render(doc),
+        Format::Text => shown(text::render(doc)),
         Format::Json => format!("{:#}\n", json::render(doc)?),
-        Format::Markdown => markdown::render(doc),
+        Format::Markdown => shown(markdown::render(doc)),
         Format::Csv => csv::render(doc)?,
         Format::Html => html::render(doc),
         Format::WisCsv => wis_csv::render(doc)?,
@@ -274,6 +277,9 @@ pub struct Report {
     pub verdict: Option<Look>,
     pub scaling: Vec<scale::Scaling>,
     pub failures: Vec<FailureRec>,
+    /// The failures by cell, for the text: a run whose every sample failed
+    /// has no table, and must not read as a success.
+    pub failed: Vec<FailedCell>,
     /// Campaigns: the system states the cells were measured under.
     pub states: Vec<IndexMap<String, String>>,
     /// Campaigns: cells of the plan not measured yet.
@@ -284,6 +290,40 @@ pub struct Report {
     /// The run's noise warnings were printed on this terminal before it
     /// began: the text report does not print them a second time.
     pub warnings_shown: bool,
+}
+
+/// The failed samples of one cell.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FailedCell {
+    /// The cell as tables name it (benchmark and labels).
+    pub cell: String,
+    pub count: usize,
+    /// The last failure's message.
+    pub last: String,
+}
+
+/// Failures counted per cell, in the cells' order.
+fn failed_cells(cells: &[StoredCell], failures: &[FailureRec]) -> Vec<FailedCell> {
+    let mut out: Vec<FailedCell> = Vec::new();
+    for (c, _) in cells {
+        let mine: Vec<&FailureRec> = failures.iter().filter(|f| f.cell_id == c.id).collect();
+        let Some(last) = mine.last() else {
+            continue;
+        };
+        let cell = c.info.key.clone();
+        match out.iter_mut().find(|x| x.cell == cell) {
+            Some(x) => {
+                x.count += mine.len();
+                x.last = last.message.clone();
+            }
+            None => out.push(FailedCell {
+                cell,
+                count: mine.len(),
+                last: last.message.clone(),
+            }),
+        }
+    }
+    out
 }
 
 impl Report {
@@ -316,6 +356,7 @@ impl Report {
             summary: summary::of_groups(&groups),
             groups,
             verdict,
+            failed: failed_cells(&d.cells, &d.failures),
             failures: d.failures,
             states: Vec::new(),
             pending: Vec::new(),
@@ -355,6 +396,7 @@ impl Report {
                 runs: d.runs,
             },
             details: d.latest,
+            failed: failed_cells(&d.cells, &d.failures),
             failures: d.failures,
             states,
         }

@@ -93,6 +93,7 @@ fn report(o: &mut String, r: &Report) {
         );
     }
     scaling(o, &r.scaling);
+    failed(o, &r.failed);
     if !r.states.is_empty() {
         o.push_str("\nsystem states measured:\n");
         for s in &r.states {
@@ -182,6 +183,29 @@ pub(crate) fn warnings(o: &mut String, w: &[crate::system::Warning]) {
     o.push_str("\nnoise warnings:\n");
     for x in w {
         o.push_str(&wrapped("  - ", &x.to_string(), "    "));
+    }
+}
+
+/// Failed samples, a line per cell with its last message (cut to 80
+/// columns): a run whose samples all failed has no table to show.
+fn failed(o: &mut String, cells: &[crate::report::FailedCell]) {
+    if cells.is_empty() {
+        return;
+    }
+    let n: usize = cells.iter().map(|c| c.count).sum();
+    let _ = writeln!(o, "\nfailed samples: {n}, in {} cell(s):", cells.len());
+    for c in cells {
+        let line = format!("  {}: {} failed; last: {}", c.cell, c.count, c.last);
+        let line: String = line.split_whitespace().collect::<Vec<_>>().join(" ");
+        // Escaped before it is cut, so the cut line stays within 80 columns.
+        let line = crate::term::visible(&line);
+        let line = if line.chars().count() > 78 {
+            let cut: String = line.chars().take(75).collect();
+            format!("  {cut}...")
+        } else {
+            format!("  {line}")
+        };
+        let _ = writeln!(o, "{line}");
     }
 }
 

@@ -255,7 +255,9 @@ pub fn run(
             ),
         }))?;
     }
-    if status == RunStatus::Done && arms.iter().any(|a| a.failed.is_some()) {
+    // A cell whose every sample failed measured nothing, even when its
+    // failures let it go on (`on_failure = "continue"`): the run failed.
+    if status == RunStatus::Done && arms.iter().any(|a| a.failed_cell()) {
         status = RunStatus::Failed;
     }
     s.finish(&mut arms, status)?;

@@ -47,6 +47,8 @@ impl Progress {
 
     /// Print a line above the bar (or plainly when hidden).
     fn println(&self, line: &str) {
+        // A failure's message holds the command's stderr.
+        let line = &*crate::term::visible(line);
         if self.visible {
             self.bar.println(line);
         } else {

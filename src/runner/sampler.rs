@@ -88,6 +88,13 @@ impl Arm {
     fn open(&self) -> bool {
         self.failed.is_none() && !self.done && self.taken < self.want
     }
+
+    /// The cell failed: it stopped on a failure, or every sample it took
+    /// failed (`on_failure = "continue"` let it go on, but it measured
+    /// nothing).
+    pub fn failed_cell(&self) -> bool {
+        self.failed.is_some() || (self.failures > 0 && self.values.is_empty())
+    }
 }
 
 /// When sampling stops, besides every arm having its samples.
@@ -421,7 +428,7 @@ impl<'a> Sampler<'a> {
             if !arm.insts.is_empty() {
                 self.release(arm)?;
             }
-            let cell_status = if arm.failed.is_some() {
+            let cell_status = if arm.failed_cell() {
                 CellStatus::Failed
             } else if arm.done || arm.taken >= arm.want || status != RunStatus::Interrupted {
                 // Stopped early by a rule (--max-time, a decision): done.
