@@ -115,7 +115,7 @@ impl Probe {
     pub fn read(&self) -> String {
         let r = match self {
             Probe::Command(argv) => run_probe_command(argv),
-            other => super::os::read_probe(other),
+            other => <super::Host as super::Os>::read_probe(other),
         };
         r.map(|s| s.trim().to_string())
             .filter(|s| !s.is_empty())

@@ -110,7 +110,9 @@ fn start() -> std::io::Result<OwnedFd> {
     // SAFETY: both fds are fresh and ours.
     let (r, w) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
     let devnull = c"/dev/null";
-    let exe = c"/proc/self/exe";
+    // The path is made before fork: the child may not allocate.
+    let exe = std::ffi::CString::new(super::self_exe().into_os_string().into_encoded_bytes())
+        .map_err(std::io::Error::other)?;
     let argv = [ARGV0.as_ptr(), std::ptr::null()];
     let reexec = REEXEC.load(std::sync::atomic::Ordering::Relaxed);
     // SAFETY: fork; the child makes only async-signal-safe calls and never
@@ -134,7 +136,7 @@ fn start() -> std::io::Result<OwnedFd> {
             }
             // dup2 clears close-on-exec on the copy.
             libc::dup2(r.as_raw_fd(), FD);
-            libc::syscall(libc::SYS_close_range, FD + 1, u32::MAX, 0);
+            super::close_range(FD as u32 + 1, u32::MAX);
             // Only kbench's own binary knows ARGV0; in any other (a test
             // harness) watch in the forked copy.
             if reexec {
@@ -171,7 +173,7 @@ fn watch() -> ! {
                 }
                 continue;
             }
-            if n < 0 && *libc::__errno_location() == libc::EINTR {
+            if n < 0 && super::errno() == libc::EINTR {
                 continue;
             }
             // End of file (or FD was never ours): kbench is gone.

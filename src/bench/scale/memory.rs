@@ -93,13 +93,13 @@ testcase!(
         Ok(body(|t| {
             let pg = page_size();
             // SAFETY: sbrk(0) only reads the current break.
-            let base = unsafe { libc::sbrk(0) } as usize;
+            let base = unsafe { crate::system::sbrk(0) } as usize;
             loop {
                 // SAFETY: growing then restoring the break; nothing lives
                 // in the page in between.
                 unsafe {
-                    libc::brk((base + pg) as *mut libc::c_void);
-                    libc::brk(base as *mut libc::c_void);
+                    crate::system::brk((base + pg) as *mut libc::c_void);
+                    crate::system::brk(base as *mut libc::c_void);
                 }
                 t.counter.add(2);
             }
@@ -320,7 +320,7 @@ testcase!(
             let pg = page_size();
             // SAFETY: sbrk grows the break by one page that nothing else
             // uses; the loop moves the break only above it.
-            let old = unsafe { libc::sbrk(pg as libc::intptr_t) };
+            let old = unsafe { crate::system::sbrk(pg as libc::intptr_t) };
             if old as isize == -1 {
                 anyhow::bail!("sbrk: {}", std::io::Error::last_os_error());
             }
@@ -328,8 +328,8 @@ testcase!(
             loop {
                 // SAFETY: as above.
                 unsafe {
-                    libc::brk((base + pg) as *mut libc::c_void);
-                    libc::brk(base as *mut libc::c_void);
+                    crate::system::brk((base + pg) as *mut libc::c_void);
+                    crate::system::brk(base as *mut libc::c_void);
                 }
                 t.counter.add(2);
             }
