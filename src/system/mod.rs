@@ -14,11 +14,17 @@
 //! its timed loop.
 
 mod cpuid;
+#[cfg(target_os = "freebsd")]
+mod freebsd;
+#[cfg(any(target_os = "freebsd", test))]
+mod freebsd_parse;
 #[cfg(target_os = "linux")]
 mod linux;
 pub mod probe;
 pub mod watchdog;
 
+#[cfg(target_os = "freebsd")]
+type Host = freebsd::FreeBsd;
 #[cfg(target_os = "linux")]
 type Host = linux::Linux;
 
