@@ -658,6 +658,12 @@ impl Os for FreeBsd {
         }
     }
 
+    #[inline(always)]
+    fn errno() -> c_int {
+        // SAFETY: __error returns the calling thread's errno.
+        unsafe { *libc::__error() }
+    }
+
     fn close_range(lo: u32, hi: u32) -> bool {
         // SAFETY: closing descriptors of this process.
         unsafe { libc::close_range(lo, hi, 0) == 0 }
@@ -694,8 +700,8 @@ impl Os for FreeBsd {
 
     /// FreeBSD promotes superpages by itself (vm.pmap.pg_ps_enabled) and
     /// has no per-mapping opt-out.
-    fn no_huge_pages(_p: *mut u8, _len: usize) -> std::io::Result<()> {
-        Err(std::io::Error::from(std::io::ErrorKind::Unsupported))
+    fn no_huge_pages(_p: *mut u8, _len: usize) -> bool {
+        false
     }
 
     #[inline(always)]

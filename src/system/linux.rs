@@ -545,12 +545,11 @@ impl Os for Linux {
                 }
                 libc::CPU_SET(c, &mut mask);
             }
-            cvt(libc::sched_setaffinity(
-                0,
-                std::mem::size_of::<libc::cpu_set_t>(),
-                &mask,
-            ))
+            if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mask) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
         }
+        Ok(())
     }
 
     fn get_affinity() -> std::io::Result<CpuSet> {
@@ -620,6 +619,12 @@ impl Os for Linux {
         }
     }
 
+    #[inline(always)]
+    fn errno() -> c_int {
+        // SAFETY: __errno_location returns the calling thread's errno.
+        unsafe { *libc::__errno_location() }
+    }
+
     fn close_range(lo: u32, hi: u32) -> bool {
         // SAFETY: closing descriptors of this process.
         unsafe { libc::syscall(libc::SYS_close_range, lo, hi, 0u32) == 0 }
@@ -655,9 +660,10 @@ impl Os for Linux {
         cvt(unsafe { libc::madvise(p.cast(), len, libc::MADV_DONTFORK) })
     }
 
-    fn no_huge_pages(p: *mut u8, len: usize) -> std::io::Result<()> {
+    #[inline(always)]
+    fn no_huge_pages(p: *mut u8, len: usize) -> bool {
         // SAFETY: advice on the caller's mapping.
-        cvt(unsafe { libc::madvise(p.cast(), len, libc::MADV_NOHUGEPAGE) })
+        unsafe { libc::madvise(p.cast(), len, libc::MADV_NOHUGEPAGE) == 0 }
     }
 
     #[inline(always)]

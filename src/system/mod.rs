@@ -269,6 +269,9 @@ pub(crate) trait Os {
 
     // -- Descriptors, memory, files and pipes --------------------------------
 
+    /// The calling thread's errno, read where libc keeps it (one load, as
+    /// in C: timed loops test it on their error paths). Async-signal-safe.
+    fn errno() -> c_int;
     /// Close descriptors `lo..=hi`; false when the kernel cannot do it in
     /// one call. Async-signal-safe.
     fn close_range(lo: u32, hi: u32) -> bool;
@@ -278,8 +281,9 @@ pub(crate) trait Os {
     fn lock_byte(fd: RawFd, offset: u64, wait: bool) -> std::io::Result<bool>;
     /// Keep `len` bytes at `p` out of forked children.
     fn dont_fork(p: *mut u8, len: usize) -> std::io::Result<()>;
-    /// Map `len` bytes at `p` with base pages only.
-    fn no_huge_pages(p: *mut u8, len: usize) -> std::io::Result<()>;
+    /// Map `len` bytes at `p` with base pages only; false where the OS
+    /// cannot (a page-fault benchmark calls it just before its timed part).
+    fn no_huge_pages(p: *mut u8, len: usize) -> bool;
     /// brk(2) as libc has it: 0, or -1 with errno.
     ///
     /// # Safety
@@ -430,9 +434,9 @@ pub fn set_exec_aslr(off: bool) -> std::io::Result<()> {
 
 /// The errno of the last failed call. Allocation-free and
 /// async-signal-safe.
-#[inline]
+#[inline(always)]
 pub fn errno() -> c_int {
-    std::io::Error::last_os_error().raw_os_error().unwrap_or(0)
+    Host::errno()
 }
 
 // -- Threads, affinity, waiting ------------------------------------------------
@@ -517,8 +521,10 @@ pub fn dont_fork(p: *mut u8, len: usize) -> std::io::Result<()> {
     Host::dont_fork(p, len)
 }
 
-/// Map `len` bytes at `p` with base pages only.
-pub fn no_huge_pages(p: *mut u8, len: usize) -> std::io::Result<()> {
+/// Map `len` bytes at `p` with base pages only; false where the OS
+/// cannot.
+#[inline(always)]
+pub fn no_huge_pages(p: *mut u8, len: usize) -> bool {
     Host::no_huge_pages(p, len)
 }
 

@@ -187,7 +187,7 @@ impl FaultInstance {
             if !self.thp {
                 // Where the OS cannot, the faults taken per page (notes)
                 // show what happened.
-                let _ = crate::system::no_huge_pages(m, self.size);
+                crate::system::no_huge_pages(m, self.size);
             }
             let t0 = now_ns();
             touch(m, self.size, step, self.write);
