@@ -16,7 +16,7 @@ use std::sync::atomic::AtomicU32;
 
 use super::freebsd_parse as parse;
 use super::probe::Probe;
-use super::{CpuTopo, Feature, Fingerprint, FutexOp, Hazard, Os, ProcState};
+use super::{CpuTopo, Feature, Fingerprint, FutexOp, Hazard, Os, ProcState, cvt};
 use crate::units::CpuSet;
 
 /// The FreeBSD backend of [`Os`].
@@ -45,14 +45,6 @@ struct MsrArgs {
 fn set_errno(e: c_int) {
     // SAFETY: __error returns the calling thread's errno.
     unsafe { *libc::__error() = e };
-}
-
-fn cvt(r: c_int) -> std::io::Result<()> {
-    if r < 0 {
-        Err(std::io::Error::last_os_error())
-    } else {
-        Ok(())
-    }
 }
 
 /// The OID of sysctl `name`.
@@ -248,27 +240,13 @@ fn busy_smt_pairs(topo: &[CpuTopo], window: std::time::Duration) -> Vec<(usize, 
             }
         }
     }
-    if pairs.is_empty() {
-        return pairs;
-    }
-    let Some(x) = sysctl("kern.cp_times") else {
-        return Vec::new();
-    };
-    std::thread::sleep(window);
-    let Some(y) = sysctl("kern.cp_times") else {
-        return Vec::new();
-    };
-    let (x, y) = (parse::cp_times(&x), parse::cp_times(&y));
-    let busy = |cpu: usize| -> f64 {
-        match (x.get(cpu), y.get(cpu)) {
-            (Some(a), Some(b)) if b.1 > a.1 => (b.0 - a.0) as f64 / (b.1 - a.1) as f64,
-            _ => 0.0,
-        }
-    };
-    pairs
-        .into_iter()
-        .filter(|&(a, b)| busy(a) > 0.5 && busy(b) > 0.5)
-        .collect()
+    super::busy_pairs(pairs, window, || {
+        let text = sysctl("kern.cp_times").unwrap_or_default();
+        let per_cpu = parse::cp_times(&text).into_iter().enumerate();
+        per_cpu
+            .map(|(cpu, (busy, total))| (cpu, busy, total))
+            .collect()
+    })
 }
 
 fn fingerprint() -> Fingerprint {
@@ -674,22 +652,8 @@ impl Os for FreeBsd {
     /// released when the process closes any descriptor of the file (the
     /// store keeps the file open until it is dropped).
     fn lock_byte(fd: RawFd, offset: u64, wait: bool) -> std::io::Result<bool> {
-        // SAFETY: flock is plain data.
-        let mut fl: libc::flock = unsafe { std::mem::zeroed() };
-        fl.l_type = libc::F_WRLCK as libc::c_short;
-        fl.l_whence = libc::SEEK_SET as libc::c_short;
-        fl.l_start = offset as libc::off_t;
-        fl.l_len = 1;
         let cmd = if wait { libc::F_SETLKW } else { libc::F_SETLK };
-        // SAFETY: fcntl on the caller's fd with a valid flock.
-        if unsafe { libc::fcntl(fd, cmd, &fl) } == 0 {
-            return Ok(true);
-        }
-        let e = std::io::Error::last_os_error();
-        match e.raw_os_error() {
-            Some(libc::EAGAIN | libc::EACCES) if !wait => Ok(false),
-            _ => Err(e),
-        }
+        super::fcntl_lock_byte(fd, offset, cmd, wait)
     }
 
     /// minherit(2) INHERIT_NONE: the range is absent in children.

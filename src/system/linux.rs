@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicU32;
 
 use super::probe::Probe;
-use super::{CpuTopo, Feature, Fingerprint, FutexOp, Hazard, Os, ProcState};
+use super::{CpuTopo, Feature, Fingerprint, FutexOp, Hazard, Os, ProcState, cvt};
 use crate::units::CpuSet;
 
 /// The Linux backend of [`Os`].
@@ -167,24 +167,7 @@ fn busy_smt_pairs(online: &CpuSet, window: std::time::Duration) -> Vec<(usize, u
             }
         }
     }
-    if pairs.is_empty() {
-        return pairs;
-    }
-    let a = cpu_times();
-    std::thread::sleep(window);
-    let b = cpu_times();
-    let busy = |cpu: usize| -> f64 {
-        let x = a.iter().find(|t| t.0 == cpu);
-        let y = b.iter().find(|t| t.0 == cpu);
-        match (x, y) {
-            (Some(x), Some(y)) if y.2 > x.2 => (y.1 - x.1) as f64 / (y.2 - x.2) as f64,
-            _ => 0.0,
-        }
-    };
-    pairs
-        .into_iter()
-        .filter(|&(x, y)| busy(x) > 0.5 && busy(y) > 0.5)
-        .collect()
+    super::busy_pairs(pairs, window, cpu_times)
 }
 
 fn hypervisor(fp: &Fingerprint) -> Option<String> {
@@ -324,15 +307,6 @@ fn read_probe(p: &Probe) -> Option<String> {
         Probe::Governor => read("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor"),
         Probe::OnlineCpus => Some(Linux::online_cpus().to_string()),
         Probe::Command(_) => None,
-    }
-}
-
-/// `-1` as the error of a call returning an int, with errno kept.
-fn cvt(r: c_int) -> std::io::Result<()> {
-    if r < 0 {
-        Err(std::io::Error::last_os_error())
-    } else {
-        Ok(())
     }
 }
 
@@ -633,26 +607,12 @@ impl Os for Linux {
     /// An OFD lock: per open file, not per process, and apart from the
     /// POSIX locks SQLite takes on its own files.
     fn lock_byte(fd: RawFd, offset: u64, wait: bool) -> std::io::Result<bool> {
-        // SAFETY: flock is plain data.
-        let mut fl: libc::flock = unsafe { std::mem::zeroed() };
-        fl.l_type = libc::F_WRLCK as libc::c_short;
-        fl.l_whence = libc::SEEK_SET as libc::c_short;
-        fl.l_start = offset as libc::off_t;
-        fl.l_len = 1;
         let cmd = if wait {
             libc::F_OFD_SETLKW
         } else {
             libc::F_OFD_SETLK
         };
-        // SAFETY: fcntl on the caller's fd with a valid flock.
-        if unsafe { libc::fcntl(fd, cmd, &fl) } == 0 {
-            return Ok(true);
-        }
-        let e = std::io::Error::last_os_error();
-        match e.raw_os_error() {
-            Some(libc::EAGAIN | libc::EACCES) if !wait => Ok(false),
-            _ => Err(e),
-        }
+        super::fcntl_lock_byte(fd, offset, cmd, wait)
     }
 
     fn dont_fork(p: *mut u8, len: usize) -> std::io::Result<()> {

@@ -710,6 +710,63 @@ pub fn cache_dir(sub: &str) -> std::path::PathBuf {
         .join(sub)
 }
 
+/// `-1` as the error of a call returning an int, with errno kept.
+fn cvt(r: c_int) -> std::io::Result<()> {
+    if r < 0 {
+        Err(std::io::Error::last_os_error())
+    } else {
+        Ok(())
+    }
+}
+
+/// A write lock on byte `offset` of `fd` through fcntl command `cmd` (the
+/// OS's record-lock flavour, waiting or not as `wait` says): `Ok(false)`
+/// when another holder has it and `wait` is false.
+fn fcntl_lock_byte(fd: RawFd, offset: u64, cmd: c_int, wait: bool) -> std::io::Result<bool> {
+    // SAFETY: flock is plain data.
+    let mut fl: libc::flock = unsafe { std::mem::zeroed() };
+    fl.l_type = libc::F_WRLCK as libc::c_short;
+    fl.l_whence = libc::SEEK_SET as libc::c_short;
+    fl.l_start = offset as libc::off_t;
+    fl.l_len = 1;
+    // SAFETY: fcntl on the caller's fd with a valid flock.
+    if unsafe { libc::fcntl(fd, cmd, &fl) } == 0 {
+        return Ok(true);
+    }
+    let e = std::io::Error::last_os_error();
+    match e.raw_os_error() {
+        Some(libc::EAGAIN | libc::EACCES) if !wait => Ok(false),
+        _ => Err(e),
+    }
+}
+
+/// The pairs of CPUs of `pairs` that were both more than half busy over
+/// `window`, from two readings of per-CPU `(cpu, busy, total)` ticks.
+fn busy_pairs(
+    pairs: Vec<(usize, usize)>,
+    window: std::time::Duration,
+    ticks: impl Fn() -> Vec<(usize, u64, u64)>,
+) -> Vec<(usize, usize)> {
+    if pairs.is_empty() {
+        return pairs;
+    }
+    let a = ticks();
+    std::thread::sleep(window);
+    let b = ticks();
+    let busy = |cpu: usize| -> f64 {
+        let x = a.iter().find(|t| t.0 == cpu);
+        let y = b.iter().find(|t| t.0 == cpu);
+        match (x, y) {
+            (Some(x), Some(y)) if y.2 > x.2 => (y.1 - x.1) as f64 / (y.2 - x.2) as f64,
+            _ => 0.0,
+        }
+    };
+    pairs
+        .into_iter()
+        .filter(|&(x, y)| busy(x) > 0.5 && busy(y) > 0.5)
+        .collect()
+}
+
 /// `PRETTY_NAME` of os-release(5), which both Linux and FreeBSD (13 and
 /// later) keep in /etc/os-release.
 fn os_release_name() -> Option<String> {
