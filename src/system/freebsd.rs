@@ -274,8 +274,6 @@ fn fingerprint() -> Fingerprint {
     }
     let topo = FreeBsd::cpu_topology(&online);
     fp.busy_smt_pairs = busy_smt_pairs(&topo, std::time::Duration::from_millis(100));
-    fp.kbench = Some(env!("CARGO_PKG_VERSION").to_string());
-    fp.compiler = super::compiler();
     fp
 }
 

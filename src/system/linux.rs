@@ -256,8 +256,6 @@ fn fingerprint() -> Fingerprint {
         }
     }
     fp.busy_smt_pairs = busy_smt_pairs(&online, std::time::Duration::from_millis(100));
-    fp.kbench = Some(env!("CARGO_PKG_VERSION").to_string());
-    fp.compiler = super::compiler();
     fp
 }
 

@@ -186,7 +186,8 @@ pub(crate) trait Os {
     /// This machine's name as runs record it.
     fn hostname() -> String;
     /// Everything recorded about the machine; what cannot be read stays
-    /// empty.
+    /// empty (the portable fields, kbench's version and the C compiler,
+    /// are filled by [`fingerprint`]).
     fn fingerprint() -> Fingerprint;
     /// The CPUs online now.
     fn online_cpus() -> CpuSet;
@@ -331,7 +332,11 @@ pub fn hostname() -> String {
 
 /// Read the fingerprint of the running system.
 pub fn fingerprint() -> Fingerprint {
-    Host::fingerprint()
+    Fingerprint {
+        kbench: Some(env!("CARGO_PKG_VERSION").to_string()),
+        compiler: compiler(),
+        ..Host::fingerprint()
+    }
 }
 
 /// The CPUs that are online now.
