@@ -27,12 +27,18 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Run benchmarks: a plan file, or benchmarks by name with parameters
-    /// (`getppid:cpu=0`). With no argument, runs the short default suite.
+    /// Run benchmarks: a plan file, benchmarks by name with parameters
+    /// (`getppid:cpu=0`), or commands (`'sleep 0.01' 'sleep 0.013'`). With
+    /// no argument, runs the short default suite.
     #[command(allow_negative_numbers = true)]
     Run(RunArgs),
-    /// List the built-in benchmarks with their parameters and metrics.
+    /// List the built-in benchmarks by family, one line each; `list WORD`
+    /// keeps those whose name, family or reference tool holds WORD, `list
+    /// NAME` describes one: parameters, metrics, reference tool.
     List {
+        /// A benchmark's name, or a word to filter by (`pipe`, `files`,
+        /// `lmbench`).
+        word: Option<String>,
         /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
@@ -129,14 +135,21 @@ pub enum Command {
         /// (false discovery rate) instead of Holm (family-wise error rate).
         #[arg(long)]
         fdr: bool,
-        /// Print JSON instead of text.
+        /// Print JSON instead of text (same as `--format json`).
         #[arg(long)]
         json: bool,
+        /// Output format: text, json, markdown (tables for a review) or csv
+        /// (a row per cell and contender) [default: text].
+        #[arg(long, value_enum, value_name = "FORMAT")]
+        format: Option<crate::report::Format>,
+        #[command(flatten)]
+        exports: crate::export::Exports,
     },
     /// How many samples per side a comparison needs to detect a change of
     /// --margin with 80% power, from the spread a pilot run or campaign
-    /// measured (with `--processes` samples whose processes differ: how
-    /// many processes).
+    /// measured, counting the level that dominates it (runs when the
+    /// pilot's runs differ, processes when its `--processes` differ), and
+    /// the rounds a comparison paired by round needs.
     PlanSize {
         /// The pilot: a run id or campaign, optionally narrowed
         /// (`NAME:factor=value`).
@@ -237,6 +250,12 @@ pub enum FleetCommand {
 
 #[derive(Debug, Subcommand)]
 pub enum StoreCommand {
+    /// Check the whole store (`--db`): its schema, every page, every index
+    /// against its table (SQLite's integrity_check), and that no row lost
+    /// the row it belongs to. Prints each problem; exits 2 if any.
+    /// (Every command already checks the small tables when it opens a
+    /// store, and `run`, `import` and `ingest` the samples' pages too.)
+    Check,
     /// Copy runs and their campaigns from one store to another (SQLite
     /// file or postgres:// URL), by their stable identities: what the
     /// destination holds already is not copied again.
@@ -255,7 +274,8 @@ pub enum StoreCommand {
 
 #[derive(Debug, Args)]
 pub struct RunArgs {
-    /// A plan file (PLAN.toml) or benchmarks as NAME[:k=v,...].
+    /// A plan file (PLAN.toml), benchmarks as NAME[:k=v,...], or commands:
+    /// a word with a space or `/`, a program on PATH, or `cmd:COMMAND`.
     pub specs: Vec<String>,
     /// Measured samples per cell (warm-ups not included) [default: 10,
     /// or the plan's `samples`].
@@ -275,6 +295,13 @@ pub struct RunArgs {
     /// `processes`].
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub processes: Option<u32>,
+    /// Make N whole runs, one after another, each in a fresh kbench
+    /// process and each holding every cell (interleaved in rounds), so
+    /// run-to-run variation is measured and comparisons can use the run
+    /// as their unit; the runs join one campaign [default: 1, or the
+    /// plan's `repeat.runs`].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub repeat: Option<u32>,
     /// Seed of the shuffled sample order; the run records the seed it used,
     /// so any order can be replayed.
     #[arg(long, value_name = "N")]
@@ -309,11 +336,38 @@ pub struct RunArgs {
     /// No progress bar.
     #[arg(long, short)]
     pub quiet: bool,
+    /// Only run the teardowns of `shell` factors that a killed kbench left
+    /// owed on this store (a `kbench run` runs them first anyway), then
+    /// exit.
+    #[arg(long)]
+    pub teardown_only: bool,
     /// Start a new campaign: for a plan edited since its campaign began
     /// (without it, kbench refuses to mix the two), or to measure an
     /// unchanged plan over again. The old campaign stays in the store.
     #[arg(long)]
     pub force: bool,
+    /// Commands: run CMD once before a command's samples (untimed), e.g.
+    /// to build what it runs.
+    #[arg(long, value_name = "CMD")]
+    pub setup: Option<String>,
+    /// Commands: run CMD before every sample (untimed), e.g. to drop
+    /// caches.
+    #[arg(long, value_name = "CMD")]
+    pub prepare: Option<String>,
+    /// Commands: run each through SHELL -c (`bash`, `bash --norc`), or
+    /// `none` for never [default: directly when a command is plain words,
+    /// through `sh -c` when it uses shell syntax].
+    #[arg(long, value_name = "SHELL")]
+    pub shell: Option<String>,
+    /// Commands: never through a shell (`--shell none`).
+    #[arg(short = 'N', conflicts_with = "shell")]
+    pub no_shell: bool,
+    #[command(flatten)]
+    pub exports: crate::export::Exports,
+    /// Commands: the metrics measured, comma-separated, the first primary:
+    /// real, user, sys, maxrss, vcsw, ivcsw [default: all].
+    #[arg(long, value_name = "NAME,...", value_delimiter = ',')]
+    pub metric: Vec<String>,
 }
 
 /// Shells `kbench completions` writes a script for.

@@ -2,9 +2,8 @@
 //! behind `main`. Each command builds a model and prints it through
 //! `report::render` in the chosen format; nothing here formats output.
 
-use clap::Parser;
 use std::ffi::OsString;
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 
 use crate::bench;
@@ -36,7 +35,11 @@ pub fn dispatch(args: Vec<OsString>) -> anyhow::Result<ExitCode> {
     if args.get(1).is_some_and(|a| a == "ministat") {
         return crate::ministat::main(&args[2..]);
     }
-    let cli = match Cli::try_parse_from(&args) {
+    use clap::{CommandFactory, FromArgMatches};
+    let parsed = <Cli as CommandFactory>::command()
+        .try_get_matches_from(&args)
+        .and_then(|m| Ok((Cli::from_arg_matches(&m)?, m)));
+    let (cli, matches) = match parsed {
         Ok(c) => c,
         // Help and version go to stdout with 0.
         Err(e) if !e.use_stderr() => {
@@ -46,14 +49,20 @@ pub fn dispatch(args: Vec<OsString>) -> anyhow::Result<ExitCode> {
         // A usage error is one line, like every other bad input.
         Err(e) => return Err(bad_input!("{}", usage_error(&e, &args))),
     };
-    // An empty KBENCH_DB= means "not set", not an anonymous temporary store.
-    let db = cli.db.as_deref().filter(|s| !s.is_empty());
+    // The store is parsed once, here; every command gets the locator.
+    let from_env = matches.value_source("db") == Some(clap::parser::ValueSource::EnvVariable);
+    let db = &match cli.command {
+        // Commands without a store do not read KBENCH_DB.
+        Command::List { .. }
+        | Command::Sysinfo { .. }
+        | Command::Completions { .. }
+        | Command::Man { .. }
+        | Command::Ministat { .. } => store::Locator::default_store(),
+        _ => store::Locator::from_cli(cli.db.as_deref(), from_env)?,
+    };
     match cli.command {
         Command::Run(a) => run(a, db),
-        Command::List { json } => {
-            let list: Vec<BenchInfo> = bench::BENCHES.iter().map(|b| BenchInfo::of(*b)).collect();
-            print(&Document::Benches(&list), Format::json_if(json))
-        }
+        Command::List { word, json } => list(word.as_deref(), json),
         Command::Sysinfo { json } => {
             let fingerprint = system::fingerprint();
             let s = Sysinfo {
@@ -99,6 +108,8 @@ pub fn dispatch(args: Vec<OsString>) -> anyhow::Result<ExitCode> {
             expect,
             fdr,
             json,
+            format,
+            exports,
         } => {
             let adjust = if fdr {
                 crate::stats::multiple::Adjust::BenjaminiHochberg
@@ -115,7 +126,8 @@ pub fn dispatch(args: Vec<OsString>) -> anyhow::Result<ExitCode> {
                     expect: &expect,
                     adjust,
                 },
-                json,
+                compare_format(json, format)?,
+                &exports,
             )
         }
         Command::Store {
@@ -126,6 +138,9 @@ pub fn dispatch(args: Vec<OsString>) -> anyhow::Result<ExitCode> {
                     campaigns,
                 },
         } => store_copy(&from, &to, &campaigns),
+        Command::Store {
+            command: StoreCommand::Check,
+        } => store_check(db),
         Command::PlanSize {
             pilot,
             margin,
@@ -138,6 +153,39 @@ pub fn dispatch(args: Vec<OsString>) -> anyhow::Result<ExitCode> {
         Command::Man { command } => man(&command),
         Command::Ministat { args } => crate::ministat::main(&args),
     }
+}
+
+/// `kbench list [WORD|NAME]`.
+fn list(word: Option<&str>, json: bool) -> anyhow::Result<ExitCode> {
+    let all: Vec<BenchInfo> = bench::BENCHES.iter().map(|b| BenchInfo::of(*b)).collect();
+    let Some(word) = word else {
+        return print(&Document::Benches(&all), Format::json_if(json));
+    };
+    if let Some(b) = all.iter().find(|b| b.name == word) {
+        return print(&Document::Bench(b), Format::json_if(json));
+    }
+    let w = word.to_lowercase();
+    let hit: Vec<BenchInfo> = all
+        .iter()
+        .filter(|b| {
+            [
+                Some(b.name.as_str()),
+                Some(b.family.as_str()),
+                b.reference.as_deref(),
+            ]
+            .into_iter()
+            .flatten()
+            .any(|s| s.to_lowercase().contains(&w))
+        })
+        .cloned()
+        .collect();
+    if hit.is_empty() {
+        return Err(bad_input!(
+            "no benchmark matches `{word}`{}",
+            crate::suggest::hint(word, &bench::names(), "see `kbench list`")
+        ));
+    }
+    print(&Document::Benches(&hit), Format::json_if(json))
 }
 
 /// The completion script for `shell`, generated from the same clap
@@ -194,24 +242,36 @@ fn man(path: &[String]) -> anyhow::Result<ExitCode> {
 /// clap's usage error as one line: its first line (without the `error:`
 /// prefix clap adds), then where help is.
 fn usage_error(e: &clap::Error, args: &[OsString]) -> String {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
     let text = e.render().to_string();
-    let first = text
+    let mut first = text
         .lines()
         .find(|l| !l.trim().is_empty())
         .unwrap_or("invalid command line")
-        .trim_start_matches("error: ");
-    let sub = args
-        .iter()
-        .skip(1)
-        .filter_map(|a| a.to_str())
-        .find(|a| {
-            <Cli as clap::CommandFactory>::command()
-                .find_subcommand(a)
-                .is_some()
-        })
-        .map(|a| format!(" {a}"))
-        .unwrap_or_default();
-    format!("{first} (see `kbench{sub} --help`)")
+        .trim_start_matches("error: ")
+        .to_string();
+    // clap lists the missing arguments on the lines after the first.
+    if e.kind() == ErrorKind::MissingRequiredArgument
+        && let Some(ContextValue::Strings(missing)) = e.get(ContextKind::InvalidArg)
+    {
+        first = format!(
+            "the following required arguments were not provided: {}",
+            missing.join(", ")
+        );
+    }
+    // An argument clap quotes may be a store URL: never show its password.
+    let first = store::locator::redact_text(&first);
+    // The command and its subcommand (`fleet status`) the words name.
+    let mut cmd = <Cli as clap::CommandFactory>::command();
+    let mut sub = String::new();
+    for a in args.iter().skip(1).filter_map(|a| a.to_str()) {
+        if let Some(c) = cmd.find_subcommand(a).cloned() {
+            sub += &format!(" {a}");
+            cmd = c;
+        }
+    }
+    let tip = crate::suggest::clap_tip(e);
+    format!("{first}{tip} (see `kbench{sub} --help`)")
 }
 
 /// Render a document to stdout.
@@ -301,60 +361,80 @@ fn options(a: &RunArgs, plan: &crate::plan::Plan, quick: bool) -> anyhow::Result
         }),
         seed: a.seed.or(plan.seed).unwrap_or_else(crate::ids::fresh_seed),
         force: a.force,
-        argv: store::postgres::redact_args(std::env::args()),
+        argv: store::locator::redact_args(std::env::args()),
         owner: crate::system::owner(),
         processes,
     })
 }
 
-fn run(a: RunArgs, db: Option<&str>) -> anyhow::Result<ExitCode> {
+/// The ledger of teardowns owed on store `db`; the debts a dead kbench
+/// left there.
+fn owed_teardowns(
+    db: &store::Locator,
+) -> anyhow::Result<(std::path::PathBuf, Vec<runner::teardown::Debt>)> {
+    let dir = runner::teardown::ledger_dir(&db.to_arg()?);
+    let debts = runner::teardown::owed(&dir)?;
+    Ok((dir, debts))
+}
+
+fn run(a: RunArgs, db: &store::Locator) -> anyhow::Result<ExitCode> {
+    if a.teardown_only {
+        let (_, debts) = owed_teardowns(db)?;
+        if debts.is_empty() {
+            eprintln!("kbench: no teardown is owed on {db}");
+        }
+        runner::teardown::pay(&debts)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let commands = crate::spec::CommandOptions::of(&a)?;
     let (plan, default_suite) = match a.specs.as_slice() {
         [] => {
             let specs: Vec<String> = DEFAULT_SUITE.iter().map(|s| s.to_string()).collect();
-            (crate::plan::adhoc(&specs)?, true)
+            (crate::spec::plan(&specs, &commands)?, true)
         }
-        [one] if one.ends_with(".toml") => (crate::plan::load(std::path::Path::new(one))?, false),
-        many => {
-            if let Some(p) = many.iter().find(|s| s.ends_with(".toml")) {
-                return Err(bad_input!(
-                    "`{p}`: a plan file must be the only argument of `kbench run`"
-                ));
-            }
-            (crate::plan::adhoc(many)?, false)
-        }
+        words => (crate::spec::plan(words, &commands)?, false),
     };
     if a.json && a.events.is_some() {
         return Err(bad_input!(
             "--json and --events both print on stdout; choose one"
         ));
     }
+    let mut plan = plan;
+    if let Some(n) = a.repeat {
+        plan.repeat.runs = n;
+    }
     let opts = options(&a, &plan, a.quick || default_suite)?;
+    if plan.repeat.runs > 1 && opts.stop.is_some_and(|r| r.until_verdict) {
+        return Err(bad_input!(
+            "--until-verdict stops when one run decides; with {} runs the run is the unit: choose one",
+            plan.repeat.runs
+        ));
+    }
     let cells = runner::cells(&plan, &opts)?;
     // Scale cells run without ASLR as will-it-scale's do: re-exec first.
     bench::scale::aslr::reexec_if_wanted(&cells)?;
+    let mut exports = a.exports.open()?;
     let mut st = store::open(db, store::Access::Write)?;
+    // What a killed run left changed on this system is undone first; this
+    // run's own teardowns are noted in the same ledger.
+    let (ledger, debts) = owed_teardowns(db)?;
+    runner::teardown::pay(&debts)?;
+    runner::teardown::keep_ledger_in(ledger);
     // An edited plan is refused before anything is measured or printed.
-    let (campaign, have) = match &plan.path {
-        Some(_) => {
-            // One run of a campaign at a time on a store; the next one
-            // resumes from what this one stored.
-            st.lock_campaign(&plan.name)?;
-            let d = runner::campaign::check(&*st, &plan, a.force)?;
-            let have = match &d {
-                // What this host measured: a campaign is per host.
-                runner::campaign::Decision::Resume(c) => {
-                    runner::campaign::progress_on(&*st, c.id, Some(&runner::campaign::this_host()))?
-                }
-                runner::campaign::Decision::New(_) => Default::default(),
-            };
-            (Some(d.key(&plan)), have)
-        }
-        None => (None, Default::default()),
-    };
+    let (campaign, have) = run_campaign(&mut *st, &plan, a.force)?;
     let fp = system::fingerprint();
+    // The noise warnings go to stderr before anything is measured; on a
+    // terminal that is also stdout the report then does not repeat them.
+    let warnings_shown = !a.quiet
+        && !fp.warnings().is_empty()
+        && std::io::stderr().is_terminal()
+        && std::io::stdout().is_terminal();
     if !a.quiet {
         for w in fp.warnings() {
-            eprintln!("kbench: warning: {w}");
+            eprint!(
+                "{}",
+                report::text::wrapped("kbench: warning: ", &w.to_string(), "  ")
+            );
         }
     }
     let mut writer = store::sink::StoreSink::new(st.as_mut());
@@ -367,7 +447,32 @@ fn run(a: RunArgs, db: Option<&str>) -> anyhow::Result<ExitCode> {
         sinks.push(l);
     }
     sinks.push(&mut progress);
-    let result = runner::run(&plan, &opts, campaign, &have, &fp, &mut event::Tee(sinks));
+    let result = if plan.repeat.runs > 1 {
+        let source = match &plan.path {
+            Some(p) => runner::repeat::Source::File(p.clone()),
+            None if default_suite => {
+                runner::repeat::Source::Specs(DEFAULT_SUITE.iter().map(|s| s.to_string()).collect())
+            }
+            None => runner::repeat::Source::Specs(a.specs.clone()),
+        };
+        runner::repeat::runs(
+            &source,
+            &plan,
+            &opts,
+            campaign.clone(),
+            have,
+            &mut event::Tee(sinks),
+        )
+    } else {
+        runner::run(
+            &plan,
+            &opts,
+            campaign.clone(),
+            &have,
+            &fp,
+            &mut event::Tee(sinks),
+        )
+    };
     drop(progress);
     let (summary, status) = match result {
         Ok(r) => r,
@@ -384,11 +489,18 @@ fn run(a: RunArgs, db: Option<&str>) -> anyhow::Result<ExitCode> {
         }
     };
     let run_id = summary.run.as_deref().and_then(|u| writer.run_id(u));
+    drop(writer);
     let plan_arg = a.specs.first().cloned().unwrap_or_default();
     if summary.pending > 0 && !a.quiet {
         eprintln!(
             "kbench: {} cell(s) wait for another system state; `kbench status {plan_arg}` says what they need",
             summary.pending
+        );
+    }
+    if summary.next_boot > 0 && !a.quiet {
+        eprintln!(
+            "kbench: {} cell(s) took their share of this boot and wait for another boot (boots of the states alternate); `kbench status {plan_arg}` says which",
+            summary.next_boot
         );
     }
     let format = Format::json_if(a.json);
@@ -397,7 +509,8 @@ fn run(a: RunArgs, db: Option<&str>) -> anyhow::Result<ExitCode> {
         // stands instead of recording an empty run.
         eprintln!(
             "kbench: nothing to run here: {} cell(s) done, {} pending",
-            summary.done, summary.pending
+            summary.done,
+            summary.pending + summary.next_boot
         );
         if a.json
             && let Some(c) = runner::campaign::find(&*st, &plan)?
@@ -407,22 +520,11 @@ fn run(a: RunArgs, db: Option<&str>) -> anyhow::Result<ExitCode> {
         }
         return Ok(ExitCode::SUCCESS);
     };
+    let mut r = report::Report::of_run(store::load_run(&*st, run_id)?);
+    exports.write(&|f| crate::export::run_document(&*st, run_id, &r, plan.layout.as_ref(), f))?;
     if lines.is_none() {
-        let r = report::Report::of_run(store::load_run(&*st, run_id)?);
-        // A plan with a `[report]` layout prints it (text only: the JSON
-        // report keeps every cell's statistics).
-        match &plan.layout {
-            Some(l) if !a.json && l.table != crate::plan::report::TableKind::Ministat => {
-                let doc = report::table::build(std::slice::from_ref(&r), l, false);
-                print(&Document::Tables(&doc), format)?;
-                eprintln!(
-                    "kbench: the ministat tables of every cell: `kbench report {run_id} --table ministat`"
-                );
-            }
-            _ => {
-                print(&Document::Reports(&[r]), format)?;
-            }
-        }
+        r.warnings_shown = warnings_shown;
+        run_report(&*st, &plan, campaign.as_ref(), run_id, r, a.json)?;
     }
     Ok(match status {
         RunStatus::Done | RunStatus::Running => ExitCode::SUCCESS,
@@ -439,26 +541,109 @@ fn run(a: RunArgs, db: Option<&str>) -> anyhow::Result<ExitCode> {
     })
 }
 
+/// The campaign a run joins and what it already holds on this host: a
+/// plan file's (an edited plan is refused before anything is measured or
+/// printed), a new generation of `adhoc` for repeated runs of benchmarks
+/// named on the command line, else none.
+fn run_campaign(
+    st: &mut dyn store::Store,
+    plan: &crate::plan::Plan,
+    force: bool,
+) -> anyhow::Result<(Option<crate::record::CampaignKey>, runner::Progress)> {
+    if plan.path.is_none() {
+        if plan.repeat.runs > 1 {
+            let d = runner::campaign::check(&*st, plan, true)?;
+            return Ok((Some(d.key(plan)), Default::default()));
+        }
+        return Ok((None, Default::default()));
+    }
+    // One run of a campaign at a time on a store; the next one resumes
+    // from what this one stored.
+    st.lock_campaign(&plan.name)?;
+    let d = runner::campaign::check(&*st, plan, force)?;
+    let have = match &d {
+        // What this host measured: a campaign is per host.
+        runner::campaign::Decision::Resume(c) => {
+            let host = runner::campaign::this_host();
+            if plan.repeat.boots > 1 {
+                runner::campaign::progress_by_boot(&*st, c.id, Some(&host))?
+            } else {
+                runner::campaign::progress_on(&*st, c.id, Some(&host))?
+            }
+        }
+        runner::campaign::Decision::New(_) => Default::default(),
+    };
+    Ok((Some(d.key(plan)), have))
+}
+
+/// The report `kbench run` prints: the run's, or with repeated runs the
+/// campaign's (every run of it).
+fn run_report(
+    st: &dyn store::Store,
+    plan: &crate::plan::Plan,
+    campaign: Option<&crate::record::CampaignKey>,
+    run_id: i64,
+    run: report::Report,
+    json: bool,
+) -> anyhow::Result<()> {
+    let format = Format::json_if(json);
+    let r = match campaign {
+        Some(k) if plan.repeat.runs > 1 => {
+            let c = st
+                .campaigns(store::CampaignQuery::Named(&k.name))?
+                .into_iter()
+                .find(|c| c.plan_hash == k.plan_hash && c.generation == k.generation)
+                .ok_or_else(|| anyhow::anyhow!("campaign `{}` vanished", k.name))?;
+            eprintln!(
+                "kbench: the runs are campaign {} `{}`: `kbench report campaign:{}`, `kbench compare campaign:{}:FACTOR=A campaign:{}:FACTOR=B`",
+                c.id, c.name, c.id, c.id, c.id
+            );
+            let mut r = report::Report::of_campaign(store::load_campaign(st, c.id)?);
+            r.warnings_shown = run.warnings_shown;
+            r
+        }
+        _ => run,
+    };
+    // A plan with a `[report]` layout prints it (text only: the JSON
+    // report keeps every cell's statistics).
+    match &plan.layout {
+        Some(l) if !json && l.table != crate::plan::report::TableKind::Ministat => {
+            let doc = report::table::build(std::slice::from_ref(&r), l, false);
+            print(&Document::Tables(&doc), format)?;
+            eprintln!(
+                "kbench: the ministat tables of every cell: `kbench report {run_id} --table ministat`"
+            );
+        }
+        _ => {
+            print(&Document::Reports(&[r]), format)?;
+        }
+    }
+    Ok(())
+}
+
 fn status(
-    db: Option<&str>,
+    db: &store::Locator,
     plan_arg: &str,
     resume_unit: bool,
     json: bool,
 ) -> anyhow::Result<ExitCode> {
     let plan = crate::plan::load(std::path::Path::new(plan_arg))?;
     if resume_unit {
-        let path = db
-            .map(std::path::PathBuf::from)
-            .unwrap_or_else(store::default_path);
-        out(&runner::campaign::resume_unit(&plan, &path)?)?;
+        out(&runner::campaign::resume_unit(&plan, db)?)?;
         return Ok(ExitCode::SUCCESS);
     }
     let st = store::open(db, store::Access::Read)?;
+    for d in owed_teardowns(db)?.1 {
+        eprintln!(
+            "kbench: owed: {}; `kbench run {plan_arg}` runs it first, `kbench run --teardown-only` runs only that",
+            d.describe()
+        );
+    }
     let s = runner::campaign::status(&*st, &plan, plan_arg, plan.samples.unwrap_or(10))?;
     print(&Document::Status(&s), Format::json_if(json))
 }
 
-fn report(db: Option<&str>, a: &crate::cli::ReportArgs) -> anyhow::Result<ExitCode> {
+fn report(db: &store::Locator, a: &crate::cli::ReportArgs) -> anyhow::Result<ExitCode> {
     use crate::plan::report::{Layout, TableKind, parse_assign};
     let specs = &a.runs;
     let st = store::open(db, store::Access::Read)?;
@@ -495,6 +680,18 @@ fn report(db: Option<&str>, a: &crate::cli::ReportArgs) -> anyhow::Result<ExitCo
             a.output.as_deref(),
             &report::render(&Document::Samples(&t), format)?,
         );
+    }
+    // A bisection's campaign: its steps, unless a layout is asked for.
+    if let [op] = ops.as_slice()
+        && let store::Scope::Campaign(id) = op.scope
+        && op.filters.is_empty()
+        && a.table.is_none()
+        && a.baseline.is_none()
+        && [&a.rows, &a.cols, &a.groups].iter().all(|v| v.is_none())
+        && let Some(b) = crate::bisect::report::load(&*st, id)?
+        && let Some(text) = crate::bisect::report::render(&b, format)?
+    {
+        return write_out(a.output.as_deref(), &text);
     }
     let reports: Vec<report::Report> = ops
         .iter()
@@ -580,9 +777,26 @@ fn report(db: Option<&str>, a: &crate::cli::ReportArgs) -> anyhow::Result<ExitCo
     for (flag, dims) in named {
         if let Some(d) = dims.iter().find(|d| !known.contains(&d.trim().to_string())) {
             return Err(bad_input!(
-                "{flag}: `{d}` is neither a factor nor a parameter of the reported cells (known: {})",
-                known.join(", ")
+                "{flag}: `{d}` is neither a factor nor a parameter of the reported cells{}",
+                crate::suggest::hint(
+                    d.trim(),
+                    &known.iter().map(String::as_str).collect::<Vec<_>>(),
+                    ""
+                )
             ));
+        }
+    }
+    // A baseline value no cell has would only print "no table".
+    if a.baseline.is_some() {
+        let values = report::table::known_values(&reports);
+        for (k, v) in &layout.baseline {
+            let have = values.get(k).map(Vec::as_slice).unwrap_or_default();
+            if !have.contains(v) {
+                return Err(bad_input!(
+                    "--baseline: no reported cell has `{k}={v}` (values of {k}: {})",
+                    have.join(", ")
+                ));
+            }
         }
     }
     // With several runs: which recorded facts differ between them.
@@ -617,7 +831,10 @@ fn report(db: Option<&str>, a: &crate::cli::ReportArgs) -> anyhow::Result<ExitCo
     {
         // ministat's tables keep their bytes: differing facts go to stderr.
         for w in comparability.iter().flat_map(|k| &k.warnings) {
-            eprintln!("kbench: warning: {w}");
+            eprint!(
+                "{}",
+                report::text::wrapped("kbench: warning: ", &w.to_string(), "  ")
+            );
         }
         report::render(&Document::Reports(&reports), format)?
     } else {
@@ -673,7 +890,7 @@ fn write_out(path: Option<&std::path::Path>, text: &str) -> anyhow::Result<ExitC
 }
 
 fn import(
-    db: Option<&str>,
+    db: &store::Locator,
     files: &[String],
     from: crate::cli::ImportFormat,
     campaign: Option<&str>,
@@ -689,27 +906,49 @@ fn import(
     let text = |f: &String, data: Vec<u8>| {
         String::from_utf8(data).map_err(|e| bad_input!("{f}: not UTF-8 text: {e}"))
     };
+    if let Some(name) = campaign {
+        crate::plan::check_campaign_name(name).map_err(|e| bad_input!("--name: {e}"))?;
+    }
+    use crate::import::ImportedRun;
     // Every file is read and checked before anything is stored.
     let mut runs = Vec::new();
     match from {
         ImportFormat::Hyperfine => {
             for f in files {
-                let cells = crate::import::hyperfine::parse(f, &text(f, read(f)?)?)?;
-                runs.push(crate::import::events("hyperfine", f, cells, campaign));
+                let t = text(f, read(f)?)?;
+                let cells = crate::import::hyperfine::parse(f, &t)?;
+                runs.push(ImportedRun::new(
+                    "hyperfine",
+                    f,
+                    &[t.as_bytes()],
+                    cells,
+                    campaign,
+                ));
             }
         }
         // One run: the files are the variants ministat would compare.
         ImportFormat::Ministat => {
             let mut cells = Vec::new();
+            let mut content: Vec<Vec<u8>> = vec![
+                ministat.column.to_le_bytes().to_vec(),
+                ministat.delims.to_vec(),
+                vec![u8::from(ministat.higher)],
+            ];
             for f in files {
                 if files.iter().filter(|g| *g == f).count() > 1 {
                     return Err(bad_input!("{f}: named twice"));
                 }
-                cells.push(crate::import::ministat::parse(f, &read(f)?, ministat)?);
+                let data = read(f)?;
+                cells.push(crate::import::ministat::parse(f, &data, ministat)?);
+                // The file's name is its cell's factor: part of the identity.
+                content.push(f.as_bytes().to_vec());
+                content.push(data);
             }
-            runs.push(crate::import::events(
+            let parts: Vec<&[u8]> = content.iter().map(Vec::as_slice).collect();
+            runs.push(ImportedRun::new(
                 "ministat",
                 &files.join(" "),
+                &parts,
                 cells,
                 campaign,
             ));
@@ -720,33 +959,53 @@ fn import(
                     .file_stem()
                     .map(|s| s.to_string_lossy().into_owned())
                     .unwrap_or_else(|| f.clone());
-                let cells = crate::import::wis::parse(f, &stem, &text(f, read(f)?)?)?;
-                runs.push(crate::import::events("will-it-scale", f, cells, campaign));
+                let t = text(f, read(f)?)?;
+                let cells = crate::import::wis::parse(f, &stem, &t)?;
+                runs.push(ImportedRun::new(
+                    "will-it-scale",
+                    f,
+                    &[stem.as_bytes(), t.as_bytes()],
+                    cells,
+                    campaign,
+                ));
             }
         }
     }
+    // One transaction: an error or an interruption stores nothing.
     let mut st = store::open(db, store::Access::Write)?;
-    let mut sink = store::sink::StoreSink::new(st.as_mut());
+    let mut sink = store::sink::StoreSink::atomic(st.as_mut())?;
+    // Ctrl-C or a kill ends the process before the commit: nothing stays.
     let mut ids = Vec::new();
-    for evs in &runs {
-        for e in evs {
-            sink.event(e)?;
+    let mut again = Vec::new();
+    for r in &runs {
+        if let Some(id) = sink.stored_run_id(&r.uuid)? {
+            again.push(format!("{} (run {id})", r.source));
+            continue;
         }
-        if let Some(event::Event::RunBegun(b)) = evs.first()
-            && let Some(id) = sink.run_id(&b.run)
-        {
+        for e in r.events() {
+            sink.event(&e)?;
+        }
+        if let Some(id) = sink.run_id(&r.uuid) {
             ids.push(id.to_string());
         }
     }
-    eprintln!(
-        "kbench: {} sample(s) imported as run(s) {}",
-        sink.added,
-        ids.join(", ")
-    );
+    let added = sink.commit()?;
+    if !ids.is_empty() {
+        eprintln!(
+            "kbench: {added} sample(s) imported as run(s) {}",
+            ids.join(", ")
+        );
+    }
+    if !again.is_empty() {
+        eprintln!(
+            "kbench: already imported, nothing added: {}",
+            again.join(", ")
+        );
+    }
     Ok(ExitCode::SUCCESS)
 }
 
-fn ingest(db: Option<&str>, file: &str) -> anyhow::Result<ExitCode> {
+fn ingest(db: &store::Locator, file: &str) -> anyhow::Result<ExitCode> {
     let input: Box<dyn std::io::BufRead> = if file == "-" {
         Box::new(std::io::stdin().lock())
     } else {
@@ -762,8 +1021,11 @@ fn ingest(db: Option<&str>, file: &str) -> anyhow::Result<ExitCode> {
     while let Some(e) = reader.next_event()? {
         events.push((reader.line(), e));
     }
+    // One transaction: a stream that means something impossible (a
+    // sample before its cell, a cell of a run it did not begin, a sample
+    // the store holds with another value) stores nothing.
     let mut st = store::open(db, store::Access::Write)?;
-    let mut sink = store::sink::StoreSink::new(st.as_mut());
+    let mut sink = store::sink::StoreSink::atomic(st.as_mut())?;
     let mut runs = std::collections::BTreeSet::new();
     for (line, e) in &events {
         if let event::Event::RunBegun(b) = e {
@@ -772,11 +1034,11 @@ fn ingest(db: Option<&str>, file: &str) -> anyhow::Result<ExitCode> {
         sink.event(e)
             .map_err(|err| err.context(format!("{name}:{line}")))?;
     }
+    let added = sink.commit().map_err(|err| err.context(name.to_string()))?;
     eprintln!(
-        "kbench: {} event(s) of {} run(s) read; {} new sample(s) stored",
+        "kbench: {} event(s) of {} run(s) read; {added} new sample(s) stored",
         events.len(),
         runs.len(),
-        sink.added
     );
     Ok(ExitCode::SUCCESS)
 }
@@ -790,12 +1052,31 @@ struct CompareHow<'a> {
     adjust: crate::stats::multiple::Adjust,
 }
 
+/// `compare --json` / `--format`: text, JSON, Markdown or CSV.
+fn compare_format(json: bool, format: Option<Format>) -> anyhow::Result<Format> {
+    match (json, format) {
+        (true, Some(f)) if f != Format::Json => Err(bad_input!(
+            "--json and --format {} ask for two formats; choose one",
+            f.name()
+        )),
+        (true, _) => Ok(Format::Json),
+        (false, None) => Ok(Format::Text),
+        (false, Some(f @ (Format::Text | Format::Json | Format::Markdown | Format::Csv))) => Ok(f),
+        (false, Some(f)) => Err(bad_input!(
+            "--format {}: compare prints text, json, markdown or csv",
+            f.name()
+        )),
+    }
+}
+
 fn compare(
-    db: Option<&str>,
+    db: &store::Locator,
     operands: &[String],
     how: CompareHow<'_>,
-    json: bool,
+    format: Format,
+    exports: &crate::export::Exports,
 ) -> anyhow::Result<ExitCode> {
+    let mut targets = exports.open()?;
     let CompareHow {
         test,
         confidence,
@@ -812,8 +1093,8 @@ fn compare(
     let margin = crate::units::parse_percent(margin).map_err(|e| bad_input!("--margin: {e}"))?;
     let st = store::open(db, store::Access::Read)?;
     let mut sels = Vec::new();
-    // The boot of each run, for `--processes` samples.
-    let mut boots = std::collections::HashMap::new();
+    // The boot of each run and whether it interleaved its cells.
+    let mut runs = std::collections::HashMap::new();
     // Operands often narrow the same run or campaign: load each once.
     let mut loaded: std::collections::HashMap<store::Scope, Vec<store::StoredCell>> =
         Default::default();
@@ -824,20 +1105,12 @@ fn compare(
             std::collections::hash_map::Entry::Vacant(e) => e.insert(st.cells(op.scope)?),
         };
         let cells = select::narrow(&op, cells.clone())?;
-        for (c, samples) in &cells {
-            if samples.iter().any(|s| s.process.is_some()) && !boots.contains_key(&c.run_id) {
-                let boot = st.run_details(c.run_id)?.config.owner.map(|o| o.boot_id);
-                boots.insert(
-                    c.run_id,
-                    boot.unwrap_or_else(|| format!("run {}", c.run_id)),
-                );
-            }
-        }
+        report::compare::RunBlocks::read(&*st, &cells, &mut runs)?;
         sels.push(report::compare::Selection {
             name: spec.clone(),
             fixed: op.filters.iter().map(|(k, _)| k.clone()).collect(),
             cells,
-            boots: boots.clone(),
+            runs: runs.clone(),
         });
     }
     let mut c = report::compare::compare_adjusted(&sels, test, confidence, margin, adjust)?;
@@ -860,11 +1133,12 @@ fn compare(
         .map(|(n, ids)| (n.clone(), ids.iter().map(|id| &fps[id]).collect()))
         .collect();
     c.comparability = Some(report::comparability::check(&ops, &expect));
-    print(&Document::Compare(&c), Format::json_if(json))
+    targets.write(&|f| report::render(&Document::Compare(&c), f))?;
+    print(&Document::Compare(&c), format)
 }
 
 fn plan_size(
-    db: Option<&str>,
+    db: &store::Locator,
     pilot: &str,
     margin: &str,
     confidence: f64,
@@ -882,11 +1156,13 @@ fn plan_size(
     let st = store::open(db, store::Access::Read)?;
     let op = select::resolve(&*st, pilot)?;
     let cells = select::narrow(&op, st.cells(op.scope)?)?;
+    let mut runs = Default::default();
+    report::compare::RunBlocks::read(&*st, &cells, &mut runs)?;
     let sel = report::compare::Selection {
         name: pilot.to_string(),
         fixed: op.filters.iter().map(|(k, _)| k.clone()).collect(),
         cells,
-        boots: Default::default(),
+        runs,
     };
     let p = report::plan_size::plan_size(&sel, confidence, margin);
     if p.rows.is_empty() {
@@ -895,21 +1171,44 @@ fn plan_size(
     print(&Document::PlanSize(&p), Format::json_if(json))
 }
 
+/// `kbench store check`: every problem on stdout, one line each.
+fn store_check(db: &store::Locator) -> anyhow::Result<ExitCode> {
+    let problems = store::check(db)?;
+    if problems.is_empty() {
+        out(&format!("{}: ok\n", db.redacted()))?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let text: Vec<String> = problems
+        .iter()
+        .map(|p| format!("{}\n", crate::term::visible(p)))
+        .collect();
+    out(&text.concat())?;
+    Err(bad_input!(
+        "{}: the store is damaged: {} problem(s) (listed above)",
+        db.redacted(),
+        problems.len()
+    ))
+}
+
 fn store_copy(from: &str, to: &str, campaigns: &[String]) -> anyhow::Result<ExitCode> {
-    let src = store::open(Some(from), store::Access::Read)?;
-    let mut dst = store::open(Some(to), store::Access::Write)?;
+    let (from, to) = (
+        store::Locator::parse(from, "--from")?,
+        store::Locator::parse(to, "--to")?,
+    );
+    let src = store::open(&from, store::Access::Read)?;
+    let mut dst = store::open(&to, store::Access::Write)?;
     let c = store::copy::copy(&*src, dst.as_mut(), campaigns)?;
     eprintln!(
         "kbench: {} new run(s) of {} campaign(s), {} new sample(s) copied to {}",
         c.runs,
         c.campaigns,
         c.samples,
-        store::display_name(to)
+        to.redacted()
     );
     Ok(ExitCode::SUCCESS)
 }
 
-fn fleet(db: Option<&str>, command: FleetCommand) -> anyhow::Result<ExitCode> {
+fn fleet(db: &store::Locator, command: FleetCommand) -> anyhow::Result<ExitCode> {
     use crate::fleet;
     match command {
         FleetCommand::Run {
@@ -921,6 +1220,17 @@ fn fleet(db: Option<&str>, command: FleetCommand) -> anyhow::Result<ExitCode> {
             run_args,
         } => {
             let hs = fleet::hosts::load(std::path::Path::new(&hosts))?;
+            // A store URL on the remote command line would show its
+            // password in every host's process list.
+            if let Some(a) = run_args
+                .iter()
+                .find(|a| *a == "--db" || a.starts_with("--db="))
+            {
+                return Err(bad_input!(
+                    "`-- {}`: each host keeps its own store and streams to this one; name this one with --db before `fleet`",
+                    store::locator::redact_text(a)
+                ));
+            }
             if jobs == 0 {
                 return Err(bad_input!("--jobs 0: need at least one"));
             }

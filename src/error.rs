@@ -10,6 +10,22 @@ use thiserror::Error;
 #[error("{0}")]
 pub struct BadInput(pub String);
 
+/// A measurement whose identity (cell, metric, round, seq) a store already
+/// holds with another value: two sources disagree about one sample. It is
+/// reported, never dropped in silence, and is bad input (exit 2).
+#[derive(Debug, Error)]
+#[error(
+    "conflicting duplicate: sample of metric `{metric}`, round {round}, value {new}, but the store holds {stored} for it"
+)]
+pub struct Conflict {
+    /// The store's id of the sample's cell.
+    pub cell_id: i64,
+    pub metric: String,
+    pub round: u32,
+    pub stored: f64,
+    pub new: f64,
+}
+
 /// Build an `anyhow::Error` that exits with code 2.
 macro_rules! bad_input {
     ($($arg:tt)*) => {
@@ -18,9 +34,13 @@ macro_rules! bad_input {
 }
 pub(crate) use bad_input;
 
-/// Exit code for an error: 2 when any error in the chain is [`BadInput`].
+/// Exit code for an error: 2 when any error in the chain is [`BadInput`]
+/// (or a [`Conflict`], which is bad input too).
 pub fn exit_code(err: &anyhow::Error) -> u8 {
-    if err.chain().any(|e| e.is::<BadInput>()) {
+    if err
+        .chain()
+        .any(|e| e.is::<BadInput>() || e.is::<Conflict>())
+    {
         2
     } else {
         1

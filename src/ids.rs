@@ -26,9 +26,32 @@ pub fn plan_hash(text: &str) -> String {
 /// runs made on different hosts never collide when their events meet in
 /// one store.
 pub fn new_run_uuid() -> String {
-    let mut b: u128 = rand::random();
-    // Version 4, variant 10xx.
-    b = (b & !(0xf << 76)) | (0x4 << 76);
+    uuid_layout(rand::random(), 4)
+}
+
+/// A run identity from content (FNV-1a 128 of the parts, each preceded by
+/// its length, in the UUID version 8 layout): an import of the same data
+/// is the same run, so importing it twice stores it once.
+pub fn content_uuid(parts: &[&[u8]]) -> String {
+    let mut h: u128 = 0x6c62272e07bb014262b821756295c58d;
+    let mut eat = |b: u8| {
+        h ^= u128::from(b);
+        h = h.wrapping_mul(0x0000000001000000000000000000013b);
+    };
+    for p in parts {
+        for b in (p.len() as u64).to_le_bytes() {
+            eat(b);
+        }
+        for &b in *p {
+            eat(b);
+        }
+    }
+    uuid_layout(h, 8)
+}
+
+/// 128 bits as a UUID of `version`, variant 10xx.
+fn uuid_layout(mut b: u128, version: u128) -> String {
+    b = (b & !(0xf << 76)) | (version << 76);
     b = (b & !(0x3 << 62)) | (0x2 << 62);
     let h = format!("{b:032x}");
     format!(
@@ -54,6 +77,17 @@ pub fn fresh_seed() -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn content_uuids_follow_the_content() {
+        let a = content_uuid(&[b"hyperfine", b"{...}"]);
+        assert_eq!(a, content_uuid(&[b"hyperfine", b"{...}"]));
+        assert_ne!(a, content_uuid(&[b"hyperfine", b"{..}"]));
+        // Parts are delimited: moving a byte between them changes it.
+        assert_ne!(content_uuid(&[b"ab", b"c"]), content_uuid(&[b"a", b"bc"]));
+        assert_eq!(&a[14..15], "8", "version 8: {a}");
+        assert_eq!(new_run_uuid().len(), 36);
+    }
 
     #[test]
     fn plan_hash_is_fnv1a() {

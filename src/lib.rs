@@ -13,6 +13,7 @@ mod cli;
 mod cmd;
 mod error;
 mod event;
+mod export;
 mod fleet;
 mod ids;
 mod import;
@@ -22,9 +23,12 @@ mod record;
 mod report;
 mod runner;
 mod select;
+mod spec;
 mod stats;
 mod store;
+mod suggest;
 mod system;
+mod term;
 #[cfg(test)]
 mod testing;
 #[doc(hidden)]
@@ -48,6 +52,16 @@ pub fn main() -> ExitCode {
             Err(err) => {
                 eprintln!("kbench worker: {err:#}");
                 ExitCode::FAILURE
+            }
+        };
+    }
+    // `--repeat`: one whole run in a fresh process, its events on stdout.
+    if args.get(1).is_some_and(|a| a == runner::repeat::SUBCOMMAND) {
+        return match runner::repeat::serve() {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(err) => {
+                eprintln!("kbench: {err:#}");
+                ExitCode::from(error::exit_code(&err))
             }
         };
     }
@@ -118,7 +132,9 @@ pub mod fuzzing {
             higher: first & 0x80 != 0,
         };
         if let Ok(cell) = crate::import::ministat::parse("fuzz.txt", file, &o) {
-            let _ = crate::import::events("ministat", "fuzz.txt", vec![cell], None);
+            let run =
+                crate::import::ImportedRun::new("ministat", "fuzz.txt", &[file], vec![cell], None);
+            run.events().for_each(drop);
         }
     }
 
@@ -130,7 +146,9 @@ pub mod fuzzing {
             return;
         };
         if let Ok(cells) = crate::import::hyperfine::parse("fuzz.json", text) {
-            let _ = crate::import::events("hyperfine", "fuzz.json", cells, None);
+            let run =
+                crate::import::ImportedRun::new("hyperfine", "fuzz.json", &[data], cells, None);
+            run.events().for_each(drop);
         }
     }
 
@@ -141,7 +159,14 @@ pub mod fuzzing {
             return;
         };
         if let Ok(cells) = crate::import::wis::parse("fuzz.csv", "fuzz", text) {
-            let _ = crate::import::events("will-it-scale", "fuzz.csv", cells, Some("fuzz"));
+            let run = crate::import::ImportedRun::new(
+                "will-it-scale",
+                "fuzz.csv",
+                &[data],
+                cells,
+                Some("fuzz"),
+            );
+            run.events().for_each(drop);
         }
     }
 }
@@ -187,6 +212,19 @@ pub mod test_support {
     /// CPUs this process may run on (its affinity and cgroup quota).
     pub fn usable_cpus() -> usize {
         std::thread::available_parallelism().map_or(1, |n| n.get())
+    }
+
+    /// The CPUs this thread may run on, in order: the affinity it was
+    /// given (taskset, a cpuset), which need not start at CPU 0.
+    pub fn affinity() -> Vec<usize> {
+        crate::system::get_affinity().expect("sched_getaffinity").0
+    }
+
+    /// The order in which `pin=compact` places scale tasks on `cpus`.
+    pub fn compact_order(cpus: &[usize]) -> Vec<usize> {
+        use crate::bench::scale::topology;
+        let set = crate::units::CpuSet(cpus.to_vec());
+        topology::order(&topology::read(&set), "compact")
     }
 
     /// True when at least `n` CPUs are usable; otherwise says on stderr

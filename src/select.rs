@@ -69,7 +69,10 @@ pub fn campaign(st: &dyn StoreRead, name: &str) -> anyhow::Result<i64> {
     if name.ends_with(".toml") {
         let text = std::fs::read_to_string(name)
             .map_err(|e| bad_input!("{name}: cannot read plan: {e}"))?;
-        let hash = crate::ids::plan_hash(&text);
+        let dir = std::path::Path::new(name)
+            .parent()
+            .unwrap_or(std::path::Path::new(""));
+        let hash = crate::ids::plan_hash(&crate::plan::identity(&text, dir));
         let plan = plan_name(name, &text)?;
         return st
             .campaigns(CampaignQuery::Named(&plan))?
@@ -122,9 +125,24 @@ fn value_of(c: &crate::record::CellInfo, key: &str) -> Option<String> {
 pub fn narrow(op: &Operand, cells: Vec<StoredCell>) -> anyhow::Result<Vec<StoredCell>> {
     for (k, _) in &op.filters {
         if !cells.iter().any(|(c, _)| value_of(&c.info, k).is_some()) {
+            let mut known: Vec<&str> = Vec::new();
+            for (c, _) in &cells {
+                let i = &c.info;
+                for n in i
+                    .factors
+                    .keys()
+                    .chain(i.params.keys())
+                    .chain(i.readings.keys())
+                {
+                    if !known.contains(&n.as_str()) {
+                        known.push(n);
+                    }
+                }
+            }
             return Err(bad_input!(
-                "`{}`: no factor or parameter `{k}` in the selected cells",
-                op.spec
+                "`{}`: no factor or parameter `{k}` in the selected cells{}",
+                op.spec,
+                crate::suggest::hint(k, &known, "")
             ));
         }
     }

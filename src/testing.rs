@@ -71,6 +71,7 @@ pub fn plan(name: &str, benches: Vec<BenchSpec>) -> Plan {
         sample_time: None,
         warmup: None,
         processes: None,
+        repeat: Default::default(),
         seed: None,
         precision: None,
         factors: Vec::new(),

@@ -28,10 +28,11 @@ fn precision_of(c: &serde_json::Value) -> f64 {
 fn precision_target_stops_cells_or_flags_them() {
     let _g = serial();
     let dir = tempfile::tempdir().unwrap();
+    let spec = format!("spin:work=200,cpu={}", common::cpu(0));
     let v = run_json(
         dir.path(),
         &[
-            "spin:work=200,cpu=0",
+            &spec,
             "--precision",
             "5%",
             "--max-samples",
@@ -126,7 +127,12 @@ fn attempts(test: &str, n: usize, mut f: impl FnMut() -> Result<(), Attempt>) {
 #[test]
 fn until_verdict_decides_a_5_percent_difference_with_half_the_samples() {
     let _g = serial();
-    let specs = ["spin:work=1000,cpu=0", "spin:work=1050,cpu=0"];
+    let c = common::cpu(0);
+    let specs = [
+        format!("spin:work=1000,cpu={c}"),
+        format!("spin:work=1050,cpu={c}"),
+    ];
+    let specs = [specs[0].as_str(), specs[1].as_str()];
     attempts("until_verdict_decides", 3, || {
         let dir = tempfile::tempdir().unwrap();
         let fixed = run_json(
@@ -209,17 +215,20 @@ fn until_verdict_on_identical_cells_ends_equivalent() {
     attempts("until_verdict_on_identical_cells", 3, || {
         let dir = tempfile::tempdir().unwrap();
         // Two labels for the same CPU set: identical work.
+        let c = common::cpu(0);
         let p = plan(
             dir.path(),
             "same.toml",
-            r#"
+            &format!(
+                r#"
 name = "same"
 [factors]
-cpus = { apply = "cpus", values = ["0", "0,0"], labels = ["a", "b"] }
+cpus = {{ apply = "cpus", values = ["{c}", "{c},{c}"], labels = ["a", "b"] }}
 [[bench]]
 use = "spin"
-params = { work = 1000 }
-"#,
+params = {{ work = 1000 }}
+"#
+            ),
         );
         let v = run_json(
             dir.path(),

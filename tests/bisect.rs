@@ -66,11 +66,20 @@ metrics = [{ name = "cpu", regex = 'cpu_ns (\d+)', unit = "ns" }]
 /// The repository: commit k is "commit k"; from commit SLOW on the loop
 /// runs 10% more iterations. Returns the commit ids, oldest first.
 fn repo(dir: &Path) -> Vec<String> {
+    repo_slow_from(dir, Some(SLOW))
+}
+
+/// The repository with the slower loop from commit `slow` on, or never.
+fn repo_slow_from(dir: &Path, slow: Option<usize>) -> Vec<String> {
     std::fs::create_dir_all(dir).unwrap();
     git(dir, &["init", "-q"]);
     let mut ids = Vec::new();
     for k in 1..=COMMITS {
-        let n = if k >= SLOW { 22_000_000 } else { 20_000_000 };
+        let n = if slow.is_some_and(|s| k >= s) {
+            22_000_000
+        } else {
+            20_000_000
+        };
         std::fs::write(dir.join("prog.c"), program(k, n)).unwrap();
         std::fs::write(dir.join("bench.toml"), PLAN).unwrap();
         git(dir, &["add", "prog.c", "bench.toml"]);
@@ -169,23 +178,49 @@ fn bisect_names_the_commit_that_made_it_slower() {
     let tested = v["steps"].as_array().unwrap().len() - 1;
     assert_eq!(v["builds_run"].as_u64().unwrap() as usize, tested + 2);
 
-    // The report shows the bisection: a row per measured commit (the
-    // `commit` factor), the first bad one among them.
+    // The report shows the bisection as it was decided: each step's
+    // revision against both ends measured in that step (never an end's
+    // samples pooled over steps), and the first bad commit, stored.
     eprintln!("{}", String::from_utf8_lossy(&out.stderr));
     let text = common::stdout(kbench(dir).args(["report", "slow"]));
     let first_bad_label = v["first_bad"]["label"].as_str().unwrap();
-    assert!(text.contains("commit "), "{text}");
+    assert!(
+        text.contains("vs good") && text.contains("vs bad"),
+        "{text}"
+    );
     for s in v["steps"].as_array().unwrap() {
         let label = s["label"].as_str().unwrap();
-        assert!(text.contains(label), "{label} missing:\n{text}");
+        let row = text
+            .lines()
+            .find(|l| l.starts_with(label))
+            .unwrap_or_else(|| panic!("{label} missing:\n{text}"));
+        let call = s["call"].as_str().unwrap_or("skip").replace('-', " ");
+        assert!(row.contains(&call), "{row}: {call}\n{text}");
     }
-    assert!(text.contains(first_bad_label));
+    assert!(
+        text.contains(&format!("first bad commit: {}", ids[SLOW - 1])),
+        "{text}"
+    );
     assert!(
         text.contains(&format!("{:02}-", 0)),
         "good end row:\n{text}"
     );
+    let stored = common::json(
+        &kbench(dir)
+            .args(["report", "slow", "--json"])
+            .output()
+            .unwrap()
+            .stdout,
+    );
+    assert_eq!(stored["first_bad"], v["first_bad"]);
+    assert_eq!(stored["steps"], v["steps"]);
     let html = common::stdout(kbench(dir).args(["report", "slow", "--format", "html"]));
     assert!(html.contains("<svg") && html.contains(first_bad_label));
+    let md = common::stdout(kbench(dir).args(["report", "slow", "--format", "markdown"]));
+    assert!(
+        md.contains("| revision |") && md.contains(first_bad_label),
+        "{md}"
+    );
 
     // Again: every build is cached, nothing is rebuilt.
     let again = kbench(dir)
@@ -347,6 +382,26 @@ fn bad_input_is_one_line_and_exit_2() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("not a git repository"));
 }
 
+/// `git bisect run kbench bisect --exit-code` over the repository in
+/// `dir/repo` from its first to its last commit.
+fn git_bisect_run(dir: &Path, ids: &[String]) -> std::process::Output {
+    let r = dir.join("repo");
+    let kb = assert_cmd::cargo::cargo_bin("kbench");
+    let mut run = vec![kb.to_str().unwrap()];
+    run.extend(bisect_args(r.to_str().unwrap(), &ids[0], &ids[COMMITS - 1]));
+    run.extend(["--exit-code", "-q"]);
+    git(&r, &["bisect", "start", &ids[COMMITS - 1], &ids[0]]);
+    Command::new("git")
+        .arg("-C")
+        .arg(&r)
+        .args(["bisect", "run"])
+        .args(&run)
+        .env("KBENCH_DB", common::db(dir))
+        .env("XDG_CACHE_HOME", dir.join("cache"))
+        .output()
+        .unwrap()
+}
+
 #[test]
 fn git_bisect_run_with_exit_code_finds_it_too() {
     if !have_cc() {
@@ -356,21 +411,7 @@ fn git_bisect_run_with_exit_code_finds_it_too() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
     let ids = repo(&dir.join("repo"));
-    let r = dir.join("repo");
-    let kb = assert_cmd::cargo::cargo_bin("kbench");
-    let mut run = vec![kb.to_str().unwrap()];
-    run.extend(bisect_args(r.to_str().unwrap(), &ids[0], &ids[COMMITS - 1]));
-    run.extend(["--exit-code", "-q"]);
-    git(&r, &["bisect", "start", &ids[COMMITS - 1], &ids[0]]);
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(&r)
-        .args(["bisect", "run"])
-        .args(&run)
-        .env("KBENCH_DB", common::db(dir))
-        .env("XDG_CACHE_HOME", dir.join("cache"))
-        .output()
-        .unwrap();
+    let out = git_bisect_run(dir, &ids);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success(),
@@ -388,4 +429,103 @@ fn git_bisect_run_with_exit_code_finds_it_too() {
         .filter(|l| l.contains(",cpu,") && l.contains(&format!(",00-{},", &ids[0][..7])))
         .count();
     assert!(good >= 10, "{good} good-end samples:\n{csv}");
+}
+
+/// Without a regression between the ends, `git bisect run` must not name
+/// a commit: the first `--exit-code` call checks the ends (once per
+/// campaign) and exits 128, which stops `git bisect run`. Before, every
+/// revision read "like good" and git blamed the tip.
+#[test]
+fn git_bisect_run_on_a_range_without_a_regression_names_no_commit() {
+    if !have_cc() {
+        return;
+    }
+    let _t = common::serial();
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let ids = repo_slow_from(&dir.join("repo"), None);
+    let r = dir.join("repo");
+    let out = git_bisect_run(dir, &ids);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{text}\n{err}");
+    assert!(!text.contains("is the first bad commit"), "{text}\n{err}");
+    assert!(err.contains("is not worse than the good end"), "{err}");
+    // The ends were measured once and the verdict stored: a second call
+    // decides at once from it, without measuring.
+    let again = kbench(dir)
+        .args(bisect_args(r.to_str().unwrap(), &ids[0], &ids[COMMITS - 1]))
+        .args(["--exit-code", "-q", "--rev", &ids[5]])
+        .output()
+        .unwrap();
+    assert_eq!(again.status.code(), Some(128));
+    let e = String::from_utf8_lossy(&again.stderr);
+    assert!(e.contains("nothing to bisect"), "{e}");
+    let runs = common::stdout(kbench(dir).args(["runs", "--json"]));
+    let runs: serde_json::Value = serde_json::from_str(&runs).unwrap();
+    assert_eq!(runs.as_array().unwrap().len(), 1, "{runs:#}");
+
+    // A whole bisection of it says so too, and names no commit.
+    let out = kbench(dir)
+        .args(bisect_args(r.to_str().unwrap(), &ids[0], &ids[COMMITS - 1]))
+        .arg("-q")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert!(e.contains("nothing to bisect"), "{e}");
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("first bad commit"));
+}
+
+/// Ctrl-C during a step stops after the current sample, as `kbench run`
+/// does: the step's run is stored as interrupted with what it measured.
+#[test]
+fn sigint_stops_a_bisection_after_the_current_sample() {
+    if !have_cc() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let ids = repo(&dir.join("repo"));
+    let r = dir.join("repo");
+    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("kbench"))
+        .args([
+            "bisect",
+            "-q",
+            "--repo",
+            r.to_str().unwrap(),
+            "--good",
+            &ids[0],
+            "--bad",
+            &ids[COMMITS - 1],
+            "--bench",
+            "cmd:sleep 0.3",
+            "--name",
+            "slow",
+        ])
+        .env("KBENCH_DB", common::db(dir))
+        .env("XDG_CACHE_HOME", dir.join("cache"))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    common::wait_for_stored_samples(dir, 3);
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let t1 = std::time::Instant::now();
+    let out = child.wait_with_output().unwrap();
+    assert!(t1.elapsed().as_secs_f64() < 5.0, "{:?}", t1.elapsed());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("interrupted"), "{err}");
+    let db = common::sqlite(dir);
+    let (status, n): (String, i64) = db
+        .query_row(
+            "SELECT status, (SELECT COUNT(*) FROM samples) FROM runs",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap();
+    assert_eq!(status, "interrupted");
+    assert!((3..16).contains(&n), "{n} samples");
 }

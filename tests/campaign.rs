@@ -359,3 +359,62 @@ fn reporting_a_campaign_never_loads_a_c_testcase() {
         assert_ne!(out.status.code(), Some(101), "panic: {args:?}");
     }
 }
+
+/// Issue: `kbench status PLAN`, and `run` with nothing left to run,
+/// compiled and loaded the plan's C testcase (its constructor ran in
+/// kbench); and editing `t.c` did not change the plan's campaign. Only a
+/// cell about to run builds or loads code, and the plan's identity holds
+/// the testcase's content.
+#[test]
+fn only_running_a_cell_builds_or_loads_a_testcase_and_editing_it_changes_the_plan() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let marker = d.join("constructor-ran");
+    let testcase = |extra: &str| {
+        format!(
+            "#include <fcntl.h>\n\
+             __attribute__((constructor)) static void mark(void)\n\
+             {{ creat(\"{}\", 0600); }}\n\
+             char *testcase_description = \"loop{extra}\";\n\
+             void testcase(unsigned long long *iterations, unsigned long nr)\n\
+             {{ (void)nr; for (;;) (*iterations)++; }}\n",
+            marker.display()
+        )
+    };
+    std::fs::write(d.join("t.c"), testcase("")).unwrap();
+    let plan = d.join("p.toml");
+    std::fs::write(
+        &plan,
+        "name = \"lazy\"\nsamples = 1\nsample_time = 0.05\nwarmup = 0\n\
+         [[bench]]\ntestcase = \"t.c\"\nparams = { tasks = 1 }\n",
+    )
+    .unwrap();
+    let k = || {
+        let mut c = common::kbench(d);
+        c.current_dir(d);
+        c
+    };
+    // (No store yet: status says so, and loads nothing.)
+    k().arg("status").arg(&plan).output().unwrap();
+    assert!(!marker.exists(), "`status` loaded t.c before any run");
+    k().args(["run", "-q"]).arg(&plan).assert().success();
+    assert!(marker.exists(), "running its cell loads t.c");
+    std::fs::remove_file(&marker).unwrap();
+    for args in [&["status"][..], &["run", "-q"]] {
+        let out = k().args(args).arg(&plan).output().unwrap();
+        common::assert_ok(&out);
+        assert!(
+            !marker.exists(),
+            "`{}` with nothing to run loaded t.c",
+            args.join(" ")
+        );
+    }
+    // An edited testcase is an edited plan.
+    std::fs::write(d.join("t.c"), testcase(" v2")).unwrap();
+    k().args(["run", "-q"])
+        .arg(&plan)
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("--force"));
+    assert!(!marker.exists(), "refused before loading");
+}

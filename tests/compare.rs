@@ -7,14 +7,20 @@ use common::kbench;
 use predicates::prelude::*;
 
 /// A store with the smoke plan run once (spin work 1000/1050 on cpu0/cpu1,
-/// getppid on cpu0/cpu1).
+/// getppid on cpu0/cpu1; labels of the first two CPUs this test may use).
 fn smoke_store() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
-    let smoke = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/smoke.toml");
+    let smoke =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/examples/smoke.toml"));
+    let smoke = common::plan(
+        dir.path(),
+        "smoke.toml",
+        &common::usable_plan(&smoke.unwrap()),
+    );
     kbench(dir.path())
         .args([
             "run",
-            smoke,
+            smoke.to_str().unwrap(),
             "--samples",
             "6",
             "--sample-time",
@@ -58,6 +64,8 @@ fn student_blocks_are_byte_identical_to_kbench_ministat() {
         .find(|b| b.starts_with("spin ns/op [cpus=cpu0]"))
         .expect("a block for cpu0")
         .lines()
+        // kbench's own verdict follows ministat's block.
+        .take_while(|l| !l.starts_with("design: "))
         .collect();
     // ministat on the same numbers, written as files.
     let write = |name: &str, v: &[f64]| {
@@ -82,7 +90,9 @@ fn student_blocks_are_byte_identical_to_kbench_ministat() {
     let ministat: Vec<&str> = m.lines().skip(2).collect();
     // Title, then `x NAME`, `+ NAME`; from the header on, identical.
     assert_eq!(block[3..], ministat[..], "\n{}\n---\n{m}", block.join("\n"));
-    assert!(text.contains("summary (Student at 95% confidence"));
+    assert!(text.contains("summary (95% confidence"), "{text}");
+    // Cells of one run, measured in the same rounds: paired by round.
+    assert!(text.contains("design: paired by round, 6 rounds"), "{text}");
     // spin and getppid are both ns/op: one geomean row for the unit.
     assert!(
         text.contains("  ns (lower is better), smoke:work=1050: "),
@@ -311,9 +321,9 @@ fn a_report_over_runs_that_differ_warns_in_every_format() {
 
 /// `--processes`: each cell measured in fresh worker processes, the
 /// samples stored with their process, the report showing the variance
-/// components and compare naming its error term.
+/// components and compare naming the level it cannot judge.
 #[test]
-fn processes_measure_in_fresh_workers_and_compare_names_the_error_term() {
+fn processes_measure_in_fresh_workers_and_compare_names_what_it_cannot_judge() {
     let _g = common::serial();
     let dir = tempfile::tempdir().unwrap();
     for _ in 0..2 {
@@ -349,9 +359,15 @@ fn processes_measure_in_fresh_workers_and_compare_names_the_error_term() {
     let c = &v["cells"][0]["processes"];
     assert_eq!(c["processes"], 3, "{v:#}");
     assert!(c["within"].as_f64().unwrap() >= 0.0);
+    // Two runs, one a side: the processes measure layout, not the
+    // run-to-run variation, which compare says it cannot judge.
     let out = common::stdout(kbench(dir.path()).args(["compare", "1", "2", "--test", "welch"]));
-    assert!(out.contains("error term getppid ns/op:"), "{out}");
-    assert!(out.contains("(3+3 processes"), "{out}");
+    let flat = out.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(flat.contains("not judged: one run a side"), "{out}");
+    assert!(
+        flat.contains("run-to-run variation is not measured (one run a side)"),
+        "{out}"
+    );
     // Sizing from the pilot: a count per cell, in the unit it needs.
     let out = common::stdout(kbench(dir.path()).args(["plan-size", "1", "--margin", "5%"]));
     assert!(
@@ -401,4 +417,297 @@ fn processes_refuse_what_they_cannot_do() {
             predicate::str::contains("p.toml")
                 .and(predicate::str::contains("`processes` must be >= 1")),
         );
+}
+
+/// Runs made by hand as an event stream (the real fingerprint of this
+/// machine, fabricated values): two runs of the same cells, the second
+/// 10% slower throughout. Cells: `wild` (one variant spread over 30x),
+/// `tiny` (a baseline of zeros), `steady` (clear changes) and `bw` (a
+/// rate, higher is better); variants a (baseline), b and z (all zero
+/// where it hurts most).
+fn fabricated_store() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let real = common::stdout(kbench(dir.path()).args([
+        "run",
+        "getppid",
+        "--samples",
+        "1",
+        "--sample-time",
+        "0.001",
+        "--warmup",
+        "0",
+        "--events",
+        "jsonl",
+        "-q",
+        "--db",
+        dir.path().join("scratch.db").to_str().unwrap(),
+    ]));
+    let begun: serde_json::Value = common::json(real.lines().next().unwrap().as_bytes());
+    let wobble = [1.0, 1.01, 0.99, 1.005, 0.995, 1.002];
+    let cells: Vec<(&str, &str, &str, &str, [f64; 6])> = vec![
+        (
+            "wild",
+            "ns",
+            "lower",
+            "a",
+            [10.0, 10.5, 9.5, 10.2, 9.8, 10.1],
+        ),
+        (
+            "wild",
+            "ns",
+            "lower",
+            "b",
+            [1.0, 30.0, 2.0, 25.0, 1.5, 28.0],
+        ),
+        ("wild", "ns", "lower", "z", [0.0; 6]),
+        ("tiny", "ns", "lower", "a", [0.0; 6]),
+        (
+            "tiny",
+            "ns",
+            "lower",
+            "b",
+            [0.0, 0.001, 0.0, 0.0, 0.002, 0.0],
+        ),
+        ("tiny", "ns", "lower", "z", [0.0; 6]),
+        ("steady", "ns", "lower", "a", wobble.map(|w| 100.0 * w)),
+        ("steady", "ns", "lower", "b", wobble.map(|w| 105.0 / w)),
+        ("steady", "ns", "lower", "z", wobble.map(|w| 95.0 * w * w)),
+        ("bw", "B/s", "higher", "a", wobble.map(|w| 1e9 * w)),
+        (
+            "bw",
+            "B/s",
+            "higher",
+            "b",
+            [1e8, 2e9, 5e7, 1.8e9, 9e7, 2.1e9],
+        ),
+        ("bw", "B/s", "higher", "z", wobble.map(|w| 1e9 / w)),
+    ];
+    let mut lines = Vec::new();
+    for (run, level) in [(1, 1.0), (2, 1.1)] {
+        let uuid = format!("00000000-0000-4000-8000-00000000000{run}");
+        let mut b = begun.clone();
+        b["run"] = uuid.clone().into();
+        b["started"] = (1.7e9 + run as f64 * 100.0).into();
+        b["planned_cells"] = cells.len().into();
+        b["planned_samples"] = (cells.len() * 6).into();
+        lines.push(b);
+        for (bench, unit, dir, variant, _) in &cells {
+            lines.push(
+                serde_json::json!({"event": "cell_prepared", "run": uuid, "cell": {
+                "key": format!("{bench}|variant={variant}"), "bench": bench, "source": bench,
+                "kind": "command", "params": {}, "factors": {"variant": variant},
+                "label_params": [], "readings": {},
+                "metrics": [{"name": "m", "unit": unit, "direction": dir}]}}),
+            );
+        }
+        for round in 0..6 {
+            for (bench, _, _, variant, v) in &cells {
+                lines.push(serde_json::json!({"event": "sample", "run": uuid,
+                    "cell": format!("{bench}|variant={variant}"), "round": round,
+                    "t": 1.7e9 + run as f64 * 100.0 + round as f64,
+                    "values": [["m", v[round] * level]]}));
+            }
+        }
+        for (bench, _, _, variant, _) in &cells {
+            lines.push(serde_json::json!({"event": "cell_done", "run": uuid,
+                "cell": format!("{bench}|variant={variant}"), "status": "done", "samples": 6}));
+        }
+        lines.push(serde_json::json!({"event": "run_ended", "run": uuid,
+            "ended": 1.7e9 + run as f64 * 100.0 + 10.0, "status": "done"}));
+    }
+    let file = dir.path().join("runs.jsonl");
+    let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    std::fs::write(&file, text).unwrap();
+    kbench(dir.path())
+        .arg("ingest")
+        .arg(&file)
+        .assert()
+        .success();
+    dir
+}
+
+/// What one output may not print: NaN or infinity, a percentage bound
+/// below -100%, a ratio bound below 0, a `~` beside an interval without
+/// 0, a mark that disagrees with its interval.
+#[derive(Clone, Copy, PartialEq)]
+enum Numbers {
+    /// Bounds printed with `%` (text).
+    Percent,
+    /// Bare bounds that are percentages (Markdown, HTML improvement).
+    BarePercent,
+    /// Bare bounds that are ratios (Markdown, HTML ratio).
+    BareRatio,
+}
+
+fn check_output(what: &str, out: &str, numbers: Numbers) {
+    let bad = regex::Regex::new(r"(?i)\b(nan|inf|infinity)\b").unwrap();
+    assert!(!bad.is_match(out), "{what}: NaN or inf:\n{out}");
+    let pct = regex::Regex::new(r"\[([-+]?[0-9.]+)%, ([-+]?[0-9.]+)%\]").unwrap();
+    for c in pct.captures_iter(out) {
+        let lo: f64 = c[1].parse().unwrap();
+        assert!(lo > -100.0, "{what}: bound {lo}% in {}", &c[0]);
+    }
+    let tilde = regex::Regex::new(r" ~ +\[([-+0-9.]+)%, ([-+0-9.]+)%\]").unwrap();
+    for c in tilde.captures_iter(out) {
+        let (lo, hi): (f64, f64) = (c[1].parse().unwrap(), c[2].parse().unwrap());
+        assert!(lo <= 0.0 && 0.0 <= hi, "{what}: `~` beside {}", &c[0]);
+    }
+    let reference = match numbers {
+        Numbers::Percent => return,
+        Numbers::BarePercent => 0.0,
+        Numbers::BareRatio => 1.0,
+    };
+    // A marked (bold) value: its interval excludes the reference; an
+    // unmarked one holds it.
+    let md = regex::Regex::new(r"(\*\*)?[-+0-9.]+(\*\*)? \[([-+0-9.]+), ([-+0-9.]+)\]").unwrap();
+    let html =
+        regex::Regex::new(r#"<td( class="sig")?>[^<\[]*? \[([-+0-9.]+), ([-+0-9.]+)\]"#).unwrap();
+    let mut seen = 0;
+    let found: Vec<(bool, String, String, String)> = if out.contains("<td") {
+        html.captures_iter(out)
+            .map(|c| {
+                (
+                    c.get(1).is_some(),
+                    c[2].to_string(),
+                    c[3].to_string(),
+                    c[0].to_string(),
+                )
+            })
+            .collect()
+    } else {
+        md.captures_iter(out)
+            .map(|c| {
+                (
+                    c.get(1).is_some(),
+                    c[3].to_string(),
+                    c[4].to_string(),
+                    c[0].to_string(),
+                )
+            })
+            .collect()
+    };
+    for (marked, lo, hi, all) in found {
+        let (lo, hi): (f64, f64) = (lo.parse().unwrap(), hi.parse().unwrap());
+        let floor = if reference == 1.0 { 0.0 } else { -100.0 };
+        assert!(lo > floor, "{what}: bound {lo}");
+        assert_eq!(
+            marked,
+            !(lo <= reference && reference <= hi),
+            "{what}: mark and interval disagree in {all}"
+        );
+        seen += 1;
+    }
+    assert!(seen > 0, "{what}: no interval found:\n{out}");
+}
+
+/// Every compared value in a JSON document: bounds possible, mark and
+/// interval in agreement.
+fn check_json(what: &str, v: &serde_json::Value) {
+    match v {
+        serde_json::Value::Object(m) => {
+            let f = |k: &str| m.get(k).and_then(|x| x.as_f64());
+            match m.get("type").and_then(|t| t.as_str()) {
+                Some("change") => {
+                    if let (Some(lo), Some(hi)) = (f("lo"), f("hi")) {
+                        assert!(lo > -100.0, "{what}: {v}");
+                        assert_eq!(m["significant"], !(lo <= 0.0 && 0.0 <= hi), "{what}: {v}");
+                    }
+                }
+                Some("ratio") => {
+                    if let (Some(lo), Some(hi)) = (f("lo"), f("hi")) {
+                        assert!(lo > 0.0, "{what}: {v}");
+                        assert_eq!(m["significant"], !(lo <= 1.0 && 1.0 <= hi), "{what}: {v}");
+                    }
+                }
+                _ => {}
+            }
+            // compare: a contender's change interval (fractions).
+            if m.contains_key("verdict")
+                && m.contains_key("p_adjusted")
+                && let Some([lo, hi]) = m["interval"]
+                    .as_array()
+                    .map(|a| [a[0].as_f64().unwrap(), a[1].as_f64().unwrap()])
+            {
+                assert!(lo > -1.0, "{what}: {v}");
+                assert_eq!(m["significant"], !(lo <= 0.0 && 0.0 <= hi), "{what}: {v}");
+            }
+            // A geomean's change interval (fractions).
+            if let Some(a) = m.get("change_interval").and_then(|x| x.as_array()) {
+                assert!(a[0].as_f64().unwrap() > -1.0, "{what}: {v}");
+            }
+            for x in m.values() {
+                check_json(what, x);
+            }
+        }
+        serde_json::Value::Array(a) => a.iter().for_each(|x| check_json(what, x)),
+        _ => {}
+    }
+}
+
+#[test]
+fn no_impossible_bound_and_no_mark_against_its_interval_in_any_layout() {
+    let dir = fabricated_store();
+    let d = dir.path();
+    let out = |args: &[&str]| common::stdout(kbench(d).args(args));
+    let mut outputs = 0;
+    for ops in [
+        vec!["1:variant=a", "1:variant=b", "1:variant=z"],
+        vec!["1", "2"],
+        vec!["1:variant=a", "2:variant=b"],
+    ] {
+        for test in ["student", "welch", "mwu", "bootstrap"] {
+            let mut args = vec!["compare"];
+            args.extend(&ops);
+            args.extend(["--test", test]);
+            let text = out(&args);
+            check_output(&format!("{args:?}"), &text, Numbers::Percent);
+            args.push("--json");
+            let json = out(&args);
+            assert!(!json.contains("NaN") && !json.contains("inf"), "{json}");
+            check_json(&format!("{args:?}"), &common::json(json.as_bytes()));
+            outputs += 2;
+        }
+    }
+    for runs in [vec!["1"], vec!["1", "2"]] {
+        for (table, numbers) in [
+            ("improvement", Numbers::BarePercent),
+            ("ratio", Numbers::BareRatio),
+            ("matrix", Numbers::Percent),
+        ] {
+            for format in ["text", "markdown", "html", "json", "csv"] {
+                let mut args = vec!["report"];
+                args.extend(&runs);
+                args.extend(["--table", table, "--format", format]);
+                if table != "matrix" {
+                    args.extend(["--baseline", "variant=a"]);
+                }
+                let o = out(&args);
+                let what = format!("{args:?}");
+                match format {
+                    "json" => check_json(&what, &common::json(o.as_bytes())),
+                    "markdown" | "html" if table != "matrix" => check_output(&what, &o, numbers),
+                    _ => check_output(&what, &o, Numbers::Percent),
+                }
+                outputs += 1;
+            }
+        }
+    }
+    // The zero baseline and the run-to-run level are put in words.
+    let text = out(&["compare", "1:variant=a", "1:variant=b"]);
+    assert!(text.contains("the baseline is 0 in every sample"), "{text}");
+    let text = out(&["compare", "1", "2"]);
+    assert!(text.contains("not judged: one run a side"), "{text}");
+    let md = out(&[
+        "report",
+        "1",
+        "2",
+        "--table",
+        "improvement",
+        "--baseline",
+        "variant=a",
+        "--format",
+        "markdown",
+    ]);
+    assert!(md.contains("- = the baseline is 0 in every sample"), "{md}");
+    assert!(outputs >= 50, "{outputs}");
 }

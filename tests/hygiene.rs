@@ -206,7 +206,7 @@ fn a_finished_run_leaves_no_process_temp_file_or_leaked_descriptor() {
         d,
         &m,
         &format!(
-            "ls -l /proc/self/fd > {}/fds-$$; (sleep 60 &) ; exit 0",
+            "ls -l /proc/self/fd > {}/fds-$$; (sleep 60 &) ; setsid sleep 60 & exit 0",
             d.display()
         ),
     );
@@ -215,7 +215,8 @@ fn a_finished_run_leaves_no_process_temp_file_or_leaked_descriptor() {
         .status()
         .unwrap();
     assert!(out.success(), "stderr: {}", read(d, "err"));
-    // The background sleep was in the command's process group.
+    // One background sleep was in the command's process group, the other
+    // left it (`setsid`).
     assert_eq!(none_left(&m), Vec::<String>::new(), "orphans");
     assert_eq!(entries(&d.join("tmp")), Vec::<String>::new(), "temp files");
     // Descriptors this test process itself passes to every child (those
@@ -286,8 +287,15 @@ fn an_interrupted_run_leaves_no_process_or_temp_file() {
         std::thread::sleep(Duration::from_millis(20));
     }
     assert_eq!(marked(&m).len(), 3, "sh and two sleeps: {:?}", marked(&m));
-    // The command's scratch directory exists while it runs.
-    assert_eq!(entries(&d.join("tmp")).len(), 1);
+    // The command's scratch directory exists while it runs, private: it
+    // was 0755 with its captured stderr 0644.
+    let scratch = entries(&d.join("tmp"));
+    assert_eq!(scratch.len(), 1);
+    use std::os::unix::fs::PermissionsExt;
+    let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    let sdir = d.join("tmp").join(&scratch[0]);
+    assert_eq!(mode(&sdir), 0o700, "{}", sdir.display());
+    assert_eq!(mode(&sdir.join(".kbench-stderr")), 0o600);
     // SAFETY: signalling the child we spawned.
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
     let status = child.wait().unwrap();
@@ -300,4 +308,136 @@ fn an_interrupted_run_leaves_no_process_or_temp_file() {
         .query_row("SELECT status FROM runs", [], |r| r.get(0))
         .unwrap();
     assert_eq!(state, "interrupted");
+}
+
+/// Issue: a child that calls `setsid` outlived kbench (exit, INT, TERM and
+/// KILL alike), a `shell` factor's teardown never ran after Ctrl-C or
+/// SIGTERM, and a SIGKILL left `/tmp/kbench-PID-N` behind. After each of
+/// INT, TERM and KILL in the middle of a command's sample: no descendant
+/// is left (the `setsid` one included), no scratch file, the store passes
+/// `integrity_check`; after INT and TERM the teardown ran, after KILL it is
+/// owed and `status` names it; the next run runs it first and completes
+/// the campaign to exactly the planned counts.
+#[test]
+fn after_int_term_and_kill_no_descendant_or_scratch_is_left_and_teardowns_run_or_are_owed() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let m = marker("signals");
+    let plan = d.join("plan.toml");
+    std::fs::write(
+        &plan,
+        format!(
+            r#"
+name = "signals"
+samples = 4
+sample_time = 0.01
+warmup = 0
+[factors]
+mode = {{ apply = "shell", values = ["a", "b"], setup = "touch {d}/SETUP-{{value}}", teardown = "rm {d}/SETUP-{{value}}" }}
+[[bench]]
+use = "getppid"
+[[bench]]
+name = "cmd"
+shell = "setsid sleep 60 & sleep 0.4"
+env = {{ {MARK} = "{m}" }}
+measure = ["real"]
+"#,
+            d = d.display()
+        ),
+    )
+    .unwrap();
+    let state = d.join("state");
+    let setups = || -> Vec<String> {
+        entries(d)
+            .into_iter()
+            .filter(|n| n.starts_with("SETUP-"))
+            .collect()
+    };
+    for (sig, name) in [
+        (libc::SIGINT, "INT"),
+        (libc::SIGTERM, "TERM"),
+        (libc::SIGKILL, "KILL"),
+    ] {
+        let mut child = kbench(d, &["run", "-q"])
+            .arg(&plan)
+            .env("XDG_STATE_HOME", &state)
+            .spawn()
+            .unwrap();
+        // In a sample of the command, its `setsid` child running.
+        let t0 = Instant::now();
+        while !marked(&m).iter().any(|p| p.contains("sleep 60"))
+            && t0.elapsed() < Duration::from_secs(60)
+        {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert_eq!(setups().len(), 1, "{name}: one group set up");
+        // SAFETY: signalling the child we spawned.
+        unsafe { libc::kill(child.id() as i32, sig) };
+        let status = child.wait().unwrap();
+        assert!(!status.success(), "{name}: {}", read(d, "err"));
+        assert_eq!(none_left(&m), Vec::<String>::new(), "{name}: descendants");
+        // The watchdog removes what a killed kbench leaves in TMPDIR.
+        let t0 = Instant::now();
+        while !entries(&d.join("tmp")).is_empty() && t0.elapsed() < Duration::from_secs(5) {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert_eq!(
+            entries(&d.join("tmp")),
+            Vec::<String>::new(),
+            "{name}: scratch"
+        );
+        let db = rusqlite::Connection::open(d.join("k.db")).unwrap();
+        let ok: String = db
+            .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(ok, "ok", "{name}");
+        if sig == libc::SIGKILL {
+            assert_eq!(setups().len(), 1, "KILL: the teardown could not run");
+            let out = kbench(d, &["status"])
+                .arg(&plan)
+                .env("XDG_STATE_HOME", &state)
+                .stderr(Stdio::piped())
+                .output()
+                .unwrap();
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert!(
+                err.contains("kbench: owed: factor `mode` = `") && err.contains("teardown `rm "),
+                "status names the owed teardown: {err}"
+            );
+        } else {
+            assert_eq!(setups(), Vec::<String>::new(), "{name}: the teardown ran");
+        }
+    }
+    // The next run pays what the killed one owed, then completes.
+    let out = kbench(d, &["run", "-q"])
+        .arg(&plan)
+        .env("XDG_STATE_HOME", &state)
+        .stderr(Stdio::piped())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains("running the teardown a killed run left"),
+        "{err}"
+    );
+    assert_eq!(setups(), Vec::<String>::new());
+    assert_eq!(none_left(&m), Vec::<String>::new());
+    let db = rusqlite::Connection::open(d.join("k.db")).unwrap();
+    let mut q = db
+        .prepare(
+            "SELECT c.key, s.metric, COUNT(*) FROM samples s JOIN cells c ON c.id = s.cell_id
+             GROUP BY c.key, s.metric",
+        )
+        .unwrap();
+    let counts: Vec<(String, String, i64)> = q
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(counts.len(), 4, "{counts:?}");
+    assert!(
+        counts.iter().all(|c| c.2 == 4),
+        "exactly 4 each: {counts:?}"
+    );
 }

@@ -125,3 +125,84 @@ fn a_will_it_scale_csv_imports_and_reprints() {
         1,
     );
 }
+
+/// Issue: SIGTERM after 185,583 of 2 million hyperfine times left a run
+/// `running` forever, holding part of the file; the whole import took
+/// 120 s (253 s here under load) and 991 MB. An import is one
+/// transaction: killed in the middle it stores nothing, and the same file
+/// imported twice is stored once (its identity is its content).
+#[test]
+fn an_import_is_whole_or_nothing_and_the_same_file_twice_adds_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    const N: usize = 1_000_000;
+    let mut json = String::from(r#"{"results": [{"command": "sleep 0.001", "times": ["#);
+    for i in 0..N {
+        if i > 0 {
+            json.push(',');
+        }
+        json += &format!("0.00{}", 1000 + i % 997);
+    }
+    json += "]}]}";
+    std::fs::write(d.join("h.json"), json).unwrap();
+    let db = common::db(d);
+    let wal = d.join("kbench.db-wal");
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_kbench"))
+        .current_dir(d)
+        .env("KBENCH_DB", &db)
+        .args(["import", "--from", "hyperfine", "h.json"])
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Killed while it inserts (its write-ahead log growing).
+    let t0 = std::time::Instant::now();
+    while std::fs::metadata(&wal).map_or(0, |m| m.len()) < 2 << 20
+        && t0.elapsed() < std::time::Duration::from_secs(120)
+    {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    // SAFETY: signalling the child we spawned.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let status = child.wait().unwrap();
+    assert!(!status.success(), "the import ended before the kill");
+    let c = rusqlite::Connection::open(&db).unwrap();
+    let ok: String = c
+        .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(ok, "ok");
+    let (runs, samples): (i64, i64) = c
+        .query_row(
+            "SELECT (SELECT COUNT(*) FROM runs), (SELECT COUNT(*) FROM samples)",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap();
+    assert_eq!((runs, samples), (0, 0), "a killed import left something");
+    drop(c);
+    // Whole, then again: nothing added the second time.
+    let t0 = std::time::Instant::now();
+    let out = kbench(d)
+        .args(["import", "--from", "hyperfine", "h.json"])
+        .output()
+        .unwrap();
+    common::assert_ok(&out);
+    eprintln!("{N} times imported in {:.1} s", t0.elapsed().as_secs_f64());
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains(&format!("{N} sample(s) imported as run(s) 1")),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = kbench(d)
+        .args(["import", "--from", "hyperfine", "h.json", "--name", "again"])
+        .output()
+        .unwrap();
+    common::assert_ok(&out);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("already imported, nothing added: h.json (run 1)"),
+        "{err}"
+    );
+    let listed = stdout(kbench(d).args(["runs"]));
+    assert_eq!(listed.lines().count(), 2, "{listed}");
+}

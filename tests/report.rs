@@ -51,13 +51,14 @@ fn the_plan_layout_the_flags_and_every_format() {
     let d = dir.path();
     // The plan's layout: improvement of the heavy variant, a row per size.
     let text = stdout(kbench(d).args(["report", "layouts"]));
-    assert!(text.contains("% improvement over work=light"), "{text}");
+    assert!(text.contains("% change over work=light"), "{text}");
     assert!(text.contains("T.S"), "{text}");
     let row = text
         .lines()
         .find(|l| l.starts_with("64k"))
         .unwrap_or_else(|| panic!("{text}"));
-    // Ten times the work is slower: a large negative improvement.
+    // Ten times the work takes far longer: a large positive change of a
+    // time (worse, as the legend says).
     let pct: f64 = row
         .split_whitespace()
         .nth(1)
@@ -65,7 +66,11 @@ fn the_plan_layout_the_flags_and_every_format() {
         .trim_end_matches('*')
         .parse()
         .unwrap();
-    assert!((-99.0..-50.0).contains(&pct), "{row}");
+    assert!((100.0..2000.0).contains(&pct), "{row}");
+    assert!(
+        text.contains("lower is better: negative = better"),
+        "{text}"
+    );
     for l in text.lines() {
         assert!(l.len() <= 80, "{l}");
     }
@@ -121,10 +126,17 @@ fn the_plan_layout_the_flags_and_every_format() {
 #[test]
 fn a_wrong_dimension_is_one_line_and_exit_2() {
     let (dir, _) = setup();
-    for args in [
-        vec!["--rows", "nope"],
-        vec!["--baseline", "nope=1"],
-        vec!["--baseline", "work"],
+    for (args, names) in [
+        (vec!["--rows", "nope"], "nope"),
+        (vec!["--baseline", "nope=1"], "nope"),
+        (vec!["--baseline", "work"], "work"),
+        // A value no cell has, and a dimension given twice.
+        (vec!["--baseline", "work=9999"], "work=9999"),
+        (vec!["--baseline", "work=light,work=heavy"], "work"),
+        (
+            vec!["--table", "improvement", "--baseline", "size=3k"],
+            "size=3k",
+        ),
     ] {
         let out = kbench(dir.path())
             .args(["report", "layouts"])
@@ -134,6 +146,7 @@ fn a_wrong_dimension_is_one_line_and_exit_2() {
         assert_eq!(out.status.code(), Some(2), "{args:?}");
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(err.contains(names), "{args:?}: {err}");
         assert!(out.stdout.is_empty());
     }
 }

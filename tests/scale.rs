@@ -424,6 +424,7 @@ fn c_testcase_runs_in_both_modes_and_leaves_nothing_behind() {
         .filter(|c| c["metric"] == "ops/s")
         .collect();
     assert_eq!(cells.len(), 4);
+    let order = kbench::test_support::compact_order(&common::cpus());
     for cell in cells {
         let mean = f(&cell["mean"]);
         let pingpong = cell["bench"].as_str().unwrap().ends_with("pingpong.c");
@@ -433,13 +434,14 @@ fn c_testcase_runs_in_both_modes_and_leaves_nothing_behind() {
             let p = cell["placement"].as_str().unwrap();
             // Each new_task partner shares its task's CPU, as in
             // will-it-scale (where it inherits its creator's affinity).
-            // With one usable CPU (taskset -c 0) both tasks share it.
-            let want = if kbench::test_support::usable_cpus() >= 2 {
-                "tasks cpu 0,1, helpers cpu 0,1"
-            } else {
-                "tasks cpu 0,0, helpers cpu 0,0"
-            };
-            assert!(p.starts_with(want), "{p}");
+            // The tasks take the first two CPUs this test may use (both
+            // the same one when it may use one).
+            let want = format!(
+                "tasks cpu {a},{b}, helpers cpu {a},{b}",
+                a = order[0],
+                b = order[1 % order.len()]
+            );
+            assert!(p.starts_with(&want), "{p}");
         }
     }
     // 2 tasks x 2 modes x 2 samples recorded themselves (each sample
@@ -455,6 +457,35 @@ fn c_testcase_runs_in_both_modes_and_leaves_nothing_behind() {
         .filter(|n| n.starts_with("prepared."))
         .collect();
     assert!(left.is_empty(), "testcase_cleanup did not run: {left:?}");
+}
+
+/// Tasks are pinned only to CPUs kbench was given: started by `taskset`
+/// on the last CPU this test may use (not CPU 0 when it may use more),
+/// both tasks of a cell share that CPU.
+#[test]
+fn tasks_stay_on_the_cpus_kbench_was_given() {
+    let _serial = serial();
+    let tmp = tempfile::tempdir().unwrap();
+    let given = common::cpus();
+    let last = *given.last().unwrap();
+    let out = std::process::Command::new("taskset")
+        .args(["-c", &last.to_string()])
+        .arg(assert_cmd::cargo::cargo_bin("kbench"))
+        .env("KBENCH_DB", tmp.path().join("k.db"))
+        .args([
+            "run",
+            "getppid1:mode=threads,tasks=2,interval=0.05,warmup=0",
+        ])
+        .args(["--samples", "1", "--warmup", "0", "--json", "-q"])
+        .output()
+        .unwrap();
+    common::assert_ok(&out);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let p = v["cells"][0]["placement"].as_str().unwrap();
+    assert!(
+        p.starts_with(&format!("tasks cpu {last},{last}")),
+        "given {given:?}: {p}"
+    );
 }
 
 /// Live (not zombie) processes below `root`, from /proc.
@@ -693,7 +724,8 @@ fn nothing_outlives_a_sigint() {
 }
 
 /// Fidelity (issue 5): kbench getppid1, 1 task, vs a C loop of the same
-/// body, both on the same CPU (KB_FIDELITY_CPU, default 1), alternately
+/// body, both on the same CPU (KB_FIDELITY_CPU, default the last one this
+/// test may use), alternately
 /// for KB_FIDELITY_ROUNDS rounds of 1 s (default 10). Prints every round;
 /// asserts the median of the paired per-round ratios is within 0.97..1.03.
 #[test]
@@ -741,7 +773,8 @@ int main(int argc, char **argv)
         .status()
         .unwrap();
     assert!(ok.success());
-    let cpu = std::env::var("KB_FIDELITY_CPU").unwrap_or_else(|_| "1".into());
+    let cpu = std::env::var("KB_FIDELITY_CPU")
+        .unwrap_or_else(|_| common::cpus().last().unwrap().to_string());
     let rounds: usize = std::env::var("KB_FIDELITY_ROUNDS")
         .ok()
         .and_then(|v| v.parse().ok())

@@ -5,12 +5,13 @@
 //! process group and reaped with wait4(2), whose rusage covers the command
 //! and every descendant it waited for: `real` (wall time from just before
 //! the spawn to the exit, so the fork/exec cost is included, as in
-//! hyperfine), `user`, `sys` (s), `maxrss` (KiB), `vcsw`, `ivcsw`. kbench
-//! makes itself a child subreaper, so descendants orphaned by the command
-//! come back to it; when the command exits (or times out), whatever is left
-//! in its process group is killed and reaped, its CPU time added. No
-//! benchmark leaves a process behind, even when kbench is killed with
-//! SIGKILL: a watchdog process then kills the group (`system::watchdog`).
+//! hyperfine), `user`, `sys` (s), `maxrss` (KiB), `vcsw`, `ivcsw`. When the
+//! command exits (or times out), whatever is left of it is killed and
+//! reaped, its CPU time added: its process group, and what left the group
+//! (`setsid`), found again through kbench's child subreaper and commands'
+//! cgroup (`system::contain_descendants`). No benchmark leaves a process
+//! behind, even when kbench is killed with SIGKILL: a watchdog process then
+//! kills the group and the cgroup (`system::watchdog`).
 //!
 //! Custom metrics are read after each successful sample: a regular
 //! expression on stdout/stderr, a JSON pointer into stdout, the size of a
@@ -135,6 +136,9 @@ pub struct CommandSpec {
     pub cwd: Option<String>,
     pub env: Vec<(String, String)>,
     pub timeout: Option<Duration>,
+    /// Run once when the cell is prepared, before a cell's `prepare`
+    /// (`kbench run --setup`, hyperfine's option of that name).
+    pub setup: Option<Argv>,
     pub prepare: Option<Argv>,
     pub cleanup: Option<Argv>,
     pub per: Per,
@@ -168,6 +172,9 @@ impl CommandSpec {
             t.push(("cwd", c));
         }
         t.extend(self.env.iter().map(|(_, v)| ("env", v.as_str())));
+        if let Some(p) = &self.setup {
+            t.extend(p.templates().into_iter().map(|s| ("setup", s)));
+        }
         if let Some(p) = &self.prepare {
             t.extend(p.templates().into_iter().map(|s| ("prepare", s)));
         }
@@ -393,8 +400,7 @@ struct CommandInstance {
 impl CommandInstance {
     fn new(spec: Arc<CommandSpec>, params: &Params) -> anyhow::Result<CommandInstance> {
         install_reaper();
-        let (scratch, ()) =
-            super::create_unique(&std::env::temp_dir(), |p| std::fs::create_dir(p))?;
+        let scratch = super::scratch_dir()?;
         let base = spec.base_dir.clone();
         let scratch_s = scratch.display().to_string();
         let vars = |n: &str| -> Option<String> {
@@ -426,6 +432,10 @@ impl CommandInstance {
                 env.push((var.clone(), v.to_string()));
             }
         }
+        let setup = match &spec.setup {
+            Some(p) => Some(p.fill(&vars).map_err(e("setup"))?),
+            None => None,
+        };
         let prepare = match &spec.prepare {
             Some(p) => Some(p.fill(&vars).map_err(e("prepare"))?),
             None => None,
@@ -476,6 +486,9 @@ impl CommandInstance {
             capture_stdout,
             cell_prepared: false,
         };
+        if let Some(s) = &setup {
+            inst.hook("setup", s)?;
+        }
         if inst.spec.per == Per::Cell
             && let Some(p) = inst.prepare.clone()
         {
@@ -488,11 +501,11 @@ impl CommandInstance {
     /// Run `argv` to completion under the cell's cwd, env and timeout.
     fn exec(&self, argv: &[String], capture: bool) -> std::io::Result<(Usage, Exit)> {
         let out = if capture {
-            Some(File::create(&self.out_path)?)
+            Some(super::private_file(&self.out_path)?)
         } else {
             None
         };
-        let err = File::create(&self.err_path)?;
+        let err = super::private_file(&self.err_path)?;
         spawn_measured(argv, &self.cwd, &self.env, out, err, self.spec.timeout)
     }
 
@@ -699,6 +712,17 @@ pub enum Exit {
     Interrupted,
 }
 
+impl std::fmt::Display for Exit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Exit::Code(c) => write!(f, "exited with status {c}"),
+            Exit::Signal(s) => write!(f, "was killed by signal {s}"),
+            Exit::TimedOut => f.write_str("timed out"),
+            Exit::Interrupted => f.write_str("was interrupted"),
+        }
+    }
+}
+
 /// Set once SIGINT/SIGTERM arrive, so a long command is killed instead of
 /// making the user wait for it.
 fn interrupted() -> &'static AtomicBool {
@@ -712,26 +736,25 @@ fn interrupted() -> &'static AtomicBool {
     })
 }
 
-/// Become a subreaper, so processes the command orphans are re-parented to
-/// kbench and can be killed and reaped, not left behind.
+/// Find every descendant of a command again (`system::contain_descendants`:
+/// a child subreaper, a cgroup where possible, the watchdog).
 fn install_reaper() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
-        // Without it orphans go to init; the group kill still reaches them.
-        let _ = crate::system::become_subreaper();
-        crate::system::watchdog::ready();
+        crate::system::contain_descendants();
         interrupted();
     });
 }
 
-/// Wait until `pid` can be reaped, the deadline passes or kbench is
-/// interrupted. Returns the instant the exit was seen and why we stopped.
-fn wait_exit(pid: i32, deadline: Option<Instant>) -> (Instant, Option<Exit>) {
+/// Wait until `pid` can be reaped, the deadline passes or (when
+/// `interruptible`) kbench is interrupted. Returns the instant the exit
+/// was seen and why we stopped.
+fn wait_exit(pid: i32, deadline: Option<Instant>, interruptible: bool) -> (Instant, Option<Exit>) {
     // The OS's exit notification (a pidfd, a kqueue) where it has one.
     if let Some(notifier) = crate::system::exit_notifier(pid) {
         use std::os::fd::AsRawFd;
         let r = loop {
-            if interrupted().load(Ordering::Relaxed) {
+            if interruptible && interrupted().load(Ordering::Relaxed) {
                 break Some(Exit::Interrupted);
             }
             // Wake at least every 100 ms to look at the interrupt flag.
@@ -773,7 +796,7 @@ fn wait_exit(pid: i32, deadline: Option<Instant>) -> (Instant, Option<Exit>) {
         if exited {
             return (Instant::now(), None);
         }
-        if interrupted().load(Ordering::Relaxed) {
+        if interruptible && interrupted().load(Ordering::Relaxed) {
             return (Instant::now(), Some(Exit::Interrupted));
         }
         if deadline.is_some_and(|d| Instant::now() >= d) {
@@ -783,9 +806,19 @@ fn wait_exit(pid: i32, deadline: Option<Instant>) -> (Instant, Option<Exit>) {
     }
 }
 
+/// How [`spawn_with`] runs a command, besides what it runs.
+#[derive(Clone, Debug, Default)]
+pub struct Spawn {
+    /// Killed (with what it started) after this long.
+    pub timeout: Option<Duration>,
+    /// Killed when kbench gets Ctrl-C or SIGTERM (a benchmark's command);
+    /// a teardown is not, it restores the system.
+    pub interruptible: bool,
+}
+
 /// Spawn `argv` in a new process group, wait for it (killing the group at
-/// the timeout) and return its usage and how it ended. Leftover members of
-/// the group are killed and reaped before returning.
+/// the timeout or on Ctrl-C) and return its usage and how it ended.
+/// Leftover members of the group are killed and reaped before returning.
 pub fn spawn_measured(
     argv: &[String],
     cwd: &Path,
@@ -793,6 +826,22 @@ pub fn spawn_measured(
     stdout: Option<File>,
     stderr: File,
     timeout: Option<Duration>,
+) -> std::io::Result<(Usage, Exit)> {
+    let how = Spawn {
+        timeout,
+        interruptible: true,
+    };
+    spawn_with(argv, cwd, env, stdout, stderr, &how)
+}
+
+/// [`spawn_measured`] as `how` says.
+pub fn spawn_with(
+    argv: &[String],
+    cwd: &Path,
+    env: &[(String, String)],
+    stdout: Option<File>,
+    stderr: File,
+    how: &Spawn,
 ) -> std::io::Result<(Usage, Exit)> {
     use std::os::unix::process::CommandExt;
     use std::process::Stdio;
@@ -808,6 +857,14 @@ pub fn spawn_measured(
         .stdout(stdout.map_or_else(Stdio::null, Stdio::from))
         .stderr(Stdio::from(stderr))
         .process_group(0);
+    // SAFETY: the hook only makes async-signal-safe calls (write).
+    unsafe {
+        cmd.pre_exec(|| {
+            crate::system::enter_command_cgroup();
+            Ok(())
+        });
+    }
+    let before = crate::system::children();
     let t0 = Instant::now();
     let child = cmd.spawn()?;
     let pid = child.id() as i32;
@@ -816,7 +873,7 @@ pub fn spawn_measured(
     let _guard = crate::system::watchdog::guard(pid);
     // We reap the child ourselves with wait4; std's handle is not used.
     drop(child);
-    let (seen, stop) = wait_exit(pid, timeout.map(|d| t0 + d));
+    let (seen, stop) = wait_exit(pid, how.timeout.map(|d| t0 + d), how.interruptible);
     if stop.is_some() {
         // SAFETY: signalling our own child's process group.
         unsafe { libc::kill(-pid, libc::SIGKILL) };
@@ -855,6 +912,8 @@ pub fn spawn_measured(
         }
         break;
     }
+    // What left the group (`setsid`) dies too; its CPU time counts.
+    crate::system::kill_escaped(&before, &mut |ru| usage.add(ru));
     let exit = match stop {
         Some(e) => e,
         None if libc::WIFEXITED(status) => Exit::Code(libc::WEXITSTATUS(status)),

@@ -7,6 +7,7 @@
 //! that the runner asks for one sample at a time, interleaved with the other
 //! cells of a run. Adding a benchmark = one file + one line in [`BENCHES`].
 
+pub mod catalogue;
 pub mod command;
 #[cfg(test)]
 pub mod fake;
@@ -24,11 +25,14 @@ pub(crate) static TEMP_SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::At
 
 /// Creates `DIR/kbench-PID-N` with `create` for the next free N: a name
 /// that a killed kbench whose pid this process now has left behind is
-/// skipped, not reused. Other errors name the path.
+/// skipped, not reused. Other errors name the path. The watchdog runs from
+/// then on: if kbench is killed, it removes what is left of these names
+/// in the temporary directory.
 pub(crate) fn create_unique<T>(
     dir: &std::path::Path,
     create: impl Fn(&std::path::Path) -> std::io::Result<T>,
 ) -> anyhow::Result<(std::path::PathBuf, T)> {
+    crate::system::watch_scratch();
     loop {
         let path = dir.join(format!(
             "kbench-{}-{}",
@@ -41,6 +45,26 @@ pub(crate) fn create_unique<T>(
             Err(e) => anyhow::bail!("cannot create {}: {e}", path.display()),
         }
     }
+}
+
+/// A private scratch directory (0700) `TMPDIR/kbench-PID-N`.
+pub(crate) fn scratch_dir() -> anyhow::Result<std::path::PathBuf> {
+    use std::os::unix::fs::DirBuilderExt;
+    create_unique(&std::env::temp_dir(), |p| {
+        std::fs::DirBuilder::new().mode(0o700).create(p)
+    })
+    .map(|(p, ())| p)
+}
+
+/// A new private file (0600) for writing, truncating one at `path`.
+pub(crate) fn private_file(path: &std::path::Path) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(path)
 }
 
 pub use params::{ParamDef, ParamType, Params, Value};
@@ -146,6 +170,12 @@ pub trait Bench: Send + Sync {
     /// Checks across parameters after each one was parsed (e.g. `chunk`
     /// must be positive). The message names the parameter and value.
     fn check(&self, _params: &Params) -> Result<(), String> {
+        Ok(())
+    }
+    /// Build or load what running this benchmark needs (a C testcase is
+    /// compiled and loaded here, not when its plan is read); called once a
+    /// cell of it is certain to run, before the run is recorded.
+    fn ready(&self) -> anyhow::Result<()> {
         Ok(())
     }
     /// Prepare a cell: spawn helpers, open files, calibrate lazily.
@@ -301,6 +331,15 @@ pub fn find(name: &str) -> Option<BenchRef> {
 /// Names of all built-in benchmarks, for error messages.
 pub fn names() -> Vec<&'static str> {
     BENCHES.iter().map(|b| b.name()).collect()
+}
+
+/// "unknown benchmark `getppd`; did you mean `getppid`? (see `kbench
+/// list`)": the nearest few names, never the whole catalogue.
+pub fn unknown(name: &str) -> String {
+    format!(
+        "unknown benchmark `{name}`{}",
+        crate::suggest::hint(name, &names(), "see `kbench list`")
+    )
 }
 
 #[cfg(test)]

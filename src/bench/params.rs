@@ -204,6 +204,17 @@ pub fn raw_from_str(s: &str) -> toml::Value {
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct Params(pub IndexMap<String, Value>);
 
+/// "unknown parameter `wrok` for `spin`; did you mean `work`? (known:
+/// work, cpu)".
+pub fn unknown(bench: &dyn Bench, name: &str) -> String {
+    let known: Vec<&str> = bench.params().iter().map(|d| d.name).collect();
+    format!(
+        "unknown parameter `{name}` for `{}`{}",
+        bench.name(),
+        crate::suggest::hint(name, &known, &format!("see `kbench list {}`", bench.name()))
+    )
+}
+
 #[allow(dead_code)] // getters for the benchmark catalogue (issues 4-6)
 impl Params {
     /// Defaults overlaid with `given`, each parsed against its definition,
@@ -212,16 +223,7 @@ impl Params {
         let defs = bench.params();
         for (k, _) in given {
             if !defs.iter().any(|d| d.name == k) {
-                let known: Vec<&str> = defs.iter().map(|d| d.name).collect();
-                return Err(format!(
-                    "unknown parameter `{k}` for `{}` (known: {})",
-                    bench.name(),
-                    if known.is_empty() {
-                        "none".to_string()
-                    } else {
-                        known.join(", ")
-                    }
-                ));
+                return Err(unknown(bench, k));
             }
         }
         let mut out = IndexMap::new();

@@ -1,26 +1,50 @@
 //! Is a revision "like good" or "like bad"? The question `git bisect`
 //! asks a person, answered from samples.
 //!
-//! The threshold is the size of a regression that counts: a revision is
-//! *like bad* when it is worse than the good end by more than the
-//! threshold, *like good* when it is worse by less (or better). Both are
-//! read from Welch's interval of the relative change from the good end to
-//! the revision, at the adaptive runner's interim confidence
-//! ([`LOOK_CONFIDENCE`], 99%), after at least [`MIN_SAMPLES`] samples of
-//! each, so the repeated looks of sequential sampling do not inflate the
-//! error rate (the same guard as `--until-verdict`, `runner/adaptive.rs`).
-//! While the interval straddles the threshold the revision is undecided;
-//! how many more samples would decide it is estimated from the interval's
-//! current width, which shrinks as 1/sqrt(n).
+//! A step measures the revision and both ends interleaved in rounds, so a
+//! load burst or a frequency change moves all three arms of a round
+//! together. The comparison keeps that pairing: for every round in which
+//! both arms were measured, the log ratio of the revision to the end;
+//! their centre and interval come from [`crate::stats::paired`] (the
+//! Hodges-Lehmann estimate with its Wilcoxon signed-rank interval, robust
+//! to a burst that hits one arm of a round only). Comparing the samples
+//! as two independent sets instead (Welch) let the load's swings between
+//! rounds swamp a 7.7% regression under a competing load: intervals such
+//! as [-18.9%, +36.4%] and undecided steps.
+//!
+//! The threshold is the size of a regression that counts. Against the
+//! good end the revision is *worse by more than the threshold* (the
+//! interval of its regression lies above it) or *not* (below it); against
+//! the bad end it may be *better than the bad end by more than the
+//! threshold*. A revision is
+//!
+//! - **like bad** when worse than the good end by more than the
+//!   threshold;
+//! - **like good** when not worse than the good end by the threshold, or
+//!   better than the bad end by more than it (for a regression several
+//!   times the threshold this decides much sooner: its distance from the
+//!   bad end is the regression, its distance from the threshold only the
+//!   threshold), and not like bad at the same time;
+//! - **undecided** otherwise: a revision carrying part of the regression
+//!   can be both, and stays undecided (skipped).
+//!
+//! Intervals are at the adaptive runner's interim confidence
+//! ([`LOOK_CONFIDENCE`], 99%), and at 99% the signed-rank interval needs
+//! 8 rounds before it can decide at all, so the repeated looks of
+//! sequential sampling do not inflate the error rate. While undecided,
+//! how many more rounds would decide it is estimated from the current
+//! interval's width, which shrinks as 1/sqrt(n).
 
 use serde::Serialize;
+use std::collections::BTreeMap;
 
-use crate::runner::adaptive::{LOOK_CONFIDENCE, MIN_SAMPLES};
-use crate::stats::ttest::TTest;
-use crate::stats::{Confidence, Interval, Sample};
+use crate::record::Direction;
+use crate::runner::adaptive::LOOK_CONFIDENCE;
+use crate::stats::paired::{self, Against, Paired};
+use crate::stats::{Confidence, Interval};
 
 /// The answer for one revision.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Call {
     LikeGood,
@@ -28,93 +52,155 @@ pub enum Call {
     Undecided,
 }
 
-/// How a revision compares with the good end.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+/// A change towards worse (positive = worse, whatever the metric's
+/// direction) with its interval.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, serde::Deserialize)]
+pub struct Change {
+    pub regression: f64,
+    pub interval: Interval,
+    /// Rounds compared.
+    pub rounds: usize,
+}
+
+/// How a revision compares with the ends measured in the same step.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, serde::Deserialize)]
 pub struct Look {
     pub call: Call,
-    /// The regression: relative change towards worse (positive = worse
-    /// than the good end, whatever the metric's direction).
+    /// The regression from the good end: relative change towards worse
+    /// (positive = worse than the good end).
     pub regression: f64,
     /// Its interval at `confidence` percent.
     pub interval: Interval,
     pub confidence: f64,
-    /// Samples of the revision and of the good end.
+    /// The revision against the bad end (negative: better than it), when
+    /// the bad end was measured beside it.
+    pub vs_bad: Option<Change>,
+    /// Rounds in which the revision and the good end were both measured.
     pub n: usize,
+    /// Samples of the good end.
     pub n_good: usize,
-    /// Undecided: about how many more samples of each would decide it
-    /// (`None` when its change sits on the threshold).
+    /// Undecided: about how many more rounds would decide it (`None`
+    /// when its change sits on the threshold).
     pub more: Option<u64>,
 }
 
-/// The regression of `rev` against `good` with its interval at
-/// `confidence`; `higher` when a larger value is better. `None` with fewer
-/// than 2 values in either, or values that are not numbers.
-pub fn regression(
-    good: &[f64],
-    rev: &[f64],
-    higher: bool,
-    confidence: f64,
-) -> Option<(f64, Interval)> {
-    let (g, r) = (Sample::new(good).ok()?, Sample::new(rev).ok()?);
-    if g.len() < 2 || r.len() < 2 {
-        return None;
-    }
-    let t = TTest::welch(&g, &r, Confidence::percent(confidence));
-    let change = r.mean() / g.mean() - 1.0;
-    let iv = t.relative;
-    if iv.lo.is_nan() || iv.hi.is_nan() {
-        return None;
-    }
-    Some(if higher {
-        (
-            -change,
-            Interval {
-                lo: -iv.hi,
-                hi: -iv.lo,
-            },
-        )
-    } else {
-        (change, iv)
-    })
+/// One arm's values in a step, each with its round.
+pub type Values<'a> = &'a [(u32, f64)];
+
+/// The pairs (base, other) of the rounds in which both were measured;
+/// an arm with several values in one round (a scale cell's intervals)
+/// counts their mean.
+pub fn pairs(base: Values<'_>, other: Values<'_>) -> Vec<(f64, f64)> {
+    let means = |v: Values<'_>| {
+        let mut m: BTreeMap<u32, (f64, u32)> = BTreeMap::new();
+        for &(r, x) in v {
+            let e = m.entry(r).or_default();
+            e.0 += x;
+            e.1 += 1;
+        }
+        m
+    };
+    let b = means(base);
+    let o = means(other);
+    b.iter()
+        .filter_map(|(r, &(s, n))| {
+            o.get(r)
+                .map(|&(s2, n2)| (s / f64::from(n), s2 / f64::from(n2)))
+        })
+        .collect()
 }
 
-/// Decide `rev` against `good` for a regression `threshold` (0.05 = 5%).
-pub fn look(good: &[f64], rev: &[f64], higher: bool, threshold: f64) -> Option<Look> {
-    let (regression, interval) = regression(good, rev, higher, LOOK_CONFIDENCE)?;
-    let enough = good.len() >= MIN_SAMPLES && rev.len() >= MIN_SAMPLES;
-    let call = if !enough {
-        Call::Undecided
-    } else if interval.lo > threshold {
-        Call::LikeBad
-    } else if interval.hi < threshold {
-        Call::LikeGood
-    } else {
-        Call::Undecided
+/// The paired comparison of `rev` with `base` at `confidence` percent;
+/// `None` without a round holding both, or with a value that is not
+/// above 0 (no ratio).
+pub fn compare(
+    base: Values<'_>,
+    rev: Values<'_>,
+    direction: Direction,
+    confidence: f64,
+) -> Option<Paired> {
+    paired::paired(
+        &pairs(base, rev),
+        direction,
+        Confidence::percent(confidence),
+    )
+    .ok()
+}
+
+fn change(p: &Paired) -> Change {
+    let (regression, interval) = p.worsening();
+    Change {
+        regression,
+        interval,
+        rounds: p.n,
+    }
+}
+
+/// Decide `rev` against the `good` end (and the `bad` end, when measured
+/// in the same step) for a regression `threshold` (0.05 = 5%).
+pub fn look(
+    good: Values<'_>,
+    rev: Values<'_>,
+    bad: Option<Values<'_>>,
+    direction: Direction,
+    threshold: f64,
+) -> Option<Look> {
+    let vs_good = compare(good, rev, direction, LOOK_CONFIDENCE)?;
+    // The bad end's worsening from the revision: past the threshold when
+    // the revision is better than the bad end by more than it.
+    let bad_from_rev = bad.and_then(|b| compare(rev, b, direction, LOOK_CONFIDENCE));
+    let worse = vs_good.against(threshold) == Against::Past;
+    let not_worse = matches!(vs_good.against(threshold), Against::Within | Against::Below)
+        || bad_from_rev
+            .as_ref()
+            .is_some_and(|p| p.against(threshold) == Against::Past);
+    let call = match (worse, not_worse) {
+        (true, false) => Call::LikeBad,
+        (false, true) => Call::LikeGood,
+        _ => Call::Undecided,
     };
+    let g = change(&vs_good);
     let more = (call == Call::Undecided)
-        .then(|| more_samples(rev.len().min(good.len()), regression, interval, threshold))
+        .then(|| more_rounds(g.rounds, g.regression, g.interval, threshold))
         .flatten();
     Some(Look {
         call,
-        regression,
-        interval,
+        regression: g.regression,
+        interval: g.interval,
         confidence: LOOK_CONFIDENCE,
-        n: rev.len(),
+        vs_bad: bad
+            .and_then(|b| compare(b, rev, direction, LOOK_CONFIDENCE))
+            .map(|p| change(&p)),
+        n: g.rounds,
         n_good: good.len(),
         more,
     })
 }
 
-/// Samples per side still needed for an interval centred on `center` to
-/// clear `threshold`: its half-width scales as 1/sqrt(n).
-fn more_samples(n: usize, center: f64, iv: Interval, threshold: f64) -> Option<u64> {
+/// The regression of `rev` from `good` and its interval at `confidence`
+/// percent, paired by round.
+pub fn regression(
+    good: Values<'_>,
+    rev: Values<'_>,
+    direction: Direction,
+    confidence: f64,
+) -> Option<Change> {
+    compare(good, rev, direction, confidence)
+        .filter(|p| p.too_few.is_none())
+        .map(|p| change(&p))
+}
+
+/// Rounds still needed for an interval centred on `center` to clear
+/// `threshold`: its half-width scales as 1/sqrt(n).
+fn more_rounds(n: usize, center: f64, iv: Interval, threshold: f64) -> Option<u64> {
     let half = (iv.hi - iv.lo) / 2.0;
     let gap = (center - threshold).abs();
     if !(gap > 1e-12 && half.is_finite()) {
         return None;
     }
     let need = (n as f64 * (half / gap).powi(2)).ceil();
-    let need = need.max(MIN_SAMPLES as f64);
+    // At 99% the signed-rank interval needs 8 rounds to decide anything.
+    let need = need.max(8.0);
     (need < 1e9).then(|| (need as u64).saturating_sub(n as u64).max(1))
 }
 
@@ -122,65 +208,127 @@ fn more_samples(n: usize, center: f64, iv: Interval, threshold: f64) -> Option<u
 mod tests {
     use super::*;
 
-    fn around(mean: f64, n: usize) -> Vec<f64> {
-        // Deterministic spread of +/-1% around the mean.
+    /// `n` rounds of `mean` times a deterministic +/-1% spread.
+    fn around(mean: f64, n: u32) -> Vec<(u32, f64)> {
         (0..n)
-            .map(|i| mean * (1.0 + 0.01 * ((i % 5) as f64 - 2.0) / 2.0))
+            .map(|i| (i, mean * (1.0 + 0.01 * (f64::from(i % 5) - 2.0) / 2.0)))
+            .collect()
+    }
+
+    /// The same arm under a load that moves every round: each round's
+    /// values multiplied by a factor between 0.25 and 1 shared by all
+    /// arms of the round.
+    fn loaded(v: &[(u32, f64)]) -> Vec<(u32, f64)> {
+        v.iter()
+            .map(|&(r, x)| (r, x / (0.25 + 0.75 * f64::from((r * 7) % 11) / 10.0)))
             .collect()
     }
 
     #[test]
     fn a_ten_percent_step_is_called_both_ways() {
-        let good = around(100.0, 8);
-        let bad = around(110.0, 8);
-        let l = look(&good, &bad, false, 0.05).unwrap();
+        let good = around(100.0, 10);
+        let bad = around(110.0, 10);
+        let l = look(&good, &bad, None, Direction::Lower, 0.05).unwrap();
         assert_eq!(l.call, Call::LikeBad);
-        assert!((l.regression - 0.10).abs() < 1e-9);
+        assert!((l.regression - 0.10).abs() < 1e-9, "{l:?}");
         assert!(l.interval.lo > 0.05 && l.interval.hi < 0.15);
-        let same = around(100.2, 8);
-        assert_eq!(
-            look(&good, &same, false, 0.05).unwrap().call,
-            Call::LikeGood
-        );
+        let same = around(100.2, 10);
+        let l = look(&good, &same, None, Direction::Lower, 0.05).unwrap();
+        assert_eq!(l.call, Call::LikeGood);
         // Higher is better: a 10% drop is the regression.
-        let slower = around(90.0, 8);
-        let l = look(&good, &slower, true, 0.05).unwrap();
+        let slower = around(90.0, 10);
+        let l = look(&good, &slower, None, Direction::Higher, 0.05).unwrap();
         assert_eq!(l.call, Call::LikeBad);
         assert!((l.regression - 0.10).abs() < 1e-9, "{}", l.regression);
-        assert!(l.interval.lo > 0.05);
         // ... and a 10% gain is no regression.
-        assert_eq!(look(&good, &bad, true, 0.05).unwrap().call, Call::LikeGood);
+        let l = look(&good, &bad, None, Direction::Higher, 0.05).unwrap();
+        assert_eq!(l.call, Call::LikeGood);
+    }
+
+    /// The load swings every round's values by up to 4x, moving all arms
+    /// of a round alike: comparing the arms as independent samples
+    /// (Welch) cannot decide a 7.7% regression, the paired comparison
+    /// does at once, both ways.
+    #[test]
+    fn a_load_that_moves_every_round_does_not_hide_the_regression() {
+        let good = loaded(&around(100.0, 12));
+        let bad = loaded(&around(107.7, 12));
+        let welch = crate::stats::ttest::TTest::welch(
+            &crate::stats::Sample::new(&good.iter().map(|x| x.1).collect::<Vec<_>>()).unwrap(),
+            &crate::stats::Sample::new(&bad.iter().map(|x| x.1).collect::<Vec<_>>()).unwrap(),
+            Confidence::percent(99.0),
+        );
+        assert!(
+            welch.relative.lo < 0.0 && welch.relative.hi > 0.2,
+            "{:?}",
+            welch.relative
+        );
+        let l = look(&good, &bad, None, Direction::Lower, 0.02).unwrap();
+        assert_eq!(l.call, Call::LikeBad, "{l:?}");
+        assert!(l.interval.lo > 0.06 && l.interval.hi < 0.095, "{l:?}");
+        let fast = loaded(&around(100.1, 12));
+        let l = look(&good, &fast, Some(&bad), Direction::Lower, 0.02).unwrap();
+        assert_eq!(l.call, Call::LikeGood, "{l:?}");
+        let vb = l.vs_bad.unwrap();
+        assert!(vb.regression < -0.06 && vb.interval.hi < -0.02, "{vb:?}");
     }
 
     #[test]
-    fn no_call_before_min_samples() {
-        let good = around(100.0, MIN_SAMPLES - 1);
-        let bad = around(130.0, MIN_SAMPLES - 1);
-        let l = look(&good, &bad, false, 0.05).unwrap();
-        assert_eq!(l.call, Call::Undecided);
-        assert!(look(&good[..1], &bad, false, 0.05).is_none());
+    fn the_bad_end_decides_a_good_revision_the_threshold_alone_cannot() {
+        // Noise of +/-3% per round: against the good end the interval
+        // reaches past a 2% threshold, but the revision is clearly 8%
+        // better than the bad end.
+        let spread = |mean: f64, k: u32| -> Vec<(u32, f64)> {
+            (0..16)
+                .map(|i| {
+                    let e = 0.03 * (f64::from((i * 5 + k) % 7) - 3.0) / 3.0;
+                    (i, mean * (1.0 + e))
+                })
+                .collect()
+        };
+        let good = spread(100.0, 0);
+        let rev = spread(100.0, 3);
+        let bad = spread(108.0, 1);
+        let alone = look(&good, &rev, None, Direction::Lower, 0.02).unwrap();
+        assert_eq!(alone.call, Call::Undecided, "{alone:?}");
+        assert!(alone.more.is_some());
+        let both = look(&good, &rev, Some(&bad), Direction::Lower, 0.02).unwrap();
+        assert_eq!(both.call, Call::LikeGood, "{both:?}");
+        // Half the regression: worse than good by more than 2% and better
+        // than bad by more than 2%: neither.
+        let half = spread(104.0, 3);
+        let l = look(&good, &half, Some(&bad), Direction::Lower, 0.02).unwrap();
+        assert_eq!(l.call, Call::Undecided, "{l:?}");
     }
 
     #[test]
-    fn on_the_threshold_it_says_how_many_more() {
-        // 5% worse, +/-~1%: a 5% threshold cannot be decided by more
-        // samples; a 3% one can, with a few more.
-        let good = around(100.0, 6);
-        let mid: Vec<f64> = [104.0, 106.5, 103.0, 107.0, 105.5, 104.0].to_vec();
-        let l = look(&good, &mid, false, 0.05).unwrap();
+    fn no_call_before_eight_rounds() {
+        let good = around(100.0, 7);
+        let bad = around(130.0, 7);
+        let l = look(&good, &bad, None, Direction::Lower, 0.05).unwrap();
         assert_eq!(l.call, Call::Undecided);
-        let l3 = look(&good, &mid, false, 0.035).unwrap();
-        if l3.call == Call::Undecided {
-            let more = l3.more.expect("a count");
-            assert!((1..200).contains(&more), "{more}");
-        }
+        assert!(look(&good, &[], None, Direction::Lower, 0.05).is_none());
+        // Rounds pair by number: only the shared ones count.
+        let shifted: Vec<(u32, f64)> = bad.iter().map(|&(r, x)| (r + 5, x)).collect();
+        assert_eq!(pairs(&good, &shifted).len(), 2);
+    }
+
+    #[test]
+    fn several_values_of_a_round_count_as_their_mean() {
+        let a = [(0, 10.0), (0, 20.0), (1, 10.0)];
+        let b = [(0, 30.0), (1, 11.0), (2, 5.0)];
+        assert_eq!(pairs(&a, &b), vec![(15.0, 30.0), (10.0, 11.0)]);
+    }
+
+    #[test]
+    fn more_rounds_scale_with_the_interval() {
         assert_eq!(
-            more_samples(5, 0.05, Interval { lo: 0.0, hi: 0.1 }, 0.05),
+            more_rounds(5, 0.05, Interval { lo: 0.0, hi: 0.1 }, 0.05),
             None
         );
-        // Half-width 0.04, gap 0.02: (0.04/0.02)^2 = 4x the samples.
+        // Half-width 0.04, gap 0.02: (0.04/0.02)^2 = 4x the rounds.
         assert_eq!(
-            more_samples(10, 0.07, Interval { lo: 0.03, hi: 0.11 }, 0.05),
+            more_rounds(10, 0.07, Interval { lo: 0.03, hi: 0.11 }, 0.05),
             Some(30)
         );
     }

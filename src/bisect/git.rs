@@ -15,7 +15,7 @@ pub struct Repo {
 }
 
 /// One commit: full id and subject line.
-#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Commit {
     pub id: String,
     pub subject: String,

@@ -10,25 +10,26 @@
 //! `commit` (`NN-<id>`, NN its position on the path), which is what makes
 //! the campaign's report a table over revisions.
 //!
-//! A step samples its revisions in rounds, each round in a shuffled order
-//! (so drift hits every revision alike), after `warmup` discarded rounds,
-//! until the caller's decision says stop or `max` samples. Every sample
-//! goes out as an event into the store writer, as a run of the campaign.
+//! A step samples its revisions with the runner's sampler
+//! (`runner/sampler.rs`): in rounds, each round in a shuffled order (so
+//! drift hits every revision alike and the revisions of one round can be
+//! compared pair by pair), after `warmup` discarded rounds, until the
+//! caller's decision says stop or `max` samples. Every sample goes out as
+//! an event into the store writer, as a run of the campaign, and so does
+//! what the step decided (a `verdict` event).
 
 use indexmap::IndexMap;
 use rand::SeedableRng;
-use rand::seq::SliceRandom;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
 
-use crate::bench::{Instance, Measure, RunSettings};
 use crate::error::bad_input;
-use crate::event::{
-    CellDone, CellPrepared, Event, FailureEvent, RunBegun, RunEnded, SCHEMA, SampleEvent, Sink,
-    WarmupEvent,
-};
+use crate::event::{Event, RunBegun, SCHEMA, Sink, VerdictEvent};
 use crate::ids::unix_now;
 use crate::plan::Cell;
-use crate::record::{CampaignKey, CellStatus, RunConfig, RunStatus};
+use crate::record::{CampaignKey, RunConfig, RunStatus};
+use crate::runner::sampler::{Arm, Rule, Sampler, Schedule};
 use crate::system::{self, Fingerprint};
 
 /// What `--bench` names.
@@ -193,35 +194,22 @@ fn with_commit(mut cell: Cell, label: &str) -> Cell {
     cell
 }
 
-/// A revision in a step: what is measured and the values of the metric
-/// taken in this step.
-pub struct Arm {
-    pub cell: Cell,
-    pub values: Vec<f64>,
-    /// Why its sampling failed (the step stops).
-    pub failed: Option<String>,
-    inst: Option<Box<dyn Instance>>,
-    metric_names: Vec<String>,
-    taken: u32,
-    failures: u32,
+/// What one step measured.
+pub struct Measured {
+    /// The step's run.
+    pub run: String,
+    /// Each cell's values of the metric, each with its round, in the
+    /// order the cells were given.
+    pub values: Vec<Vec<(u32, f64)>>,
+    /// Why a cell's sampling failed.
+    pub failed: Vec<Option<String>>,
+    pub status: RunStatus,
 }
 
-impl Arm {
-    pub fn new(cell: Cell) -> Arm {
-        Arm {
-            metric_names: cell.bench.metrics().into_iter().map(|m| m.name).collect(),
-            cell,
-            values: Vec::new(),
-            failed: None,
-            inst: None,
-            taken: 0,
-            failures: 0,
-        }
-    }
-}
-
-/// How a bisection samples: shared by every step.
-pub struct Sampler<'a> {
+/// How a bisection samples: each step is a run of the campaign, sampled
+/// by the runner's own sampler (rounds, warm-up, the impossible-result
+/// guard, Ctrl-C).
+pub struct Steps<'a> {
     pub sink: &'a mut dyn Sink,
     pub campaign: CampaignKey,
     pub fingerprint: Fingerprint,
@@ -233,17 +221,34 @@ pub struct Sampler<'a> {
     pub rng: rand_chacha::ChaCha8Rng,
     /// Samples measured (warm-ups not counted), over all steps.
     pub measured: u64,
+    /// Set by SIGINT/SIGTERM: the step ends after the current sample.
+    pub stop: Arc<AtomicBool>,
 }
 
-impl<'a> Sampler<'a> {
+/// A step's stopping rule: a failed cell ends it; otherwise the caller's
+/// decision, after each round.
+struct Decided<F>(F);
+
+impl<F: FnMut(&[Vec<(u32, f64)>]) -> bool> Rule for Decided<F> {
+    fn enough(&mut self, arms: &[Arm], _members: &[usize]) -> bool {
+        if arms.iter().any(|a| a.failed.is_some()) {
+            return true;
+        }
+        let values: Vec<Vec<(u32, f64)>> = arms.iter().map(|a| a.values.clone()).collect();
+        (self.0)(&values)
+    }
+}
+
+impl<'a> Steps<'a> {
     pub fn new(
         sink: &'a mut dyn Sink,
         campaign: CampaignKey,
         config: RunConfig,
         metric: String,
         max: u32,
-    ) -> Sampler<'a> {
-        Sampler {
+        stop: Arc<AtomicBool>,
+    ) -> Steps<'a> {
+        Steps {
             sink,
             rng: rand_chacha::ChaCha8Rng::seed_from_u64(config.seed),
             campaign,
@@ -252,20 +257,31 @@ impl<'a> Sampler<'a> {
             metric,
             max,
             measured: 0,
+            stop,
         }
     }
 
-    /// One step: a run of the campaign sampling `arms` interleaved until
-    /// `stop(arms)` after a round says so, `max` samples each, or a
-    /// failure. `stop` sees every arm's values of the metric.
+    /// One step: a run of the campaign sampling `cells` interleaved until
+    /// `decided` (given every cell's values) says so after a round, `max`
+    /// samples each, a failure or Ctrl-C. `verdicts` then names what the
+    /// step decided, stored with its run before the run ends.
     pub fn step(
         &mut self,
-        arms: &mut [Arm],
-        mut stop: impl FnMut(&[Arm]) -> bool,
-    ) -> anyhow::Result<()> {
+        cells: Vec<Cell>,
+        decided: impl FnMut(&[Vec<(u32, f64)>]) -> bool,
+        verdicts: impl FnOnce(&Measured) -> Vec<(String, serde_json::Value)>,
+    ) -> anyhow::Result<Measured> {
+        let keeps: Vec<Option<usize>> = cells
+            .iter()
+            .map(|c| c.bench.metrics().iter().position(|m| m.name == self.metric))
+            .collect();
+        let mut arms: Vec<Arm> = cells
+            .into_iter()
+            .zip(&keeps)
+            .map(|(c, k)| Arm::new(c, self.max, k.unwrap_or(0)))
+            .collect();
         let run = crate::ids::new_run_uuid();
-        let warmup = self.config.warmup;
-        self.sink.event(&Event::RunBegun(Box::new(RunBegun {
+        let begun = RunBegun {
             schema: SCHEMA,
             run: run.clone(),
             campaign: Some(self.campaign.clone()),
@@ -275,147 +291,71 @@ impl<'a> Sampler<'a> {
             config: self.config.clone(),
             fingerprint: self.fingerprint.clone(),
             planned_cells: arms.len(),
-            planned_samples: arms.len() as u64 * u64::from(self.max + warmup),
-        })))?;
-        let home = system::get_affinity()?;
-        let settings = RunSettings {
-            sample_time: self.config.sample_time,
-            process: None,
+            planned_samples: arms.len() as u64 * u64::from(self.max + self.config.warmup),
         };
-        let mut result = Ok(());
-        for a in arms.iter_mut() {
-            a.values.clear();
-            self.sink.event(&Event::CellPrepared(CellPrepared {
+        let mut s = Sampler::begin(&mut *self.sink, begun, Arc::clone(&self.stop))?;
+        let no_readings = IndexMap::new();
+        for (a, keep) in arms.iter_mut().zip(&keeps) {
+            s.announce(a, &no_readings)?;
+            match keep {
+                Some(_) => s.prepare(a, None)?,
+                None => {
+                    let why = format!("the benchmark has no metric `{}` here", self.metric);
+                    s.fail(a, 0, why, true)?;
+                }
+            }
+        }
+        let members: Vec<usize> = (0..arms.len()).collect();
+        let schedule = Schedule {
+            warmup: self.config.warmup,
+            deadline: None,
+        };
+        let mut status = if arms.iter().any(|a| a.failed.is_some()) {
+            RunStatus::Failed
+        } else {
+            s.rounds(
+                &mut arms,
+                &members,
+                &schedule,
+                &mut self.rng,
+                &mut Decided(decided),
+            )?
+        };
+        if status == RunStatus::Done && arms.iter().any(|a| a.failed.is_some()) {
+            status = RunStatus::Failed;
+        }
+        self.measured += s.measured;
+        let m = Measured {
+            run: run.clone(),
+            values: arms.iter().map(|a| a.values.clone()).collect(),
+            failed: arms.iter().map(|a| a.failed.clone()).collect(),
+            status,
+        };
+        for (kind, body) in verdicts(&m) {
+            s.emit(Event::Verdict(VerdictEvent {
                 run: run.clone(),
-                cell: crate::runner::cell_info(&a.cell, &IndexMap::new())?,
+                kind,
+                body,
             }))?;
-            system::set_affinity(a.cell.cpus.as_ref().unwrap_or(&home))?;
-            let inst = a.cell.bench.instantiate(&a.cell.params, &settings);
-            system::set_affinity(&home)?;
-            match inst {
-                Ok(i) => a.inst = Some(i),
-                Err(e) => {
-                    let msg = format!("preparing {}: {e:#}", a.cell.key);
-                    fail(self.sink, &run, a, 0, msg)?;
-                }
-            }
         }
-        let mut out: Vec<Measure> = Vec::with_capacity(16);
-        let mut round = 0u32;
-        'rounds: while arms.iter().all(|a| a.failed.is_none()) {
-            let measured = round.saturating_sub(warmup);
-            if round >= warmup && arms.iter().all(|a| a.taken >= self.max) {
-                break;
-            }
-            let mut order: Vec<usize> = (0..arms.len()).collect();
-            order.shuffle(&mut self.rng);
-            for i in order {
-                let a = &mut arms[i];
-                out.clear();
-                system::set_affinity(a.cell.cpus.as_ref().unwrap_or(&home))?;
-                let res = a.inst.as_mut().expect("prepared").sample(&mut out);
-                system::set_affinity(&home)?;
-                let values = res.and_then(|()| values_of(a, &out));
-                let values = match values {
-                    Ok(v) => v,
-                    Err(e) => {
-                        fail(self.sink, &run, a, measured, format!("{e:#}"))?;
-                        break 'rounds;
-                    }
-                };
-                if round < warmup {
-                    self.sink.event(&Event::Warmup(WarmupEvent {
-                        run: run.clone(),
-                        cell: a.cell.key.clone(),
-                        round,
-                    }))?;
-                    continue;
-                }
-                a.values.extend(
-                    values
-                        .iter()
-                        .filter(|(m, _)| *m == self.metric)
-                        .map(|(_, v)| *v),
-                );
-                self.sink.event(&Event::Sample(SampleEvent {
-                    run: run.clone(),
-                    cell: a.cell.key.clone(),
-                    round: measured,
-                    t: unix_now(),
-                    values,
-                    process: None,
-                }))?;
-                a.taken += 1;
-                self.measured += 1;
-            }
-            round += 1;
-            if round > warmup && stop(arms) {
-                break;
-            }
-        }
-        let failed = arms.iter().any(|a| a.failed.is_some());
-        for a in arms.iter_mut() {
-            a.inst = None;
-            let status = if a.failed.is_some() {
-                CellStatus::Failed
-            } else {
-                CellStatus::Done
-            };
-            if let Err(e) = self.sink.event(&Event::CellDone(CellDone {
-                run: run.clone(),
-                cell: a.cell.key.clone(),
-                status,
-                samples: a.taken,
-            })) {
-                result = Err(e);
-            }
-            a.taken = 0;
-        }
-        self.sink.event(&Event::RunEnded(RunEnded {
-            run,
-            ended: unix_now(),
-            status: if failed {
-                RunStatus::Failed
-            } else {
-                RunStatus::Done
-            },
-        }))?;
-        result
+        s.finish(&mut arms, status)?;
+        Ok(m)
     }
-}
 
-/// A sample's values by metric name; the metric must be among them and
-/// every value a number.
-fn values_of(a: &Arm, out: &[Measure]) -> anyhow::Result<Vec<(String, f64)>> {
-    let mut v = Vec::with_capacity(out.len());
-    for m in out {
-        let name = &a.metric_names[m.metric];
-        crate::stats::sample::check_value(m.value)
-            .map_err(|why| anyhow::anyhow!("metric `{name}` read {why}"))?;
-        v.push((name.clone(), m.value));
+    /// Store a verdict with an earlier step's run (what the whole
+    /// bisection found goes with the run that measured the ends).
+    pub fn verdict(
+        &mut self,
+        run: &str,
+        kind: &str,
+        body: serde_json::Value,
+    ) -> anyhow::Result<()> {
+        self.sink.event(&Event::Verdict(VerdictEvent {
+            run: run.to_string(),
+            kind: kind.to_string(),
+            body,
+        }))
     }
-    Ok(v)
-}
-
-fn fail(
-    sink: &mut dyn Sink,
-    run: &str,
-    a: &mut Arm,
-    round: u32,
-    message: String,
-) -> anyhow::Result<()> {
-    let seq = a.failures;
-    a.failures += 1;
-    a.failed = Some(message.clone());
-    sink.event(&Event::Failure(FailureEvent {
-        run: run.to_string(),
-        cell: a.cell.key.clone(),
-        seq,
-        round,
-        t: unix_now(),
-        message,
-        cell_stopped: true,
-    }))
 }
 
 #[cfg(test)]

@@ -5,43 +5,59 @@
 //! ancestry path of the bad one (`git rev-list --first-parent
 //! --ancestry-path`). Each revision is built once, in a worktree of its
 //! own (`build.rs`, cached by commit id), and measured interleaved with
-//! the two ends (`measure.rs`), sampling until it is decided "like good"
-//! or "like bad" against the threshold (`decide.rs`), or left undecided
+//! the two ends in rounds (`measure.rs`, the runner's sampler), sampling
+//! until the per-round comparison with the ends decides it "like good" or
+//! "like bad" against the threshold (`decide.rs`), or leaves it undecided
 //! after `--max-samples` (skipped, with how many more samples would
 //! decide it). A binary search over the path narrows to the first bad
 //! commit, skipping revisions that fail to build or cannot be decided, as
 //! `git bisect skip` does.
 //!
 //! Every step is a run of one campaign (the `commit` factor names the
-//! revision), so `kbench report CAMPAIGN` tabulates the whole bisection.
-//! `--exit-code` decides a single revision for `git bisect run`.
+//! revision), and stores its call as a verdict with its run; the
+//! bisection's result goes with the run that measured the ends, so
+//! `kbench report CAMPAIGN` shows each step against the ends measured in
+//! the same step (`report.rs`). `--exit-code` decides a single revision
+//! for `git bisect run`, after checking once per campaign that the bad
+//! end is worse than the good one.
 
 mod build;
 mod decide;
 mod git;
 mod measure;
+pub mod report;
 mod text;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
 
 use crate::cli::BisectArgs;
 use crate::error::bad_input;
-use crate::record::{CampaignKey, Direction, RunConfig};
+use crate::record::{CampaignKey, Direction, RunConfig, RunStatus};
 use crate::stats::Interval;
 use crate::store::{self, CampaignQuery};
 use build::{Builds, Built};
 pub use decide::Call;
 use git::{Commit, Repo};
-use measure::{Arm, Sampler, Spec};
+use measure::{Measured, Spec, Steps};
+
+/// One arm's values of the metric in a step, each with its round.
+type Rounds = Vec<(u32, f64)>;
+
+/// Verdict kinds stored with a bisection's runs.
+pub const ENDS: &str = "bisect.ends";
+pub const STEP: &str = "bisect.step";
+pub const RESULT: &str = "bisect.result";
 
 /// Confidence of the reported effect size (percent).
 const EFFECT_CONFIDENCE: f64 = 95.0;
 
 /// One revision on the path, as reported.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Rev {
     /// Position on the path: 0 is the good end.
     pub position: usize,
@@ -52,7 +68,7 @@ pub struct Rev {
 }
 
 /// What one step found out about one revision.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Step {
     #[serde(flatten)]
     pub rev: Rev,
@@ -66,10 +82,11 @@ pub struct Step {
 }
 
 /// The size of the regression at the first bad commit.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Effect {
     /// Relative change towards worse of the first bad commit from the
-    /// good end, both measured interleaved in the same step.
+    /// good end, both measured interleaved in the same step, paired by
+    /// round (Hodges-Lehmann; Wilcoxon signed-rank interval).
     pub regression: f64,
     pub interval: Interval,
     pub confidence: f64,
@@ -77,11 +94,15 @@ pub struct Effect {
     pub mean: f64,
     pub n_good: usize,
     pub n: usize,
+    /// Rounds in which both were measured: the pairs compared.
+    #[serde(default)]
+    pub rounds: usize,
 }
 
-/// A whole bisection, as printed (text or `--json`).
-#[derive(Clone, Debug, Serialize)]
-pub struct Bisection {
+/// What is bisected: stored with every step's verdict, so a campaign of
+/// `--exit-code` steps can be reported too.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct About {
     pub repo: PathBuf,
     pub good: Rev,
     pub bad: Rev,
@@ -92,6 +113,21 @@ pub struct Bisection {
     pub unit: String,
     pub direction: Direction,
     pub threshold: f64,
+}
+
+/// A step's verdict as stored with its run.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct StepVerdict {
+    #[serde(flatten)]
+    pub step: Step,
+    pub about: About,
+}
+
+/// A whole bisection, as printed (text or `--json`) and stored.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Bisection {
+    #[serde(flatten)]
+    pub about: About,
     /// The ends first, then each tested revision in order.
     pub steps: Vec<Step>,
     /// The first bad commit, when the search narrowed to one.
@@ -104,12 +140,15 @@ pub struct Bisection {
     pub builds_run: usize,
     pub builds_cached: usize,
     pub campaign: String,
+    /// How the result was come by, when not by one whole bisection.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 /// Entry point: a whole bisection, or with `--exit-code` one revision's
 /// verdict for `git bisect run` (0 good, 1 bad, 125 skip; any error
 /// exits 128, which makes `git bisect run` stop).
-pub fn run(db: Option<&str>, a: &BisectArgs) -> anyhow::Result<ExitCode> {
+pub fn run(db: &store::Locator, a: &BisectArgs) -> anyhow::Result<ExitCode> {
     if !a.exit_code {
         return bisect(db, a);
     }
@@ -183,8 +222,10 @@ fn setup(a: &BisectArgs) -> anyhow::Result<Setup> {
     })
 }
 
+/// The fewest rounds a step can decide in: at 99% the signed-rank
+/// interval of 7 rounds or fewer cannot exclude anything.
 fn decide_min() -> usize {
-    crate::runner::adaptive::MIN_SAMPLES
+    8
 }
 
 impl Setup {
@@ -274,7 +315,7 @@ fn config(a: &BisectArgs, name: &str) -> RunConfig {
         warmup: a.warmup,
         seed: a.seed.unwrap_or_else(crate::ids::fresh_seed),
         force: false,
-        argv: store::postgres::redact_args(std::env::args()),
+        argv: store::locator::redact_args(std::env::args()),
         owner: crate::system::owner(),
         processes: None,
     }
@@ -322,99 +363,300 @@ fn build_end(builds: &mut Builds<'_>, which: &str, c: &Commit) -> anyhow::Result
     }
 }
 
-fn bisect(db: Option<&str>, a: &BisectArgs) -> anyhow::Result<ExitCode> {
-    let s = setup(a)?;
-    let name = a.name.clone();
-    let say = |m: String| {
-        if !a.quiet {
+/// What a bisection needs while it measures: the setup, the ends' cells,
+/// the metric and its direction.
+struct Ctx<'s> {
+    s: &'s Setup,
+    a: &'s BisectArgs,
+    good: crate::plan::Cell,
+    bad: crate::plan::Cell,
+    unit: String,
+    direction: Direction,
+    about: About,
+}
+
+impl Ctx<'_> {
+    /// The steps of this bisection, written to `sink` in campaign `key`.
+    fn steps<'w>(
+        &self,
+        sink: &'w mut dyn crate::event::Sink,
+        key: CampaignKey,
+        stop: Arc<AtomicBool>,
+    ) -> Steps<'w> {
+        let a = self.a;
+        let config = config(a, &a.name);
+        Steps::new(
+            sink,
+            key,
+            config,
+            self.about.metric.clone(),
+            a.max_samples,
+            stop,
+        )
+    }
+
+    /// A step as its verdict is stored.
+    fn stored(&self, step: Step) -> serde_json::Value {
+        serde_json::to_value(StepVerdict {
+            step,
+            about: self.about.clone(),
+        })
+        .expect("serialisable")
+    }
+
+    fn say(&self, m: String) {
+        if !self.a.quiet {
             eprintln!("kbench: {m}");
         }
+    }
+
+    /// Measure the ends against each other: the step (the bad end as
+    /// its revision) and the run it was measured in. An error when an end
+    /// fails or Ctrl-C stops it.
+    fn ends(&self, steps: &mut Steps<'_>) -> anyhow::Result<(Step, String)> {
+        let (dir, t) = (self.direction, self.s.threshold);
+        let n = self.s.all.len() - 1;
+        let rev = self.s.rev(n);
+        let m = steps.step(
+            vec![self.good.clone(), self.bad.clone()],
+            |v| decide::look(&v[0], &v[1], None, dir, t).is_some_and(|l| l.call != Call::Undecided),
+            |m| vec![(ENDS.into(), self.stored(ends_step(m, rev.clone(), dir, t)))],
+        )?;
+        interrupted(&m)?;
+        if let Some(f) = m.failed.iter().flatten().next() {
+            anyhow::bail!("measuring the ends: {f}");
+        }
+        let step = ends_step(&m, rev, dir, t);
+        self.say(text::step_line(&step, &self.unit));
+        Ok((step, m.run))
+    }
+
+    /// Measure revision `c` (built in `dir`) against both ends in one
+    /// step; its verdict is stored with the step's run.
+    fn candidate(
+        &self,
+        steps: &mut Steps<'_>,
+        c: usize,
+        dir: &std::path::Path,
+    ) -> anyhow::Result<(Step, Measured)> {
+        let cell = self
+            .s
+            .spec
+            .cell(dir, &self.s.labels[c], &self.s.all[c].id)?;
+        let (d, t) = (self.direction, self.s.threshold);
+        let rev = self.s.rev(c);
+        let m = steps.step(
+            vec![cell, self.good.clone(), self.bad.clone()],
+            |v| {
+                decide::look(&v[1], &v[0], Some(&v[2]), d, t)
+                    .is_some_and(|l| l.call != Call::Undecided)
+            },
+            |m| {
+                vec![(
+                    STEP.into(),
+                    self.stored(candidate_step(m, rev.clone(), d, t)),
+                )]
+            },
+        )?;
+        interrupted(&m)?;
+        if let Some(f) = m.failed[1..].iter().flatten().next() {
+            anyhow::bail!("measuring an end: {f}");
+        }
+        let step = candidate_step(&m, rev, d, t);
+        self.say(text::step_line(&step, &self.unit));
+        Ok((step, m))
+    }
+}
+
+/// Ctrl-C ended the step: the bisection stops (what was measured is
+/// stored).
+fn interrupted(m: &Measured) -> anyhow::Result<()> {
+    if m.status == RunStatus::Interrupted {
+        anyhow::bail!(
+            "interrupted; the samples measured so far are stored in the campaign's run {}",
+            m.run
+        );
+    }
+    Ok(())
+}
+
+/// The ends' step: the bad end against the good one.
+fn ends_step(m: &Measured, rev: Rev, direction: Direction, threshold: f64) -> Step {
+    let look = decide::look(&m.values[0], &m.values[1], None, direction, threshold);
+    Step {
+        rev,
+        call: look.map(|l| l.call),
+        look,
+        samples: [m.values[1].len(), m.values[0].len(), m.values[1].len()],
+        skipped: None,
+    }
+}
+
+/// A revision's step: decided against both ends of the same step, or
+/// skipped (its benchmark failed, or undecided after the cap).
+fn candidate_step(m: &Measured, rev: Rev, direction: Direction, threshold: f64) -> Step {
+    let samples = [m.values[0].len(), m.values[1].len(), m.values[2].len()];
+    let look = match &m.failed[0] {
+        Some(_) => None,
+        None => decide::look(
+            &m.values[1],
+            &m.values[0],
+            Some(&m.values[2]),
+            direction,
+            threshold,
+        ),
     };
+    match look {
+        Some(l) => Step {
+            rev,
+            call: Some(l.call),
+            look: Some(l),
+            samples,
+            skipped: (l.call == Call::Undecided)
+                .then(|| format!("undecided after {} rounds{}", l.n, text::more(&l))),
+        },
+        None => Step {
+            rev,
+            call: None,
+            look: None,
+            samples,
+            skipped: Some(format!(
+                "the benchmark failed: {}",
+                m.failed[0].as_deref().unwrap_or("no samples")
+            )),
+        },
+    }
+}
+
+/// Why the bad end cannot be bisected, when the ends' step says so.
+fn ends_refusal(s: &Setup, a: &BisectArgs, ends: &Step) -> Option<String> {
+    let l = ends.look.as_ref()?;
+    match l.call {
+        Call::LikeBad => None,
+        Call::LikeGood => Some(format!(
+            "the bad end {} is not worse than the good end {} by more than {}: {} (nothing to bisect)",
+            s.bad.short(),
+            s.good.short(),
+            a.threshold,
+            text::change(l)
+        )),
+        Call::Undecided => Some(format!(
+            "cannot tell whether the bad end {} is worse than the good end by more than {} after {} samples each: {}{}",
+            s.bad.short(),
+            a.threshold,
+            a.max_samples,
+            text::change(l),
+            text::more(l)
+        )),
+    }
+}
+
+/// Open the store, the ends built, the context of a bisection.
+fn begin<'s>(s: &'s Setup, a: &'s BisectArgs, builds: &mut Builds<'_>) -> anyhow::Result<Ctx<'s>> {
+    let n = s.all.len() - 1;
+    let good_dir = build_end(builds, "good", &s.good)?;
+    let bad_dir = build_end(builds, "bad", &s.bad)?;
+    let good = s.spec.cell(&good_dir, &s.labels[0], &s.good.id)?;
+    let bad = s.spec.cell(&bad_dir, &s.labels[n], &s.bad.id)?;
+    let (metric, unit, direction) = metric(&good, a.metric.as_deref())?;
+    let about = About {
+        repo: s.repo.dir.clone(),
+        good: s.rev(0),
+        bad: s.rev(n),
+        path_len: n,
+        bench: a.bench.clone(),
+        metric,
+        unit: unit.clone(),
+        direction,
+        threshold: s.threshold,
+    };
+    Ok(Ctx {
+        s,
+        a,
+        good,
+        bad,
+        unit,
+        direction,
+        about,
+    })
+}
+
+fn bisect(db: &store::Locator, a: &BisectArgs) -> anyhow::Result<ExitCode> {
+    let s = setup(a)?;
+    let name = a.name.clone();
     let mut st = store::open(db, store::Access::Write)?;
     st.lock_campaign(&name)?;
     let key = campaign_key(&*st, &name, s.plan_text(a, &name), true)?;
     let mut builds = Builds::new(&s.repo, &s.cache, a.build.clone());
     let n = s.all.len() - 1;
-    say(format!(
-        "bisecting {n} revision(s) after {} up to {} (first parents); builds in {}",
-        s.good.short(),
-        s.bad.short(),
-        builds.root.display()
-    ));
-    let good_dir = build_end(&mut builds, "good", &s.good)?;
-    let bad_dir = build_end(&mut builds, "bad", &s.bad)?;
-    let good_cell = s.spec.cell(&good_dir, &s.labels[0], &s.good.id)?;
-    let bad_cell = s.spec.cell(&bad_dir, &s.labels[n], &s.bad.id)?;
-    let (metric, unit, direction) = metric(&good_cell, a.metric.as_deref())?;
-    let higher = direction == Direction::Higher;
-    let threshold = s.threshold;
-
+    if !a.quiet {
+        eprintln!(
+            "kbench: bisecting {n} revision(s) after {} up to {} (first parents); builds in {}",
+            s.good.short(),
+            s.bad.short(),
+            builds.root.display()
+        );
+    }
+    let cx = begin(&s, a, &mut builds)?;
+    let stop = Arc::new(AtomicBool::new(false));
+    let _signals = crate::runner::Interrupts::install(&stop)?;
     let mut writer = store::sink::StoreSink::new(st.as_mut());
-    let mut sampler = Sampler::new(
-        &mut writer,
-        key,
-        config(a, &name),
-        metric.clone(),
-        a.max_samples,
-    );
-    // By position: its values and the good end's of the step that
-    // measured it last (interleaved, so their difference is drift-free).
-    let mut seen: BTreeMap<usize, (Vec<f64>, Vec<f64>)> = BTreeMap::new();
-    let mut steps: Vec<Step> = Vec::new();
+    let mut steps = cx.steps(&mut writer, key, stop);
 
     // The ends: the bad one must be "like bad".
-    let mut arms = vec![Arm::new(good_cell.clone()), Arm::new(bad_cell.clone())];
-    sampler.step(&mut arms, |x| {
-        decide::look(&x[0].values, &x[1].values, higher, threshold)
-            .is_some_and(|l| l.call != Call::Undecided)
-    })?;
-    if let Some(f) = arms.iter().find_map(|x| x.failed.clone()) {
-        return Err(anyhow::anyhow!("measuring the ends: {f}"));
+    let (ends, ends_run) = cx.ends(&mut steps)?;
+    if let Some(why) = ends_refusal(&s, a, &ends) {
+        return Err(anyhow::anyhow!(why));
     }
-    seen.insert(n, (arms[1].values.clone(), arms[0].values.clone()));
-    let ends = decide::look(&arms[0].values, &arms[1].values, higher, threshold)
-        .ok_or_else(|| anyhow::anyhow!("too few samples of the ends"))?;
-    let end_step = Step {
-        rev: s.rev(n),
-        call: Some(ends.call),
-        look: Some(ends),
-        samples: [
-            arms[1].values.len(),
-            arms[0].values.len(),
-            arms[1].values.len(),
-        ],
-        skipped: None,
+    let mut result = Bisection {
+        about: cx.about.clone(),
+        steps: vec![ends],
+        first_bad: None,
+        candidates: Vec::new(),
+        effect: None,
+        samples: 0,
+        builds_run: 0,
+        builds_cached: 0,
+        campaign: name,
+        note: None,
     };
-    say(text::step_line(&end_step, &unit));
-    steps.push(end_step);
-    match ends.call {
-        Call::LikeBad => {}
-        Call::LikeGood => {
-            return Err(anyhow::anyhow!(
-                "the bad end {} is not worse than the good end {} by more than {}: {} (nothing to bisect)",
-                s.bad.short(),
-                s.good.short(),
-                a.threshold,
-                text::change(&ends)
-            ));
-        }
-        Call::Undecided => {
-            return Err(anyhow::anyhow!(
-                "cannot tell whether the bad end {} is worse than the good end by more than {} after {} samples each: {}{}",
-                s.bad.short(),
-                a.threshold,
-                a.max_samples,
-                text::change(&ends),
-                text::more(&ends)
-            ));
-        }
+    search(&cx, &mut builds, &mut steps, &mut result)?;
+    result.samples = steps.measured;
+    result.builds_run = builds.built;
+    result.builds_cached = builds.reused;
+    steps.verdict(&ends_run, RESULT, serde_json::to_value(&result)?)?;
+    drop(steps);
+    drop(writer);
+    if a.json {
+        crate::cmd::out(&(serde_json::to_string_pretty(&result)? + "\n"))?;
+    } else {
+        crate::cmd::out(&text::render(&result))?;
     }
+    Ok(if result.first_bad.is_some() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
 
-    // Binary search: `lo` is known good, `hi` known bad.
+/// The binary search: `lo` is known good, `hi` known bad; each tested
+/// revision's step joins `b.steps`. Sets the first bad commit (or the
+/// candidates) and its effect.
+fn search(
+    cx: &Ctx<'_>,
+    builds: &mut Builds<'_>,
+    steps: &mut Steps<'_>,
+    b: &mut Bisection,
+) -> anyhow::Result<()> {
+    let s = cx.s;
+    let n = s.all.len() - 1;
+    // By position: its values and the good end's of the step that
+    // measured it last (interleaved, so their comparison is drift-free).
+    let mut seen: BTreeMap<usize, (Rounds, Rounds)> = BTreeMap::new();
     let (mut lo, mut hi) = (0usize, n);
     let mut skipped: Vec<usize> = Vec::new();
     while let Some(c) = next(lo, hi, &skipped) {
-        say(format!(
+        cx.say(format!(
             "{} {}: building and measuring against both ends",
             s.labels[c], s.all[c].subject
         ));
@@ -428,93 +670,57 @@ fn bisect(db: Option<&str>, a: &BisectArgs) -> anyhow::Result<ExitCode> {
                     samples: [0, 0, 0],
                     skipped: Some(format!("build failed: {why} (log: {})", log.display())),
                 };
-                say(text::step_line(&step, &unit));
-                steps.push(step);
+                cx.say(text::step_line(&step, &cx.unit));
+                b.steps.push(step);
                 skipped.push(c);
                 continue;
             }
         };
-        let cell = s.spec.cell(&dir, &s.labels[c], &s.all[c].id)?;
-        let m = measure_rev(
-            &mut sampler,
-            [cell, good_cell.clone(), bad_cell.clone()],
-            higher,
-            threshold,
-        )?;
+        let (step, m) = cx.candidate(steps, c, &dir)?;
+        let call = step.call;
+        b.steps.push(step);
         seen.insert(c, (m.values[0].clone(), m.values[1].clone()));
-        let step = m.step(s.rev(c));
-        say(text::step_line(&step, &unit));
-        steps.push(step);
-        let Some(l) = m.look else {
-            skipped.push(c);
-            continue;
-        };
-        match l.call {
-            Call::LikeGood => lo = c,
-            Call::LikeBad => hi = c,
-            Call::Undecided => skipped.push(c),
+        match call {
+            Some(Call::LikeGood) => lo = c,
+            Some(Call::LikeBad) => hi = c,
+            _ => skipped.push(c),
         }
     }
-    let samples = sampler.measured;
-    drop(sampler);
-    drop(writer);
-
     // The loop ends when nothing untested lies between lo and hi.
-    let (first_bad, candidates) = if hi == lo + 1 {
-        (Some(s.rev(hi)), Vec::new())
+    if hi == lo + 1 {
+        b.first_bad = Some(s.rev(hi));
+        b.effect = seen.get(&hi).and_then(|(r, g)| effect(g, r, cx.direction));
     } else {
-        (None, (lo + 1..=hi).map(|i| s.rev(i)).collect())
-    };
-    let effect = first_bad.as_ref().and_then(|_| {
-        let (b, g) = seen.get(&hi)?;
-        let (regression, interval) = decide::regression(g, b, higher, EFFECT_CONFIDENCE)?;
-        let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
-        Some(Effect {
-            regression,
-            interval,
-            confidence: EFFECT_CONFIDENCE,
-            good_mean: mean(g),
-            mean: mean(b),
-            n_good: g.len(),
-            n: b.len(),
-        })
-    });
-    let result = Bisection {
-        repo: s.repo.dir.clone(),
-        good: s.rev(0),
-        bad: s.rev(n),
-        path_len: n,
-        bench: a.bench.clone(),
-        metric,
-        unit,
-        direction,
-        threshold,
-        steps,
-        first_bad,
-        candidates,
-        effect,
-        samples,
-        builds_run: builds.built,
-        builds_cached: builds.reused,
-        campaign: name,
-    };
-    if a.json {
-        crate::cmd::out(&(serde_json::to_string_pretty(&result)? + "\n"))?;
-    } else {
-        crate::cmd::out(&text::render(&result))?;
+        b.candidates = (lo + 1..=hi).map(|i| s.rev(i)).collect();
     }
-    Ok(if result.first_bad.is_some() {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
+    Ok(())
+}
+
+/// The regression of the revision `rev` from the good end measured in the
+/// same step, paired by round, at [`EFFECT_CONFIDENCE`].
+fn effect(good: &[(u32, f64)], rev: &[(u32, f64)], direction: Direction) -> Option<Effect> {
+    let c = decide::regression(good, rev, direction, EFFECT_CONFIDENCE)?;
+    let mean = |v: &[(u32, f64)]| v.iter().map(|x| x.1).sum::<f64>() / v.len() as f64;
+    Some(Effect {
+        regression: c.regression,
+        interval: c.interval,
+        confidence: EFFECT_CONFIDENCE,
+        good_mean: mean(good),
+        mean: mean(rev),
+        n_good: good.len(),
+        n: rev.len(),
+        rounds: c.rounds,
     })
 }
 
-/// `--exit-code`: decide `--rev` (default HEAD) against the ends.
-fn decide_one(db: Option<&str>, a: &BisectArgs) -> anyhow::Result<ExitCode> {
+/// `--exit-code`: decide `--rev` (default HEAD) against the ends. The
+/// ends are measured once per campaign (the first call of a `git bisect
+/// run`) and stored; when the bad end is not worse than the good one,
+/// every call exits 128, which stops `git bisect run` before it blames a
+/// commit.
+fn decide_one(db: &store::Locator, a: &BisectArgs) -> anyhow::Result<ExitCode> {
     let s = setup(a)?;
     let rev = s.repo.commit("--rev", a.rev.as_deref().unwrap_or("HEAD"))?;
-    let n = s.all.len() - 1;
     if rev.id == s.good.id {
         eprintln!("kbench: {} is the good end: good", rev.short());
         return Ok(ExitCode::SUCCESS);
@@ -535,9 +741,22 @@ fn decide_one(db: Option<&str>, a: &BisectArgs) -> anyhow::Result<ExitCode> {
     let mut st = store::open(db, store::Access::Write)?;
     st.lock_campaign(&name)?;
     let key = campaign_key(&*st, &name, s.plan_text(a, &name), false)?;
+    let stored_ends = stored_verdict(&*st, &key, ENDS)?;
     let mut builds = Builds::new(&s.repo, &s.cache, a.build.clone());
-    let good_dir = build_end(&mut builds, "good", &s.good)?;
-    let bad_dir = build_end(&mut builds, "bad", &s.bad)?;
+    let cx = begin(&s, a, &mut builds)?;
+    let stop = Arc::new(AtomicBool::new(false));
+    let _signals = crate::runner::Interrupts::install(&stop)?;
+    let mut writer = store::sink::StoreSink::new(st.as_mut());
+    let mut steps = cx.steps(&mut writer, key, stop);
+    let ends = match stored_ends {
+        Some(step) => step,
+        None => cx.ends(&mut steps)?.0,
+    };
+    if let Some(why) = ends_refusal(&s, a, &ends) {
+        return Err(anyhow::anyhow!(
+            "{why}; stopping `git bisect run` (exit 128)"
+        ));
+    }
     let dir = match builds.build(&rev)? {
         Built::Ok { dir, .. } => dir,
         Built::Failed { why, log } => {
@@ -550,28 +769,39 @@ fn decide_one(db: Option<&str>, a: &BisectArgs) -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::from(125));
         }
     };
-    let good_cell = s.spec.cell(&good_dir, &s.labels[0], &s.good.id)?;
-    let (metric, unit, direction) = metric(&good_cell, a.metric.as_deref())?;
-    let higher = direction == Direction::Higher;
-    let threshold = s.threshold;
-    let cells = [
-        s.spec.cell(&dir, &s.labels[c], &s.all[c].id)?,
-        good_cell,
-        s.spec.cell(&bad_dir, &s.labels[n], &s.bad.id)?,
-    ];
-    let mut writer = store::sink::StoreSink::new(st.as_mut());
-    let mut sampler = Sampler::new(&mut writer, key, config(a, &name), metric, a.max_samples);
-    let m = measure_rev(&mut sampler, cells, higher, threshold)?;
-    let step = m.step(s.rev(c));
-    eprintln!("kbench: {}", text::step_line(&step, &unit));
-    let Some(l) = m.look else {
-        return Ok(ExitCode::from(125));
-    };
-    Ok(ExitCode::from(match l.call {
-        Call::LikeGood => 0,
-        Call::LikeBad => 1,
-        Call::Undecided => 125,
+    let (step, _) = cx.candidate(&mut steps, c, &dir)?;
+    if a.quiet {
+        eprintln!("kbench: {}", text::step_line(&step, &cx.unit));
+    }
+    Ok(ExitCode::from(match step.call {
+        Some(Call::LikeGood) => 0,
+        Some(Call::LikeBad) => 1,
+        Some(Call::Undecided) | None => 125,
     }))
+}
+
+/// The latest verdict `kind` stored in the campaign `key`, as a step.
+fn stored_verdict(
+    st: &dyn store::StoreRead,
+    key: &CampaignKey,
+    kind: &str,
+) -> anyhow::Result<Option<Step>> {
+    let Some(c) = st
+        .campaigns(CampaignQuery::Named(&key.name))?
+        .into_iter()
+        .find(|c| c.plan_hash == key.plan_hash && c.generation == key.generation)
+    else {
+        return Ok(None);
+    };
+    let found = st
+        .verdicts(store::Scope::Campaign(c.id))?
+        .into_iter()
+        .rev()
+        .find(|v| v.kind == kind);
+    found
+        .map(|v| serde_json::from_value::<StepVerdict>(v.body).map(|v| v.step))
+        .transpose()
+        .map_err(|e| anyhow::anyhow!("campaign `{}`: corrupt stored verdict: {e}", key.name))
 }
 
 /// The next revision to test between `lo` (known good) and `hi` (known
@@ -582,84 +812,6 @@ fn next(lo: usize, hi: usize, skipped: &[usize]) -> Option<usize> {
     (lo + 1..hi)
         .filter(|i| !skipped.contains(i))
         .min_by(|x, y| (*x as f64 - mid).abs().total_cmp(&(*y as f64 - mid).abs()))
-}
-
-/// What measuring one revision against the ends gave.
-struct Measured {
-    /// The metric's values of the revision, the good and the bad end.
-    values: [Vec<f64>; 3],
-    /// Why the revision's benchmark failed.
-    failed: Option<String>,
-    look: Option<decide::Look>,
-}
-
-impl Measured {
-    fn step(&self, rev: Rev) -> Step {
-        let samples = [
-            self.values[0].len(),
-            self.values[1].len(),
-            self.values[2].len(),
-        ];
-        match (&self.look, &self.failed) {
-            (Some(l), _) => Step {
-                rev,
-                call: Some(l.call),
-                look: Some(*l),
-                samples,
-                skipped: (l.call == Call::Undecided)
-                    .then(|| format!("undecided after {} samples{}", l.n, text::more(l))),
-            },
-            (None, f) => Step {
-                rev,
-                call: None,
-                look: None,
-                samples,
-                skipped: Some(format!(
-                    "the benchmark failed: {}",
-                    f.as_deref().unwrap_or("no samples")
-                )),
-            },
-        }
-    }
-}
-
-/// Measure `cells` (the revision, the good end, the bad end) interleaved
-/// until the revision is decided against the good end's samples of this
-/// step, or the cap. Only samples of the same step are compared: pooling
-/// the good end's samples of earlier steps would be cheaper, but a
-/// machine whose speed drifted between steps (load, temperature) would
-/// then move the verdict, which interleaving exists to prevent. A failing
-/// end is an error; a failing revision is reported (and skipped by the
-/// caller).
-fn measure_rev(
-    sampler: &mut Sampler<'_>,
-    cells: [crate::plan::Cell; 3],
-    higher: bool,
-    threshold: f64,
-) -> anyhow::Result<Measured> {
-    let mut arms: Vec<Arm> = cells.into_iter().map(Arm::new).collect();
-    sampler.step(&mut arms, |x| {
-        decide::look(&x[1].values, &x[0].values, higher, threshold)
-            .is_some_and(|l| l.call != Call::Undecided)
-    })?;
-    if let Some(f) = arms[1..].iter().find_map(|x| x.failed.clone()) {
-        return Err(anyhow::anyhow!("measuring an end: {f}"));
-    }
-    let failed = arms[0].failed.clone();
-    let look = match failed {
-        Some(_) => None,
-        None => decide::look(&arms[1].values, &arms[0].values, higher, threshold),
-    };
-    let mut values = arms.into_iter().map(|a| a.values);
-    Ok(Measured {
-        values: [
-            values.next().unwrap_or_default(),
-            values.next().unwrap_or_default(),
-            values.next().unwrap_or_default(),
-        ],
-        failed,
-        look,
-    })
 }
 
 #[cfg(test)]

@@ -24,7 +24,7 @@ pub fn change(l: &Look) -> String {
 /// `; about N more samples each would decide it`, or why none would.
 pub fn more(l: &Look) -> String {
     match (l.call, l.more) {
-        (Call::Undecided, Some(k)) => format!("; about {k} more samples of each would decide it"),
+        (Call::Undecided, Some(k)) => format!("; about {k} more rounds would decide it"),
         (Call::Undecided, None) => {
             "; its change sits on the threshold: more samples would not decide it".into()
         }
@@ -50,15 +50,25 @@ fn cut(s: &str, n: usize) -> String {
     }
 }
 
-/// One step as a line: `12-abcdef0 commit 13: +10.1% [..] vs good, 6
-/// samples (6 good, 6 bad): like bad`.
+/// One step as a line: `12-abcdef0 commit 13: +10.1% [..] vs good,
+/// -0.2% [..] vs bad (99%, 9 rounds), 9 samples (9 good, 9 bad): like
+/// bad`.
 pub fn step_line(s: &Step, _unit: &str) -> String {
     let head = format!("{} {}", s.rev.label, cut(&s.rev.commit.subject, 30));
     match (&s.look, &s.skipped) {
         (Some(l), skipped) => format!(
-            "{head}: {} vs good ({}%), {} samples ({} good, {} bad): {}{}",
+            "{head}: {} vs good{} ({}%, {} rounds), {} samples ({} good, {} bad): {}{}",
             change(l),
+            l.vs_bad
+                .map(|b| format!(
+                    ", {} [{}, {}] vs bad",
+                    pct(b.regression),
+                    pct(b.interval.lo),
+                    pct(b.interval.hi)
+                ))
+                .unwrap_or_default(),
             l.confidence,
+            l.n,
             s.samples[0],
             s.samples[1],
             s.samples[2],
@@ -73,42 +83,62 @@ pub fn step_line(s: &Step, _unit: &str) -> String {
     }
 }
 
-/// The summary printed when a bisection ends.
+/// `+10.1% [+8.0,+12.0]`: a change and its interval, compact.
+fn compact(x: f64, iv: crate::stats::Interval) -> String {
+    format!("{} [{:+.1},{:+.1}]", pct(x), iv.lo * 100.0, iv.hi * 100.0)
+}
+
+/// The summary printed when a bisection ends (and by `kbench report` of
+/// its campaign): each step's revision against both ends measured in the
+/// same step.
 pub fn render(b: &Bisection) -> String {
     let mut o = String::new();
     o += &format!(
         "kbench bisect: {} revision(s) from {} (good) to {} (bad),\n",
-        b.path_len,
-        b.good.commit.short(),
-        b.bad.commit.short()
+        b.about.path_len, b.about.good.label, b.about.bad.label
     );
     o += &format!(
         "first parents only; --bench {}, metric {} ({}, {})\n",
-        cut(&b.bench, 28),
-        b.metric,
-        b.unit,
-        b.direction
+        cut(&b.about.bench, 28),
+        b.about.metric,
+        b.about.unit,
+        b.about.direction
+    );
+    let conf = b
+        .steps
+        .iter()
+        .find_map(|s| s.look.map(|l| l.confidence))
+        .unwrap_or(99.0);
+    o += &format!(
+        "a revision is bad when worse than good by more than {}; each step\n\
+         compares it with both ends, paired by round ({conf}%)\n\n",
+        pct(b.about.threshold).trim_start_matches('+')
     );
     o += &format!(
-        "a revision is bad when worse than good by more than {}\n\n",
-        pct(b.threshold).trim_start_matches('+')
-    );
-    o += &format!(
-        "{:<10} {:<14} {:>7}  {:<24} {}\n",
-        "revision", "subject", "samples", "vs good (+ = worse)", "call"
+        "{:<10} {:>6}  {:<20} {:<19}  {}\n",
+        "revision", "rounds", "vs good (+ = worse)", "vs bad", "call"
     );
     for (i, s) in b.steps.iter().enumerate() {
-        let vs = s.look.as_ref().map(change).unwrap_or_else(|| "-".into());
+        let vs = s
+            .look
+            .as_ref()
+            .map(|l| compact(l.regression, l.interval))
+            .unwrap_or_else(|| "-".into());
+        let vb = s
+            .look
+            .and_then(|l| l.vs_bad)
+            .map(|c| compact(c.regression, c.interval))
+            .unwrap_or_else(|| "-".into());
         let mut c = call(s.call).to_string();
         if i == 0 {
             c += " (bad end)";
         }
         o += &format!(
-            "{:<10} {:<14} {:>7}  {:<24} {}\n",
+            "{:<10} {:>6}  {:<20} {:<19}  {}\n",
             s.rev.label,
-            cut(&s.rev.commit.subject, 14),
-            s.samples[0],
+            s.look.map_or(0, |l| l.n),
             vs,
+            vb,
             c
         );
     }
@@ -128,15 +158,18 @@ pub fn render(b: &Bisection) -> String {
             if let Some(e) = &b.effect {
                 let half = (e.interval.hi - e.interval.lo) / 2.0 * e.good_mean;
                 o += &format!(
-                    "effect: {} [{}, {}] ({}%, Welch) vs the good end: {} -> {}\n",
+                    "effect: {} [{}, {}] ({}%, paired) vs the good end: {} -> {}\n",
                     pct(e.regression),
                     pct(e.interval.lo),
                     pct(e.interval.hi),
                     e.confidence,
-                    human::value(e.good_mean, &b.unit, Some(half), false),
-                    human::value(e.mean, &b.unit, Some(half), false),
+                    human::value(e.good_mean, &b.about.unit, Some(half), false),
+                    human::value(e.mean, &b.about.unit, Some(half), false),
                 );
-                o += &format!("        (measured interleaved: {} samples of each)\n", e.n);
+                o += &format!(
+                    "        (measured interleaved: {} samples of each, {} rounds paired)\n",
+                    e.n, e.rounds
+                );
             }
         }
         None => {
@@ -152,10 +185,15 @@ pub fn render(b: &Bisection) -> String {
         b.samples,
         b.steps.iter().filter(|s| s.look.is_some()).count()
     );
-    o += &format!(
-        "builds: {} run, {} cached; campaign `{}`: kbench report {}\n",
-        b.builds_run, b.builds_cached, b.campaign, b.campaign
-    );
+    match &b.note {
+        Some(note) => o += &format!("{note}\n"),
+        None => {
+            o += &format!(
+                "builds: {} run, {} cached; campaign `{}`: kbench report {}\n",
+                b.builds_run, b.builds_cached, b.campaign, b.campaign
+            )
+        }
+    }
     o
 }
 
@@ -188,6 +226,7 @@ mod tests {
                 regression,
                 interval: Interval { lo, hi },
                 confidence: 99.0,
+                vs_bad: None,
                 n,
                 n_good: n,
                 more: (call == Call::Undecided).then_some(40),
@@ -200,15 +239,17 @@ mod tests {
     #[test]
     fn the_summary_of_a_bisection() {
         let b = Bisection {
-            repo: "/src/prog".into(),
-            good: rev(0, "aaaaaaaa", "commit 1"),
-            bad: rev(7, "bbbbbbbb", "commit 8"),
-            path_len: 7,
-            bench: "cmd:./prog".into(),
-            metric: "real".into(),
-            unit: "s".into(),
-            direction: Direction::Lower,
-            threshold: 0.05,
+            about: crate::bisect::About {
+                repo: "/src/prog".into(),
+                good: rev(0, "aaaaaaaa", "commit 1"),
+                bad: rev(7, "bbbbbbbb", "commit 8"),
+                path_len: 7,
+                bench: "cmd:./prog".into(),
+                metric: "real".into(),
+                unit: "s".into(),
+                direction: Direction::Lower,
+                threshold: 0.05,
+            },
             steps: vec![
                 step(
                     rev(7, "bbbbbbbb", "commit 8"),
@@ -253,7 +294,19 @@ mod tests {
             builds_run: 5,
             builds_cached: 0,
             campaign: "bisect".into(),
+            note: None,
         };
+        let mut b = b;
+        if let Some(l) = b.steps[1].look.as_mut() {
+            l.vs_bad = Some(crate::bisect::decide::Change {
+                regression: -0.091,
+                interval: Interval {
+                    lo: -0.112,
+                    hi: -0.07,
+                },
+                rounds: 5,
+            });
+        }
         let text = render(&b);
         assert!(text.lines().all(|l| l.len() <= 80), "{text}");
         insta::assert_snapshot!("bisect_undecided_text", text);
@@ -271,6 +324,7 @@ mod tests {
             mean: 0.01652,
             n_good: 8,
             n: 8,
+            rounds: 8,
         });
         let text = render(&one);
         let tail: Vec<&str> = text.lines().skip(12).collect();
@@ -278,7 +332,7 @@ mod tests {
         assert!(text.lines().all(|l| l.len() <= 80), "{text}");
         assert_eq!(
             step_line(&one.steps[2], "s"),
-            "06-ddddddd commit 7: +5.0% [+1.0%, +9.0%] vs good (99%), 30 samples (30 good, 30 bad): undecided (skip); about 40 more samples of each would decide it"
+            "06-ddddddd commit 7: +5.0% [+1.0%, +9.0%] vs good (99%, 30 rounds), 30 samples (30 good, 30 bad): undecided (skip); about 40 more rounds would decide it"
         );
     }
 }

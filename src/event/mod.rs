@@ -27,10 +27,17 @@
 //! {"event":"note","run":"UUID","cell":KEY,"placement":"cpu 0"|null,"notes":{"pipe size":"65536"}}
 //! {"event":"cell_done","run":"UUID","cell":KEY,"status":"done","samples":10}
 //! {"event":"warning","run":"UUID","message":..}
+//! {"event":"verdict","run":"UUID","kind":"bisect.step","body":{..}}
 //! {"event":"run_ended","run":"UUID","ended":UNIX_S,"status":"done"}
 //! ```
 //!
-//! `round` counts measured rounds from 0 (warm-ups are not sent); a
+//! `round` counts measured rounds from 0 (warm-ups are not sent), on
+//! across the run's shell-factor groups: cells with the same `round` of a
+//! run were measured in the same stretch of time, the unit a paired
+//! comparison uses; with `--processes`, `process` says which worker of
+//! the cell took it, and the run's boot is its settings' `owner.boot_id`.
+//! A `verdict` (sent by `kbench bisect`) is a decision made from the
+//! run's samples, its `body` shaped by its `kind`. A
 //! sample's `values` are `[metric, value]` pairs, in the order measured: a
 //! sample may hold several values of one metric (a scale cell with
 //! `intervals = 2` gives two ops/s values per sample).
@@ -58,6 +65,7 @@ pub enum Event {
     Note(NoteEvent),
     CellDone(CellDone),
     Warning(WarningEvent),
+    Verdict(VerdictEvent),
     RunEnded(RunEnded),
 }
 
@@ -155,6 +163,17 @@ pub struct CellDone {
 pub struct WarningEvent {
     pub run: String,
     pub message: String,
+}
+
+/// A decision made from the run's samples: a bisection step's call, the
+/// revision a bisection found. Stored with the run; one per (run, kind).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct VerdictEvent {
+    pub run: String,
+    /// What it decides (`bisect.step`, `bisect.ends`, `bisect.result`).
+    pub kind: String,
+    /// The decision, shaped by its kind.
+    pub body: serde_json::Value,
 }
 
 /// The run is over.

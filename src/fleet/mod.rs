@@ -73,11 +73,8 @@ pub fn state_path(plan: &crate::plan::Plan) -> PathBuf {
         .map(PathBuf::from)
         .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/state")))
         .unwrap_or_else(|| PathBuf::from("."));
-    base.join("kbench/fleet").join(format!(
-        "{}-{}.json",
-        plan.name,
-        crate::ids::plan_hash(&plan.text)
-    ))
+    base.join("kbench/fleet")
+        .join(format!("{}-{}.json", plan.name, plan.hash()))
 }
 
 fn load_state(path: &Path) -> FleetState {
@@ -122,7 +119,7 @@ impl Shared {
 
 /// Options of `kbench fleet run`.
 pub struct RunOptions<'a> {
-    pub db: Option<&'a str>,
+    pub db: &'a store::Locator,
     pub jobs: usize,
     pub keys: HostKeys,
     /// Extra arguments for the remote `kbench run` (`--quick`, `--samples N`).
@@ -279,7 +276,7 @@ impl HostCtx<'_> {
         ));
         std::fs::write(&tmp, &bytes).map_err(|e| err(e.into()))?;
         let r = (|| -> anyhow::Result<store::copy::Copied> {
-            let from = store::sqlite::SqliteStore::open(&tmp, false)?;
+            let from = store::sqlite::SqliteStore::open(&tmp, store::Access::Read)?;
             let mut to = store::open(self.o.db, store::Access::Write)?;
             store::copy::copy_with(&from, to.as_mut(), &[], &|host, cell| match cell {
                 Some(c) => relabel(h, c),
@@ -388,7 +385,7 @@ fn sha256_hex(path: &Path) -> anyhow::Result<String> {
 
 /// `fleet status`: each host's last state and error, with its progress
 /// in the coordinator's store.
-pub fn status(db: Option<&str>, plan_path: &Path, hosts: &[Host]) -> anyhow::Result<FleetState> {
+pub fn status(db: &store::Locator, plan_path: &Path, hosts: &[Host]) -> anyhow::Result<FleetState> {
     let plan = crate::plan::load(plan_path)?;
     let mut state = load_state(&state_path(&plan));
     let cells = crate::plan::expand(&plan)?.len();

@@ -76,10 +76,7 @@ pub fn parse(name: &str, text: &str) -> anyhow::Result<Vec<ImportedCell>> {
                 metrics: vec![Metric::new("time", "s", Direction::Lower)],
                 readings: Default::default(),
             },
-            rounds: times
-                .into_iter()
-                .map(|t| vec![("time".to_string(), t)])
-                .collect(),
+            values: times,
         });
     }
     Ok(cells)
@@ -97,7 +94,7 @@ mod tests {
         assert_eq!(cells.len(), 2);
         assert_eq!(cells[1].info.factors["command"], "sleep 0.01");
         assert_eq!(cells[1].info.params["n"], "3");
-        assert_eq!(cells[1].rounds.len(), 3);
+        assert_eq!(cells[1].rounds().len(), 3);
     }
 
     #[test]

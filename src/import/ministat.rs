@@ -54,10 +54,7 @@ pub fn parse(name: &str, data: &[u8], o: &Options<'_>) -> anyhow::Result<Importe
             metrics: vec![Metric::new("value", "value", dir)],
             readings: Default::default(),
         },
-        rounds: points
-            .into_iter()
-            .map(|(_, v)| vec![("value".to_string(), v)])
-            .collect(),
+        values: points.into_iter().map(|(_, v)| v).collect(),
     })
 }
 
@@ -75,7 +72,7 @@ mod tests {
     fn points_become_samples_of_one_cell() {
         let c = parse("a.txt", b"# t\n1.5\n\n 2 # x\n3e0\n", &LOWER).unwrap();
         assert_eq!(c.info.factors["file"], "a.txt");
-        let v: Vec<f64> = c.rounds.iter().map(|r| r[0].1).collect();
+        let v: Vec<f64> = c.rounds().map(|r| r[0]).collect();
         assert_eq!(v, [1.5, 2.0, 3.0]);
         assert_eq!(c.info.metrics[0].direction, Direction::Lower);
         let o = Options {
@@ -84,7 +81,7 @@ mod tests {
             higher: true,
         };
         let c = parse("b.csv", b"x,10\ny,20,z\n", &o).unwrap();
-        let v: Vec<f64> = c.rounds.iter().map(|r| r[0].1).collect();
+        let v: Vec<f64> = c.rounds().map(|r| r[0]).collect();
         assert_eq!(v, [10.0, 20.0]);
         assert_eq!(c.info.metrics[0].direction, Direction::Higher);
     }

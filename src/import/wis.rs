@@ -104,7 +104,7 @@ pub fn parse(name: &str, bench: &str, text: &str) -> anyhow::Result<Vec<Imported
                     ],
                     readings: Default::default(),
                 },
-                rounds: vec![vec![("ops/s".into(), ops), ("idle".into(), idle)]],
+                values: vec![ops, idle],
             });
         }
     }
@@ -139,13 +139,7 @@ mod tests {
             ]
         );
         assert_eq!(cells[1].info.params["tasks"], 2);
-        assert_eq!(
-            cells[1].rounds[0],
-            [
-                ("ops/s".to_string(), 12648102.0),
-                ("idle".to_string(), 0.35)
-            ]
-        );
+        assert_eq!(cells[1].rounds().next().unwrap(), [12648102.0, 0.35]);
     }
 
     #[test]

@@ -86,7 +86,7 @@ use crate::error::bad_input;
 use crate::system::probe::Probe;
 use crate::units::CpuSet;
 
-pub use validate::{adhoc, expand};
+pub use validate::{adhoc, adhoc_plan, adhoc_spec, expand};
 
 /// The file as written.
 #[derive(Debug, Deserialize)]
@@ -98,6 +98,8 @@ struct PlanFile {
     warmup: Option<Spanned<i64>>,
     /// Fresh processes per micro-benchmark cell (`--processes`).
     processes: Option<Spanned<i64>>,
+    /// Whole runs and boots each cell is measured in.
+    repeat: Option<Spanned<RepeatFile>>,
     seed: Option<u64>,
     precision: Option<Spanned<String>>,
     #[serde(default)]
@@ -109,6 +111,13 @@ struct PlanFile {
     /// How to arm the next boot for a pending system state (printed by
     /// `kbench status`).
     reboot: Option<Spanned<RebootFile>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RepeatFile {
+    runs: Option<Spanned<i64>>,
+    boots: Option<Spanned<i64>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -261,6 +270,8 @@ pub struct Plan {
     /// `processes`: each micro-benchmark cell measured in N fresh
     /// processes.
     pub processes: Option<u32>,
+    /// `repeat = { runs = N, boots = M }` (or `kbench run --repeat N`).
+    pub repeat: Repeat,
     pub seed: Option<u64>,
     #[allow(dead_code)] // adaptive stopping (issue 3)
     pub precision: Option<f64>,
@@ -272,7 +283,59 @@ pub struct Plan {
     pub layout: Option<report::Layout>,
 }
 
+/// The levels above the round a campaign replicates: each cell takes its
+/// `samples` in each of `runs` whole runs (each a fresh kbench process),
+/// on each of `boots` boots of its system state, the boots of different
+/// states alternating. A level measured once is a level whose variation
+/// no comparison can see.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Repeat {
+    pub runs: u32,
+    pub boots: u32,
+}
+
+impl Default for Repeat {
+    fn default() -> Repeat {
+        Repeat { runs: 1, boots: 1 }
+    }
+}
+
+/// What names a plan's campaign, read without validating the plan (which
+/// would build its testcases): its text and, after it, the content of
+/// every C testcase a `[[bench]]` names (relative to `dir`, the plan's
+/// directory), so editing `t.c` is a changed plan. A plan without
+/// testcases is named by its text alone, as before.
+pub fn identity(text: &str, dir: &Path) -> String {
+    let mut id = text.to_string();
+    let Ok(t) = toml::from_str::<toml::Table>(text) else {
+        return id;
+    };
+    let benches = t.get("bench").and_then(|v| v.as_array());
+    for tc in benches
+        .into_iter()
+        .flatten()
+        .filter_map(|b| b.get("testcase")?.as_str())
+    {
+        let content = std::fs::read(dir.join(tc)).unwrap_or_default();
+        id += &format!(
+            "\n\0testcase {tc} {}",
+            crate::ids::plan_hash(&String::from_utf8_lossy(&content))
+        );
+    }
+    id
+}
+
 impl Plan {
+    /// The content hash naming the plan's campaign ([`identity`]).
+    pub fn hash(&self) -> String {
+        let dir = self
+            .path
+            .as_deref()
+            .and_then(Path::parent)
+            .unwrap_or(Path::new(""));
+        crate::ids::plan_hash(&identity(&self.text, dir))
+    }
+
     /// Every probe the plan's `system` factors read, once each.
     pub fn probes(&self) -> Vec<Probe> {
         let mut out: Vec<Probe> = Vec::new();
@@ -329,6 +392,28 @@ impl Cell {
                     .is_some_and(|r| crate::system::probe::matches(want, r))
             })
         })
+    }
+}
+
+/// A campaign's name must be one an operand can name (`NAME`,
+/// `NAME:factor=value`): no `:` or `=`, not a run id, nothing a terminal
+/// would act on.
+pub fn check_campaign_name(name: &str) -> Result<(), String> {
+    let shown = crate::term::visible(name);
+    if name.is_empty() {
+        Err("a campaign name must not be empty".into())
+    } else if name.contains([':', '=']) {
+        Err(format!(
+            "campaign name `{shown}` holds `:` or `=`, so no operand (`NAME:factor=value`) could name it"
+        ))
+    } else if name.chars().all(|c| c.is_ascii_digit()) {
+        Err(format!(
+            "campaign name `{shown}` is a number, which operands read as a run id"
+        ))
+    } else if name.chars().any(char::is_control) {
+        Err(format!("campaign name `{shown}` holds control characters"))
+    } else {
+        Ok(())
     }
 }
 
@@ -392,6 +477,7 @@ fn parse_in(text: &str, name: &str, dir: &Path, inert: bool) -> anyhow::Result<P
     };
     let file: PlanFile = toml::from_str(text).map_err(|e| {
         let msg = e.message().trim().replace('\n', " ");
+        let msg = unknown_key(&msg).unwrap_or(msg);
         match e.span() {
             Some(span) => match key_before(text, span.start) {
                 Some(key) if !msg.contains(&format!("`{key}`")) => {
@@ -403,6 +489,18 @@ fn parse_in(text: &str, name: &str, dir: &Path, inert: bool) -> anyhow::Result<P
         }
     })?;
     validate::validate(file, &src)
+}
+
+/// serde's "unknown field `sampels`, expected one of `name`, `samples`,
+/// ..." as "unknown key `sampels`; did you mean `samples`? (known: ...)".
+fn unknown_key(msg: &str) -> Option<String> {
+    let rest = msg.strip_prefix("unknown field `")?;
+    let (key, expected) = rest.split_once('`')?;
+    let known: Vec<&str> = expected.split('`').skip(1).step_by(2).collect();
+    Some(format!(
+        "unknown key `{key}`{}",
+        crate::suggest::hint(key, &known, "")
+    ))
 }
 
 /// The key whose value starts at `offset`: the last bare key before the

@@ -10,7 +10,7 @@
 //! cols = ["pipe_size", "zero_copy"]
 //! groups = ["cpus"]             # column groups (`2way | UP`)
 //! baseline = { pipe_size = "4k", zero_copy = "copy" }
-//! test = "welch"                # or "student": significance of changes
+//! test = "welch"                # accepted from older plans: changes follow the design
 //! confidence = 95
 //! names = { chunk = "T.S", read_size = "T.S" }   # dimension headers
 //! pairs = [["pti=on,pcid=on", "pti=off,pcid=on"]] # matrix: ministat blocks
@@ -130,6 +130,9 @@ pub fn parse_assign(s: &str) -> Result<Assign, String> {
         if k.is_empty() || v.is_empty() {
             return Err(format!("`{part}` is not name=value"));
         }
+        if out.iter().any(|(x, _)| x == k) {
+            return Err(format!("`{k}` is given twice in `{s}`"));
+        }
         out.push((k.to_string(), v.to_string()));
     }
     if out.is_empty() {
@@ -202,8 +205,12 @@ pub(super) fn validate(
             Err(src.err(
                 s.span(),
                 format!(
-                    "`{key}`: `{name}` is neither a factor nor a parameter of the plan (known: {})",
-                    dims.join(", ")
+                    "`{key}`: `{name}` is neither a factor nor a parameter of the plan{}",
+                    crate::suggest::hint(
+                        name,
+                        &dims.iter().map(String::as_str).collect::<Vec<_>>(),
+                        ""
+                    )
                 ),
             ))
         }
@@ -373,7 +380,10 @@ mod tests {
         let e = err("confidence = 50.0\n");
         assert!(e.contains("`confidence` must be in 80..99.9"), "{e}");
         let e = err("colour = 1\n");
-        assert!(e.contains("unknown field `colour`"), "{e}");
+        assert!(
+            e.contains("unknown key `colour` (known: table, rows,"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -5,7 +5,7 @@ use std::collections::HashSet;
 
 use super::{
     Apply, BenchFile, BenchSpec, Cell, Factor, FactorFile, Level, MetricFile, Plan, PlanFile,
-    ShellStep, Source, SystemNeed,
+    Repeat, ShellStep, Source, SystemNeed,
 };
 use crate::bench::command::{
     Argv, BUILTINS, CommandBench, CommandSpec, CustomMetric, OnFailure, Per, Source as MSource,
@@ -36,7 +36,11 @@ fn positive(
         }
         Some(s) => Err(src.err(
             s.span(),
-            format!("`{key}` must be >= {min}, found {}", s.get_ref()),
+            format!(
+                "`{key}` must be within {min}..={}, found {}",
+                u32::MAX,
+                s.get_ref()
+            ),
         )),
     }
 }
@@ -46,9 +50,20 @@ pub(super) fn validate(file: PlanFile, src: &Source) -> anyhow::Result<Plan> {
     if name.is_empty() {
         return Err(src.err(file.name.span(), "`name` must not be empty"));
     }
+    super::check_campaign_name(&name).map_err(|e| src.err(file.name.span(), e))?;
     let samples = positive(src, &file.samples, "samples", 1)?;
     let warmup = positive(src, &file.warmup, "warmup", 0)?;
     let processes = positive(src, &file.processes, "processes", 1)?;
+    let repeat = match &file.repeat {
+        Some(r) => {
+            let r = r.get_ref();
+            Repeat {
+                runs: positive(src, &r.runs, "repeat.runs", 1)?.unwrap_or(1),
+                boots: positive(src, &r.boots, "repeat.boots", 1)?.unwrap_or(1),
+            }
+        }
+        None => Repeat::default(),
+    };
     let sample_time = match &file.sample_time {
         Some(s) if !(*s.get_ref() > 0.0 && *s.get_ref() <= 3600.0) => {
             return Err(src.err(
@@ -236,6 +251,7 @@ pub(super) fn validate(file: PlanFile, src: &Source) -> anyhow::Result<Plan> {
         sample_time,
         warmup,
         processes,
+        repeat,
         seed: file.seed,
         precision,
         factors,
@@ -301,7 +317,10 @@ fn factor(
         other => {
             return Err(src.err(
                 d.apply.span(),
-                format!("factor `{name}`: unknown apply `{other}` (expected param, env, cpus, shell or system)"),
+                format!(
+                    "factor `{name}`: unknown apply `{other}`{}",
+                    crate::suggest::hint(other, &["param", "env", "cpus", "shell", "system"], "")
+                ),
             ));
         }
     };
@@ -551,7 +570,7 @@ fn bench_spec(
         let bench = if src.inert {
             bench::scale::cfile::unloaded_c_testcase(&path)
         } else {
-            bench::scale::cfile::load_c_testcase(&path)
+            bench::scale::cfile::lazy_c_testcase(&path)
                 .map_err(|e| src.err(tc.span(), format!("{e:#}")))?
         };
         return finish_spec(src, d, bench, tc.get_ref().clone());
@@ -565,12 +584,8 @@ fn bench_spec(
     if let Some(tc) = &d.testcase {
         return Err(src.err(tc.span(), "`testcase` and `use` exclude each other"));
     }
-    let bench = bench::find(use_.get_ref()).ok_or_else(|| {
-        src.err(
-            use_.span(),
-            format!("unknown benchmark `{}` (see `kbench list`)", use_.get_ref()),
-        )
-    })?;
+    let bench = bench::find(use_.get_ref())
+        .ok_or_else(|| src.err(use_.span(), bench::unknown(use_.get_ref())))?;
     finish_spec(src, d, bench, use_.get_ref().clone())
 }
 
@@ -589,20 +604,7 @@ fn finish_spec(
         if bench.params().iter().any(|p| p.name == k.get_ref()) {
             Ok(())
         } else {
-            let names: Vec<&str> = bench.params().iter().map(|p| p.name).collect();
-            Err(src.err(
-                k.span(),
-                format!(
-                    "unknown parameter `{}` for `{}` (known: {})",
-                    k.get_ref(),
-                    bench.name(),
-                    if names.is_empty() {
-                        "none".into()
-                    } else {
-                        names.join(", ")
-                    }
-                ),
-            ))
+            Err(src.err(k.span(), bench::params::unknown(&*bench, k.get_ref())))
         }
     };
     let mut fixed = Vec::new();
@@ -828,13 +830,6 @@ fn command_spec(
         }
     };
     let builtin = |n: &str| BUILTINS.iter().position(|(b, _)| *b == n);
-    let builtin_names = || {
-        BUILTINS
-            .iter()
-            .map(|(b, _)| *b)
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
     let measure = match &d.measure {
         None => (0..BUILTINS.len()).collect(),
         Some(m) => {
@@ -844,8 +839,8 @@ fn command_spec(
                     src.err(
                         m.span(),
                         format!(
-                            "`measure`: unknown metric `{n}` (known: {})",
-                            builtin_names()
+                            "`measure`: unknown metric `{n}`{}",
+                            crate::suggest::hint(n, &builtin_list(), "")
                         ),
                     )
                 })?;
@@ -858,7 +853,7 @@ fn command_spec(
     let mut metric_names: HashSet<String> =
         measure.iter().map(|&i| BUILTINS[i].0.to_string()).collect();
     for m in &d.metrics {
-        let c = custom_metric(src, m, &builtin, &builtin_names())?;
+        let c = custom_metric(src, m, &builtin)?;
         if !metric_names.insert(c.name.clone()) {
             return Err(src.err(
                 m.get_ref().name.span(),
@@ -879,6 +874,7 @@ fn command_spec(
         cwd: d.cwd.as_ref().map(|c| c.get_ref().clone()),
         env: d.env.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
         timeout,
+        setup: None,
         prepare,
         cleanup,
         per,
@@ -906,7 +902,6 @@ fn custom_metric(
     src: &Source,
     m: &toml::Spanned<MetricFile>,
     builtin: &dyn Fn(&str) -> Option<usize>,
-    builtin_names: &str,
 ) -> anyhow::Result<CustomMetric> {
     let d = m.get_ref();
     let name = d.name.get_ref().trim().to_string();
@@ -994,7 +989,11 @@ fn custom_metric(
         let i = builtin(t.get_ref()).ok_or_else(|| {
             err(
                 t.span(),
-                format!("unknown timer `{}` (known: {builtin_names})", t.get_ref()),
+                format!(
+                    "unknown timer `{}`{}",
+                    t.get_ref(),
+                    crate::suggest::hint(t.get_ref(), &builtin_list(), "")
+                ),
             )
         })?;
         (MSource::Timer(i), Some(BUILTINS[i].1))
@@ -1032,53 +1031,75 @@ fn custom_metric(
     })
 }
 
+/// The names of the rusage metrics every command yields.
+fn builtin_list() -> Vec<&'static str> {
+    BUILTINS.iter().map(|(b, _)| *b).collect()
+}
+
 /// A plan from command-line arguments such as `getppid:cpu=0 getuid`.
 pub fn adhoc(specs: &[String]) -> anyhow::Result<Plan> {
     let mut benches = Vec::new();
-    let mut seen = HashSet::new();
     for s in specs {
-        let (name, rest) = s.split_once(':').unwrap_or((s.as_str(), ""));
-        let bench = if name.ends_with(".c") {
-            bench::scale::cfile::load_c_testcase(std::path::Path::new(name))?
-        } else {
-            bench::find(name).ok_or_else(|| {
-                bad_input!(
-                    "unknown benchmark `{name}` (known: {})",
-                    bench::names().join(", ")
-                )
-            })?
-        };
-        let fixed: Vec<_> = crate::units::split_assignments(rest)
-            .map_err(|e| bad_input!("`{s}`: {e}"))?
-            .into_iter()
-            .map(|(k, v)| (k, raw_from_str(&v)))
-            .collect();
-        Params::resolve(&*bench, &fixed).map_err(|e| bad_input!("`{s}`: {e}"))?;
-        let key = format!("{name}:{rest}");
-        if !seen.insert(key) {
-            return Err(bad_input!("`{s}` is given twice"));
+        benches.push((s.clone(), adhoc_spec(s)?));
+    }
+    adhoc_plan(benches)
+}
+
+/// One `NAME[:k=v,...]` or `TESTCASE.c[:k=v,...]` argument as a bench of
+/// an ad-hoc plan, its parameters checked.
+pub fn adhoc_spec(s: &str) -> anyhow::Result<BenchSpec> {
+    let (name, rest) = s.split_once(':').unwrap_or((s, ""));
+    let bench = if name.ends_with(".c") {
+        bench::scale::cfile::lazy_c_testcase(std::path::Path::new(name))?
+    } else {
+        bench::find(name).ok_or_else(|| bad_input!("{}", bench::unknown(name)))?
+    };
+    let fixed: Vec<_> = crate::units::split_assignments(rest)
+        .map_err(|e| bad_input!("`{s}`: {e}"))?
+        .into_iter()
+        .map(|(k, v)| (k, raw_from_str(&v)))
+        .collect();
+    Params::resolve(&*bench, &fixed).map_err(|e| bad_input!("`{s}`: {e}"))?;
+    Ok(BenchSpec {
+        display: name.to_string(),
+        label_params: fixed.iter().map(|(k, _)| k.clone()).collect(),
+        bench,
+        fixed,
+        sweep: Vec::new(),
+        samples: None,
+    })
+}
+
+/// The ad-hoc plan of command-line arguments, each with the bench it
+/// stands for; an argument given twice is refused.
+pub fn adhoc_plan(benches: Vec<(String, BenchSpec)>) -> anyhow::Result<Plan> {
+    let mut seen = HashSet::new();
+    let mut text = Vec::new();
+    let mut specs = Vec::new();
+    for (arg, b) in benches {
+        let mut key = b.display.clone();
+        for (k, v) in &b.fixed {
+            key.push_str(&format!("|{k}={v}"));
         }
-        benches.push(BenchSpec {
-            display: name.to_string(),
-            label_params: fixed.iter().map(|(k, _)| k.clone()).collect(),
-            bench,
-            fixed,
-            sweep: Vec::new(),
-            samples: None,
-        });
+        if !seen.insert(key) {
+            return Err(bad_input!("`{arg}` is given twice"));
+        }
+        text.push(arg);
+        specs.push(b);
     }
     Ok(Plan {
         name: "adhoc".into(),
         path: None,
-        text: specs.join(" "),
+        text: text.join(" "),
         samples: None,
         sample_time: None,
         warmup: None,
         processes: None,
+        repeat: Repeat::default(),
         seed: None,
         precision: None,
         factors: Vec::new(),
-        benches,
+        benches: specs,
         reboot: None,
         layout: None,
     })

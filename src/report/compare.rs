@@ -9,11 +9,20 @@
 //! prints ministat's table rows and difference block from them, byte for
 //! byte what `kbench ministat` prints for the same numbers.
 //!
+//! The marks, intervals and verdicts of the summary follow the design the
+//! samples were taken in (`stats::design`): cells measured in the same
+//! rounds are compared paired by round, cells of different runs or boots
+//! with the run (boot) as the unit, and one run a side is reported as not
+//! measured. `--test` chooses only the test of each row's ministat-style
+//! block. Every change is new/baseline - 1 from a log-ratio interval; in a
+//! family of several tests the interval beside a mark is taken at the
+//! level the adjusted p-value is decided at (`stats::multiple::levels`),
+//! so a mark and its interval always agree.
+//!
 //! The geometric mean of the ratios is taken per unit and direction (as
 //! benchstat keeps one unit per table): averaging a time with a bandwidth
-//! would let a gain in one cancel a gain in the other. Each is also given
-//! as an improvement, oriented so that a positive value is better whatever
-//! the direction.
+//! would let a gain in one cancel a gain in the other. Its interval treats
+//! the cells as the replicates (or the runs, when the runs are the unit).
 
 use indexmap::IndexMap;
 use serde::Serialize;
@@ -21,15 +30,14 @@ use serde::Serialize;
 use crate::error::bad_input;
 use crate::record::Direction;
 use crate::stats::bootstrap::{BootResult, Bootstrap};
-use crate::stats::equivalence::{self, Verdict};
-use crate::stats::geomean::geomean_of_ratios;
+use crate::stats::design::{self, Degenerate, Design, Obs};
+use crate::stats::equivalence::Verdict;
 use crate::stats::multiple::{self, Adjust};
-use crate::stats::nested::{self, ErrorTerm};
-use crate::stats::power::{self, Power};
+use crate::stats::power::Power;
 use crate::stats::student::{self, MinistatDiff, Moments};
 use crate::stats::ttest::TTest;
 use crate::stats::utest::UTest;
-use crate::stats::{Confidence, Sample, Summary, TooFew, TwoSample};
+use crate::stats::{Confidence, Sample, Summary, TooFew};
 use crate::store::StoredCell;
 
 /// The test behind each comparison.
@@ -46,24 +54,66 @@ pub enum Test {
     Bootstrap,
 }
 
+/// What the store knows of the design of a run: its boot, and whether its
+/// cells were measured interleaved in rounds.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct RunBlocks {
+    /// The kernel's boot id (`None`: not recorded).
+    pub boot: Option<String>,
+    /// False for an imported run, whose cells were measured one after the
+    /// other: no two of its cells share a round.
+    pub imported: bool,
+}
+
 /// One operand: the cells it selects.
 pub struct Selection {
     pub name: String,
     /// Keys the operand fixed (`zero_copy=true`): left out of pairing.
     pub fixed: Vec<String>,
     pub cells: Vec<StoredCell>,
-    /// The boot id of each run (by run id) the cells come from, for the
-    /// nested analysis of `--processes` samples; a run not listed is its
-    /// own boot.
-    pub boots: std::collections::HashMap<i64, String>,
+    /// The blocks of each run (by run id) the cells come from; a run not
+    /// listed was measured by kbench on an unknown boot.
+    pub runs: std::collections::HashMap<i64, RunBlocks>,
+}
+
+impl RunBlocks {
+    /// The blocks of every run `cells` come from that `runs` lacks, read
+    /// from the runs' recorded settings.
+    pub fn read(
+        st: &dyn crate::store::StoreRead,
+        cells: &[StoredCell],
+        runs: &mut std::collections::HashMap<i64, RunBlocks>,
+    ) -> anyhow::Result<()> {
+        for (c, _) in cells {
+            if let std::collections::hash_map::Entry::Vacant(e) = runs.entry(c.run_id) {
+                let cfg = st.run_details(c.run_id)?.config;
+                e.insert(RunBlocks {
+                    boot: cfg.owner.map(|o| o.boot_id),
+                    imported: cfg.plan.starts_with("import:"),
+                });
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Numbers for boot ids, shared by every operand of a comparison (0 is
+/// "unknown").
+#[derive(Default)]
+pub(crate) struct BootIds(std::collections::HashMap<String, u64>);
+
+impl BootIds {
+    fn id(&mut self, boot: Option<&String>) -> u64 {
+        let Some(b) = boot else { return 0 };
+        let next = self.0.len() as u64 + 1;
+        *self.0.entry(b.clone()).or_insert(next)
+    }
 }
 
 /// The pairing identity of a cell and metric: everything but the fixed
 /// keys. Benchmark, metric, and the cell's remaining factors and
 /// parameters.
 pub(crate) type PairKey = (String, String, String);
-/// Unit, direction, and the values.
-pub(crate) type Pooled = (String, Direction, Vec<f64>);
 
 /// Per benchmark, the (factor, parameter) pairs whose values determine
 /// each other across every selected cell: the parameter a factor sets
@@ -145,11 +195,16 @@ fn pair_key(c: &crate::record::CellInfo, metric: &str, fixed: &[String], links: 
     (c.bench.clone(), metric.to_string(), parts.join(","))
 }
 
-/// Values per pairing key of one selection (samples of cells that share a
-/// key, e.g. from several runs of a campaign, are pooled).
-pub(crate) fn values(sel: &Selection, links: &Links) -> IndexMap<PairKey, Pooled> {
-    let mut out: IndexMap<PairKey, Pooled> = IndexMap::new();
+/// Every value per pairing key, with the blocks it was measured in.
+pub(crate) fn observations(
+    sel: &Selection,
+    links: &Links,
+    boots: &mut BootIds,
+) -> IndexMap<PairKey, (String, Direction, Vec<Obs>)> {
+    let mut out: IndexMap<PairKey, (String, Direction, Vec<Obs>)> = IndexMap::new();
     for (c, samples) in &sel.cells {
+        let blocks = sel.runs.get(&c.run_id).cloned().unwrap_or_default();
+        let boot = boots.id(blocks.boot.as_ref());
         for m in &c.info.metrics {
             let e = out
                 .entry(pair_key(&c.info, &m.name, &sel.fixed, links))
@@ -158,59 +213,17 @@ pub(crate) fn values(sel: &Selection, links: &Links) -> IndexMap<PairKey, Pooled
                 samples
                     .iter()
                     .filter(|s| *s.metric == *m.name)
-                    .map(|s| s.value),
+                    .map(|s| Obs {
+                        value: s.value,
+                        boot,
+                        run: c.run_id as u64,
+                        process: s.process.unwrap_or(0),
+                        round: (!blocks.imported).then_some(s.round),
+                    }),
             );
         }
     }
     out
-}
-
-/// Values per pairing key and process of `--processes` (run, process),
-/// with each process's boot; keys without process data are left out.
-pub(crate) fn process_values(
-    sel: &Selection,
-    links: &Links,
-) -> IndexMap<PairKey, Vec<nested::Group>> {
-    let mut out: IndexMap<PairKey, IndexMap<(i64, u32), nested::Group>> = IndexMap::new();
-    for (c, samples) in &sel.cells {
-        let boot = sel
-            .boots
-            .get(&c.run_id)
-            .cloned()
-            .unwrap_or_else(|| format!("run {}", c.run_id));
-        for m in &c.info.metrics {
-            for s in samples.iter().filter(|s| *s.metric == *m.name) {
-                let Some(p) = s.process else { continue };
-                out.entry(pair_key(&c.info, &m.name, &sel.fixed, links))
-                    .or_default()
-                    .entry((c.run_id, p))
-                    .or_insert_with(|| nested::Group {
-                        boot: boot.clone(),
-                        values: Vec::new(),
-                    })
-                    .values
-                    .push(s.value);
-            }
-        }
-    }
-    out.into_iter()
-        .map(|(k, v)| (k, v.into_values().collect()))
-        .collect()
-}
-
-/// The nested analysis behind a comparison of `--processes` samples.
-#[derive(Clone, Debug, Serialize)]
-pub struct ProcessTerm {
-    /// The unit the test used: samples, process means or boot means.
-    pub term: ErrorTerm,
-    /// Processes of the baseline and of the contender.
-    pub processes: [usize; 2],
-    /// Pooled F tests of "processes differ" and "boots differ".
-    pub process_p: Option<f64>,
-    pub boot_p: Option<f64>,
-    /// Welch's p over every sample as if independent (what a
-    /// one-process analysis would say).
-    pub naive_p: f64,
 }
 
 /// One operand's numbers for one row, as ministat prints them.
@@ -248,36 +261,43 @@ pub enum Detail {
 pub struct Versus {
     /// The contender operand.
     pub name: String,
+    /// Samples of the baseline and of the contender.
     pub n1: usize,
     pub n2: usize,
     pub mean: f64,
-    /// Relative change of the mean, (b - a) / a.
-    pub delta: f64,
-    /// Interval of the relative change (Mann-Whitney: none).
+    /// The change new/baseline - 1 the design's analysis estimates
+    /// (paired: the Hodges-Lehmann estimate of the per-round log ratios;
+    /// otherwise the ratio of the (unit) means); `None` when the data
+    /// has no ratio (`degenerate`).
+    pub change: Option<f64>,
+    /// The change's interval at `interval_confidence`: the family's
+    /// adjusted level when the family has more than one member. `None`
+    /// when a level is not measured or the data has no ratio.
     pub interval: Option<[f64; 2]>,
-    /// Two-sided p-value (ministat's table test has none: `null`).
+    /// Confidence of `interval`, percent.
+    pub interval_confidence: Option<f64>,
+    /// Two-sided p-value of the design's test, unadjusted.
     pub p: Option<f64>,
+    /// `p` adjusted across the comparison's family ([`Comparison::adjust`]).
+    pub p_adjusted: Option<f64>,
+    /// Whether `interval` excludes "no change" (it agrees with
+    /// `p_adjusted`, or `p` for a family of one).
     pub significant: bool,
     /// What the interval says against the `--margin`.
     pub verdict: Verdict,
-    /// Set when a set is too small for the test to decide anything.
+    /// Set when the units are too few for the test to decide anything.
     pub too_few: Option<TooFew>,
-    pub detail: Detail,
-    /// `p` adjusted across the comparison's family ([`Comparison::adjust`]);
-    /// `significant` and `verdict` follow it when the family has more
-    /// than one member.
-    pub p_adjusted: Option<f64>,
     /// For a result that shows no difference: the smallest change these
-    /// samples detect with 80% power (at the level the adjustment
-    /// applies to a lone change, α / family), and the samples per side
-    /// that detect the margin.
+    /// units detect with 80% power (at the level the adjustment applies
+    /// to a lone change, alpha / family), and the units per side that
+    /// detect the margin.
     pub power: Option<Power>,
-    /// With `--processes` samples on both sides: the error term the
-    /// comparison used. When it is not the samples, `p`, `interval`,
-    /// `significant` and `verdict` are Welch's over the process (or boot)
-    /// means, not the `detail` test's.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub error_term: Option<ProcessTerm>,
+    /// The analysis the design called for (at the interval's level).
+    pub design: Option<Design>,
+    /// Why the data has no ratio, in words.
+    pub degenerate: Option<Degenerate>,
+    /// The `--test` behind the row's ministat-style block.
+    pub detail: Detail,
 }
 
 /// One benchmark x metric x cell compared across the operands.
@@ -308,11 +328,14 @@ pub struct GeoRow {
     pub k: usize,
     /// Geometric mean of contender / baseline.
     pub ratio: f64,
+    /// Its interval (`None` when a level is not measured).
     pub interval: Option<[f64; 2]>,
-    /// The same oriented so that positive is better: ratio - 1 when higher
-    /// is better, 1 - ratio when lower is.
-    pub improvement: f64,
-    pub improvement_interval: Option<[f64; 2]>,
+    /// The same as a change, ratio - 1: better or worse by the direction.
+    pub change: f64,
+    pub change_interval: Option<[f64; 2]>,
+    /// The analysis: its unit (cells, runs, boots), p, and the level it
+    /// could not measure.
+    pub design: Design,
 }
 
 /// The whole comparison.
@@ -372,23 +395,24 @@ pub fn compare_adjusted(
     }
     let conf = Confidence::percent(confidence);
     let links = links(sels);
-    let all: Vec<_> = sels.iter().map(|s| values(s, &links)).collect();
-    let procs: Vec<_> = sels.iter().map(|s| process_values(s, &links)).collect();
+    let mut boots = BootIds::default();
+    let all: Vec<_> = sels
+        .iter()
+        .map(|s| observations(s, &links, &mut boots))
+        .collect();
     let mut rows = Vec::new();
     let mut unpaired = Vec::new();
-    // The samples of each test, for the power statements once the family
-    // is known.
-    let mut pairs: Vec<(Sample, Sample)> = Vec::new();
-    // (unit, direction) -> per contender ratios
-    let mut ratios: IndexMap<(String, Direction), Vec<Vec<f64>>> = IndexMap::new();
+    // The arms of each test in row order, for the adjusted intervals once
+    // the family is known.
+    let mut arms: Vec<(Vec<Obs>, Vec<Obs>, Direction)> = Vec::new();
     for (key, (unit, dir, base)) in &all[0] {
-        let others: Vec<Option<&Vec<f64>>> =
+        let others: Vec<Option<&Vec<Obs>>> =
             all[1..].iter().map(|m| m.get(key).map(|e| &e.2)).collect();
         if others.iter().any(|o| o.is_none()) || base.is_empty() {
             unpaired.push(format!("{} {} [{}]", key.0, key.1, key.2));
             continue;
         }
-        let Ok(a) = Sample::new(base) else {
+        let Ok(a) = Sample::new(&base.iter().map(|o| o.value).collect::<Vec<_>>()) else {
             unpaired.push(format!(
                 "{} {} [{}] (no finite values)",
                 key.0, key.1, key.2
@@ -397,46 +421,16 @@ pub fn compare_adjusted(
         };
         let mut stats = vec![Stat::of(&a)];
         let mut versus = Vec::new();
-        let unit_ratios = ratios
-            .entry((unit.clone(), *dir))
-            .or_insert_with(|| vec![Vec::new(); sels.len()]);
         for (j, o) in others.iter().enumerate() {
-            let Ok(b) = Sample::new(o.expect("paired")) else {
+            let o = o.expect("paired");
+            let Ok(b) = Sample::new(&o.iter().map(|x| x.value).collect::<Vec<_>>()) else {
                 continue;
             };
             stats.push(Stat::of(&b));
-            let mut v = Versus {
-                name: sels[j + 1].name.clone(),
-                ..one_test(test, &a, &b, conf, level, margin)
-            };
-            let mut pair = (a.clone(), b.clone());
-            if let (Some(ga), Some(gb)) = (procs[0].get(key), procs[j + 1].get(key))
-                && let Some(n) = nested::compare(ga, gb, conf)
-            {
-                if n.term != ErrorTerm::Samples && v.too_few.is_none() {
-                    let t = &n.test;
-                    v.p = Some(t.p);
-                    v.interval = Some([t.relative.lo, t.relative.hi]);
-                    v.significant = t.significant();
-                    v.verdict = equivalence::verdict(t.relative, margin);
-                    if let (Ok(x), Ok(y)) = (
-                        Sample::new(&nested::units(ga, n.term)),
-                        Sample::new(&nested::units(gb, n.term)),
-                    ) {
-                        pair = (x, y);
-                    }
-                }
-                v.error_term = Some(ProcessTerm {
-                    term: n.term,
-                    processes: [ga.len(), gb.len()],
-                    process_p: n.process_p,
-                    boot_p: n.boot_p,
-                    naive_p: n.naive.p,
-                });
-            }
-            versus.push(v);
-            unit_ratios[j + 1].push(b.mean() / a.mean());
-            pairs.push(pair);
+            let detail = one_test(test, &a, &b, conf, level);
+            let d = design::compare(base, o, *dir, conf);
+            versus.push(versus_of(&sels[j + 1].name, &a, &b, d, detail, margin));
+            arms.push((base.clone(), o.clone(), *dir));
         }
         rows.push(Row {
             bench: key.0.clone(),
@@ -456,36 +450,8 @@ pub fn compare_adjusted(
             sels[0].name
         ));
     }
-    let family = adjust_family(&mut rows, &pairs, adjust, conf, margin);
-    let mut geomean = Vec::new();
-    for ((unit, direction), per) in &ratios {
-        if *direction == Direction::Info {
-            continue; // no better or worse to average
-        }
-        for (j, r) in per.iter().enumerate().skip(1) {
-            let Ok(g) = geomean_of_ratios(r, conf) else {
-                continue;
-            };
-            let orient = |x: f64| match direction {
-                Direction::Lower => 1.0 - x,
-                Direction::Higher | Direction::Info => x - 1.0,
-            };
-            let interval = g.interval.map(|i| [i.lo, i.hi]);
-            geomean.push(GeoRow {
-                name: sels[j].name.clone(),
-                unit: unit.clone(),
-                direction: *direction,
-                k: g.k,
-                ratio: g.geomean,
-                improvement: orient(g.geomean),
-                improvement_interval: interval.map(|[lo, hi]| {
-                    let (a, b) = (orient(lo), orient(hi));
-                    [a.min(b), a.max(b)]
-                }),
-                interval,
-            });
-        }
-    }
+    let geomean = geomeans(&rows, &arms, sels, conf);
+    let family = adjust_family(&mut rows, &arms, adjust, conf, margin);
     Ok(Comparison {
         operands: sels.iter().map(|s| s.name.clone()).collect(),
         test,
@@ -500,60 +466,176 @@ pub fn compare_adjusted(
     })
 }
 
-/// Adjust the p-values of every test across the family, base the marks
-/// and verdicts on the adjusted values (when the family has more than one
-/// member: a lone test keeps its own decision, ministat's), and state the
-/// power of each result that shows no difference. `pairs` holds each
-/// test's samples in row order. Returns the family's size.
+/// A contender's result from its design (or the words for data without
+/// a ratio), before the family's adjustment.
+fn versus_of(
+    name: &str,
+    a: &Sample,
+    b: &Sample,
+    d: Result<Design, Degenerate>,
+    detail: Detail,
+    margin: f64,
+) -> Versus {
+    let (design, degenerate) = match d {
+        Ok(d) => (Some(d), None),
+        Err(e) => (None, Some(e)),
+    };
+    let verdict = match (&design, degenerate) {
+        (Some(d), _) => d.verdict(margin),
+        (None, Some(Degenerate::BothZero)) => Verdict::Equivalent,
+        _ => Verdict::Inconclusive,
+    };
+    Versus {
+        name: name.to_string(),
+        n1: a.len(),
+        n2: b.len(),
+        mean: b.mean(),
+        change: design.as_ref().map(|d| d.change()),
+        interval: design
+            .as_ref()
+            .and_then(|d| d.change_interval())
+            .map(|i| [i.lo, i.hi]),
+        interval_confidence: design
+            .as_ref()
+            .filter(|d| d.log_interval.is_some())
+            .map(|d| d.confidence.as_percent()),
+        p: design.as_ref().and_then(|d| d.p),
+        p_adjusted: None,
+        significant: design.as_ref().is_some_and(|d| d.significant()),
+        verdict,
+        too_few: design.as_ref().and_then(|d| d.too_few),
+        power: None,
+        design,
+        degenerate,
+        detail,
+    }
+}
+
+/// Per unit and direction, per contender: the geomean of the rows'
+/// ratios, by the rows' design.
+fn geomeans(
+    rows: &[Row],
+    arms: &[(Vec<Obs>, Vec<Obs>, Direction)],
+    sels: &[Selection],
+    conf: Confidence,
+) -> Vec<GeoRow> {
+    // (unit, direction) -> per contender index -> cells
+    let mut groups: IndexMap<(String, Direction), Vec<Vec<usize>>> = IndexMap::new();
+    let mut i = 0;
+    for r in rows {
+        let per = groups
+            .entry((r.unit.clone(), r.direction))
+            .or_insert_with(|| vec![Vec::new(); sels.len()]);
+        for v in &r.versus {
+            let j = sels.iter().position(|s| s.name == v.name).unwrap_or(0);
+            if v.design.is_some() {
+                per[j].push(i);
+            }
+            i += 1;
+        }
+    }
+    let designs: Vec<Option<&Design>> = rows
+        .iter()
+        .flat_map(|r| r.versus.iter().map(|v| v.design.as_ref()))
+        .collect();
+    let mut out = Vec::new();
+    for ((unit, direction), per) in groups {
+        if direction == Direction::Info {
+            continue; // no better or worse to average
+        }
+        for (j, idx) in per.iter().enumerate().skip(1) {
+            let cells: Vec<design::Cell<'_>> = idx
+                .iter()
+                .filter_map(|&i| Some((&arms[i].0[..], &arms[i].1[..], designs[i]?)))
+                .collect();
+            let Some(g) = design::geomean(&cells, direction, conf) else {
+                continue;
+            };
+            let ratio = g.log_ratio.exp();
+            out.push(GeoRow {
+                name: sels[j].name.clone(),
+                unit: unit.clone(),
+                direction,
+                k: cells.len(),
+                ratio,
+                interval: g.log_interval.map(|i| [i.lo.exp(), i.hi.exp()]),
+                change: g.change(),
+                change_interval: g.change_interval().map(|i| [i.lo, i.hi]),
+                design: g,
+            });
+        }
+    }
+    out
+}
+
+/// Adjust the p-values of every test across the family and take each
+/// test's interval at the level its adjusted p is decided at, so the mark
+/// and the interval agree (a family of one keeps its own level); state
+/// the power of each result that shows no difference. `arms` holds each
+/// test's observations in row order. Returns the family's size.
 fn adjust_family(
     rows: &mut [Row],
-    pairs: &[(Sample, Sample)],
+    arms: &[(Vec<Obs>, Vec<Obs>, Direction)],
     adjust: Adjust,
     conf: Confidence,
     margin: f64,
 ) -> usize {
+    let member = |v: &Versus| v.p.filter(|_| v.too_few.is_none());
+    let family = rows
+        .iter()
+        .flat_map(|r| r.versus.iter())
+        .filter(|v| member(v).is_some())
+        .count();
+    // Each test's method chosen for the family's strictest level, so its
+    // p and its adjusted interval come from one test.
+    let strictest = conf.alpha() / family.max(1) as f64;
+    let versus = rows.iter_mut().flat_map(|r| r.versus.iter_mut());
+    for (v, (a, b, dir)) in versus.zip(arms) {
+        if v.design.is_some()
+            && let Ok(d) = design::compare_in(a, b, *dir, conf, strictest)
+        {
+            v.p = d.p;
+            v.design = Some(d);
+        }
+    }
     let ps: Vec<Option<f64>> = rows
         .iter()
         .flat_map(|r| r.versus.iter())
-        .map(|v| v.p.filter(|_| v.too_few.is_none()))
+        .map(member)
         .collect();
-    let family = multiple::family_size(&ps);
     let adjusted = multiple::adjust(&ps, adjust);
-    // A lone change among `family` tests must pass α / family (the first
-    // step of either adjustment): the power statements use that level.
-    let lone = Confidence::percent(100.0 - conf.alpha() * 100.0 / family.max(1) as f64);
+    let levels = multiple::levels(&ps, &adjusted, conf.alpha());
     let versus = rows.iter_mut().flat_map(|r| r.versus.iter_mut());
-    for ((v, padj), (a, b)) in versus.zip(adjusted).zip(pairs) {
+    for (((v, padj), level), (a, b, dir)) in versus.zip(adjusted).zip(levels).zip(arms) {
         v.p_adjusted = padj;
-        if family > 1
-            && let Some(q) = padj
-            && q >= conf.alpha()
+        let at = match level {
+            Some(g) if family > 1 => Confidence::percent(100.0 * (1.0 - g)),
+            _ => conf,
+        };
+        if v.design.is_some()
+            && let Ok(d) = design::compare_in(a, b, *dir, at, strictest)
         {
-            v.significant = false;
-            v.verdict = match v.verdict {
-                Verdict::Different => Verdict::Inconclusive,
-                Verdict::DifferentWithinMargin => Verdict::Equivalent,
-                other => other,
-            };
+            v.change = Some(d.change());
+            v.interval = d.change_interval().map(|i| [i.lo, i.hi]);
+            v.interval_confidence = d.log_interval.map(|_| d.confidence.as_percent());
+            v.significant = d.significant();
+            v.verdict = d.verdict(margin);
+            v.too_few = d.too_few;
+            v.design = Some(d);
         }
+        // A lone change among `family` tests must pass alpha / family
+        // (the first step of either adjustment): the power statements
+        // use that level.
         if !v.significant && v.too_few.is_none() {
-            v.power = power::of_samples(a, b, lone, margin);
+            v.power = v.design.as_ref().and_then(|d| d.power(strictest, margin));
         }
     }
     family
 }
 
-/// Run the chosen test and summarise it (the contender's name is left for
-/// the caller to fill in).
-fn one_test(
-    test: Test,
-    a: &Sample,
-    b: &Sample,
-    conf: Confidence,
-    level: Option<usize>,
-    margin: f64,
-) -> Versus {
-    let detail = match test {
+/// Run the chosen test for the row's ministat-style block.
+fn one_test(test: Test, a: &Sample, b: &Sample, conf: Confidence, level: Option<usize>) -> Detail {
+    match test {
         Test::Student => Detail::Student(student::ministat_diff(
             Moments::of(a),
             Moments::of(b),
@@ -568,44 +650,6 @@ fn one_test(
             let resamples = (20_000_000 / (a.len() + b.len())).clamp(1_000, 10_000);
             Detail::Bootstrap(Bootstrap { resamples, seed: 1 }.ratio_of_means(a, b, conf))
         }
-    };
-    let r: &dyn TwoSample = match &detail {
-        Detail::Student(d) => d,
-        Detail::Welch(t) => t,
-        Detail::Mwu(u) => u,
-        Detail::Bootstrap(b) => b,
-    };
-    // A set of one value has no spread: no test can say anything about it,
-    // whatever the other set holds.
-    let too_few = r.too_few().or_else(|| {
-        (a.len() < 2 || b.len() < 2).then_some(TooFew {
-            need: 2,
-            confidence: conf,
-        })
-    });
-    let interval = r.relative_interval().filter(|_| too_few.is_none());
-    Versus {
-        name: String::new(),
-        n1: a.len(),
-        n2: b.len(),
-        mean: b.mean(),
-        delta: b.mean() / a.mean() - 1.0,
-        interval: interval.map(|i| [i.lo, i.hi]),
-        // ministat's table gives no p-value: the same pooled t test's,
-        // with the exact t distribution.
-        p: r.p_value()
-            .or_else(|| (test == Test::Student).then(|| TTest::student(a, b, conf).p)),
-        significant: too_few.is_none() && r.significant(),
-        verdict: if too_few.is_some() {
-            Verdict::TooFew
-        } else {
-            equivalence::verdict_of(r, margin)
-        },
-        too_few,
-        detail,
-        p_adjusted: None,
-        power: None,
-        error_term: None,
     }
 }
 

@@ -365,6 +365,22 @@ pub fn of_scaling(s: &super::scale::Scaling, unicode: bool) -> Grid {
     }
 }
 
+/// `text` on one line of at most `width` characters: cut at the last
+/// word that fits, followed by `...`.
+pub fn clip(text: &str, width: usize) -> String {
+    let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if text.chars().count() <= width {
+        return text;
+    }
+    let room = width.saturating_sub(3);
+    let cut: String = text.chars().take(room).collect();
+    let cut = match cut.rfind(' ') {
+        Some(i) if i > room / 2 => &cut[..i],
+        _ => &cut[..],
+    };
+    format!("{}...", cut.trim_end_matches([',', ';', ':', ' ']))
+}
+
 /// Words of `text` in lines of at most `max` columns, the continuation
 /// lines indented by `indent`.
 pub fn wrap(text: &str, max: usize, indent: &str) -> String {
@@ -384,4 +400,27 @@ pub fn wrap(text: &str, max: usize, indent: &str) -> String {
     o.push_str(line.trim_end());
     o.push('\n');
     o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{clip, wrap};
+
+    #[test]
+    fn clip_cuts_at_a_word() {
+        assert_eq!(clip("short", 20), "short");
+        assert_eq!(
+            clip("getppid(2) through libc: a full kernel entry", 30),
+            "getppid(2) through libc: a..."
+        );
+        assert!(clip(&"x".repeat(50), 20).chars().count() <= 20);
+    }
+
+    #[test]
+    fn wrap_keeps_lines_within_the_width() {
+        let t = "  - running under a hypervisor (KVMKVMKVM): steal time and vCPU wake-ups add noise (remedy: measure on bare metal, or pin vCPUs on the host)";
+        let w = wrap(t, 80, "    ");
+        assert!(w.lines().all(|l| l.chars().count() <= 80), "{w}");
+        assert!(w.starts_with("  - running") && w.lines().nth(1).unwrap().starts_with("    "));
+    }
 }

@@ -48,11 +48,16 @@ pub fn render(doc: &Document<'_>) -> String {
             format!("<pre>{}</pre>", esc(&super::text::render(other))),
         ),
     };
+    page(&title, &body)
+}
+
+/// A self-contained page: the report's style, no network requests.
+pub fn page(title: &str, body: &str) -> String {
     format!(
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
          <meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; img-src data:\">\
          <title>{}</title><style>{CSS}</style></head>\n<body>\n{body}</body></html>\n",
-        esc(&title)
+        esc(title)
     )
 }
 
@@ -220,7 +225,7 @@ fn table_chart(t: &Table) -> String {
     let rows: Vec<&super::table::TableRow> = t.rows.iter().chain(&t.summary).collect();
     let cats: Vec<String> = rows.iter().map(|r| r.labels.join(" ")).collect();
     let (base, ylabel) = match t.kind {
-        TableKind::Improvement => (0.0, "% improvement (positive = better)".to_string()),
+        TableKind::Improvement => (0.0, "% change over the baseline".to_string()),
         TableKind::Ratio => (1.0, "ratio to the baseline".to_string()),
         _ => (0.0, "mean / the column's first row".to_string()),
     };
@@ -231,7 +236,7 @@ fn table_chart(t: &Table) -> String {
                 .iter()
                 .enumerate()
                 .map(|(i, c)| match c {
-                    Some(Value::Change { pct, lo, hi, .. }) => Some((*pct, Some((*lo, *hi)))),
+                    Some(Value::Change { pct, lo, hi, .. }) => Some((*pct, lo.zip(*hi))),
                     Some(Value::Ratio { ratio, lo, hi, .. }) => Some((*ratio, lo.zip(*hi))),
                     // Matrix columns have different units: each relative
                     // to its first row, so one axis holds them.
@@ -279,7 +284,7 @@ fn sweep_chart(t: &Table) -> Option<String> {
         .map(|r| r.labels.first().and_then(|l| swept_x(l)))
         .collect::<Option<_>>()?;
     let (base, ylabel) = match t.kind {
-        TableKind::Improvement => (0.0, "% improvement (positive = better)"),
+        TableKind::Improvement => (0.0, "% change over the baseline"),
         TableKind::Ratio => (1.0, "ratio to the baseline"),
         _ => return None,
     };
@@ -298,7 +303,7 @@ fn sweep_chart(t: &Table) -> Option<String> {
                 .iter()
                 .zip(&xs)
                 .filter_map(|(r, x)| match r.cells.get(gi * t.cols.len() + ci)? {
-                    Some(Value::Change { pct, lo, hi, .. }) => Some((*x, *pct, Some((*lo, *hi)))),
+                    Some(Value::Change { pct, lo, hi, .. }) => Some((*x, *pct, lo.zip(*hi))),
                     Some(Value::Ratio { ratio, lo, hi, .. }) => Some((*x, *ratio, lo.zip(*hi))),
                     _ => None,
                 })
@@ -459,7 +464,11 @@ fn cell(v: &Value, c: &super::table::Column, panel: Panel) -> String {
             }
         ));
     let iv = match v {
-        Value::Change { lo, hi, .. } if lo.is_finite() && hi.is_finite() => {
+        Value::Change {
+            lo: Some(lo),
+            hi: Some(hi),
+            ..
+        } => {
             let h = Some((hi - lo) / 2.0);
             format!(
                 " [{}, {}]",
@@ -475,6 +484,7 @@ fn cell(v: &Value, c: &super::table::Column, panel: Panel) -> String {
         _ => String::new(),
     };
     let s = s.trim_end_matches(['*', ' ']).to_string();
+    // `?`: not judged (the legend says why); kept beside the number.
     if sig {
         format!("<td class=\"sig\">{}{}</td>", esc(&s), esc(&iv))
     } else {

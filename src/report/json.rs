@@ -23,6 +23,7 @@ pub fn render(doc: &Document<'_>) -> anyhow::Result<Value> {
         Document::Status(s) => serde_json::to_value(s)?,
         Document::Sysinfo(s) => serde_json::to_value(s)?,
         Document::Benches(b) => serde_json::to_value(b)?,
+        Document::Bench(b) => serde_json::to_value(b)?,
         Document::Tables(t) => serde_json::to_value(t)?,
         Document::Samples(t) => serde_json::to_value(t)?,
         Document::History(h) => serde_json::to_value(h)?,
@@ -42,6 +43,7 @@ fn report(r: &Report) -> Value {
         "stop": r.stop(),
         "verdict": r.verdict,
         "failures": r.failures,
+        "summary": r.summary,
     });
     match &r.subject {
         Subject::Run(run) => v["run"] = json!(run),

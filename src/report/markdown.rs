@@ -16,8 +16,86 @@ pub fn render(doc: &Document<'_>) -> String {
     match doc {
         Document::Tables(t) => tables(t),
         Document::History(h) => super::history::markdown(h),
+        Document::Compare(c) => compare(c),
         other => format!("```\n{}```\n", super::text::render(other)),
     }
+}
+
+/// A comparison: one row per cell and contender, significant changes in
+/// bold (as the layouts mark them), the geometric means below.
+fn compare(c: &super::compare::Comparison) -> String {
+    let mut o = String::new();
+    let adjusted = c.family > 1;
+    let _ = writeln!(
+        o,
+        "**compare**: baseline `{}`; {} at {}% confidence{}\n",
+        md_escape(&c.operands[0]),
+        match c.test {
+            super::compare::Test::Student => "Student's t",
+            super::compare::Test::Welch => "Welch's t",
+            super::compare::Test::Mwu => "Mann-Whitney U",
+            super::compare::Test::Bootstrap => "bootstrap",
+        },
+        c.confidence,
+        if adjusted {
+            format!("; p adjusted over a family of {}", c.family)
+        } else {
+            String::new()
+        }
+    );
+    o.push_str("| benchmark | metric | cell | contender | baseline | contender | change | interval | p |\n");
+    o.push_str("|---|---|---|---|--:|--:|--:|---|--:|\n");
+    for r in &c.rows {
+        for v in &r.versus {
+            let pct = |x: f64| human::percent(x * 100.0, None);
+            // No ratio (degenerate data): a dash, as the text report.
+            let change = match v.change {
+                Some(d) if v.significant => format!("**{}%**", pct(d)),
+                Some(d) => format!("{}%", pct(d)),
+                None => "-".into(),
+            };
+            let iv = v
+                .interval
+                .map(|[l, h]| format!("[{}%, {}%]", pct(l), pct(h)))
+                .unwrap_or_else(|| "-".into());
+            let p = if adjusted { v.p_adjusted } else { v.p };
+            let _ = writeln!(
+                o,
+                "| {} | {} | {} | `{}` | {} | {} | {change} | {iv} | {} |",
+                md_escape(&r.bench),
+                md_escape(&r.metric),
+                md_escape(&r.cell),
+                md_escape(&v.name),
+                human::value(r.mean, &r.unit, None, true),
+                human::value(v.mean, &r.unit, None, true),
+                p.map_or("-".into(), |p| crate::stats::cfmt::fmt_g(p, 0, 3)),
+            );
+        }
+    }
+    if !c.geomean.is_empty() {
+        o.push_str("\n| geomean | contender | ratio | interval | rows |\n|---|---|--:|---|--:|\n");
+        for g in &c.geomean {
+            let iv = g
+                .interval
+                .map(|[l, h]| format!("[{}, {}]", human::ratio(l, None), human::ratio(h, None)))
+                .unwrap_or_else(|| "-".into());
+            let _ = writeln!(
+                o,
+                "| {} ({}) | `{}` | {} | {iv} | {} |",
+                md_escape(&g.unit),
+                g.direction,
+                md_escape(&g.name),
+                human::ratio(g.ratio, None),
+                g.k
+            );
+        }
+    }
+    if let Some(k) = &c.comparability {
+        for w in &k.warnings {
+            let _ = writeln!(o, "\n> warning: {}", md_escape(&w.to_string()));
+        }
+    }
+    o
 }
 
 fn cell(v: &Value, c: &Column, panel: Panel) -> String {
@@ -29,19 +107,20 @@ fn cell(v: &Value, c: &Column, panel: Panel) -> String {
             lo,
             hi,
             significant,
+            unmeasured,
             ..
         } => {
-            let h = Some((hi - lo) / 2.0);
-            let iv = if lo.is_finite() && hi.is_finite() {
-                format!(
+            let h = lo.zip(*hi).map(|(l, h)| (h - l) / 2.0);
+            let iv = match (lo, hi) {
+                (Some(l), Some(hh)) => format!(
                     " [{}, {}]",
-                    human::percent_end(*lo, h),
-                    human::percent_end(*hi, h)
-                )
-            } else {
-                String::new()
+                    human::percent_end(*l, h),
+                    human::percent_end(*hh, h)
+                ),
+                _ => String::new(),
             };
-            format!("{}{iv}", bold(human::percent(*pct, h), *significant))
+            let q = if unmeasured.is_some() { " ?" } else { "" };
+            format!("{}{iv}{q}", bold(human::percent(*pct, h), *significant))
         }
         Value::Ratio {
             mean,
@@ -50,6 +129,8 @@ fn cell(v: &Value, c: &Column, panel: Panel) -> String {
             lo,
             hi,
             significant,
+            unmeasured,
+            ..
         } => match panel {
             Panel::Means => mean.map_or("-".into(), |m| human::value(m, &c.unit, *half, true)),
             Panel::Main => {
@@ -60,7 +141,8 @@ fn cell(v: &Value, c: &Column, panel: Panel) -> String {
                     }
                     _ => String::new(),
                 };
-                format!("{}{iv}", bold(human::ratio(*ratio, h), *significant))
+                let q = if unmeasured.is_some() { " ?" } else { "" };
+                format!("{}{iv}{q}", bold(human::ratio(*ratio, h), *significant))
             }
         },
     }

@@ -16,6 +16,7 @@ pub mod markdown;
 pub mod plan_size;
 pub mod samples;
 pub mod scale;
+pub mod summary;
 pub mod table;
 pub mod text;
 pub mod wis_csv;
@@ -57,6 +58,13 @@ pub enum Format {
 }
 
 impl Format {
+    /// The name `--format` takes.
+    pub fn name(self) -> String {
+        clap::ValueEnum::to_possible_value(&self)
+            .map(|v| v.get_name().to_string())
+            .unwrap_or_default()
+    }
+
     /// `--json` as the flag most commands have.
     pub fn json_if(json: bool) -> Format {
         if json { Format::Json } else { Format::Text }
@@ -71,7 +79,10 @@ pub enum Document<'a> {
     Compare(&'a compare::Comparison),
     Status(&'a Status),
     Sysinfo(&'a Sysinfo),
+    /// `kbench list [WORD]`: one line per benchmark, by family.
     Benches(&'a [BenchInfo]),
+    /// `kbench list NAME`: one benchmark in full.
+    Bench(&'a BenchInfo),
     /// `kbench report` under a layout (`table.rs`).
     Tables(&'a table::TableDoc),
     /// `kbench report --format csv`: every sample (`samples.rs`).
@@ -108,7 +119,11 @@ pub struct Sysinfo {
 pub struct BenchInfo {
     pub name: String,
     pub kind: crate::record::Kind,
+    /// Where `kbench list` files it (syscalls, pipes, ...).
+    pub family: crate::bench::catalogue::Family,
     pub description: String,
+    /// The tool its numbers are checked against side by side.
+    pub reference: Option<String>,
     pub metrics: Vec<crate::record::Metric>,
     pub params: Vec<ParamInfo>,
 }
@@ -127,7 +142,9 @@ impl BenchInfo {
         BenchInfo {
             name: b.name().to_string(),
             kind: b.kind(),
+            family: crate::bench::catalogue::family(b),
             description: b.description().to_string(),
+            reference: crate::bench::catalogue::reference(b),
             metrics: b.metrics(),
             params: b
                 .params()
@@ -170,7 +187,8 @@ pub struct CellSummary {
     /// `null` (infinite) below 2 samples.
     pub ci95_rel: f64,
     /// Indices into `values` of outliers by the modified z-score (|M| >
-    /// 3.5, Iglewicz & Hoaglin); flagged only, every statistic keeps them.
+    /// 3.5, Iglewicz & Hoaglin), from [`OUTLIER_MIN_SAMPLES`] samples on;
+    /// flagged only, every statistic keeps them.
     pub outliers: Vec<usize>,
     /// The precision target of an adaptive run, and whether this cell
     /// reached it.
@@ -193,6 +211,10 @@ pub struct CellSummary {
     pub processes: Option<crate::stats::nested::Components>,
     /// The sample values, in the order they were taken.
     pub values: Vec<f64>,
+    /// The same values with the blocks they were measured in (run,
+    /// round, process), for comparisons that follow the design.
+    #[serde(skip)]
+    pub obs: Vec<crate::stats::design::Obs>,
     /// Row label: factor labels then label parameters, in column order.
     #[serde(skip)]
     pub labels: Vec<String>,
@@ -256,6 +278,12 @@ pub struct Report {
     pub states: Vec<IndexMap<String, String>>,
     /// Campaigns: cells of the plan not measured yet.
     pub pending: Vec<Pending>,
+    /// Two or more variants: their primary metric side by side, the
+    /// baseline first (`summary.rs`).
+    pub summary: Option<summary::RunSummary>,
+    /// The run's noise warnings were printed on this terminal before it
+    /// began: the text report does not print them a second time.
+    pub warnings_shown: bool,
 }
 
 impl Report {
@@ -274,18 +302,24 @@ impl Report {
     /// The report of one run.
     pub fn of_run(d: RunData) -> Report {
         let stop = d.details.config.stop;
-        let groups = groups(&d.cells, &[], stop);
+        let design = Blocks {
+            imported: d.details.config.plan.starts_with("import:"),
+            run_of: Default::default(),
+        };
+        let groups = groups(&d.cells, &[], stop, &design);
         let verdict = until_verdict(&d.cells, stop);
         Report {
             overhead_ns: d.run.overhead_ns,
             subject: Subject::Run(d.run),
             scaling: scale::build(&d.cells),
             details: Some(d.details),
+            summary: summary::of_groups(&groups),
             groups,
             verdict,
             failures: d.failures,
             states: Vec::new(),
             pending: Vec::new(),
+            warnings_shown: false,
         }
     }
 
@@ -293,6 +327,13 @@ impl Report {
     /// cell key and system state), with the fingerprint of its latest run.
     pub fn of_campaign(d: CampaignData) -> Report {
         let (merged, runs) = merge_campaign(&d.cells);
+        let design = Blocks {
+            imported: d
+                .latest
+                .as_ref()
+                .is_some_and(|l| l.config.plan.starts_with("import:")),
+            run_of: d.cells.iter().map(|(c, _)| (c.id, c.run_id)).collect(),
+        };
         let stop = d.latest.as_ref().and_then(|l| l.config.stop);
         let mut states: Vec<IndexMap<String, String>> = Vec::new();
         for (c, _) in &d.cells {
@@ -300,9 +341,12 @@ impl Report {
                 states.push(c.info.readings.clone());
             }
         }
+        let groups = groups(&merged, &runs, stop, &design);
         Report {
             overhead_ns: d.runs.last().map_or(0.0, |r| r.overhead_ns),
-            groups: groups(&merged, &runs, stop),
+            summary: summary::of_groups(&groups),
+            warnings_shown: false,
+            groups,
             verdict: None,
             scaling: scale::build(&merged),
             pending: campaign_pending(&d),
@@ -343,9 +387,31 @@ pub(crate) fn param_label(
     json_label(&v)
 }
 
+/// What the rows need to know of the design: whether the runs
+/// interleaved their cells (an import did not), and the run of each
+/// stored cell (a campaign's merged rows hold several runs' samples).
+struct Blocks {
+    imported: bool,
+    run_of: std::collections::HashMap<i64, i64>,
+}
+
+/// Fewest samples a cell needs before its outliers are flagged. The
+/// modified z-score divides by the median absolute deviation, which a
+/// handful of samples estimates poorly: in samples drawn from one normal
+/// distribution the rule flags at least one value in 28% of cells of 3
+/// samples, 21% of 5 and 13% of 8 (20,000 simulated cells each; the test
+/// below re-draws them), and those flags would send a reader hunting for a
+/// disturbance that did not happen.
+pub const OUTLIER_MIN_SAMPLES: usize = 10;
+
 /// One table per benchmark and metric, a row per cell; `runs[i]` (when
 /// given) are the runs whose samples cell `i` holds.
-fn groups(cells: &[StoredCell], runs: &[Vec<i64>], stop: Option<StopRule>) -> Vec<Group> {
+fn groups(
+    cells: &[StoredCell],
+    runs: &[Vec<i64>],
+    stop: Option<StopRule>,
+    design: &Blocks,
+) -> Vec<Group> {
     let mut groups: IndexMap<(String, String), Group> = IndexMap::new();
     for (i, (cell, samples)) in cells.iter().enumerate() {
         let c = &cell.info;
@@ -362,6 +428,21 @@ fn groups(cells: &[StoredCell], runs: &[Vec<i64>], stop: Option<StopRule>) -> Ve
                 .iter()
                 .filter(|s| *s.metric == *m.name)
                 .map(|s| s.value)
+                .collect();
+            let obs = samples
+                .iter()
+                .filter(|s| *s.metric == *m.name)
+                .map(|s| crate::stats::design::Obs {
+                    value: s.value,
+                    boot: 0,
+                    run: design
+                        .run_of
+                        .get(&s.cell_id)
+                        .copied()
+                        .unwrap_or(cell.run_id) as u64,
+                    process: s.process.unwrap_or(0),
+                    round: (!design.imported).then_some(s.round),
+                })
                 .collect();
             // Stored values are finite (the runner refuses others).
             let Ok(sample) = Sample::new(&values) else {
@@ -410,7 +491,11 @@ fn groups(cells: &[StoredCell], runs: &[Vec<i64>], stop: Option<StopRule>) -> Ve
                 cv: sample.cv(),
                 ci95: sample.mean_ci(conf).map(|i| [i.lo, i.hi]),
                 ci95_rel,
-                outliers: modified_z(&values, DEFAULT_THRESHOLD).flagged,
+                outliers: if values.len() >= OUTLIER_MIN_SAMPLES {
+                    modified_z(&values, DEFAULT_THRESHOLD).flagged
+                } else {
+                    Vec::new()
+                },
                 precision_reached: stop.map(|r| ci95_rel <= r.precision),
                 placement: cell.placement.clone(),
                 notes: cell.notes.clone(),
@@ -424,6 +509,7 @@ fn groups(cells: &[StoredCell], runs: &[Vec<i64>], stop: Option<StopRule>) -> Ve
                     None
                 },
                 values,
+                obs,
                 labels: row_labels,
             });
         }

@@ -17,10 +17,13 @@ use super::scale::Scaling;
 use super::{CellSummary, Report, Subject};
 use crate::plan::report::{Assign, Layout, TableKind};
 use crate::record::Direction;
-use crate::stats::geomean::geomean_of_ratios;
+use crate::stats::design::{self, Degenerate, Design, Level, Obs};
 use crate::stats::student::{self, Moments};
-use crate::stats::ttest::{TKind, TTest};
 use crate::stats::{Confidence, Sample};
+
+/// The arms of a comparison a table cell shows, kept to take its
+/// interval again at the family's adjusted level.
+pub type Arms = std::sync::Arc<(Vec<Obs>, Vec<Obs>, Direction)>;
 
 /// What `kbench report` prints when a layout other than ministat's is
 /// chosen: a title, the tables, scaling curves and the systems measured.
@@ -72,24 +75,35 @@ pub enum Value {
         half: Option<f64>,
         n: usize,
     },
-    /// The change of a variant over its baseline in percent, signed so
-    /// that positive is better, with the test's interval and p-value.
+    /// The change of a variant over its baseline, new/baseline - 1 in
+    /// percent (positive: the value grew; better or worse by the
+    /// column's direction), with the interval and p-value of the
+    /// analysis the design calls for (`stats::design`).
     Change {
         pct: f64,
-        lo: f64,
-        hi: f64,
-        p: f64,
-        /// `significant` is `p_adjusted < alpha`: adjusted (Holm) across
-        /// every change of the document, when it holds more than one.
+        /// The interval in percent (above -100); `None` when a level is
+        /// not measured (`unmeasured`).
+        lo: Option<f64>,
+        hi: Option<f64>,
+        p: Option<f64>,
+        /// Whether the interval excludes 0. In a document of several
+        /// changes the interval is taken at the level the Holm-adjusted
+        /// p is decided at, so mark and interval agree.
         significant: bool,
+        /// Units per side (rounds when paired).
         n1: usize,
         n2: usize,
         /// `p` adjusted across the document's changes (Holm).
         #[serde(skip_serializing_if = "Option::is_none")]
         p_adjusted: Option<f64>,
+        /// The level (run, boot) with one replicate a side: not judged.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        unmeasured: Option<Level>,
+        #[serde(skip)]
+        arms: Option<Arms>,
     },
     /// A mean (absent in a geomean row) and its ratio to the baseline's,
-    /// with the ratio's interval.
+    /// with the ratio's interval (above 0).
     Ratio {
         mean: Option<f64>,
         half: Option<f64>,
@@ -97,7 +111,25 @@ pub enum Value {
         lo: Option<f64>,
         hi: Option<f64>,
         significant: bool,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        p: Option<f64>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        p_adjusted: Option<f64>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        unmeasured: Option<Level>,
+        #[serde(skip)]
+        arms: Option<Arms>,
     },
+}
+
+impl Value {
+    /// The level a comparison could not measure, if any.
+    pub fn unmeasured(&self) -> Option<Level> {
+        match self {
+            Value::Change { unmeasured, .. } | Value::Ratio { unmeasured, .. } => *unmeasured,
+            Value::Mean { .. } => None,
+        }
+    }
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -304,7 +336,7 @@ fn key(d: &IndexMap<String, String>, dims: &[String]) -> Vec<String> {
         .collect()
 }
 
-fn push_unique<T: PartialEq>(v: &mut Vec<T>, x: T) {
+pub(crate) fn push_unique<T: PartialEq>(v: &mut Vec<T>, x: T) {
     if !v.contains(&x) {
         v.push(x);
     }
@@ -425,60 +457,74 @@ fn mean_value(r: &CellSummary) -> Value {
     }
 }
 
-/// Change of `v` over `b` in percent, positive = better.
-fn change(b: &CellSummary, v: &CellSummary, layout: &Layout) -> Option<Value> {
-    let (sb, sv) = (sample(b)?, sample(v)?);
-    let conf = Confidence::percent(layout.confidence);
-    let t = match layout.test {
-        TKind::Student => TTest::student(&sb, &sv, conf),
-        TKind::Welch => TTest::welch(&sb, &sv, conf),
-    };
-    // Higher is better: the relative change of the value. Lower is
-    // better: that of its inverse (the rate), base/value - 1, so that 10x
-    // slower reads -90% and 2x faster +100%, as for a throughput.
-    let rel = (sv.mean() - sb.mean()) / sb.mean();
-    let inv = |r: f64| {
-        if 1.0 + r > 0.0 {
-            1.0 / (1.0 + r) - 1.0
-        } else {
-            f64::NAN
-        }
-    };
-    let (pct, lo, hi) = if v.direction == Direction::Lower {
-        (inv(rel), inv(t.relative.hi), inv(t.relative.lo))
-    } else {
-        (rel, t.relative.lo, t.relative.hi)
-    };
-    let finite = |x: f64| if x.is_finite() { x * 100.0 } else { f64::NAN };
-    Some(Value::Change {
-        pct: pct * 100.0,
-        lo: finite(lo),
-        hi: finite(hi),
-        p: t.p,
-        significant: t.significant(),
-        n1: t.n1,
-        n2: t.n2,
-        p_adjusted: None,
-    })
+/// The design's comparison of `v` with `b` at `conf`.
+fn compare_cells(
+    b: &CellSummary,
+    v: &CellSummary,
+    conf: Confidence,
+) -> (Result<Design, Degenerate>, Arms) {
+    let arms: Arms = std::sync::Arc::new((b.obs.clone(), v.obs.clone(), v.direction));
+    (design::compare(&arms.0, &arms.1, arms.2, conf), arms)
 }
 
-fn ratio_value(b: &CellSummary, v: &CellSummary, layout: &Layout) -> Option<Value> {
-    let (sb, sv) = (sample(b)?, sample(v)?);
-    let conf = Confidence::percent(layout.confidence);
-    let t = match layout.test {
-        TKind::Student => TTest::student(&sb, &sv, conf),
-        TKind::Welch => TTest::welch(&sb, &sv, conf),
-    };
+/// Change of `v` over `b`: new/baseline - 1 in percent.
+fn change(b: &CellSummary, v: &CellSummary, layout: &Layout) -> Result<Value, Degenerate> {
+    let (d, arms) = compare_cells(b, v, Confidence::percent(layout.confidence));
+    Ok(change_value(&d?, Some(arms)))
+}
+
+fn change_value(d: &Design, arms: Option<Arms>) -> Value {
+    let iv = d.change_interval();
+    Value::Change {
+        pct: d.change() * 100.0,
+        lo: iv.map(|i| i.lo * 100.0),
+        hi: iv.map(|i| i.hi * 100.0),
+        p: d.p.filter(|_| d.too_few.is_none()),
+        significant: d.significant(),
+        n1: d.n[0],
+        n2: d.n[1],
+        p_adjusted: None,
+        unmeasured: d.unmeasured,
+        arms,
+    }
+}
+
+fn ratio_value(b: &CellSummary, v: &CellSummary, layout: &Layout) -> Result<Value, Degenerate> {
     let same = std::ptr::eq(b, v);
-    let ok = !same && t.too_few.is_none() && t.relative.lo.is_finite();
-    Some(Value::Ratio {
-        mean: Some(sv.mean()),
-        half: v.ci95.map(|[lo, hi]| (hi - lo) / 2.0),
-        ratio: sv.mean() / sb.mean(),
-        lo: ok.then_some(1.0 + t.relative.lo),
-        hi: ok.then_some(1.0 + t.relative.hi),
-        significant: !same && t.significant(),
-    })
+    let mean = sample(v).map(|s| s.mean());
+    let half = v.ci95.map(|[lo, hi]| (hi - lo) / 2.0);
+    if same {
+        return Ok(Value::Ratio {
+            mean,
+            half,
+            ratio: 1.0,
+            lo: None,
+            hi: None,
+            significant: false,
+            p: None,
+            p_adjusted: None,
+            unmeasured: None,
+            arms: None,
+        });
+    }
+    let (d, arms) = compare_cells(b, v, Confidence::percent(layout.confidence));
+    Ok(ratio_of(&d?, mean, half, Some(arms)))
+}
+
+fn ratio_of(d: &Design, mean: Option<f64>, half: Option<f64>, arms: Option<Arms>) -> Value {
+    let iv = d.log_interval.filter(|_| d.too_few.is_none());
+    Value::Ratio {
+        mean,
+        half,
+        ratio: d.log_ratio.exp(),
+        lo: iv.map(|i| i.lo.exp()),
+        hi: iv.map(|i| i.hi.exp()),
+        significant: d.significant(),
+        p: d.p.filter(|_| d.too_few.is_none()),
+        p_adjusted: None,
+        unmeasured: d.unmeasured,
+        arms,
+    }
 }
 
 /// Build the tables of `report` under `layout`.
@@ -555,52 +601,96 @@ pub fn build(reports: &[Report], layout: &Layout, unicode: bool) -> TableDoc {
     doc
 }
 
-/// Adjust the p-values of every change in the document across that
-/// family (Holm), base the `*` marks on the adjusted values and say so in
-/// the legends. A family of one keeps its test's own decision.
+/// Adjust the p-values of every comparison in the document (changes and
+/// ratios, not the geomean rows) across that family (Holm), take each
+/// interval again at the level its adjusted p is decided at, so the `*`
+/// and the interval agree, and say so in the legends. A family of one
+/// keeps its test's own level. Comparisons not judged (one run a side)
+/// get a `?` and the remedy in their table's legend.
 fn adjust_changes(doc: &mut TableDoc, layout: &Layout) {
-    use crate::stats::multiple::{Adjust, adjust, family_size};
-    let alpha = Confidence::percent(layout.confidence).alpha();
-    // The changes with a p-value, in one fixed order for both passes.
-    fn each(doc: &mut TableDoc, mut f: impl FnMut(f64, &mut bool, &mut Option<f64>)) {
+    use crate::stats::multiple::{Adjust, adjust, levels};
+    let conf = Confidence::percent(layout.confidence);
+    let alpha = conf.alpha();
+    // The compared values, in one fixed order for every pass.
+    fn each(doc: &mut TableDoc, mut f: impl FnMut(&mut Value)) {
         for t in &mut doc.tables {
-            for r in t.rows.iter_mut().chain(t.summary.iter_mut()) {
+            for r in t.rows.iter_mut() {
                 for v in r.cells.iter_mut().flatten() {
-                    if let Value::Change {
-                        p,
-                        significant,
-                        p_adjusted,
-                        n1,
-                        n2,
-                        ..
-                    } = v
-                        && *n1 >= 2
-                        && *n2 >= 2
-                        && p.is_finite()
+                    if let Value::Change { arms: Some(_), .. }
+                    | Value::Ratio { arms: Some(_), .. } = v
                     {
-                        f(*p, significant, p_adjusted);
+                        f(v);
                     }
                 }
             }
         }
     }
-    let mut ps = Vec::new();
-    each(doc, |p, _, _| ps.push(Some(p)));
-    let family = family_size(&ps);
-    if family < 2 {
-        return;
+    let p_of = |v: &Value| match v {
+        Value::Change { p, .. } | Value::Ratio { p, .. } => *p,
+        Value::Mean { .. } => None,
+    };
+    let mut family = 0;
+    each(doc, |v| family += usize::from(p_of(v).is_some()));
+    // Each comparison's method chosen for the family's strictest level.
+    let strictest = alpha / family.max(1) as f64;
+    let redo = |v: &mut Value, at: Confidence| {
+        let (arms, mean, half) = match v {
+            Value::Change { arms, .. } => (arms.clone(), None, None),
+            Value::Ratio {
+                arms, mean, half, ..
+            } => (arms.clone(), *mean, *half),
+            Value::Mean { .. } => return,
+        };
+        let Some(a) = arms else { return };
+        let Ok(d) = design::compare_in(&a.0, &a.1, a.2, at, strictest) else {
+            return;
+        };
+        *v = match v {
+            Value::Change { .. } => change_value(&d, Some(a)),
+            _ => ratio_of(&d, mean, half, Some(a)),
+        };
+    };
+    if family > 1 {
+        each(doc, |v| redo(v, conf));
     }
-    let mut adjusted = adjust(&ps, Adjust::Holm).into_iter();
-    each(doc, |_, sig, padj| {
-        let q = adjusted.next().flatten();
-        *padj = q;
-        *sig = *sig && q.is_some_and(|q| q < alpha);
+    let mut ps = Vec::new();
+    each(doc, |v| ps.push(p_of(v)));
+    let adjusted = adjust(&ps, Adjust::Holm);
+    let lv = levels(&ps, &adjusted, alpha);
+    let mut i = 0;
+    each(doc, |v| {
+        if family > 1
+            && let Some(g) = lv[i]
+        {
+            redo(v, Confidence::percent(100.0 * (1.0 - g)));
+        }
+        if let Value::Change { p_adjusted, .. } | Value::Ratio { p_adjusted, .. } = v {
+            *p_adjusted = adjusted[i];
+        }
+        i += 1;
     });
     for t in &mut doc.tables {
+        let unmeasured: Vec<Level> = t
+            .rows
+            .iter()
+            .chain(&t.summary)
+            .flat_map(|r| r.cells.iter().flatten())
+            .filter_map(Value::unmeasured)
+            .fold(Vec::new(), |mut v, l| {
+                push_unique(&mut v, l);
+                v
+            });
+        for l in unmeasured {
+            t.legend.push(format!("? = not judged: {}", l.unmeasured()));
+        }
+        if family < 2 {
+            continue;
+        }
         for l in &mut t.legend {
-            if l.starts_with("* = significant (") && l.ends_with("%)") {
-                l.truncate(l.len() - 1);
-                l.push_str(&format!(", Holm-adjusted over {family} changes)"));
+            if l.starts_with("* = significant: the ") || l.starts_with("ratio to ") {
+                l.push_str(&format!(
+                    " (Holm-adjusted over {family} comparisons: each interval at the level its adjusted p is decided at)"
+                ));
             }
         }
     }
@@ -711,6 +801,7 @@ fn improvement_table(
         .collect();
     cols.sort_by_key(|(_, c)| col_rank(layout, &c.label));
     let mut rows = Vec::new();
+    let mut no_ratio: Vec<String> = Vec::new();
     for rk in &g.row_keys {
         let mut out = Vec::new();
         for gk in &g.group_keys {
@@ -718,7 +809,9 @@ fn improvement_table(
             for (ck, _) in &cols {
                 let v = g.at.get(&(rk.clone(), gk.clone(), ck.clone()));
                 out.push(match (base, v) {
-                    (Some(b), Some(v)) => change(b, v, layout),
+                    (Some(b), Some(v)) => change(b, v, layout)
+                        .map_err(|e| push_unique(&mut no_ratio, format!("- = {e}")))
+                        .ok(),
                     _ => None,
                 });
             }
@@ -737,15 +830,27 @@ fn improvement_table(
             .zip(base_ck.iter().cloned())
             .collect::<Vec<_>>(),
     );
-    let test = match layout.test {
-        TKind::Student => "Student's t",
-        TKind::Welch => "Welch's t",
-    };
     let per = if g.axes.groups.is_empty() {
         String::new()
     } else {
         format!(" of the same {}", g.axes.groups.join(", "))
     };
+    let sign = match first.direction {
+        Direction::Lower => "negative = better",
+        Direction::Higher => "positive = better",
+        Direction::Info => "informational",
+    };
+    let mut legend = vec![
+        format!(
+            "% change over {base_text}{per}, new/baseline - 1 ({}: {sign})",
+            first.direction
+        ),
+        format!(
+            "* = significant: the {}% interval excludes 0",
+            layout.confidence
+        ),
+    ];
+    legend.extend(no_ratio);
     Ok(Table {
         kind: TableKind::Improvement,
         bench: bench.to_string(),
@@ -754,13 +859,7 @@ fn improvement_table(
         direction: Some(first.direction),
         section: Vec::new(),
         constant: g.constant,
-        legend: vec![
-            format!(
-                "% improvement over {base_text}{per} ({}; positive = better)",
-                first.direction
-            ),
-            format!("* = significant ({test}, {}%)", layout.confidence),
-        ],
+        legend,
         row_dims: g
             .axes
             .rows
@@ -821,7 +920,10 @@ fn ratio_table(cells: &Cells, layout: &Layout, bench: &str, metric: &str) -> Res
     // Baseline first, then variants in their declared order.
     cols[1..].sort_by_key(|(_, c)| col_rank(layout, &c.label));
     let mut rows = Vec::new();
-    let mut ratios: Vec<Vec<f64>> = vec![Vec::new(); g.group_keys.len() * cols.len()];
+    let conf = Confidence::percent(layout.confidence);
+    let mut no_ratio: Vec<String> = Vec::new();
+    // Per group and column, the cells' comparisons for the geomean row.
+    let mut per_col: Vec<Vec<(Arms, Design)>> = vec![Vec::new(); g.group_keys.len() * cols.len()];
     for rk in &g.row_keys {
         let mut out = Vec::new();
         for (gi, gk) in g.group_keys.iter().enumerate() {
@@ -829,12 +931,18 @@ fn ratio_table(cells: &Cells, layout: &Layout, bench: &str, metric: &str) -> Res
             for (ci, (ck, _)) in cols.iter().enumerate() {
                 let v = g.at.get(&(rk.clone(), gk.clone(), ck.clone()));
                 let val = match (base, v) {
-                    (Some(b), Some(v)) => ratio_value(b, v, layout),
+                    (Some(b), Some(v)) => {
+                        if ci > 0
+                            && let (Ok(d), arms) = compare_cells(b, v, conf)
+                        {
+                            per_col[gi * cols.len() + ci].push((arms, d));
+                        }
+                        ratio_value(b, v, layout)
+                            .map_err(|e| push_unique(&mut no_ratio, format!("- = {e}")))
+                            .ok()
+                    }
                     _ => None,
                 };
-                if let Some(Value::Ratio { ratio, .. }) = &val {
-                    ratios[gi * cols.len() + ci].push(*ratio);
-                }
                 out.push(val);
             }
         }
@@ -843,20 +951,30 @@ fn ratio_table(cells: &Cells, layout: &Layout, bench: &str, metric: &str) -> Res
             cells: out,
         });
     }
-    let conf = Confidence::percent(layout.confidence);
-    let gm: Vec<Option<Value>> = ratios
+    let direction = cells.rows[0].0.direction;
+    let gm: Vec<Option<Value>> = per_col
         .iter()
-        .map(|rs| {
-            let g = geomean_of_ratios(rs, conf).ok()?;
-            let iv = g.interval;
-            Some(Value::Ratio {
-                mean: None,
-                half: None,
-                ratio: g.geomean,
-                lo: iv.map(|i| i.lo),
-                hi: iv.map(|i| i.hi),
-                significant: iv.is_some_and(|i| !i.contains(1.0)),
-            })
+        .enumerate()
+        .map(|(i, cs)| {
+            if i % cols.len() == 0 {
+                // The baseline column: 1 by definition.
+                return Some(Value::Ratio {
+                    mean: None,
+                    half: None,
+                    ratio: 1.0,
+                    lo: None,
+                    hi: None,
+                    significant: false,
+                    p: None,
+                    p_adjusted: None,
+                    unmeasured: None,
+                    arms: None,
+                });
+            }
+            let cells: Vec<design::Cell<'_>> =
+                cs.iter().map(|(a, d)| (&a.0[..], &a.1[..], d)).collect();
+            let d = design::geomean(&cells, direction, conf)?;
+            Some(ratio_of(&d, None, None, None))
         })
         .collect();
     let first = cells.rows[0].0;
@@ -884,16 +1002,26 @@ fn ratio_table(cells: &Cells, layout: &Layout, bench: &str, metric: &str) -> Res
         direction: Some(first.direction),
         section: Vec::new(),
         constant: g.constant,
-        legend: vec![format!(
-            "ratio to {} ({}); * = the {}% interval excludes 1",
-            if base_text.is_empty() {
-                "the baseline".to_string()
-            } else {
-                base_text
-            },
-            first.direction,
-            layout.confidence
-        )],
+        legend: {
+            let mut l = vec![format!(
+                "ratio to {} ({}); * = the {}% interval excludes 1",
+                if base_text.is_empty() {
+                    "the baseline".to_string()
+                } else {
+                    base_text
+                },
+                first.direction,
+                layout.confidence
+            )];
+            if g.row_keys.len() > 1 {
+                l.push(
+                    "geomean: the rows as replicates, never narrower than their own intervals warrant"
+                        .into(),
+                );
+            }
+            l.extend(no_ratio);
+            l
+        },
         row_dims: g
             .axes
             .rows
@@ -942,6 +1070,9 @@ fn ratio_summary(tables: &[Table]) -> Option<Table> {
                         lo,
                         hi,
                         significant,
+                        p,
+                        p_adjusted,
+                        unmeasured,
                         ..
                     }) => Some(Value::Ratio {
                         mean: None,
@@ -950,6 +1081,10 @@ fn ratio_summary(tables: &[Table]) -> Option<Table> {
                         lo: *lo,
                         hi: *hi,
                         significant: *significant,
+                        p: *p,
+                        p_adjusted: *p_adjusted,
+                        unmeasured: *unmeasured,
+                        arms: None,
                     }),
                     other => other.clone(),
                 })
@@ -1197,6 +1332,23 @@ fn system_block(r: &Report) -> Option<SystemBlock> {
         last,
         warnings: fp.warnings().iter().map(|w| w.to_string()).collect(),
     })
+}
+
+/// The values each dimension takes in the reports' cells, for checking a
+/// `--baseline` given on the command line.
+pub fn known_values(reports: &[Report]) -> IndexMap<String, Vec<String>> {
+    let mut out: IndexMap<String, Vec<String>> = IndexMap::new();
+    for r in reports {
+        let (hosts, only) = hosts(r);
+        for g in &r.groups {
+            for c in &g.rows {
+                for (k, v) in dims_of(c, &host_of(c, &hosts, &only)) {
+                    push_unique(out.entry(k).or_default(), v);
+                }
+            }
+        }
+    }
+    out
 }
 
 /// Every dimension name of the reports' cells (factors, parameters,

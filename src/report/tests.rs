@@ -64,6 +64,36 @@ fn run_report_text() {
     insta::assert_snapshot!("run_report", text(Report::of_run(mitigation_run())));
 }
 
+/// The reason for `OUTLIER_MIN_SAMPLES`: drawn from one normal
+/// distribution, cells of a few samples get an outlier flag far more often
+/// than cells of ten or more.
+#[test]
+fn few_samples_make_the_outlier_rule_flag_undisturbed_cells() {
+    use rand::{RngExt, SeedableRng};
+    // Standard normal draws by inverting the distribution function.
+    let normal = |rng: &mut rand_chacha::ChaCha8Rng| {
+        crate::stats::dist::normal_quantile(rng.random::<f64>().clamp(1e-12, 1.0 - 1e-12))
+    };
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(7);
+    let flagged = |n: usize, rng: &mut rand_chacha::ChaCha8Rng| -> f64 {
+        let cells = 4000;
+        let hit = (0..cells)
+            .filter(|_| {
+                let v: Vec<f64> = (0..n).map(|_| 100.0 + normal(rng)).collect();
+                !crate::stats::outliers::modified_z(&v, crate::stats::outliers::DEFAULT_THRESHOLD)
+                    .flagged
+                    .is_empty()
+            })
+            .count();
+        hit as f64 / cells as f64
+    };
+    let few = flagged(5, &mut rng);
+    let ten = flagged(super::OUTLIER_MIN_SAMPLES, &mut rng);
+    let many = flagged(40, &mut rng);
+    assert!(few > 0.17, "{few}");
+    assert!(ten < few * 0.75 && many < few * 0.6, "{few} {ten} {many}");
+}
+
 #[test]
 fn run_report_json_model() {
     let r = Report::of_run(mitigation_run());
@@ -72,7 +102,8 @@ fn run_report_json_model() {
     assert_eq!(cells.len(), 6);
     let bw = &cells[4];
     assert_eq!(bw["direction"], "higher");
-    assert_eq!(bw["outliers"], serde_json::json!([5]));
+    // Six samples: too few for the outlier rule (OUTLIER_MIN_SAMPLES).
+    assert_eq!(bw["outliers"], serde_json::json!([]));
     assert!(bw["ci95"][0].as_f64().unwrap() < bw["mean"].as_f64().unwrap());
     assert_eq!(bw["notes"]["pipe size"], "32768 (requested 32k)");
     assert_eq!(v["run"]["status"], "done");

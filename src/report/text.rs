@@ -9,7 +9,7 @@ use std::fmt::Write;
 
 use indexmap::IndexMap;
 
-use super::compare::{Comparison, Detail, Row, Test};
+use super::compare::{Comparison, Detail, Row};
 use super::scale::{FLATTEN_BELOW, Scaling};
 use super::{BenchInfo, CellSummary, Document, Group, Report, Subject, Sysinfo};
 use crate::ministat::{Version, difference_block};
@@ -39,6 +39,7 @@ pub fn render(doc: &Document<'_>) -> String {
         Document::Status(s) => status(&mut o, s),
         Document::Sysinfo(s) => sysinfo(&mut o, s),
         Document::Benches(b) => benches(&mut o, b),
+        Document::Bench(b) => bench_detail(&mut o, b),
         Document::Tables(t) => tables(&mut o, t),
         Document::History(h) => o.push_str(&super::history::text(h)),
         Document::PlanSize(p) => super::plan_size::text(&mut o, p),
@@ -66,59 +67,7 @@ fn direction_text(d: Direction) -> String {
 // --- run and campaign reports ----------------------------------------------
 
 fn report(o: &mut String, r: &Report) {
-    match &r.subject {
-        Subject::Run(run) => {
-            let _ = writeln!(
-                o,
-                "run {} ({}) on {}, {}, {}",
-                run.id,
-                run.campaign.as_deref().unwrap_or("ad hoc"),
-                run.host,
-                fmt_time(run.started),
-                run.status
-            );
-        }
-        Subject::Campaign { campaign, runs } => {
-            let _ = writeln!(
-                o,
-                "campaign {} `{}` (plan hash {}), {} run(s)",
-                campaign.id,
-                campaign.name,
-                campaign.hash_label(),
-                runs.len()
-            );
-            if let Some(last) = runs.last() {
-                let _ = writeln!(
-                    o,
-                    "latest run {} on {}, {}, {}",
-                    last.id,
-                    last.host,
-                    fmt_time(last.started),
-                    last.status
-                );
-            }
-        }
-    }
-    if let Some(fp) = r.fingerprint() {
-        let _ = writeln!(
-            o,
-            "{} {} | {} | {}s/{}c/{}t | {}",
-            fp.os,
-            fp.kernel_release,
-            fp.cpu_model.as_deref().unwrap_or("unknown CPU"),
-            fp.sockets,
-            fp.cores,
-            fp.threads,
-            gib(fp.memory_bytes)
-        );
-    }
-    if let Some(c) = r.config() {
-        let _ = writeln!(
-            o,
-            "samples {} x {} s, warmup {}, seed {}, loop overhead {:.2} ns/iteration (not subtracted)",
-            c.samples, c.sample_time, c.warmup, c.seed, r.overhead_ns
-        );
-    }
+    header(o, r);
     let mut noted = std::collections::HashSet::new();
     for g in &r.groups {
         o.push('\n');
@@ -158,14 +107,81 @@ fn report(o: &mut String, r: &Report) {
             r.pending.len()
         );
     }
-    if let Some(fp) = r.fingerprint() {
-        let w = fp.warnings();
-        if !w.is_empty() {
-            o.push_str("\nnoise warnings:\n");
-            for x in w {
-                let _ = writeln!(o, "  - {x}");
+    if let Some(fp) = r.fingerprint()
+        && !r.warnings_shown
+    {
+        warnings(o, &fp.warnings());
+    }
+    if let Some(s) = &r.summary {
+        o.push('\n');
+        super::summary::text(o, s);
+    }
+}
+
+/// The lines naming the run (or campaign), the machine and the settings,
+/// each wrapped within 80 columns.
+pub(crate) fn header(o: &mut String, r: &Report) {
+    let mut line = |s: String| o.push_str(&wrapped("", &s, "  "));
+    match &r.subject {
+        Subject::Run(run) => line(format!(
+            "run {} ({}) on {}, {}, {}",
+            run.id,
+            run.campaign.as_deref().unwrap_or("ad hoc"),
+            run.host,
+            fmt_time(run.started),
+            run.status
+        )),
+        Subject::Campaign { campaign, runs } => {
+            line(format!(
+                "campaign {} `{}` (plan hash {}), {} run(s)",
+                campaign.id,
+                campaign.name,
+                campaign.hash_label(),
+                runs.len()
+            ));
+            if let Some(last) = runs.last() {
+                line(format!(
+                    "latest run {} on {}, {}, {}",
+                    last.id,
+                    last.host,
+                    fmt_time(last.started),
+                    last.status
+                ));
             }
         }
+    }
+    if let Some(fp) = r.fingerprint() {
+        line(format!(
+            "{} {} | {} | {}s/{}c/{}t | {}",
+            fp.os,
+            fp.kernel_release,
+            fp.cpu_model.as_deref().unwrap_or("unknown CPU"),
+            fp.sockets,
+            fp.cores,
+            fp.threads,
+            gib(fp.memory_bytes)
+        ));
+    }
+    if let Some(c) = r.config() {
+        line(format!(
+            "samples {} x {} s, warmup {}, seed {}",
+            c.samples, c.sample_time, c.warmup, c.seed
+        ));
+        line(format!(
+            "loop overhead {:.2} ns/iteration (not subtracted)",
+            r.overhead_ns
+        ));
+    }
+}
+
+/// The noise warnings section, each warning wrapped within 80 columns.
+pub(crate) fn warnings(o: &mut String, w: &[crate::system::Warning]) {
+    if w.is_empty() {
+        return;
+    }
+    o.push_str("\nnoise warnings:\n");
+    for x in w {
+        o.push_str(&wrapped("  - ", &x.to_string(), "    "));
     }
 }
 
@@ -177,6 +193,71 @@ fn stat_cols(s: &Summary) -> String {
         .collect()
 }
 
+/// `first` then `text`, wrapped within [`WIDTH`] columns, continuation
+/// lines starting with `rest`.
+pub(crate) fn wrapped(first: &str, text: &str, rest: &str) -> String {
+    grid::wrap(&format!("{first}{text}"), WIDTH, rest)
+}
+
+/// A note under a table (placement, outliers, a benchmark's findings),
+/// wrapped within 80 columns.
+fn note_line(o: &mut String, text: &str) {
+    o.push_str(&wrapped("  ", text, "    "));
+}
+
+/// A table's row labels as ` | `-separated columns, each as wide as its
+/// name or widest value, ending with ` |`; empty without label columns.
+fn label_cells(g: &Group, cells: &[String]) -> String {
+    if cells.is_empty() {
+        return String::new();
+    }
+    let parts: Vec<String> = cells
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            let w = g
+                .rows
+                .iter()
+                .map(|r| r.labels[i].chars().count())
+                .chain([g.columns[i].chars().count()])
+                .max()
+                .unwrap_or(1);
+            format!("{c:<w$}")
+        })
+        .collect();
+    format!("{} |", parts.join(" | "))
+}
+
+/// Whether the row labels fit beside ministat's columns within 80
+/// columns; if not, the table numbers its rows and a legend names them.
+fn labels_inline(g: &Group) -> bool {
+    label_cells(g, &g.columns).chars().count() + n_width(g) + STAT_HEADER.len() - 4 <= WIDTH
+}
+
+/// Width of the `N` column beside labels: three digits, as ministat's
+/// `%3d`, unless a count needs more.
+fn n_width(g: &Group) -> usize {
+    g.rows
+        .iter()
+        .map(|r| r.summary.n.to_string().len())
+        .max()
+        .unwrap_or(1)
+        .max(3)
+}
+
+/// How the lines under a table name each row: its labels, or its number
+/// in the legend.
+fn row_names(g: &Group) -> Vec<String> {
+    if labels_inline(g) {
+        g.rows
+            .iter()
+            .map(|r| r.who(&g.bench).into_owned())
+            .collect()
+    } else {
+        (1..=g.rows.len()).map(|i| format!("#{i}")).collect()
+    }
+}
+
 fn group(o: &mut String, g: &Group, with_notes: bool) {
     // `ns/op` and `ops/s` carry their unit; `real` or `user` do not.
     let unit = if g.metric == g.unit || g.metric.split('/').any(|p| p == g.unit) {
@@ -184,67 +265,80 @@ fn group(o: &mut String, g: &Group, with_notes: bool) {
     } else {
         format!(" [{}]", g.unit)
     };
-    let _ = writeln!(
-        o,
-        "{}: {}{unit} ({})",
-        g.bench,
-        g.metric,
-        direction_text(g.direction)
-    );
-    // Label columns: each as wide as its name or widest value.
-    let widths: Vec<usize> = g
-        .columns
-        .iter()
-        .enumerate()
-        .map(|(i, c)| {
-            g.rows
-                .iter()
-                .map(|r| r.labels[i].len())
-                .chain([c.len()])
-                .max()
-                .unwrap_or(1)
-        })
-        .collect();
-    let label = |cells: &[String]| -> String {
-        if cells.is_empty() {
-            return String::new();
+    o.push_str(&wrapped(
+        "",
+        &format!(
+            "{}: {}{unit} ({})",
+            g.bench,
+            g.metric,
+            direction_text(g.direction)
+        ),
+        "  ",
+    ));
+    let names = row_names(g);
+    if g.columns.is_empty() {
+        let _ = writeln!(o, "{STAT_HEADER}");
+        for r in &g.rows {
+            let _ = writeln!(o, "{:>4}{}", r.summary.n, stat_cols(&r.summary));
         }
-        let parts: Vec<String> = cells
-            .iter()
-            .zip(&widths)
-            .map(|(c, w)| format!("{c:<w$}"))
-            .collect();
-        format!("{} |", parts.join(" | "))
-    };
-    let head = label(&g.columns);
-    let _ = writeln!(o, "{head}{STAT_HEADER}");
-    for r in &g.rows {
+    } else if labels_inline(g) {
+        // Beside labels the N column is ministat's `%3d`, to stay in 80.
+        let nw = n_width(g);
         let _ = writeln!(
             o,
-            "{}{:>4}{}",
-            label(&r.labels),
-            r.summary.n,
-            stat_cols(&r.summary)
+            "{}{:>nw$}{}",
+            label_cells(g, &g.columns),
+            "N",
+            &STAT_HEADER[4..]
         );
+        for r in &g.rows {
+            let _ = writeln!(
+                o,
+                "{}{:>nw$}{}",
+                label_cells(g, &r.labels),
+                r.summary.n,
+                stat_cols(&r.summary)
+            );
+        }
+    } else {
+        // Labels too wide to sit beside ministat's columns: a numbered
+        // legend above the table, as ministat names its data sets.
+        for (r, name) in g.rows.iter().zip(&names) {
+            let named: Vec<String> = g
+                .columns
+                .iter()
+                .zip(&r.labels)
+                .map(|(c, l)| format!("{c}={l}"))
+                .collect();
+            o.push_str(&wrapped(&format!("{name:<6}"), &named.join(", "), "      "));
+        }
+        let _ = writeln!(o, "{:<6}{STAT_HEADER}", "");
+        for (r, name) in g.rows.iter().zip(&names) {
+            let _ = writeln!(o, "{name:<6}{:>4}{}", r.summary.n, stat_cols(&r.summary));
+        }
     }
-    for r in g.rows.iter() {
+    for (r, name) in g.rows.iter().zip(&names) {
         if let Some(c) = &r.processes {
-            process_lines(o, c, &r.who(&g.bench), &g.unit);
+            process_lines(o, c, name, &g.unit);
         }
     }
-    for r in g.rows.iter() {
+    for (r, name) in g.rows.iter().zip(&names) {
         if let Some(p) = &r.placement {
-            let _ = writeln!(o, "  placement [{}]: {p}", r.who(&g.bench));
+            note_line(o, &format!("placement [{name}]: {p}"));
         }
     }
-    for r in g.rows.iter().filter(|r| !r.outliers.is_empty()) {
+    for (r, name) in g.rows.iter().zip(&names) {
+        if r.outliers.is_empty() {
+            continue;
+        }
         let which: Vec<String> = r.outliers.iter().map(|i| format!("#{}", i + 1)).collect();
-        let _ = writeln!(
+        note_line(
             o,
-            "  outliers [{}]: sample {} of {} (modified z-score > 3.5; kept in the statistics)",
-            r.who(&g.bench),
-            which.join(", "),
-            r.summary.n
+            &format!(
+                "outliers [{name}]: sample {} of {} (modified z-score > 3.5; kept in the statistics)",
+                which.join(", "),
+                r.summary.n
+            ),
         );
     }
     if with_notes {
@@ -268,9 +362,12 @@ fn notes_lines(o: &mut String, g: &Group) {
     if g.rows.len() > MAX_NOTED_ROWS || !g.rows.iter().any(|r| noted(&r)) {
         return;
     }
-    for r in g.rows.iter().filter(noted) {
+    for (r, name) in g.rows.iter().zip(row_names(g)) {
+        if !noted(&r) {
+            continue;
+        }
         for (k, v) in r.notes.iter().filter(|(k, _)| !quiet_note(k)) {
-            let _ = writeln!(o, "  [{}] {k}: {v}", r.who(&g.bench));
+            note_line(o, &format!("[{name}] {k}: {v}"));
         }
     }
 }
@@ -278,19 +375,20 @@ fn notes_lines(o: &mut String, g: &Group) {
 /// Precision each cell reached in an adaptive run; cells that missed the
 /// target are flagged.
 fn precision_lines(o: &mut String, g: &Group, target: f64) {
-    for r in &g.rows {
+    for (r, name) in g.rows.iter().zip(row_names(g)) {
         let flag = if r.precision_reached == Some(true) {
             ""
         } else {
             "  NOT REACHED"
         };
-        let _ = writeln!(
+        note_line(
             o,
-            "  precision [{}]: +/-{:.2}% of the mean at 95% after {} samples (target {}%){flag}",
-            r.who(&g.bench),
-            r.ci95_rel * 100.0,
-            r.summary.n,
-            fmt_g(target * 100.0, 0, 6)
+            &format!(
+                "precision [{name}]: +/-{:.2}% of the mean at 95% after {} samples (target {}%){flag}",
+                r.ci95_rel * 100.0,
+                r.summary.n,
+                fmt_g(target * 100.0, 0, 6)
+            ),
         );
     }
 }
@@ -437,33 +535,81 @@ fn runs(o: &mut String, rows: &[RunRow]) {
     }
 }
 
+/// `kbench list`: a heading per family, then one line per benchmark:
+/// name, first metric, and the start of its description.
 fn benches(o: &mut String, list: &[BenchInfo]) {
-    for b in list {
-        let metrics: Vec<String> = b
-            .metrics
-            .iter()
-            .map(|m| format!("{} [{}], {}", m.name, m.unit, m.direction))
-            .collect();
-        let _ = writeln!(o, "{} ({:?}): {}", b.name, b.kind, metrics.join("; "));
-        let _ = writeln!(o, "    {}", b.description);
-        for p in &b.params {
-            let _ = writeln!(
-                o,
-                "    {:<12} {:<24} default {:<10} {}",
-                p.name,
-                p.ty,
-                p.default.as_deref().unwrap_or("(none)"),
-                p.help
-            );
+    use crate::bench::catalogue::Family;
+    let name_w = list.iter().map(|b| b.name.len()).max().unwrap_or(0);
+    let metric = |b: &BenchInfo| {
+        b.metrics
+            .first()
+            .map_or("", |m| m.name.as_str())
+            .to_string()
+    };
+    let metric_w = list.iter().map(|b| metric(b).len()).max().unwrap_or(0);
+    let mut first = true;
+    for f in Family::ALL {
+        let members: Vec<&BenchInfo> = list.iter().filter(|b| b.family == f).collect();
+        if members.is_empty() {
+            continue;
+        }
+        if !first {
+            o.push('\n');
+        }
+        first = false;
+        let _ = writeln!(o, "{}", f.as_str());
+        for b in members {
+            let head = format!("  {:<name_w$}  {:<metric_w$}  ", b.name, metric(b));
+            let room = WIDTH.saturating_sub(head.chars().count());
+            let _ = writeln!(o, "{head}{}", grid::clip(&b.description, room));
         }
     }
+    if list.len() > 1 {
+        let _ = writeln!(
+            o,
+            "\n`kbench list NAME` describes one: parameters, metrics, reference tool."
+        );
+    }
+}
+
+/// `kbench list NAME`: everything about one benchmark, within 80 columns.
+fn bench_detail(o: &mut String, b: &BenchInfo) {
+    let _ = writeln!(o, "{} ({}, {})", b.name, b.family.as_str(), b.kind.as_str());
+    o.push_str(&wrapped("  ", &b.description, "  "));
+    o.push_str("metrics:\n");
+    for m in &b.metrics {
+        let _ = writeln!(o, "  {} [{}], {}", m.name, m.unit, m.direction);
+    }
+    if let Some(r) = &b.reference {
+        o.push_str(&wrapped("reference: ", r, "  "));
+    }
+    if b.params.is_empty() {
+        o.push_str("parameters: none\n");
+    } else {
+        o.push_str("parameters:\n");
+        for p in &b.params {
+            let default = p.default.as_deref().unwrap_or("none");
+            let _ = writeln!(o, "  {} = {} (default {})", p.name, p.ty, default);
+            o.push_str(&wrapped("      ", &p.help, "      "));
+        }
+    }
+    let example = match b.params.iter().find(|p| p.default.is_some()) {
+        Some(p) => format!(
+            "{}:{}={}",
+            b.name,
+            p.name,
+            p.default.as_deref().unwrap_or_default()
+        ),
+        None => b.name.clone(),
+    };
+    let _ = writeln!(o, "example: kbench run {example}");
 }
 
 fn sysinfo(o: &mut String, s: &Sysinfo) {
     let fp = &s.fingerprint;
     let opt = |v: &Option<String>| v.clone().unwrap_or_else(|| "unknown".into());
     let mut kv = |k: &str, v: String| {
-        let _ = writeln!(o, "{k:<16} {v}");
+        o.push_str(&wrapped(&format!("{k:<16} "), &v, &" ".repeat(17)));
     };
     kv("host", fp.hostname.clone());
     kv("os", format!("{} ({})", fp.os, opt(&fp.os_release)));
@@ -523,21 +669,29 @@ fn sysinfo(o: &mut String, s: &Sysinfo) {
     );
     o.push_str("vulnerabilities:\n");
     for (k, v) in &fp.vulnerabilities {
-        let _ = writeln!(o, "  {k:<26} {v}");
+        o.push_str(&wrapped(&format!("  {k:<26} "), v, &" ".repeat(29)));
     }
     if s.warnings.is_empty() {
         o.push_str("noise warnings: none\n");
     } else {
         o.push_str("noise warnings:\n");
         for w in &s.warnings {
-            let _ = writeln!(o, "  - {w}");
+            o.push_str(&wrapped("  - ", &w.to_string(), "    "));
         }
     }
 }
 
 fn status_cells(o: &mut String, indent: &str, cells: &[&CellState]) {
     for c in cells {
-        let _ = writeln!(o, "{indent}{} ({}/{} samples)", c.label, c.best, c.want);
+        let boots = c
+            .boots
+            .map(|(b, w)| format!(", {b}/{w} boots"))
+            .unwrap_or_default();
+        let _ = writeln!(
+            o,
+            "{indent}{} ({}/{} samples{boots})",
+            c.label, c.best, c.want
+        );
     }
 }
 
@@ -647,7 +801,75 @@ fn pct(x: f64) -> String {
     format!("{:+.2}%", x * 100.0)
 }
 
-/// One compared row: ministat's table, then each contender's test block.
+/// How a comparison's design counted its units: `paired by round, 12
+/// rounds`, `3+3 runs as units`.
+fn design_how(d: &crate::stats::design::Design) -> String {
+    use crate::stats::design::Unit;
+    let f = d
+        .pool_p
+        .map(|p| format!(", F test p = {}", fmt_p(p)))
+        .unwrap_or_default();
+    let [n1, n2] = d.n;
+    match (d.paired, d.unit) {
+        (true, Unit::Rounds) => format!("paired by round, {n1} rounds"),
+        (true, u) => format!(
+            "paired by round, {n1} {} as units ({} differ{f})",
+            u.plural(),
+            u.plural()
+        ),
+        (false, Unit::Samples) => format!("{n1}+{n2} samples as independent (no shared rounds)"),
+        (false, Unit::Processes) => {
+            format!("{n1}+{n2} processes as units (processes differ{f})")
+        }
+        (false, u) => format!("{n1}+{n2} {} as units", u.plural()),
+    }
+}
+
+/// A contender's result as the design gave it, in one line of words.
+fn design_words(v: &super::compare::Versus, r: &Row, family: usize, adjust: &str) -> String {
+    if let Some(g) = &v.degenerate {
+        return g.to_string();
+    }
+    let Some(d) = &v.design else {
+        return String::new();
+    };
+    let words = super::human::change_words(d.change(), r.direction, &r.unit);
+    if let Some(level) = d.unmeasured {
+        let within = d
+            .within
+            .map(|i| {
+                format!(
+                    "; within the {}s [{}, {}]",
+                    level.name(),
+                    pct(i.lo.exp_m1()),
+                    pct(i.hi.exp_m1())
+                )
+            })
+            .unwrap_or_default();
+        return format!(
+            "{words}, not judged: one {} a side (see below){within}",
+            level.name()
+        );
+    }
+    let iv = v
+        .interval
+        .map(|[l, h]| format!(" [{}, {}]", pct(l), pct(h)))
+        .unwrap_or_default();
+    let level = match v.interval_confidence {
+        Some(c) if family > 1 => format!(", {}% interval ({adjust} over {family})", fmt_g(c, 0, 4)),
+        Some(c) => format!(", {c}% interval"),
+        None => String::new(),
+    };
+    let few = d.too_few.map(|t| format!(" ({t})")).unwrap_or_default();
+    format!(
+        "{} ({}): {words}{iv}{level}{few}",
+        design_how(d),
+        d.method.label()
+    )
+}
+
+/// One compared row: ministat's table, then each contender's test block
+/// and the design's verdict.
 fn compare_block(o: &mut String, c: &Comparison, r: &Row) {
     let cell = if r.cell.is_empty() {
         String::new()
@@ -682,8 +904,10 @@ fn compare_block(o: &mut String, c: &Comparison, r: &Row) {
     let conf = c.confidence;
     for (j, v) in r.versus.iter().enumerate() {
         let mut line = String::new();
-        let few = v.too_few.map(|t| format!(" ({t})")).unwrap_or_default();
         match &v.detail {
+            // A zero baseline has no relative difference (ministat would
+            // print `inf%`): the design's words say why instead.
+            _ if r.mean == 0.0 => {}
             Detail::Student(d) => o.push_str(&difference_block(
                 Version::FreeBsdMain,
                 r.stats[0].moments,
@@ -691,28 +915,44 @@ fn compare_block(o: &mut String, c: &Comparison, r: &Row) {
                 d.level,
             )),
             Detail::Welch(t) => {
+                let few = t.too_few.map(|t| format!(" ({t})")).unwrap_or_default();
                 let _ = write!(
                     line,
-                    "Welch's t at {conf}% confidence: {} [{}, {}], t = {}, df = {}, p = {}{few}",
-                    pct(v.delta),
-                    pct(t.relative.lo),
-                    pct(t.relative.hi),
+                    "Welch's t at {conf}% confidence: difference {} [{}, {}] {}, t = {}, df = {}, p = {}{few}",
+                    fmt_g(t.mean2 - t.mean1, 0, 6),
+                    fmt_g(t.interval.lo, 0, 6),
+                    fmt_g(t.interval.hi, 0, 6),
+                    r.unit,
                     fmt_g(t.statistic, 0, 6),
                     fmt_g(t.df, 0, 4),
                     fmt_g(t.p, 0, 4),
                 );
             }
             Detail::Mwu(u) => {
+                let few = u.too_few.map(|t| format!(" ({t})")).unwrap_or_default();
                 let _ = write!(
                     line,
-                    "Mann-Whitney U at {conf}% confidence: U = {}, p = {} ({:?}), shift (Hodges-Lehmann) = {}{few}",
+                    "Mann-Whitney U at {conf}% confidence: U = {}, p = {} ({}), shift (Hodges-Lehmann) = {}{few}",
                     fmt_g(u.statistic, 0, 6),
                     fmt_g(u.p, 0, 4),
-                    u.method,
+                    match u.method {
+                        crate::stats::utest::UMethod::Exact => "exact",
+                        crate::stats::utest::UMethod::Normal => "normal approximation",
+                    },
                     fmt_g(u.shift, 0, 6),
                 );
             }
+            Detail::Bootstrap(b) if b.undefined > 0 => {
+                let _ = write!(
+                    line,
+                    "Bootstrap ({} resamples, seed 1) ratio of means at {conf}% confidence: {}; no interval: {} resamples have no ratio (a mean of 0)",
+                    b.resamples,
+                    fmt_g(b.statistic, 0, 6),
+                    b.undefined
+                );
+            }
             Detail::Bootstrap(b) => {
+                let few = b.too_few.map(|t| format!(" ({t})")).unwrap_or_default();
                 let _ = write!(
                     line,
                     "Bootstrap ({} resamples, seed 1) ratio of means at {conf}% confidence: {} [{}, {}], p ~ {}{few}",
@@ -727,6 +967,15 @@ fn compare_block(o: &mut String, c: &Comparison, r: &Row) {
         if !line.is_empty() {
             o.push_str(&grid::wrap(&line, WIDTH, "    "));
         }
+        let vs = if c.operands.len() > 2 {
+            format!(" {} vs x", SYMBOL[j + 1])
+        } else {
+            String::new()
+        };
+        let words = design_words(v, r, c.family, c.adjust.label());
+        if !words.is_empty() {
+            o.push_str(&grid::wrap(&format!("design{vs}: {words}"), WIDTH, "    "));
+        }
     }
 }
 
@@ -737,27 +986,38 @@ fn compare(o: &mut String, c: &Comparison) {
     }
     summary_lines(o, c);
     if !c.geomean.is_empty() {
-        o.push_str("\ngeomean per unit (improvement: positive = better):\n");
+        o.push_str("\ngeomean per unit (change = new/baseline - 1):\n");
     }
     for g in &c.geomean {
-        let iv = g
-            .improvement_interval
-            .map(|[l, h]| format!(" [{}, {}]", pct(l), pct(h)))
-            .unwrap_or_default();
-        let word = if g.improvement > 0.0 {
-            "better"
-        } else if g.improvement < 0.0 {
-            "worse"
+        let words = super::human::change_words(g.change, g.direction, &g.unit);
+        let d = &g.design;
+        let tail = if let Some(level) = d.unmeasured {
+            format!("; not judged: {}", level.unmeasured())
+        } else if g.k == 1 {
+            let iv = g
+                .change_interval
+                .map(|[l, h]| format!(" [{}, {}]", pct(l), pct(h)))
+                .unwrap_or_default();
+            format!("{iv}; one cell: the geomean is that cell's comparison")
         } else {
-            "same"
+            let iv = g
+                .change_interval
+                .map(|[l, h]| format!(" [{}, {}]", pct(l), pct(h)))
+                .unwrap_or_else(|| " (no interval)".into());
+            let [n1, n2] = d.n;
+            let units = match d.unit {
+                crate::stats::design::Unit::Cells => "the cells as replicates".to_string(),
+                u => format!("{n1}+{n2} {} as units", u.plural()),
+            };
+            let mark = if d.significant() { "" } else { " ~" };
+            format!("{mark}{iv}, {}% interval over {units}", c.confidence)
         };
         o.push_str(&grid::wrap(
             &format!(
-                "  {} ({}), {}: {} {word}{iv}, ratio {} over {} row(s)",
+                "  {} ({}), {}: {words}{tail}; ratio {} over {} row(s)",
                 g.unit,
                 direction_text(g.direction),
                 g.name,
-                pct(g.improvement),
                 fmt_g(g.ratio, 0, 6),
                 g.k
             ),
@@ -803,7 +1063,7 @@ pub(crate) fn comparability(
 
 use super::grid::{self, Panel};
 use super::human;
-use super::table::{Column, SystemBlock, Table, TableDoc, Value};
+use super::table::{Column, SystemBlock, Table, TableDoc, Value, push_unique};
 
 /// Widest line of a layout's text.
 pub const WIDTH: usize = 80;
@@ -826,11 +1086,15 @@ pub fn cell_text(v: &Value, c: &Column, panel: Panel, unicode: bool) -> String {
             lo,
             hi,
             significant,
+            unmeasured,
             ..
         } => {
-            let half = (hi - lo) / 2.0;
-            let mark = if *significant { "*" } else { " " };
-            format!("{}{mark}", human::percent(*pct, Some(half)))
+            let half = lo.zip(*hi).map(|(l, h)| (h - l) / 2.0);
+            format!(
+                "{}{}",
+                human::percent(*pct, half),
+                mark(*significant, *unmeasured)
+            )
         }
         Value::Ratio {
             mean,
@@ -839,14 +1103,28 @@ pub fn cell_text(v: &Value, c: &Column, panel: Panel, unicode: bool) -> String {
             lo,
             hi,
             significant,
+            unmeasured,
+            ..
         } => match panel {
             Panel::Means => mean.map_or("-".into(), |m| human::value(m, &c.unit, *half, unicode)),
             Panel::Main => {
                 let h = lo.zip(*hi).map(|(l, h)| (h - l) / 2.0);
-                let mark = if *significant { "*" } else { " " };
-                format!("{}{mark}", human::ratio(*ratio, h))
+                format!(
+                    "{}{}",
+                    human::ratio(*ratio, h),
+                    mark(*significant, *unmeasured)
+                )
             }
         },
+    }
+}
+
+/// `*` significant, `?` not judged (a level with one replicate a side).
+fn mark(significant: bool, unmeasured: Option<crate::stats::design::Level>) -> &'static str {
+    match (significant, unmeasured) {
+        (true, _) => "*",
+        (false, Some(_)) => "?",
+        (false, None) => " ",
     }
 }
 
@@ -988,15 +1266,9 @@ fn tables(o: &mut String, d: &TableDoc) {
 /// contender, values in human units, p for every test; labels show only
 /// what varies between the rows, and long ones move to a numbered legend.
 fn summary_lines(o: &mut String, c: &Comparison) {
-    let test = match c.test {
-        Test::Student => "Student",
-        Test::Welch => "Welch",
-        Test::Mwu => "Mwu",
-        Test::Bootstrap => "Bootstrap",
-    };
     o.push_str(&grid::wrap(
         &format!(
-            "summary ({test} at {}% confidence; `~` = no significant difference; baseline {}):",
+            "summary ({}% confidence; `~` = no significant difference, `?` = not judged; baseline {}):",
             c.confidence, c.operands[0]
         ),
         WIDTH,
@@ -1049,6 +1321,7 @@ fn summary_lines(o: &mut String, c: &Comparison) {
     let contenders = c.operands.len() > 2;
     let adjusted = c.family > 1;
     let mut powers = Vec::new();
+    let mut notes: Vec<String> = Vec::new();
     let mut rows: Vec<(Vec<String>, Vec<String>)> = Vec::new();
     for (i, (r, name)) in c.rows.iter().zip(&names).enumerate() {
         let label = if legend {
@@ -1066,11 +1339,24 @@ fn summary_lines(o: &mut String, c: &Comparison) {
                     format!("{p:+.1}%")
                 }
             };
-            let delta = if v.significant {
-                short(v.delta)
+            let vs = if contenders {
+                format!(" vs {}", v.name)
             } else {
-                "~".to_string()
+                String::new()
             };
+            let unmeasured = v.design.as_ref().and_then(|d| d.unmeasured);
+            let change = match (v.change, unmeasured) {
+                (None, _) => "-".to_string(),
+                (Some(_), Some(_)) => "?".to_string(),
+                (Some(x), None) if v.significant => short(x),
+                (Some(_), None) => "~".to_string(),
+            };
+            if let Some(l) = unmeasured {
+                push_unique(&mut notes, format!("? {}", l.unmeasured()));
+            }
+            if let Some(g) = &v.degenerate {
+                notes.push(format!("- {label}{vs}: {g}"));
+            }
             let iv = v
                 .interval
                 .map(|[l, h]| format!("[{}, {}]", short(l), short(h)))
@@ -1081,46 +1367,13 @@ fn summary_lines(o: &mut String, c: &Comparison) {
             if contenders {
                 labels.push(v.name.clone());
             }
-            if let Some(e) = &v.error_term {
-                let vs = if contenders {
-                    format!(" vs {}", v.name)
-                } else {
-                    String::new()
-                };
-                let why = match e.term {
-                    crate::stats::nested::ErrorTerm::Samples => "processes alike",
-                    crate::stats::nested::ErrorTerm::ProcessMeans => "processes differ",
-                    crate::stats::nested::ErrorTerm::BootMeans => "boots differ",
-                };
-                let f = match e.term {
-                    crate::stats::nested::ErrorTerm::BootMeans => e.boot_p,
-                    _ => e.process_p,
-                }
-                .map(|p| format!(", F test p = {}", fmt_p(p)))
-                .unwrap_or_default();
-                powers.push(format!(
-                    "error term {label}{vs}: {} ({}+{} processes, {why}{f}; every sample as independent: p = {})",
-                    e.term.label(),
-                    e.processes[0],
-                    e.processes[1],
-                    fmt_p(e.naive_p)
-                ));
-            }
-            if let Some(pw) = &v.power {
-                let vs = if contenders {
-                    format!(" vs {}", v.name)
-                } else {
-                    String::new()
-                };
-                // The unit the test counted: samples, or process (boot)
-                // means under the nested analysis.
-                let unit = match v.error_term.as_ref().map(|e| e.term) {
-                    Some(crate::stats::nested::ErrorTerm::ProcessMeans) => "processes",
-                    Some(crate::stats::nested::ErrorTerm::BootMeans) => "boots",
-                    _ => "samples",
-                };
+            if let (Some(pw), Some(d)) = (&v.power, &v.design) {
                 let need = match pw.need {
-                    Some(n) => format!("; +/-{} needs {n} {unit} a side", short_pct(pw.margin)),
+                    Some(n) => format!(
+                        "; +/-{} needs {n} {} a side",
+                        short_pct(pw.margin),
+                        d.unit.plural()
+                    ),
                     None => String::new(),
                 };
                 powers.push(format!(
@@ -1129,15 +1382,20 @@ fn summary_lines(o: &mut String, c: &Comparison) {
                     pw.power * 100.0
                 ));
             }
+            let n = match &v.design {
+                Some(d) if d.paired => format!("{}", d.n[0]),
+                Some(d) => format!("{}+{}", d.n[0], d.n[1]),
+                None => format!("{}+{}", v.n1, v.n2),
+            };
             rows.push((
                 labels,
                 vec![
                     human::value(r.mean, &r.unit, None, false),
                     human::value(v.mean, &r.unit, None, false),
-                    delta,
+                    change,
                     iv,
                     p,
-                    format!("{}+{}", v.n1, v.n2),
+                    n,
                 ],
             ));
         }
@@ -1152,10 +1410,10 @@ fn summary_lines(o: &mut String, c: &Comparison) {
         col_head: [
             "baseline",
             "contender",
-            "delta",
+            "change",
             "interval",
             if adjusted { "p adj" } else { "p" },
-            "n",
+            "units",
         ]
         .map(String::from)
         .to_vec(),
@@ -1166,7 +1424,7 @@ fn summary_lines(o: &mut String, c: &Comparison) {
     if adjusted {
         o.push_str(&grid::wrap(
             &format!(
-                "p adjusted ({}, {}) over a family of {} tests; `~` uses the adjusted p",
+                "p adjusted ({}, {}) over a family of {} tests; each interval is taken at the level its adjusted p is decided at, so `~` and the interval agree",
                 c.adjust.label(),
                 c.adjust.controls(),
                 c.family
@@ -1174,6 +1432,9 @@ fn summary_lines(o: &mut String, c: &Comparison) {
             WIDTH,
             "  ",
         ));
+    }
+    for l in &notes {
+        o.push_str(&grid::wrap(l, WIDTH, "    "));
     }
     for l in &powers {
         o.push_str(&grid::wrap(l, WIDTH, "    "));

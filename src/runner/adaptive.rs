@@ -9,14 +9,16 @@
 //! stricter confidence ([`LOOK_CONFIDENCE`], 99%) than the 95% a fixed-n
 //! comparison reports, a Bonferroni-style margin for the repeated looks.
 //! The statistics are the `stats` module's: the mean's interval from
-//! [`Sample`], Welch's t for two variants, and the equivalence verdict of
-//! its relative interval against the precision.
+//! [`Sample`]; for two variants, measured in the same rounds, the paired
+//! analysis of their per-round log ratios (`stats::paired`: Hodges-Lehmann,
+//! Wilcoxon signed-rank, at least 8 rounds at 99%) and the equivalence
+//! verdict of its interval against the precision.
 
 use serde::Serialize;
 
+use crate::record::Direction;
 use crate::stats::equivalence::{self, Verdict};
-use crate::stats::ttest::TTest;
-use crate::stats::{Confidence, Interval, Sample};
+use crate::stats::{Confidence, Interval, Sample, paired};
 
 /// No stopping decision before this many samples per cell.
 pub const MIN_SAMPLES: usize = 5;
@@ -40,8 +42,8 @@ pub fn precise_enough(v: &[f64], precision: f64) -> bool {
     v.len() >= MIN_SAMPLES && relative_halfwidth(v) <= precision
 }
 
-/// How a comparison of two variants stands: the verdict of Welch's
-/// [`LOOK_CONFIDENCE`] interval of (mean(b) - mean(a)) / mean(a) against
+/// How a comparison of two variants stands: the verdict of the paired
+/// [`LOOK_CONFIDENCE`] interval of b/a - 1 (per-round log ratios) against
 /// the margin.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub struct Look {
@@ -51,18 +53,14 @@ pub struct Look {
     pub margin: f64,
 }
 
-/// The comparison of `b` with `a`; `None` with fewer than 2 values in
-/// either.
+/// The comparison of `b` with `a`, their i-th values taken in the same
+/// round; `None` below 2 rounds or with a value at or below 0.
 pub fn look(a: &[f64], b: &[f64], margin: f64) -> Option<Look> {
-    let (sa, sb) = (Sample::new(a).ok()?, Sample::new(b).ok()?);
-    if sa.len() < 2 || sb.len() < 2 {
-        return None;
-    }
-    let t = TTest::welch(&sa, &sb, Confidence::percent(LOOK_CONFIDENCE));
+    let p = paired::in_step(a, b, Direction::Lower, Confidence::percent(LOOK_CONFIDENCE))?;
     Some(Look {
-        verdict: equivalence::verdict_of(&t, margin),
-        delta: sb.mean() / sa.mean() - 1.0,
-        interval: t.relative,
+        verdict: p.verdict(margin),
+        delta: p.change(),
+        interval: p.change_interval(),
         margin,
     })
 }
@@ -98,17 +96,33 @@ mod tests {
 
     #[test]
     fn verdicts() {
-        let a = [100.0, 101.0, 99.0, 100.5, 99.5];
+        let a = [
+            100.0, 101.0, 99.0, 100.5, 99.5, 100.2, 99.8, 100.1, 99.9, 100.3,
+        ];
         let b: Vec<f64> = a.iter().map(|x| x * 1.05).collect();
         let l = look(&a, &b, 0.01).unwrap();
         assert_eq!(l.verdict, Verdict::Different);
         assert!((l.delta - 0.05).abs() < 1e-12);
-        let same: Vec<f64> = a.iter().map(|x| x + 0.01).collect();
+        // The same values in another order: no change, within 2%.
+        let same: Vec<f64> = a.iter().rev().copied().collect();
         assert_eq!(look(&a, &same, 0.02).unwrap().verdict, Verdict::Equivalent);
-        let wide = [50.0, 150.0, 100.0, 80.0, 120.0];
+        // A steady +0.01% in every round is real, and negligible.
+        let tiny: Vec<f64> = a.iter().map(|x| x * 1.0001).collect();
+        assert_eq!(
+            look(&a, &tiny, 0.02).unwrap().verdict,
+            Verdict::DifferentWithinMargin
+        );
+        let wide = [
+            50.0, 150.0, 100.0, 80.0, 120.0, 60.0, 140.0, 90.0, 110.0, 70.0,
+        ];
         assert_eq!(
             look(&a, &wide, 0.01).unwrap().verdict,
             Verdict::Inconclusive
+        );
+        // Fewer than 8 rounds cannot reach 99%: never decided.
+        assert_eq!(
+            look(&a[..7], &b[..7], 0.01).unwrap().verdict,
+            Verdict::TooFew
         );
         assert_eq!(look(&a[..1], &a, 0.01), None);
     }

@@ -16,11 +16,9 @@
 
 use indexmap::IndexMap;
 use serde::Serialize;
-use std::path::Path;
 
 use super::Progress;
 use crate::error::bad_input;
-use crate::ids::plan_hash;
 use crate::plan::{Cell, Plan, SystemNeed};
 use crate::record::CampaignKey;
 use crate::store::{CampaignQuery, CampaignRow, StoreRead};
@@ -56,7 +54,7 @@ impl Decision {
 
 /// Campaigns of this exact plan text (all its generations), oldest first.
 fn same_text(store: &dyn StoreRead, plan: &Plan) -> anyhow::Result<Vec<CampaignRow>> {
-    let hash = plan_hash(&plan.text);
+    let hash = plan.hash();
     Ok(store
         .campaigns(CampaignQuery::Named(&plan.name))?
         .into_iter()
@@ -69,7 +67,7 @@ fn same_text(store: &dyn StoreRead, plan: &Plan) -> anyhow::Result<Vec<CampaignR
 /// starts it over as its next generation, e.g. to measure again after a
 /// kernel update; the old one stays in the store.
 pub fn check(store: &dyn StoreRead, plan: &Plan, force: bool) -> anyhow::Result<Decision> {
-    let hash = plan_hash(&plan.text);
+    let hash = plan.hash();
     let key = |generation| CampaignKey {
         name: plan.name.clone(),
         plan_hash: hash.clone(),
@@ -127,12 +125,46 @@ pub fn progress_on(
     campaign: i64,
     host: Option<&str>,
 ) -> anyhow::Result<Progress> {
-    let mut m = Progress::new();
+    let mut m = Progress::default();
     for p in store.progress(campaign)? {
         if host.is_some_and(|h| h != p.host) {
             continue;
         }
-        *m.entry(p.key).or_default().entry(p.readings).or_default() += p.samples;
+        m.add(&p.key, &p.readings, None, p.samples);
+    }
+    Ok(m)
+}
+
+/// [`progress_on`] with the samples of each boot too (for a plan that
+/// repeats boots): the boot of a run is its settings' `owner.boot_id`.
+/// Reads every sample of the campaign.
+pub fn progress_by_boot(
+    store: &dyn StoreRead,
+    campaign: i64,
+    host: Option<&str>,
+) -> anyhow::Result<Progress> {
+    let mut boot_of: std::collections::HashMap<i64, String> = Default::default();
+    for r in store.runs(Some(campaign))? {
+        if host.is_some_and(|h| h != r.host) {
+            continue;
+        }
+        let boot = store.run_details(r.id)?.config.owner.map(|o| o.boot_id);
+        boot_of.insert(r.id, boot.unwrap_or_else(|| "unknown boot".into()));
+    }
+    let mut m = Progress::default();
+    for (c, samples) in store.cells(crate::store::Scope::Campaign(campaign))? {
+        let Some(boot) = boot_of.get(&c.run_id) else {
+            continue;
+        };
+        let mut rounds: Vec<u32> = samples.iter().map(|s| s.round).collect();
+        rounds.sort_unstable();
+        rounds.dedup();
+        m.add(
+            &c.info.key,
+            &c.info.readings_text(),
+            Some(boot),
+            rounds.len() as u32,
+        );
     }
     Ok(m)
 }
@@ -147,7 +179,11 @@ pub fn this_host() -> String {
 pub struct CellState {
     /// `bench [factor=value, param=value]`.
     pub label: String,
+    /// Samples over all its runs and boots (`repeat`).
     pub want: u32,
+    /// With `repeat.boots`: boots that measured it, and boots wanted.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub boots: Option<(u32, u32)>,
     /// Most samples under one state.
     pub best: u32,
     /// The running system suits it.
@@ -196,18 +232,25 @@ pub fn status(
         None => store.campaigns(CampaignQuery::Named(&plan.name))?.pop(),
     };
     let (counts, runs) = match &campaign {
+        Some(c) if plan.repeat.boots > 1 => (
+            progress_by_boot(store, c.id, Some(&this_host()))?,
+            store.runs(Some(c.id))?.len(),
+        ),
         Some(c) => (
             progress_on(store, c.id, Some(&this_host()))?,
             store.runs(Some(c.id))?.len(),
         ),
-        None => (Progress::new(), 0),
+        None => (Progress::default(), 0),
     };
     let mut cells = Vec::new();
     for cell in crate::plan::expand(plan)? {
-        let best = counts
-            .get(&cell.key)
-            .and_then(|m| m.values().max().copied())
-            .unwrap_or(0);
+        let best = counts.best(&cell.key);
+        let boots = counts.boots.get(&cell.key).map_or(0, |m| {
+            let mut ids: Vec<&String> = m.values().flat_map(|b| b.keys()).collect();
+            ids.sort();
+            ids.dedup();
+            ids.len() as u32
+        });
         let unmet = cell
             .expect
             .iter()
@@ -226,7 +269,8 @@ pub fn status(
             .collect();
         cells.push(CellState {
             label: cell_label(&cell),
-            want: cell.samples.unwrap_or(samples),
+            want: cell.samples.unwrap_or(samples) * plan.repeat.runs * plan.repeat.boots,
+            boots: (plan.repeat.boots > 1).then_some((boots, plan.repeat.boots)),
             best,
             runnable: cell.runnable(&readings),
             needs: cell.expect.iter().map(describe_need).collect(),
@@ -282,7 +326,7 @@ fn shell_quote(s: &str) -> String {
 
 /// A systemd unit (and the equivalent cron line) that resumes the campaign
 /// at every boot until it is complete.
-pub fn resume_unit(plan: &Plan, db: &Path) -> anyhow::Result<String> {
+pub fn resume_unit(plan: &Plan, db: &crate::store::Locator) -> anyhow::Result<String> {
     let exe = std::env::current_exe()?;
     let plan_path = plan
         .path
@@ -291,7 +335,7 @@ pub fn resume_unit(plan: &Plan, db: &Path) -> anyhow::Result<String> {
     let cmd = format!(
         "{} --db {} run {} --quiet",
         shell_quote(&exe.display().to_string()),
-        shell_quote(&std::path::absolute(db)?.display().to_string()),
+        shell_quote(&db.to_arg()?),
         shell_quote(&plan_path.display().to_string())
     );
     let unit = format!(
@@ -302,9 +346,15 @@ pub fn resume_unit(plan: &Plan, db: &Path) -> anyhow::Result<String> {
         .parent()
         .map(|d| d.display().to_string())
         .unwrap_or_default();
+    // The unit holds no password: the service reads it as libpq does.
+    let password = if db.has_password() {
+        "\n# The store's password is not written here: give the service's user a\n# ~/.pgpass line (host:port:db:user:password, mode 0600) or PGPASSWORD."
+    } else {
+        ""
+    };
     Ok(format!(
         "# /etc/systemd/system/{unit}.service -- resumes campaign `{name}` at boot.
-# Install: save this file, then `systemctl daemon-reload && systemctl enable {unit}`.
+# Install: save this file, then `systemctl daemon-reload && systemctl enable {unit}`.{password}
 # Once every cell is done, `kbench run` has nothing left to do and exits 0;
 # disable the unit then. Cron alternative (crontab -e):
 #   @reboot cd {dir_q} && {cmd}

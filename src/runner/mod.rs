@@ -1,8 +1,8 @@
-//! Executes a plan: cells are prepared once, then sampled in rounds. In each
-//! round every unfinished cell gets one sample, in a shuffled order (seeded,
-//! so a run can be replayed), so slow drift of the machine hits all variants
-//! alike. The first `warmup` rounds are discarded. Ctrl-C stops after the
-//! current sample.
+//! Executes a plan: which cells are due, shell-factor groups with their
+//! setup and teardown, and the run's events around them. The sampling
+//! itself (rounds in a shuffled order, warm-up, `--processes` workers,
+//! the impossible-result guard, Ctrl-C) is [`sampler`]'s, shared with
+//! `kbench bisect`.
 //!
 //! The runner never touches a store or the terminal: it emits
 //! [`Event`]s into a [`Sink`] (the store writer, the JSON-lines writer, the
@@ -13,31 +13,80 @@ pub mod adaptive;
 pub mod campaign;
 pub mod guard;
 pub mod progress;
+pub mod repeat;
+pub mod sampler;
+pub mod teardown;
 pub mod worker;
 
 use anyhow::Context;
 use indexmap::IndexMap;
 use rand::SeedableRng;
-use rand::seq::SliceRandom;
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use crate::bench::command::SampleFailure;
-use crate::bench::{Instance, Kind, Measure, RunSettings};
 use crate::error::bad_input;
-use crate::event::{
-    CellDone, CellPrepared, Event, FailureEvent, NoteEvent, RunBegun, RunEnded, SCHEMA,
-    SampleEvent, Sink, WarmupEvent, WarningEvent,
-};
+use crate::event::{Event, RunBegun, SCHEMA, Sink, WarningEvent};
 use crate::ids::unix_now;
 use crate::plan::{Cell, Plan};
-use crate::record::{CampaignKey, CellInfo, CellStatus, RunConfig, RunStatus};
-use crate::system::{self, Fingerprint};
+use crate::record::{CampaignKey, CellInfo, RunConfig, RunStatus, StopRule};
+use crate::system::Fingerprint;
+use sampler::{Arm, Sampler};
 
-/// How far a campaign got: samples per cell key and per system state
-/// (readings as stored text). Empty for ad-hoc runs.
-pub type Progress = HashMap<String, HashMap<String, u32>>;
+/// How far a campaign got on this host: samples per cell key and system
+/// state (readings as stored text), and for a plan that repeats boots,
+/// per boot too. Empty for ad-hoc runs.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Progress {
+    pub samples: HashMap<String, HashMap<String, u32>>,
+    /// Cell key -> state -> boot id -> samples (filled when the plan's
+    /// `repeat.boots` is above 1).
+    #[serde(default)]
+    pub boots: HashMap<String, HashMap<String, HashMap<String, u32>>>,
+}
+
+impl Progress {
+    /// Count `n` more samples of cell `key` under `state` on `boot`.
+    pub fn add(&mut self, key: &str, state: &str, boot: Option<&str>, n: u32) {
+        *self
+            .samples
+            .entry(key.to_string())
+            .or_default()
+            .entry(state.to_string())
+            .or_default() += n;
+        if let Some(b) = boot {
+            *self
+                .boots
+                .entry(key.to_string())
+                .or_default()
+                .entry(state.to_string())
+                .or_default()
+                .entry(b.to_string())
+                .or_default() += n;
+        }
+    }
+
+    /// Most samples of `key` under one state.
+    pub fn best(&self, key: &str) -> u32 {
+        self.samples
+            .get(key)
+            .and_then(|m| m.values().max().copied())
+            .unwrap_or(0)
+    }
+
+    /// Boots that measured `key` (under any state), and its samples on
+    /// `boot` under `state`.
+    fn boots_of(&self, key: &str, state: &str, boot: &str) -> (u32, u32) {
+        let Some(m) = self.boots.get(key) else {
+            return (0, 0);
+        };
+        let mut ids: Vec<&String> = m.values().flat_map(|b| b.keys()).collect();
+        ids.sort();
+        ids.dedup();
+        let here = m.get(state).and_then(|b| b.get(boot)).copied().unwrap_or(0);
+        (ids.len() as u32, here)
+    }
+}
 
 /// What a `kbench run` did, for the caller's messages.
 #[derive(Clone, Debug, Default)]
@@ -50,75 +99,10 @@ pub struct Summary {
     pub done: usize,
     /// Cells waiting for another system state.
     pub pending: usize,
-}
-
-struct Live {
-    cell: Cell,
-    inst: Option<Box<dyn Instance>>,
-    /// Metric names, by the index a benchmark's measures use.
-    metrics: Vec<String>,
-    want: u32,
-    taken: u32,
-    failed: bool,
-    failures: u32,
-    /// Values of the first metric, for adaptive stopping.
-    values: Vec<f64>,
-    /// Stopped early: precise enough.
-    done: bool,
-    /// Samples due by the end of the current process (`want` without
-    /// `--processes`).
-    quota: u32,
-    /// The current process of `--processes`.
-    process: Option<u32>,
-}
-
-/// The environment of a run: where its events go, its identity, and the
-/// stop flag set by SIGINT/SIGTERM.
-struct Ctx<'a> {
-    sink: &'a mut dyn Sink,
-    run: String,
-    stop: Arc<AtomicBool>,
-}
-
-impl Ctx<'_> {
-    fn emit(&mut self, e: Event) -> anyhow::Result<()> {
-        self.sink.event(&e)
-    }
-
-    fn fail(
-        &mut self,
-        l: &mut Live,
-        round: u32,
-        message: String,
-        cell_stopped: bool,
-    ) -> anyhow::Result<()> {
-        let seq = l.failures;
-        l.failures += 1;
-        if cell_stopped {
-            l.failed = true;
-        }
-        self.emit(Event::Failure(FailureEvent {
-            run: self.run.clone(),
-            cell: l.cell.key.clone(),
-            seq,
-            round,
-            t: unix_now(),
-            message,
-            cell_stopped,
-        }))
-    }
-
-    fn note(&mut self, l: &Live) -> anyhow::Result<()> {
-        let Some(inst) = &l.inst else {
-            return Ok(());
-        };
-        self.emit(Event::Note(NoteEvent {
-            run: self.run.clone(),
-            cell: l.cell.key.clone(),
-            placement: inst.placement(),
-            notes: inst.notes().into_iter().collect(),
-        }))
-    }
+    /// Cells that took their share on this boot and wait for another
+    /// boot (`repeat.boots`), or whose next boot waits for the other
+    /// states' (boots alternate).
+    pub next_boot: usize,
 }
 
 /// The description of a cell as recorded.
@@ -185,61 +169,31 @@ pub fn run(
     let readings = campaign::read_probes(plan);
     let mut fp = fp.clone();
     fp.probes.extend(readings.clone());
-    let state = crate::record::readings_text(&readings);
-
-    let mut summary = Summary::default();
-    let mut todo: Vec<(Cell, u32)> = Vec::new();
-    for cell in cells {
-        if !cell.runnable(&readings) {
-            summary.pending += 1;
-            continue;
-        }
-        let want = cell.samples.unwrap_or(opts.samples);
-        let counts = have.get(&cell.key);
-        // Complete under any state: done. Otherwise only samples taken
-        // under the current readings count towards this run.
-        if counts.is_some_and(|m| m.values().any(|&n| n >= want)) {
-            summary.done += 1;
-            continue;
-        }
-        let got = counts.and_then(|m| m.get(&state)).copied().unwrap_or(0);
-        todo.push((cell, want - got.min(want)));
-    }
+    let boot = opts.owner.as_ref().map(|o| o.boot_id.as_str());
+    let (mut summary, todo) = due(cells, opts, plan.repeat, have, &readings, boot);
     if todo.is_empty() {
         return Ok((summary, RunStatus::Done));
+    }
+    // Only now, with cells certain to run, is any code built or loaded.
+    for (cell, _) in &todo {
+        cell.bench.ready()?;
     }
     summary.ran = todo.len();
 
     let stop = Arc::new(AtomicBool::new(false));
     let _signals = Interrupts::install(&stop)?;
 
-    let mut live: Vec<Live> = todo
+    let mut arms: Vec<Arm> = todo
         .into_iter()
-        .map(|(cell, want)| Live {
-            want: match &opts.stop {
-                Some(rule) => rule.max_samples,
-                None => want,
-            },
-            metrics: cell.bench.metrics().into_iter().map(|m| m.name).collect(),
-            cell,
-            inst: None,
-            taken: 0,
-            failed: false,
-            failures: 0,
-            values: Vec::new(),
-            done: false,
-            quota: 0,
-            process: None,
+        .map(|(cell, want)| {
+            let want = opts.stop.map_or(want, |r| r.max_samples);
+            Arm::new(cell, want, 0)
         })
         .collect();
     let uuid = crate::ids::new_run_uuid();
     summary.run = Some(uuid.clone());
-    let mut ctx = Ctx {
-        sink,
-        run: uuid.clone(),
-        stop,
-    };
-    ctx.emit(Event::RunBegun(Box::new(RunBegun {
+    let warmups = u64::from(opts.warmup) * u64::from(opts.processes.unwrap_or(1));
+    let begun = RunBegun {
         schema: SCHEMA,
         run: uuid.clone(),
         campaign,
@@ -248,84 +202,14 @@ pub fn run(
         overhead_ns: crate::bench::micro::loop_overhead_ns(opts.sample_time.min(0.05)),
         config: opts.clone(),
         fingerprint: fp.clone(),
-        planned_cells: live.len(),
-        planned_samples: live.iter().map(|l| (l.want + opts.warmup) as u64).sum(),
-    })))?;
-    for l in &live {
-        ctx.emit(Event::CellPrepared(CellPrepared {
-            run: uuid.clone(),
-            cell: cell_info(&l.cell, &readings)?,
-        }))?;
-    }
-
-    let home = system::get_affinity().context("reading CPU affinity")?;
-    let settings = RunSettings {
-        sample_time: opts.sample_time,
-        process: None,
+        planned_cells: arms.len(),
+        planned_samples: arms.iter().map(|a| u64::from(a.want) + warmups).sum(),
     };
-    let started = std::time::Instant::now();
-    // Cells sharing the same `shell` factor values run together between
-    // one setup and one teardown; without shell factors there is one group.
-    let mut groups: Vec<(Vec<crate::plan::ShellStep>, Vec<usize>)> = Vec::new();
-    for (i, l) in live.iter().enumerate() {
-        match groups.iter_mut().find(|(k, _)| *k == l.cell.shell) {
-            Some((_, v)) => v.push(i),
-            None => groups.push((l.cell.shell.clone(), vec![i])),
-        }
+    let mut s = Sampler::begin(sink, begun, stop)?;
+    for a in &arms {
+        s.announce(a, &readings)?;
     }
-
-    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(opts.seed);
-    let mut status = RunStatus::Done;
-    for (steps, members) in groups {
-        let mut failed_setup = None;
-        let mut done_steps = Vec::new();
-        for st in &steps {
-            if let Some(cmd) = &st.setup
-                && let Err(e) = shell_step(cmd)
-            {
-                failed_setup = Some(format!(
-                    "factor `{}` = `{}`: setup `{cmd}` {e}",
-                    st.factor, st.label
-                ));
-                break;
-            }
-            done_steps.push(st);
-        }
-        if failed_setup.is_some() && ctx.stop.load(Ordering::Relaxed) {
-            // Ctrl-C killed the setup command: an interruption, not a
-            // failing setup.
-            status = RunStatus::Interrupted;
-            teardown(&mut ctx, &done_steps, &uuid)?;
-            break;
-        }
-        let s = match &failed_setup {
-            None => sample_group(
-                &mut ctx, &mut live, &members, opts, &settings, &home, &mut rng, started,
-            )?,
-            Some(msg) => {
-                for &i in &members {
-                    ctx.fail(&mut live[i], 0, msg.clone(), true)?;
-                }
-                RunStatus::Failed
-            }
-        };
-        // Instances go (their per-cell cleanup runs) before the teardown;
-        // what they learnt over all samples (e.g. per-task imbalance) is
-        // recorded first.
-        for &i in &members {
-            if live[i].taken > 0 {
-                ctx.note(&live[i])?;
-            }
-            live[i].inst = None;
-        }
-        if !teardown(&mut ctx, &done_steps, &uuid)? {
-            status = RunStatus::Failed;
-        }
-        if s == RunStatus::Interrupted {
-            status = s;
-            break;
-        }
-    }
+    let mut status = run_groups(&mut s, &mut arms, opts, &plan.name)?;
     // Readings are taken once, before the first sample; a state that
     // changed under the run would file samples under the wrong state.
     let after = campaign::read_probes(plan);
@@ -335,7 +219,7 @@ pub fn run(
             .filter(|(k, v)| readings.get(*k) != Some(*v))
             .map(|(k, v)| format!("{k}: `{}` -> `{v}`", readings.get(k).map_or("?", |s| s)))
             .collect();
-        ctx.emit(Event::Warning(WarningEvent {
+        s.emit(Event::Warning(WarningEvent {
             run: uuid.clone(),
             message: format!(
                 "the system state changed during the run ({}); its samples are filed under the readings taken at its start",
@@ -343,58 +227,180 @@ pub fn run(
             ),
         }))?;
     }
-    if status == RunStatus::Done && live.iter().any(|l| l.failed) {
+    if status == RunStatus::Done && arms.iter().any(|a| a.failed.is_some()) {
         status = RunStatus::Failed;
     }
-    for l in &live {
-        let cell_status = if l.failed {
-            CellStatus::Failed
-        } else if l.done || l.taken >= l.want {
-            CellStatus::Done
-        } else if status == RunStatus::Interrupted {
-            CellStatus::Interrupted
-        } else {
-            // Stopped by --max-time or a decided --until-verdict.
-            CellStatus::Done
-        };
-        ctx.emit(Event::CellDone(CellDone {
-            run: uuid.clone(),
-            cell: l.cell.key.clone(),
-            status: cell_status,
-            samples: l.taken,
-        }))?;
-    }
-    ctx.emit(Event::RunEnded(RunEnded {
-        run: uuid,
-        ended: unix_now(),
-        status,
-    }))?;
+    s.finish(&mut arms, status)?;
     Ok((summary, status))
 }
 
-/// Run the teardown of every `shell` step whose setup ran, last first; a
-/// failing one is a warning. False when any failed.
-fn teardown(
-    ctx: &mut Ctx<'_>,
-    steps: &[&crate::plan::ShellStep],
-    run: &str,
-) -> anyhow::Result<bool> {
-    let mut ok = true;
-    for st in steps.iter().rev() {
-        if let Some(cmd) = &st.teardown
-            && let Err(e) = shell_step(cmd)
-        {
-            ctx.emit(Event::Warning(WarningEvent {
-                run: run.to_string(),
-                message: format!(
-                    "factor `{}` = `{}`: teardown `{cmd}` {e}",
-                    st.factor, st.label
-                ),
-            }))?;
-            ok = false;
+/// The cells that fit the running system and still miss samples, each
+/// with how many this run takes; the summary counts the others.
+///
+/// A cell wants its `samples` in each of `repeat.runs` runs on each of
+/// `repeat.boots` boots; a run takes at most one run's share. Complete
+/// under any state: done. Otherwise only samples taken under the current
+/// readings count towards it. With several boots, a boot takes at most
+/// its share, and a cell starts another boot only when no pending cell
+/// (another state) has fewer boots: the states' boots alternate, so a
+/// drift between boots does not line up with the factor.
+fn due(
+    cells: Vec<Cell>,
+    opts: &RunConfig,
+    repeat: crate::plan::Repeat,
+    have: &Progress,
+    readings: &IndexMap<String, String>,
+    boot: Option<&str>,
+) -> (Summary, Vec<(Cell, u32)>) {
+    let state = crate::record::readings_text(readings);
+    let want = |c: &Cell| c.samples.unwrap_or(opts.samples);
+    let per_boot = |c: &Cell| want(c) * repeat.runs;
+    let total = |c: &Cell| per_boot(c) * repeat.boots;
+    let boot = boot.unwrap_or("unknown boot");
+    // The fewest boots of a cell waiting for another state.
+    let others = cells
+        .iter()
+        .filter(|c| !c.runnable(readings) && have.best(&c.key) < total(c))
+        .map(|c| have.boots_of(&c.key, "", "").0)
+        .min();
+    let mut summary = Summary::default();
+    let mut todo = Vec::new();
+    for cell in cells {
+        if !cell.runnable(readings) {
+            summary.pending += 1;
+            continue;
+        }
+        if have.best(&cell.key) >= total(&cell) {
+            summary.done += 1;
+            continue;
+        }
+        let got = have
+            .samples
+            .get(&cell.key)
+            .and_then(|m| m.get(&state))
+            .copied()
+            .unwrap_or(0);
+        let mut n = total(&cell) - got.min(total(&cell));
+        if repeat.boots > 1 {
+            let (boots, here) = have.boots_of(&cell.key, &state, boot);
+            n = n.min(per_boot(&cell).saturating_sub(here));
+            let new_boot = here == 0 && boots > 0;
+            if n == 0 || (new_boot && others.is_some_and(|o| boots > o)) {
+                summary.next_boot += 1;
+                continue;
+            }
+        }
+        todo.push((cell.clone(), n.min(want(&cell))));
+    }
+    (summary, todo)
+}
+
+/// Sample the arms group by group: cells sharing the same `shell` factor
+/// values run together between one setup and one teardown (without
+/// shell factors there is one group).
+fn run_groups(
+    s: &mut Sampler<'_>,
+    arms: &mut [Arm],
+    opts: &RunConfig,
+    plan: &str,
+) -> anyhow::Result<RunStatus> {
+    let mut groups: Vec<(Vec<crate::plan::ShellStep>, Vec<usize>)> = Vec::new();
+    for (i, a) in arms.iter().enumerate() {
+        match groups.iter_mut().find(|(k, _)| *k == a.cell.shell) {
+            Some((_, v)) => v.push(i),
+            None => groups.push((a.cell.shell.clone(), vec![i])),
         }
     }
-    Ok(ok)
+    let schedule = sampler::Schedule {
+        warmup: opts.warmup,
+        deadline: opts
+            .stop
+            .and_then(|r| r.max_time)
+            .map(|t| std::time::Instant::now() + std::time::Duration::from_secs_f64(t)),
+    };
+    let mut rule = Stopping(opts.stop);
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(opts.seed);
+    let mut status = RunStatus::Done;
+    // Numbers this run's ledger entries (one per step whose setup ran).
+    let mut steps_started = 0;
+    for (steps, members) in groups {
+        // A step's teardown is owed from the moment its setup starts, and
+        // runs whatever happens after: a failing setup, Ctrl-C, an error.
+        let mut owed: Vec<(&crate::plan::ShellStep, teardown::Entry)> = Vec::new();
+        let mut failed_setup = None;
+        for st in &steps {
+            owed.push((st, teardown::Entry::owe(&s.run, plan, steps_started, st)));
+            steps_started += 1;
+            if let Some(cmd) = &st.setup
+                && let Err(e) = teardown::shell_step(cmd, true)
+            {
+                failed_setup = Some(format!(
+                    "factor `{}` = `{}`: setup `{cmd}` {e}",
+                    st.factor, st.label
+                ));
+                break;
+            }
+        }
+        let sampled = match &failed_setup {
+            // Ctrl-C killed the setup command: an interruption, not a
+            // failing setup.
+            Some(_) if s.stopped() => Ok(RunStatus::Interrupted),
+            None => members
+                .iter()
+                .try_for_each(|&i| s.prepare(&mut arms[i], opts.processes))
+                .and_then(|()| s.rounds(arms, &members, &schedule, &mut rng, &mut rule)),
+            Some(msg) => members
+                .iter()
+                .try_for_each(|&i| s.fail(&mut arms[i], 0, msg.clone(), true))
+                .map(|()| RunStatus::Failed),
+        };
+        // Instances go (their per-cell cleanup runs) before the teardown;
+        // what they learnt over all samples (e.g. per-task imbalance) is
+        // recorded first.
+        let mut released = Ok(());
+        for &i in &members {
+            let r = s.release(&mut arms[i]);
+            if released.is_ok() {
+                released = r;
+            }
+        }
+        for why in teardown::tear_down(owed) {
+            status = RunStatus::Failed;
+            let run = s.run.clone();
+            s.emit(Event::Warning(WarningEvent { run, message: why }))?;
+        }
+        let g = sampled?;
+        released?;
+        if g == RunStatus::Interrupted {
+            return Ok(g);
+        }
+    }
+    Ok(status)
+}
+
+/// `kbench run`'s adaptive stopping as a sampler rule: a cell stops when
+/// precise enough; two cells stop together once `--until-verdict` has
+/// its verdict.
+struct Stopping(Option<StopRule>);
+
+impl sampler::Rule for Stopping {
+    fn arm_done(&mut self, arm: &Arm) -> bool {
+        self.0
+            .is_some_and(|r| !r.until_verdict && adaptive::precise_enough(&arm.kept(), r.precision))
+    }
+
+    fn enough(&mut self, arms: &[Arm], members: &[usize]) -> bool {
+        let Some(rule) = self.0.filter(|r| r.until_verdict) else {
+            return false;
+        };
+        let [a, b] = members else {
+            return false;
+        };
+        let (a, b) = (arms[*a].kept(), arms[*b].kept());
+        a.len() >= adaptive::MIN_SAMPLES
+            && b.len() >= adaptive::MIN_SAMPLES
+            && adaptive::look(&a, &b, rule.precision).is_some_and(|l| l.verdict.decided())
+    }
 }
 
 /// SIGINT and SIGTERM during a run: the first asks the runner to stop after
@@ -402,12 +408,12 @@ fn teardown(
 /// a second one ends the process at once, exit code 1. The handlers go
 /// when the run does. No thread is started for this: some benchmarks
 /// (brk) need kbench to be single-threaded.
-struct Interrupts {
+pub(crate) struct Interrupts {
     ids: Vec<signal_hook::SigId>,
 }
 
 impl Interrupts {
-    fn install(stop: &Arc<AtomicBool>) -> anyhow::Result<Interrupts> {
+    pub(crate) fn install(stop: &Arc<AtomicBool>) -> anyhow::Result<Interrupts> {
         const MSG: &[u8] =
             b"kbench: stopping after the current sample (Ctrl-C again to stop now)\n";
         let mut ids = Vec::new();
@@ -435,265 +441,6 @@ impl Drop for Interrupts {
     fn drop(&mut self) {
         for id in self.ids.drain(..) {
             signal_hook::low_level::unregister(id);
-        }
-    }
-}
-
-/// Run a `shell` factor's setup or teardown through `sh -c`; the error
-/// says how it failed, with the tail of its stderr.
-fn shell_step(cmd: &str) -> Result<(), String> {
-    let dir = std::env::temp_dir();
-    let err_path = dir.join(format!("kbench-shell-{}.err", std::process::id()));
-    let err = std::fs::File::create(&err_path).map_err(|e| format!("cannot run: {e}"))?;
-    let argv = vec!["sh".to_string(), "-c".to_string(), cmd.to_string()];
-    let res = crate::bench::command::spawn_measured(&argv, &dir, &[], None, err, None);
-    let tail = std::fs::read_to_string(&err_path).unwrap_or_default();
-    let _ = std::fs::remove_file(&err_path);
-    let tail: String = tail.split_whitespace().collect::<Vec<_>>().join(" ");
-    let tail = if tail.len() > 300 {
-        tail[tail.ceil_char_boundary(tail.len() - 300)..].to_string()
-    } else {
-        tail
-    };
-    let with_tail = |m: String| {
-        if tail.is_empty() {
-            m
-        } else {
-            format!("{m}; stderr: {tail}")
-        }
-    };
-    match res {
-        Ok((_, crate::bench::command::Exit::Code(0))) => Ok(()),
-        Ok((_, e)) => Err(with_tail(format!("failed ({e:?})"))),
-        Err(e) => Err(format!("cannot run: {e}")),
-    }
-}
-
-/// A sample's values by metric name; a value that is not a finite number
-/// makes the sample a failure (stores and statistics take numbers only).
-fn sample_values(l: &Live, out: &[Measure]) -> Result<Vec<(String, f64)>, String> {
-    let mut values = Vec::with_capacity(out.len());
-    for m in out {
-        let name = &l.metrics[m.metric];
-        if let Err(why) = crate::stats::sample::check_value(m.value) {
-            return Err(format!("metric `{name}` read {why}"));
-        }
-        values.push((name.clone(), m.value));
-    }
-    Ok(values)
-}
-
-/// Prepare the cells of one group and sample them in shuffled rounds.
-#[allow(clippy::too_many_arguments)]
-fn sample_group(
-    ctx: &mut Ctx<'_>,
-    live: &mut [Live],
-    members: &[usize],
-    opts: &RunConfig,
-    settings: &RunSettings,
-    home: &crate::units::CpuSet,
-    rng: &mut rand_chacha::ChaCha8Rng,
-    started: std::time::Instant,
-) -> anyhow::Result<RunStatus> {
-    let procs = opts.processes.unwrap_or(1).max(1);
-    // Each micro-benchmark cell takes its share of samples in each of
-    // `procs` fresh processes, one after another (worker.rs); other cells
-    // take theirs all in the first.
-    let split = |l: &Live| procs > 1 && l.cell.bench.kind() == Kind::Micro;
-    for p in 0..procs {
-        let phase: Vec<usize> = members
-            .iter()
-            .copied()
-            .filter(|&i| p == 0 || split(&live[i]))
-            .collect();
-        for &i in &phase {
-            let l = &mut live[i];
-            if l.failed {
-                continue;
-            }
-            let process = split(l).then_some(p);
-            // The previous process's instance goes first (a worker exits).
-            l.inst = None;
-            // Children a benchmark forks inherit the cell's CPU set.
-            system::set_affinity(l.cell.cpus.as_ref().unwrap_or(home))?;
-            let inst = instantiate(l, settings, process);
-            system::set_affinity(home)?;
-            match inst {
-                Ok(inst) => l.inst = Some(inst),
-                Err(e) => {
-                    let msg = format!("preparing {}: {e:#}", l.cell.key);
-                    ctx.fail(l, 0, msg, true)?;
-                }
-            }
-            // This process's share: the samples due by its end.
-            l.quota = if split(l) {
-                (u64::from(l.want) * u64::from(p + 1)).div_ceil(u64::from(procs)) as u32
-            } else {
-                l.want
-            };
-            l.process = process;
-        }
-        let s = sample_rounds(ctx, live, &phase, opts, home, rng, started)?;
-        if s != RunStatus::Done {
-            return Ok(s);
-        }
-    }
-    Ok(RunStatus::Done)
-}
-
-/// A fresh instance of a cell, for process `process` of `--processes`: a
-/// worker process for a built-in micro-benchmark, else an instance here.
-fn instantiate(
-    l: &Live,
-    settings: &RunSettings,
-    process: Option<u32>,
-) -> anyhow::Result<Box<dyn Instance>> {
-    let settings = RunSettings {
-        process,
-        ..settings.clone()
-    };
-    let name = l.cell.bench.name();
-    match process {
-        Some(p) if crate::bench::find(name).is_some() => Ok(Box::new(worker::Worker::start(
-            name,
-            &l.cell.params,
-            &settings,
-            p,
-        )?)),
-        _ => l.cell.bench.instantiate(&l.cell.params, &settings),
-    }
-}
-
-/// Sample the prepared cells of one group in shuffled rounds, each up to
-/// its quota.
-#[allow(clippy::too_many_arguments)]
-fn sample_rounds(
-    ctx: &mut Ctx<'_>,
-    live: &mut [Live],
-    members: &[usize],
-    opts: &RunConfig,
-    home: &crate::units::CpuSet,
-    rng: &mut rand_chacha::ChaCha8Rng,
-    started: std::time::Instant,
-) -> anyhow::Result<RunStatus> {
-    let mut out: Vec<Measure> = Vec::with_capacity(16);
-    let mut round = 0u32;
-    let hz = guard::max_cpu_hz();
-    loop {
-        let mut order: Vec<usize> = members
-            .iter()
-            .copied()
-            .filter(|&i| !live[i].failed && !live[i].done && live[i].taken < live[i].quota)
-            .collect();
-        if order.is_empty() {
-            return Ok(RunStatus::Done);
-        }
-        order.shuffle(rng);
-        let warm = round < opts.warmup;
-        let measured = round.saturating_sub(opts.warmup);
-        for i in order {
-            if ctx.stop.load(Ordering::Relaxed) {
-                return Ok(RunStatus::Interrupted);
-            }
-            if opts
-                .stop
-                .and_then(|r| r.max_time)
-                .is_some_and(|t| started.elapsed().as_secs_f64() >= t)
-            {
-                return Ok(RunStatus::Done);
-            }
-            let l = &mut live[i];
-            let inst = l.inst.as_mut().expect("prepared");
-            out.clear();
-            system::set_affinity(l.cell.cpus.as_ref().unwrap_or(home))?;
-            let res = inst.sample(&mut out);
-            system::set_affinity(home)?;
-            let now = unix_now();
-            let res = res.and_then(|()| {
-                sample_values(l, &out).map_err(|m| {
-                    anyhow::Error::new(SampleFailure {
-                        message: m,
-                        keep_going: true,
-                    })
-                })
-            });
-            // An impossible value fails the cell: what it timed is not the
-            // benchmark's work, and later samples would time it again.
-            let res = res.and_then(|v| {
-                match hz.and_then(|hz| {
-                    let b = &l.cell.bench;
-                    guard::impossible(b.kind(), &b.metrics(), &l.cell.params, &out, hz)
-                }) {
-                    Some(why) => Err(anyhow::Error::new(SampleFailure {
-                        message: why,
-                        keep_going: false,
-                    })),
-                    None => Ok(v),
-                }
-            });
-            let values = match res {
-                Ok(v) => v,
-                Err(e) => {
-                    if ctx.stop.load(Ordering::Relaxed) {
-                        return Ok(RunStatus::Interrupted);
-                    }
-                    let keep_going = e
-                        .downcast_ref::<SampleFailure>()
-                        .is_some_and(|f| f.keep_going);
-                    ctx.fail(l, measured, format!("{e:#}"), !keep_going)?;
-                    // A failed attempt counts, so a cell that always fails
-                    // still ends.
-                    if keep_going && !warm {
-                        l.taken += 1;
-                    }
-                    continue;
-                }
-            };
-            if warm {
-                ctx.emit(Event::Warmup(WarmupEvent {
-                    run: ctx.run.clone(),
-                    cell: l.cell.key.clone(),
-                    round,
-                }))?;
-                continue;
-            }
-            l.values
-                .extend(out.iter().filter(|m| m.metric == 0).map(|m| m.value));
-            ctx.emit(Event::Sample(SampleEvent {
-                run: ctx.run.clone(),
-                cell: l.cell.key.clone(),
-                // Rounds restart in each process: number its samples on.
-                round: if l.process.is_some() {
-                    l.taken
-                } else {
-                    measured
-                },
-                t: now,
-                values,
-                process: l.process,
-            }))?;
-            l.taken += 1;
-            if let Some(rule) = &opts.stop
-                && !rule.until_verdict
-                && adaptive::precise_enough(&l.values, rule.precision)
-            {
-                l.done = true;
-            }
-            if l.taken == 1 {
-                ctx.note(l)?;
-            }
-        }
-        round += 1;
-        if let Some(rule) = &opts.stop
-            && rule.until_verdict
-            && let [a, b] = members
-            && [*a, *b]
-                .iter()
-                .all(|&i| live[i].values.len() >= adaptive::MIN_SAMPLES)
-            && adaptive::look(&live[*a].values, &live[*b].values, rule.precision)
-                .is_some_and(|l| l.verdict.decided())
-        {
-            return Ok(RunStatus::Done);
         }
     }
 }

@@ -85,9 +85,11 @@ impl Sink for Progress {
                     self.inc(&f.cell);
                 }
             }
-            Event::Warning(w) => self.println(&format!("kbench: warning: {}", w.message)),
+            Event::Warning(w) => self.println(
+                crate::report::text::wrapped("kbench: warning: ", &w.message, "  ").trim_end(),
+            ),
             Event::RunEnded(_) => self.bar.finish_and_clear(),
-            Event::CellPrepared(_) | Event::Note(_) | Event::CellDone(_) => {}
+            Event::CellPrepared(_) | Event::Note(_) | Event::CellDone(_) | Event::Verdict(_) => {}
         }
         Ok(())
     }

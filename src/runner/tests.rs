@@ -48,7 +48,7 @@ fn cells_are_sampled_in_rounds_and_every_event_has_its_place() {
             Event::Note(_) => "note",
             Event::CellDone(_) => "done",
             Event::RunEnded(_) => "ended",
-            Event::Failure(_) | Event::Warning(_) => "other",
+            Event::Failure(_) | Event::Warning(_) | Event::Verdict(_) => "other",
         })
         .collect();
     let count = |k: &str| kinds.iter().filter(|x| **x == k).count();
@@ -182,7 +182,12 @@ fn a_campaign_resumes_with_only_the_missing_samples() {
         .campaigns(crate::store::CampaignQuery::Named("p"))
         .unwrap();
     let progress = crate::runner::campaign::progress(&st, c[0].id).unwrap();
-    assert!(progress.values().all(|m| m.values().sum::<u32>() == 5));
+    assert!(
+        progress
+            .samples
+            .values()
+            .all(|m| m.values().sum::<u32>() == 5)
+    );
     // Complete: a third run has nothing to do and records nothing.
     let (events, _, id) = testing::run(&mut st, &p, &options(5, 0), Some(key("p")));
     assert!(events.is_empty());
@@ -453,7 +458,7 @@ fn processes_compare_with_process_means_where_samples_would_mislead() {
             name: v.into(),
             fixed: vec!["variant".into()],
             cells: crate::select::narrow(&op, st.cells(op.scope).unwrap()).unwrap(),
-            boots: Default::default(),
+            runs: Default::default(),
         }
     };
     let c = crate::report::compare::compare(
@@ -464,20 +469,150 @@ fn processes_compare_with_process_means_where_samples_would_mislead() {
     )
     .unwrap();
     let v = &c.rows[0].versus[0];
-    let e = v.error_term.as_ref().expect("nested analysis");
-    assert_eq!(e.term, crate::stats::nested::ErrorTerm::ProcessMeans);
-    assert_eq!(e.processes, [5, 5]);
+    // Both variants in the same rounds of the same processes: paired by
+    // round, and the process offsets, the same in both arms, cancel in
+    // the per-round ratios.
+    let d = v.design.as_ref().expect("a design");
+    // Both variants in the same rounds: paired by round; the processes
+    // differ, so the process pairs are the units.
+    assert!(d.paired, "{d:?}");
+    assert_eq!(
+        (d.unit, d.n),
+        (crate::stats::design::Unit::Processes, [5, 5])
+    );
     // Same true mean: every sample as independent calls the 3-unit gap
-    // of the process draws a difference; the process means do not.
-    assert!(e.naive_p < 0.001, "{e:?}");
-    assert!(v.p.unwrap() > 0.05 && !v.significant, "{v:?}");
+    // of the process draws a difference at p = 3e-5; five process pairs
+    // weigh it as five observations.
+    let crate::report::compare::Detail::Welch(naive) = &v.detail else {
+        panic!("Welch asked for")
+    };
+    assert!(naive.p < 1e-4 && v.p.unwrap() > 100.0 * naive.p, "{v:?}");
     let text = crate::report::render(
         &crate::report::Document::Compare(&c),
         crate::report::Format::Text,
     )
     .unwrap();
     assert!(
-        text.contains("error term layout ns/op: process means (5+5 processes"),
+        text.contains("design: paired by round, 5 processes as units"),
         "{text}"
     );
+}
+
+/// A fake whose every value is the machine's "load" at the moment it is
+/// taken: a clock shared by all its instances (and so all processes)
+/// that rises with each sample, as a load that builds up over a run does.
+/// Its processes do not differ at all.
+fn drifting(clock: std::sync::Arc<std::sync::atomic::AtomicU32>) -> crate::plan::Plan {
+    plan(
+        "drift",
+        vec![bench(
+            Fake::new("drift", ns(), move |_, _| {
+                let t = clock.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                100.0 + 0.5 * f64::from(t) + noise(1, t)
+            }),
+            &[1, 2],
+        )],
+    )
+}
+
+#[test]
+fn processes_take_turns_within_the_run_so_drift_is_not_a_process_effect() {
+    let clock = std::sync::Arc::new(std::sync::atomic::AtomicU32::new(0));
+    let mut st = MemoryStore::new();
+    let mut o = options(50, 1);
+    o.processes = Some(5);
+    let (_, status, run) = testing::run(&mut st, &drifting(clock), &o, None);
+    assert_eq!(status, RunStatus::Done);
+    for (c, s) in &st.cells(Scope::Run(run)).unwrap() {
+        // Every process measures across the whole run, not one stretch.
+        for p in 0..5 {
+            let rounds: Vec<u32> = s
+                .iter()
+                .filter(|r| r.process == Some(p))
+                .map(|r| r.round)
+                .collect();
+            assert_eq!(rounds.len(), 10, "{}: process {p}", c.info.key);
+            let (lo, hi) = (rounds.iter().min().unwrap(), rounds.iter().max().unwrap());
+            assert!(
+                *lo < 10 && *hi >= 40,
+                "process {p} only in rounds {lo}..{hi}"
+            );
+        }
+        // The drift is shared by all processes alike: no variance between
+        // them is found where there is none.
+        let groups = crate::report::process_groups(s, "ns/op", "b").unwrap();
+        let comp =
+            crate::stats::nested::components(&groups, crate::stats::Confidence::percent(95.0))
+                .unwrap();
+        assert!(
+            comp.process_p.unwrap() > 0.01,
+            "{}: drift read as a process effect: {comp:?}",
+            c.info.key
+        );
+    }
+}
+
+/// `repeat = { boots = 2 }`: each state's cells take their share on each
+/// of two boots, and no state gets more than one boot ahead of another.
+/// The boot is the run's `owner.boot_id`; the state a probe reading a
+/// file the test writes.
+#[test]
+fn repeated_boots_take_a_share_each_and_the_states_alternate() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let text = format!(
+        "name = \"boots\"\nsamples = 2\nwarmup = 0\nrepeat = {{ boots = 2 }}\n\n[factors]\nmode = {{ apply = \"system\", probe = [\"cat\", \"{}\"], values = {{ on = \"on\", off = \"off\" }} }}\n\n[[bench]]\nname = \"t\"\ncommand = [\"true\"]\n",
+        state.display()
+    );
+    let plan = crate::plan::parse(&text, "boots.toml").unwrap();
+    assert_eq!(plan.repeat, crate::plan::Repeat { runs: 1, boots: 2 });
+    let mut st = MemoryStore::new();
+    let key = key("boots");
+    // One boot in state `s`: what ran, and the summary.
+    let boot = |st: &mut MemoryStore, s: &str, b: &str| -> (usize, usize, usize) {
+        std::fs::write(&state, s).unwrap();
+        let c = st
+            .campaigns(crate::store::CampaignQuery::Named("boots"))
+            .unwrap();
+        let have = match c.first() {
+            Some(c) => crate::runner::campaign::progress_by_boot(st, c.id, None).unwrap(),
+            None => Default::default(),
+        };
+        let mut o = options(2, 0);
+        o.owner = Some(crate::record::Owner {
+            pid: 1,
+            start: 1,
+            boot_id: b.into(),
+        });
+        let mut sink = StoreSink::new(st);
+        let (s, _) = crate::runner::run(
+            &plan,
+            &o,
+            Some(key.clone()),
+            &have,
+            &crate::testing::fingerprint(),
+            &mut sink,
+        )
+        .unwrap();
+        (s.ran, s.pending, s.next_boot)
+    };
+    assert_eq!(boot(&mut st, "on", "b1"), (1, 1, 0));
+    // The same boot again: its share is taken.
+    assert_eq!(boot(&mut st, "on", "b1"), (0, 1, 1));
+    // A second boot of `on` before any of `off`: it waits.
+    assert_eq!(boot(&mut st, "on", "b2"), (0, 1, 1));
+    assert_eq!(boot(&mut st, "off", "b3"), (1, 1, 0));
+    // Now either state may take its second boot.
+    assert_eq!(boot(&mut st, "off", "b4"), (1, 1, 0));
+    assert_eq!(boot(&mut st, "on", "b5"), (1, 1, 0));
+    // Complete: 2 samples on each of 2 boots, each state.
+    assert_eq!(boot(&mut st, "on", "b6"), (0, 1, 0));
+    let c = st
+        .campaigns(crate::store::CampaignQuery::Named("boots"))
+        .unwrap();
+    let p = crate::runner::campaign::progress_by_boot(&st, c[0].id, None).unwrap();
+    for states in p.boots.values() {
+        let boots: Vec<u32> = states.values().flat_map(|b| b.values().copied()).collect();
+        assert_eq!(boots, [2, 2], "{p:?}");
+    }
 }

@@ -15,7 +15,7 @@ use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
 
-use super::{Confidence, Interval, Sample, TooFew, TwoSample};
+use super::{Confidence, Interval, Sample, TooFew};
 
 /// Resampling settings.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -57,6 +57,9 @@ pub struct BootResult {
     pub p: f64,
     /// Set when a set has a single value (nothing to resample).
     pub too_few: Option<TooFew>,
+    /// Resamples whose statistic is not a number (a ratio to a zero
+    /// mean); when any is, there is no interval (NaN) and p is 1.
+    pub undefined: usize,
 }
 
 impl Bootstrap {
@@ -96,9 +99,12 @@ impl Bootstrap {
             confidence,
         });
         let mut dist = self.two_sample_distribution(a, b, &mut stat);
-        dist.retain(|v| !v.is_nan());
+        // A resample whose statistic does not exist (a ratio to a zero
+        // mean) leaves no percentile interval to speak of.
+        let undefined = dist.iter().filter(|v| !v.is_finite()).count();
+        dist.retain(|v| v.is_finite());
         dist.sort_unstable_by(f64::total_cmp);
-        let (interval, p) = if dist.is_empty() {
+        let (interval, p) = if dist.is_empty() || undefined > 0 {
             (
                 Interval {
                     lo: f64::NAN,
@@ -129,6 +135,7 @@ impl Bootstrap {
             null,
             p,
             too_few,
+            undefined,
         }
     }
 
@@ -140,27 +147,9 @@ impl Bootstrap {
 
 impl BootResult {
     /// The interval excludes the null value (and enough samples).
+    #[cfg(test)]
     pub fn significant(&self) -> bool {
         self.too_few.is_none() && !self.interval.contains(self.null)
-    }
-}
-
-impl TwoSample for BootResult {
-    fn p_value(&self) -> Option<f64> {
-        Some(self.p)
-    }
-    /// For a ratio statistic (`null` = 1): the interval minus 1.
-    fn relative_interval(&self) -> Option<Interval> {
-        (self.null == 1.0).then_some(Interval {
-            lo: self.interval.lo - 1.0,
-            hi: self.interval.hi - 1.0,
-        })
-    }
-    fn too_few(&self) -> Option<TooFew> {
-        self.too_few
-    }
-    fn significant(&self) -> bool {
-        BootResult::significant(self)
     }
 }
 
@@ -204,8 +193,6 @@ mod tests {
         assert!(r1.interval.lo > 1.1 && r1.interval.hi < 1.3, "{r1:?}");
         assert!(r1.significant());
         assert_eq!(r1.p, 0.0);
-        let rel = r1.relative_interval().unwrap();
-        assert!((rel.lo - (r1.interval.lo - 1.0)).abs() < 1e-15);
     }
 
     #[test]
@@ -218,5 +205,17 @@ mod tests {
         let one = s(&[1.0]);
         let r = bs.ratio_of_means(&one, &a, Confidence::default());
         assert!(r.too_few.is_some() && !r.significant());
+    }
+
+    #[test]
+    fn a_ratio_to_a_zero_mean_leaves_no_interval() {
+        // Resamples of a baseline with mostly zeros often average 0: their
+        // ratio is no number, and the interval would read [0, NaN].
+        let a = s(&[0.0, 0.001, 0.0, 0.0, 0.002, 0.0]);
+        let b = s(&[0.0, 0.0011, 0.0, 0.0, 0.0022, 0.0]);
+        let r = Bootstrap::default().ratio_of_means(&a, &b, Confidence::percent(95.0));
+        assert!(r.undefined > 0, "{r:?}");
+        assert!(r.interval.lo.is_nan() && r.p == 1.0);
+        assert!((r.statistic - 1.1).abs() < 1e-12);
     }
 }

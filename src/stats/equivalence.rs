@@ -11,7 +11,7 @@
 use serde::Serialize;
 use std::fmt;
 
-use super::{Interval, TwoSample};
+use super::Interval;
 
 /// What an interval says about a change, given an equivalence margin.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -57,19 +57,6 @@ pub fn verdict(relative: Interval, margin: f64) -> Verdict {
     }
 }
 
-/// The verdict of any two-sample result with a relative interval; tests
-/// without one (Mann-Whitney) decide only "different" from their p-value.
-pub fn verdict_of(r: &dyn TwoSample, margin: f64) -> Verdict {
-    if r.too_few().is_some() {
-        return Verdict::TooFew;
-    }
-    match r.relative_interval() {
-        Some(iv) => verdict(iv, margin),
-        None if r.significant() => Verdict::Different,
-        None => Verdict::Inconclusive,
-    }
-}
-
 /// A verdict with its margin, for printing: "equivalent within ±1%".
 pub struct Display(pub Verdict, pub f64);
 
@@ -91,7 +78,6 @@ impl fmt::Display for Display {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::stats::{Confidence, Sample, ttest::TTest};
 
     fn iv(lo: f64, hi: f64) -> Interval {
         Interval { lo, hi }
@@ -111,16 +97,5 @@ mod tests {
             Display(Verdict::Equivalent, 0.01).to_string(),
             "equivalent within ±1%"
         );
-    }
-
-    #[test]
-    fn from_a_test_result() {
-        let a = Sample::new(&[100.0, 100.2, 99.9, 100.1, 99.8, 100.0, 100.1, 99.9]).unwrap();
-        let b = Sample::new(&[100.1, 99.9, 100.0, 100.2, 99.8, 100.1, 100.0, 99.9]).unwrap();
-        let r = TTest::welch(&a, &b, Confidence::percent(90.0));
-        assert_eq!(verdict_of(&r, 0.01), Verdict::Equivalent);
-        let one = Sample::new(&[100.0]).unwrap();
-        let r = TTest::welch(&one, &b, Confidence::percent(90.0));
-        assert_eq!(verdict_of(&r, 0.01), Verdict::TooFew);
     }
 }

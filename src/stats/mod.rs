@@ -11,6 +11,10 @@
 //!   difference: ministat's table-based Student's t ([`student`]), Student's
 //!   and Welch's t with exact quantiles ([`ttest`]), Mann-Whitney U
 //!   ([`utest`]), bootstrap intervals of ratios ([`bootstrap`]).
+//! - Two arms measured in the same rounds ([`paired`]): per-round log
+//!   ratios, Hodges-Lehmann estimate, Wilcoxon signed-rank interval.
+//! - [`design`]: the analysis the blocks (rounds, processes, runs, boots)
+//!   call for, every interval of a log ratio ([`logratio`]).
 //! - Across benchmarks: the geometric mean of ratios ([`geomean`]);
 //!   within one sample: outlier flags ([`outliers`]).
 //! - [`equivalence`]: turns an interval into a verdict, so "no difference
@@ -28,12 +32,15 @@
 pub mod bootstrap;
 pub mod cfmt;
 pub mod changepoint;
+pub mod design;
 pub mod dist;
 pub mod equivalence;
 pub mod geomean;
+pub mod logratio;
 pub mod multiple;
 pub mod nested;
 pub mod outliers;
+pub mod paired;
 pub mod power;
 pub mod sample;
 #[cfg(test)]
@@ -96,7 +103,7 @@ impl Default for Confidence {
 }
 
 /// A closed interval `[lo, hi]`.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, serde::Deserialize)]
 pub struct Interval {
     pub lo: f64,
     pub hi: f64,
@@ -137,20 +144,6 @@ impl std::fmt::Display for TooFew {
             self.confidence.as_percent()
         )
     }
-}
-
-/// What every two-sample test result offers, for code that renders any of
-/// them (`kbench compare --test ...`).
-pub trait TwoSample {
-    /// Two-sided p-value, when the test has one.
-    fn p_value(&self) -> Option<f64>;
-    /// The interval of the relative change `b/a - 1` (0.05 = +5%), when the
-    /// test gives one.
-    fn relative_interval(&self) -> Option<Interval>;
-    /// Set when the samples cannot show a difference at this level.
-    fn too_few(&self) -> Option<TooFew>;
-    /// Whether the test calls the difference significant.
-    fn significant(&self) -> bool;
 }
 
 #[cfg(test)]

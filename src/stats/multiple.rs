@@ -88,6 +88,26 @@ pub fn adjust(p: &[Option<f64>], method: Adjust) -> Vec<Option<f64>> {
     out
 }
 
+/// The significance level each test's own interval must be taken at for
+/// the interval to agree with its adjusted p-value: alpha * p / p_adj
+/// (alpha / m when p_adj is 0). A test's interval at level 1 - gamma
+/// excludes "no change" exactly when p < gamma, that is when
+/// p_adj < alpha. For Bonferroni this is alpha / m, the simultaneous
+/// interval; for Holm the level of the step at which the test was decided
+/// (Holm 1979), lower where the running maximum raised p_adj. `None`
+/// stays `None`; each level is at least 1e-12.
+pub fn levels(p: &[Option<f64>], adjusted: &[Option<f64>], alpha: f64) -> Vec<Option<f64>> {
+    let m = family_size(p).max(1) as f64;
+    p.iter()
+        .zip(adjusted)
+        .map(|(p, q)| {
+            let (p, q) = (p.as_ref()?, q.as_ref()?);
+            let g = if *q > 0.0 { alpha * p / q } else { alpha / m };
+            Some(g.clamp(1e-12, alpha))
+        })
+        .collect()
+}
+
 /// The number of p-values in a family (those that are not `None`).
 pub fn family_size(p: &[Option<f64>]) -> usize {
     p.iter().filter(|x| x.is_some()).count()
@@ -133,6 +153,24 @@ mod tests {
             &[Some(0.6), None, Some(0.6), Some(0.06)],
         );
         assert_eq!(family_size(&p), 3);
+    }
+
+    #[test]
+    fn levels_make_intervals_agree_with_adjusted_p() {
+        let p = some(&[0.04, 0.001, 0.03, 0.5, 0.01]);
+        for m in [Adjust::Holm, Adjust::BenjaminiHochberg] {
+            let q = adjust(&p, m);
+            let g = levels(&p, &q, 0.05);
+            for ((p, q), g) in p.iter().zip(&q).zip(&g) {
+                let (p, q, g) = (p.unwrap(), q.unwrap(), g.unwrap());
+                assert_eq!(p < g, q < 0.05, "{m:?}: p {p} q {q} level {g}");
+                assert!(g <= 0.05);
+            }
+        }
+        // Holm: the smallest p is decided at 0.05 / 5.
+        let g = levels(&p, &adjust(&p, Adjust::Holm), 0.05);
+        assert!((g[1].unwrap() - 0.01).abs() < 1e-15);
+        assert_eq!(levels(&[None], &[None], 0.05), vec![None]);
     }
 
     #[test]

@@ -21,19 +21,19 @@
 //! Samples of one process are not independent draws of what a fresh
 //! process would measure: when processes differ, a test that treats all
 //! samples as independent has a standard error too small and finds
-//! differences that are not there. [`compare`] picks the unit of the test
-//! (the error term): the samples when the levels above do not differ, the
-//! process means when processes do, the boot means when boots do. The
-//! choice uses Bancroft's "sometimes pool" rule with the lenient pooling
-//! level 0.25 (Bancroft 1944; Hines 1996, "Pooling in ANOVA"): a level is
-//! pooled into the one below only when its F test has p > 0.25, which
-//! keeps the false-positive rate near the nominal one whether or not
-//! processes really differ (simulations below).
+//! differences that are not there. [`components`] picks the unit of the
+//! mean's interval (the error term): the samples when the levels above do
+//! not differ, the process means when processes do, the boot means when
+//! boots do. The choice uses Bancroft's "sometimes pool" rule with the
+//! lenient pooling level 0.25 (Bancroft 1944; Hines 1996, "Pooling in
+//! ANOVA"): a level is pooled into the one below only when its F test has
+//! p > 0.25, which keeps the coverage near the nominal one whether or not
+//! processes really differ (simulations below). Comparisons of two
+//! operands use the same rule in `stats::design`.
 
 use serde::Serialize;
 
 use super::dist::f_sf;
-use super::ttest::TTest;
 use super::{Confidence, Interval, Sample};
 
 /// The values one process measured, and the boot it ran on.
@@ -188,7 +188,7 @@ fn anova(boots: &[Vec<&[f64]>]) -> Anova {
 }
 
 /// F test p of `ss1/df1` against `ss2/df2`; `None` without the df.
-fn f_test(ss1: f64, df1: f64, ss2: f64, df2: f64) -> Option<f64> {
+pub(crate) fn f_test(ss1: f64, df1: f64, ss2: f64, df2: f64) -> Option<f64> {
     if df1 <= 0.0 || df2 <= 0.0 {
         return None;
     }
@@ -284,64 +284,6 @@ pub fn components(groups: &[Group], conf: Confidence) -> Option<Components> {
         term,
         interval: mean_interval(&units(groups, term), conf),
         naive_interval: mean_interval(&all, conf),
-    })
-}
-
-/// A comparison of two operands measured in several processes.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct NestedComparison {
-    /// The unit the test used, chosen over both operands.
-    pub term: ErrorTerm,
-    /// Pooled F test of "processes differ" over both operands.
-    pub process_p: Option<f64>,
-    /// Pooled F test of "boots differ".
-    pub boot_p: Option<f64>,
-    /// Welch's t over the chosen units.
-    pub test: TTest,
-    /// Welch's t over all samples as if independent, for contrast.
-    pub naive: TTest,
-}
-
-/// Compare `b` (contender) with the baseline `a`, each a set of processes,
-/// with Welch's t over the unit that the pooled F tests of both
-/// operands choose (Bancroft's rule, [`POOL_P`]). `None` when a side has no value.
-pub fn compare(a: &[Group], b: &[Group], conf: Confidence) -> Option<NestedComparison> {
-    let (ba, bb) = (by_boot(a), by_boot(b));
-    let (x, y) = (anova(&ba), anova(&bb));
-    let process_p = f_test(
-        x.ss_proc + y.ss_proc,
-        x.df_proc + y.df_proc,
-        x.ss_within + y.ss_within,
-        x.df_within + y.df_within,
-    );
-    let boot_p = f_test(
-        x.ss_boot + y.ss_boot,
-        x.df_boot + y.df_boot,
-        x.ss_proc + y.ss_proc,
-        x.df_proc + y.df_proc,
-    );
-    let mut term = choose(boot_p, process_p);
-    // A unit needs two of itself on each side.
-    let enough = |t: ErrorTerm| units(a, t).len() >= 2 && units(b, t).len() >= 2;
-    if term == ErrorTerm::BootMeans && !enough(term) {
-        term = ErrorTerm::ProcessMeans;
-    }
-    if term == ErrorTerm::ProcessMeans && !enough(term) {
-        term = ErrorTerm::Samples;
-    }
-    let sample = |g: &[Group], t| Sample::new(&units(g, t)).ok();
-    let naive = TTest::welch(
-        &sample(a, ErrorTerm::Samples)?,
-        &sample(b, ErrorTerm::Samples)?,
-        conf,
-    );
-    let test = TTest::welch(&sample(a, term)?, &sample(b, term)?, conf);
-    Some(NestedComparison {
-        term,
-        process_p,
-        boot_p,
-        test,
-        naive,
     })
 }
 
@@ -441,42 +383,6 @@ mod tests {
                 g("boot", &Normal::new(m, within).draw(r, n))
             })
             .collect()
-    }
-
-    /// A/A comparisons: the share the nested test and the naive test call
-    /// significant.
-    fn false_positives(seed: u64, trials: usize, between: f64) -> (f64, f64) {
-        let mut r = rng(seed);
-        let conf = Confidence::percent(95.0);
-        let (mut nested, mut naive) = (0, 0);
-        for _ in 0..trials {
-            let a = operand(&mut r, 100.0, between, 1.0, 5, 10);
-            let b = operand(&mut r, 100.0, between, 1.0, 5, 10);
-            let c = compare(&a, &b, conf).unwrap();
-            nested += usize::from(c.test.significant());
-            naive += usize::from(c.naive.significant());
-        }
-        (nested as f64 / trials as f64, naive as f64 / trials as f64)
-    }
-
-    #[test]
-    fn nested_analysis_keeps_the_false_positive_rate_at_5_percent() {
-        // 1000 A/A comparisons of 5 processes x 10 samples a side, the
-        // process offset as large as the noise within a process.
-        let (nested, naive) = false_positives(17, 1000, 1.0);
-        eprintln!("A/A, process sd = noise sd: nested {nested}, naive {naive}");
-        assert!((nested - 0.05).abs() <= 0.02, "nested {nested}");
-        assert!(naive > 0.15, "naive {naive}");
-    }
-
-    #[test]
-    fn without_process_variance_the_rule_costs_little() {
-        // Processes alike: the pooled test is right, and the preliminary
-        // F test adds little to the 5%.
-        let (nested, naive) = false_positives(18, 1000, 0.0);
-        eprintln!("A/A, no process offset: nested {nested}, naive {naive}");
-        assert!(nested <= 0.07, "nested {nested}");
-        assert!((naive - 0.05).abs() <= 0.02, "naive {naive}");
     }
 
     #[test]

@@ -17,8 +17,9 @@
 //! which the simulation tests below bound: at the stated δ, 80% ± 5% of
 //! simulated comparisons are significant.
 
+#[cfg(test)]
+use super::Confidence;
 use super::dist::t_quantile;
-use super::{Confidence, Sample};
 use serde::Serialize;
 
 /// The power statements are made at this power.
@@ -101,27 +102,10 @@ pub fn samples_for(sd1: f64, sd2: f64, delta: f64, alpha: f64, power: f64) -> Op
     Some(hi)
 }
 
-/// The power statement of a comparison of `b` against the baseline `a`
-/// at `confidence`, for a relative `margin` (0.01 = 1%). `None` when a
-/// side has fewer than 2 values or the baseline mean is 0.
-pub fn of_samples(a: &Sample, b: &Sample, confidence: Confidence, margin: f64) -> Option<Power> {
-    let base = a.mean().abs();
-    if base == 0.0 {
-        return None;
-    }
-    let alpha = confidence.alpha();
-    let d = detectable_difference(a.stddev(), b.stddev(), a.len(), b.len(), alpha, POWER)?;
-    Some(Power {
-        power: POWER,
-        detectable: d / base,
-        margin,
-        need: samples_for(a.stddev(), b.stddev(), margin * base, alpha, POWER),
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::stats::Sample;
     use crate::stats::sim::{Normal, rng};
     use crate::stats::ttest::TTest;
 
@@ -182,26 +166,5 @@ mod tests {
         assert!((rate - 0.8).abs() <= 0.05, "n = {n}: power {rate}");
         // One fewer sample falls short of the requested power on paper.
         assert!(detectable_difference(1.0, 1.0, n - 1, n - 1, 0.05, POWER).unwrap() > 0.7);
-    }
-
-    #[test]
-    fn statement_from_samples_is_relative_to_the_baseline() {
-        let a = Sample::new(&[99.0, 101.0, 100.0, 98.0, 102.0]).unwrap();
-        let b = Sample::new(&[100.0, 102.0, 101.0, 99.0, 103.0]).unwrap();
-        let p = of_samples(&a, &b, Confidence::percent(95.0), 0.01).unwrap();
-        let abs = detectable_difference(a.stddev(), b.stddev(), 5, 5, 0.05, POWER).unwrap();
-        assert!((p.detectable - abs / 100.0).abs() < 1e-12);
-        // sd 1.58 each, δ = 1: about 2 (1.96 + 0.84)² 2.5 = 39 per side.
-        let need = p.need.unwrap();
-        assert!((35..=45).contains(&need), "{need}");
-        assert!(
-            of_samples(
-                &Sample::new(&[0.0, 0.0]).unwrap(),
-                &b,
-                Confidence::default(),
-                0.01
-            )
-            .is_none()
-        );
     }
 }

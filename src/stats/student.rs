@@ -8,7 +8,7 @@
 
 use std::sync::OnceLock;
 
-use super::{Confidence, Interval, Sample, TooFew, TwoSample};
+use super::{Confidence, Interval, Sample, TooFew};
 
 /// The confidence levels (percent) of the table's columns, in order.
 pub const LEVELS: [f64; 6] = [80.0, 90.0, 95.0, 98.0, 99.0, 99.5];
@@ -211,27 +211,6 @@ pub fn ministat_diff(
             need: 2,
             confidence,
         }),
-    }
-}
-
-impl TwoSample for MinistatDiff {
-    /// ministat reports no p-value.
-    fn p_value(&self) -> Option<f64> {
-        None
-    }
-    fn relative_interval(&self) -> Option<Interval> {
-        let c = self.rel_diff_pct / 100.0;
-        let h = self.rel_half_width_pct.abs() / 100.0;
-        Some(Interval {
-            lo: c - h,
-            hi: c + h,
-        })
-    }
-    fn too_few(&self) -> Option<TooFew> {
-        self.too_few
-    }
-    fn significant(&self) -> bool {
-        self.significant
     }
 }
 

@@ -8,7 +8,7 @@
 //! the variance and a continuity correction of 1/2 (as R's `wilcox.test`).
 
 use super::dist::normal_sf;
-use super::{Confidence, Interval, Sample, TooFew, TwoSample};
+use super::{Confidence, Sample, TooFew};
 use serde::Serialize;
 
 /// Largest n1 + n2 for the exact distribution.
@@ -123,24 +123,9 @@ impl UTest {
     }
 
     /// `p < alpha` (and enough samples).
+    #[cfg(test)]
     pub fn significant(&self) -> bool {
         self.too_few.is_none() && self.p < self.confidence.alpha()
-    }
-}
-
-impl TwoSample for UTest {
-    fn p_value(&self) -> Option<f64> {
-        Some(self.p)
-    }
-    /// A rank test gives no interval; use [`super::bootstrap`] for one.
-    fn relative_interval(&self) -> Option<Interval> {
-        None
-    }
-    fn too_few(&self) -> Option<TooFew> {
-        self.too_few
-    }
-    fn significant(&self) -> bool {
-        UTest::significant(self)
     }
 }
 
@@ -209,7 +194,7 @@ fn hodges_lehmann(a: &[f64], b: &[f64]) -> f64 {
 }
 
 /// Order-preserving map of f64 (no NaN) to u64.
-fn key(x: f64) -> u64 {
+pub(crate) fn key(x: f64) -> u64 {
     let bits = x.to_bits();
     if bits >> 63 == 1 {
         !bits
@@ -218,7 +203,8 @@ fn key(x: f64) -> u64 {
     }
 }
 
-fn unkey(k: u64) -> f64 {
+/// The inverse of [`key`].
+pub(crate) fn unkey(k: u64) -> f64 {
     f64::from_bits(if k >> 63 == 1 { k & !(1 << 63) } else { !k })
 }
 

@@ -155,6 +155,9 @@ pub fn copy_with(
                 ..f
             })?;
         }
+        for v in from.verdicts(Scope::Run(run.id))? {
+            to.add_verdict(&super::VerdictRec { run_id, ..v })?;
+        }
         if run.ended.is_some() || run.status != RunStatus::Running {
             to.finish_run(run_id, run.ended.unwrap_or(run.started), run.status)?;
         }
@@ -171,9 +174,11 @@ mod tests {
     #[test]
     fn copies_once_by_identity() {
         let dir = tempfile::tempdir().unwrap();
-        let mut a = SqliteStore::open(&dir.path().join("a.db"), true).unwrap();
+        let mut a =
+            SqliteStore::open(&dir.path().join("a.db"), crate::store::Access::Write).unwrap();
         suite::round_trip(&mut a);
-        let mut b = SqliteStore::open(&dir.path().join("b.db"), true).unwrap();
+        let mut b =
+            SqliteStore::open(&dir.path().join("b.db"), crate::store::Access::Write).unwrap();
         let first = copy(&a, &mut b, &[]).unwrap();
         assert_eq!((first.runs, first.samples), (3, 8));
         let again = copy(&a, &mut b, &[]).unwrap();
@@ -205,8 +210,18 @@ mod tests {
             assert_eq!(v(xs), v(ys));
         }
         assert_eq!(b.failures(Scope::Run(rb[0].id)).unwrap().len(), 1);
+        let verdicts = |st: &SqliteStore, id| {
+            st.verdicts(Scope::Run(id))
+                .unwrap()
+                .into_iter()
+                .map(|v| (v.kind, v.body))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(verdicts(&a, ra[0].id), verdicts(&b, rb[0].id));
+        assert_eq!(verdicts(&b, rb[0].id).len(), 1);
         // Only the campaign named: the campaign `c` has all three runs.
-        let mut c = SqliteStore::open(&dir.path().join("c.db"), true).unwrap();
+        let mut c =
+            SqliteStore::open(&dir.path().join("c.db"), crate::store::Access::Write).unwrap();
         let only = copy(&a, &mut c, &["c".into()]).unwrap();
         assert_eq!(only.runs, 3);
         let e = copy(&a, &mut c, &["nope".into()]).unwrap_err();

@@ -7,23 +7,32 @@ use indexmap::IndexMap;
 
 use super::{
     CampaignQuery, CampaignRow, CellProgress, CellRec, FailureRec, NewRun, RunDetails, RunRow,
-    SampleRec, Scope, StoreRead, StoreWrite, StoredCell,
+    SampleRec, Scope, StoreRead, StoreWrite, StoredCell, VerdictRec,
 };
 use crate::record::{CampaignKey, CellInfo, CellStatus, RunStatus};
 
+#[derive(Clone)]
 struct Run {
     row: RunRow,
     campaign_id: Option<i64>,
     details: RunDetails,
 }
 
-#[derive(Default)]
-pub struct MemoryStore {
+#[derive(Clone, Default)]
+struct Tables {
     campaigns: Vec<CampaignRow>,
     runs: Vec<Run>,
     cells: Vec<CellRec>,
     samples: Vec<(i64, SampleRec)>,
     failures: Vec<FailureRec>,
+    verdicts: Vec<VerdictRec>,
+}
+
+#[derive(Default)]
+pub struct MemoryStore {
+    t: Tables,
+    /// The tables as `begin` found them, for `rollback`.
+    saved: Option<Tables>,
     /// Time stamps given to new campaigns (tests want fixed ones).
     pub now: f64,
 }
@@ -37,6 +46,7 @@ impl MemoryStore {
         match scope {
             Scope::Run(id) => run_id == id,
             Scope::Campaign(c) => self
+                .t
                 .runs
                 .iter()
                 .any(|r| r.row.id == run_id && r.campaign_id == Some(c)),
@@ -45,14 +55,16 @@ impl MemoryStore {
 
     fn row(&self, r: &Run) -> RunRow {
         RunRow {
-            cells: self.cells.iter().filter(|c| c.run_id == r.row.id).count() as i64,
+            cells: self.t.cells.iter().filter(|c| c.run_id == r.row.id).count() as i64,
             samples: self
+                .t
                 .samples
                 .iter()
                 .filter(|(run, _)| *run == r.row.id)
                 .count() as i64,
             campaign: r.campaign_id.and_then(|c| {
-                self.campaigns
+                self.t
+                    .campaigns
                     .iter()
                     .find(|x| x.id == c)
                     .map(|x| x.name.clone())
@@ -65,6 +77,7 @@ impl MemoryStore {
 impl StoreRead for MemoryStore {
     fn runs(&self, campaign: Option<i64>) -> anyhow::Result<Vec<RunRow>> {
         Ok(self
+            .t
             .runs
             .iter()
             .filter(|r| campaign.is_none() || r.campaign_id == campaign)
@@ -74,6 +87,7 @@ impl StoreRead for MemoryStore {
 
     fn run(&self, id: i64) -> anyhow::Result<Option<RunRow>> {
         Ok(self
+            .t
             .runs
             .iter()
             .find(|r| r.row.id == id)
@@ -81,7 +95,8 @@ impl StoreRead for MemoryStore {
     }
 
     fn run_details(&self, id: i64) -> anyhow::Result<RunDetails> {
-        self.runs
+        self.t
+            .runs
             .iter()
             .find(|r| r.row.id == id)
             .map(|r| r.details.clone())
@@ -89,11 +104,12 @@ impl StoreRead for MemoryStore {
     }
 
     fn last_run_id(&self) -> anyhow::Result<Option<i64>> {
-        Ok(self.runs.last().map(|r| r.row.id))
+        Ok(self.t.runs.last().map(|r| r.row.id))
     }
 
     fn campaigns(&self, q: CampaignQuery<'_>) -> anyhow::Result<Vec<CampaignRow>> {
         Ok(self
+            .t
             .campaigns
             .iter()
             .filter(|c| match q {
@@ -106,11 +122,13 @@ impl StoreRead for MemoryStore {
 
     fn cells(&self, scope: Scope) -> anyhow::Result<Vec<StoredCell>> {
         Ok(self
+            .t
             .cells
             .iter()
             .filter(|c| self.in_scope(c.run_id, scope))
             .map(|c| {
                 let mine = self
+                    .t
                     .samples
                     .iter()
                     .filter(|(_, s)| s.cell_id == c.id)
@@ -123,6 +141,7 @@ impl StoreRead for MemoryStore {
 
     fn failures(&self, scope: Scope) -> anyhow::Result<Vec<FailureRec>> {
         Ok(self
+            .t
             .failures
             .iter()
             .filter(|f| self.in_scope(f.run_id, scope))
@@ -130,13 +149,24 @@ impl StoreRead for MemoryStore {
             .collect())
     }
 
+    fn verdicts(&self, scope: Scope) -> anyhow::Result<Vec<VerdictRec>> {
+        Ok(self
+            .t
+            .verdicts
+            .iter()
+            .filter(|v| self.in_scope(v.run_id, scope))
+            .cloned()
+            .collect())
+    }
+
     fn progress(&self, campaign: i64) -> anyhow::Result<Vec<CellProgress>> {
         let mut acc: IndexMap<(String, String, String), u32> = IndexMap::new();
-        for c in &self.cells {
+        for c in &self.t.cells {
             if !self.in_scope(c.run_id, Scope::Campaign(campaign)) {
                 continue;
             }
             let mut rounds: Vec<u32> = self
+                .t
                 .samples
                 .iter()
                 .filter(|(_, s)| s.cell_id == c.id)
@@ -145,6 +175,7 @@ impl StoreRead for MemoryStore {
             rounds.sort_unstable();
             rounds.dedup();
             let host = self
+                .t
                 .runs
                 .iter()
                 .find(|r| r.row.id == c.run_id)
@@ -167,13 +198,13 @@ impl StoreRead for MemoryStore {
 
 impl StoreWrite for MemoryStore {
     fn campaign(&mut self, key: &CampaignKey) -> anyhow::Result<i64> {
-        if let Some(c) = self.campaigns.iter().find(|c| {
+        if let Some(c) = self.t.campaigns.iter().find(|c| {
             c.name == key.name && c.plan_hash == key.plan_hash && c.generation == key.generation
         }) {
             return Ok(c.id);
         }
-        let id = self.campaigns.len() as i64 + 1;
-        self.campaigns.push(CampaignRow {
+        let id = self.t.campaigns.len() as i64 + 1;
+        self.t.campaigns.push(CampaignRow {
             id,
             name: key.name.clone(),
             plan_hash: key.plan_hash.clone(),
@@ -188,8 +219,8 @@ impl StoreWrite for MemoryStore {
         if let Some(id) = self.run_id(&run.uuid)? {
             return Ok(id);
         }
-        let id = self.runs.len() as i64 + 1;
-        self.runs.push(Run {
+        let id = self.t.runs.len() as i64 + 1;
+        self.t.runs.push(Run {
             row: RunRow {
                 id,
                 uuid: run.uuid.clone(),
@@ -213,6 +244,7 @@ impl StoreWrite for MemoryStore {
 
     fn run_id(&mut self, uuid: &str) -> anyhow::Result<Option<i64>> {
         Ok(self
+            .t
             .runs
             .iter()
             .find(|r| r.row.uuid == uuid)
@@ -223,8 +255,8 @@ impl StoreWrite for MemoryStore {
         if let Some(id) = self.cell_id(run_id, &cell.key)? {
             return Ok(id);
         }
-        let id = self.cells.len() as i64 + 1;
-        self.cells.push(CellRec {
+        let id = self.t.cells.len() as i64 + 1;
+        self.t.cells.push(CellRec {
             id,
             run_id,
             info: cell.clone(),
@@ -237,6 +269,7 @@ impl StoreWrite for MemoryStore {
 
     fn cell_id(&mut self, run_id: i64, key: &str) -> anyhow::Result<Option<i64>> {
         Ok(self
+            .t
             .cells
             .iter()
             .find(|c| c.run_id == run_id && c.info.key == key)
@@ -249,7 +282,7 @@ impl StoreWrite for MemoryStore {
         placement: Option<&str>,
         notes: &IndexMap<String, String>,
     ) -> anyhow::Result<()> {
-        if let Some(c) = self.cells.iter_mut().find(|c| c.id == cell_id) {
+        if let Some(c) = self.t.cells.iter_mut().find(|c| c.id == cell_id) {
             c.placement = placement.map(str::to_string);
             c.notes = notes.clone();
         }
@@ -257,7 +290,7 @@ impl StoreWrite for MemoryStore {
     }
 
     fn finish_cell(&mut self, cell_id: i64, status: CellStatus) -> anyhow::Result<()> {
-        if let Some(c) = self.cells.iter_mut().find(|c| c.id == cell_id) {
+        if let Some(c) = self.t.cells.iter_mut().find(|c| c.id == cell_id) {
             c.status = Some(status);
         }
         Ok(())
@@ -266,15 +299,28 @@ impl StoreWrite for MemoryStore {
     fn add_samples(&mut self, run_id: i64, samples: &[SampleRec]) -> anyhow::Result<usize> {
         let mut added = 0;
         for s in samples {
-            let dup = self.samples.iter().any(|(_, x)| {
+            let dup = self.t.samples.iter().find(|(_, x)| {
                 x.cell_id == s.cell_id
                     && x.metric == s.metric
                     && x.round == s.round
                     && x.seq == s.seq
             });
-            if !dup {
-                self.samples.push((run_id, s.clone()));
-                added += 1;
+            match dup {
+                Some((_, x)) if !super::same_value(x.value, s.value) => {
+                    return Err(super::Conflict {
+                        cell_id: s.cell_id,
+                        metric: s.metric.to_string(),
+                        round: s.round,
+                        stored: x.value,
+                        new: s.value,
+                    }
+                    .into());
+                }
+                Some(_) => {}
+                None => {
+                    self.t.samples.push((run_id, s.clone()));
+                    added += 1;
+                }
             }
         }
         Ok(added)
@@ -282,19 +328,50 @@ impl StoreWrite for MemoryStore {
 
     fn add_failure(&mut self, f: &FailureRec) -> anyhow::Result<()> {
         if !self
+            .t
             .failures
             .iter()
             .any(|x| x.cell_id == f.cell_id && x.seq == f.seq)
         {
-            self.failures.push(f.clone());
+            self.t.failures.push(f.clone());
         }
         Ok(())
     }
 
     fn finish_run(&mut self, run_id: i64, ended: f64, status: RunStatus) -> anyhow::Result<()> {
-        if let Some(r) = self.runs.iter_mut().find(|r| r.row.id == run_id) {
+        if let Some(r) = self.t.runs.iter_mut().find(|r| r.row.id == run_id) {
             r.row.ended = Some(ended);
             r.row.status = status;
+        }
+        Ok(())
+    }
+
+    fn add_verdict(&mut self, v: &VerdictRec) -> anyhow::Result<()> {
+        if !self
+            .t
+            .verdicts
+            .iter()
+            .any(|x| x.run_id == v.run_id && x.kind == v.kind)
+        {
+            self.t.verdicts.push(v.clone());
+        }
+        Ok(())
+    }
+
+    fn begin(&mut self) -> anyhow::Result<()> {
+        anyhow::ensure!(self.saved.is_none(), "a transaction is open already");
+        self.saved = Some(self.t.clone());
+        Ok(())
+    }
+
+    fn commit(&mut self) -> anyhow::Result<()> {
+        self.saved = None;
+        Ok(())
+    }
+
+    fn rollback(&mut self) -> anyhow::Result<()> {
+        if let Some(t) = self.saved.take() {
+            self.t = t;
         }
         Ok(())
     }
@@ -305,5 +382,6 @@ mod tests {
     #[test]
     fn passes_the_store_suite() {
         super::super::suite::round_trip(&mut super::MemoryStore::new());
+        super::super::suite::all_or_nothing(&mut super::MemoryStore::new());
     }
 }

@@ -13,11 +13,15 @@
 //! any point keeps everything it measured.
 
 pub mod copy;
+pub mod locator;
 #[cfg(test)]
 pub mod memory;
 pub mod postgres;
 pub mod sink;
+mod sql;
 pub mod sqlite;
+
+pub use locator::Locator;
 
 use indexmap::IndexMap;
 use serde::Serialize;
@@ -36,6 +40,13 @@ use crate::system::Fingerprint;
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
 pub struct Lost(pub String);
+
+pub use crate::error::Conflict;
+
+/// Whether a stored value and a new one for the same identity agree.
+pub fn same_value(stored: f64, new: f64) -> bool {
+    stored.to_bits() == new.to_bits() || stored == new
+}
 
 /// A run about to be recorded.
 #[derive(Clone, Debug)]
@@ -96,6 +107,16 @@ pub struct FailureRec {
     /// Unix time, seconds.
     pub t: f64,
     pub message: String,
+}
+
+/// A decision a producer made from a run's samples (a bisection step's
+/// call, the revision it found), as JSON whose shape is the producer's.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct VerdictRec {
+    pub run_id: i64,
+    /// What it decides (`bisect.step`, ...): with the run, its identity.
+    pub kind: String,
+    pub body: serde_json::Value,
 }
 
 /// A run as listed by `kbench runs`.
@@ -194,6 +215,8 @@ pub trait StoreRead {
     /// Samples per cell key, system state and host of a campaign, counted
     /// by the backend without loading samples.
     fn progress(&self, campaign: i64) -> anyhow::Result<Vec<CellProgress>>;
+    /// The verdicts stored with the runs in scope, in the order stored.
+    fn verdicts(&self, scope: Scope) -> anyhow::Result<Vec<VerdictRec>>;
 }
 
 /// Idempotent writes, each committed when it returns.
@@ -231,6 +254,14 @@ pub trait StoreWrite {
     /// Record a failure; one already stored (same cell and seq) is kept.
     fn add_failure(&mut self, f: &FailureRec) -> anyhow::Result<()>;
     fn finish_run(&mut self, run_id: i64, ended: f64, status: RunStatus) -> anyhow::Result<()>;
+    /// Record a verdict; one already stored (same run and kind) is kept.
+    fn add_verdict(&mut self, v: &VerdictRec) -> anyhow::Result<()>;
+    /// Hold every write until [`StoreWrite::commit`] in one transaction:
+    /// all of them are stored, or none (after [`StoreWrite::rollback`], an
+    /// error, or the process dying). Not nested.
+    fn begin(&mut self) -> anyhow::Result<()>;
+    fn commit(&mut self) -> anyhow::Result<()>;
+    fn rollback(&mut self) -> anyhow::Result<()>;
 }
 
 /// A backend: both halves (`&dyn Store` coerces to `&dyn StoreRead`).
@@ -336,29 +367,29 @@ pub enum Access {
     Read,
 }
 
-/// How messages name a store: its path, or its URL without the password.
-pub fn display_name(url: &str) -> String {
-    postgres::redact(url)
-}
-
-/// Open the store named by a path or URL (`None` = default path).
-pub fn open(url: Option<&str>, access: Access) -> anyhow::Result<Box<dyn Store>> {
-    match url {
-        Some(u) if postgres::is_url(u) => Ok(Box::new(postgres::PgStore::open(
+/// Open the store at `at`.
+pub fn open(at: &Locator, access: Access) -> anyhow::Result<Box<dyn Store>> {
+    match at {
+        Locator::Postgres(u) => Ok(Box::new(postgres::PgStore::open(
             u,
             access == Access::Write,
         )?)),
-        Some(u) => Ok(Box::new(sqlite::SqliteStore::open(
-            std::path::Path::new(u),
-            access == Access::Write,
-        )?)),
-        None => {
-            let p = default_path();
-            if access == Access::Read && !p.exists() {
+        Locator::Sqlite { path, default } => {
+            if *default && access == Access::Read && !path.exists() {
                 return Ok(Box::new(sqlite::SqliteStore::empty()?));
             }
-            Ok(Box::new(sqlite::SqliteStore::open(&p, true)?))
+            Ok(Box::new(sqlite::SqliteStore::open(path, access)?))
         }
+    }
+}
+
+/// The full check of the store at `at` (`kbench store check`): every
+/// problem found, one line each; empty when the store is sound. A store
+/// too damaged to open is checked all the same.
+pub fn check(at: &Locator) -> anyhow::Result<Vec<String>> {
+    match at {
+        Locator::Postgres(u) => postgres::check(u),
+        Locator::Sqlite { path, .. } => sqlite::check(path),
     }
 }
 
@@ -448,6 +479,34 @@ pub mod suite {
         assert_eq!(ids[0], ids[1]);
     }
 
+    /// `begin` .. `rollback` leaves nothing, `begin` .. `commit` keeps
+    /// everything, and a sample stored again with another value is a
+    /// conflict (exit 2) while the same value adds nothing.
+    pub fn all_or_nothing(s: &mut dyn Store) {
+        s.begin().unwrap();
+        let run = s.begin_run(&new_run("t1", None)).unwrap();
+        let a = s.add_cell(run, &cell_info("a", &[])).unwrap();
+        assert_eq!(s.add_samples(run, &[sample(a, 0, 1.0)]).unwrap(), 1);
+        s.rollback().unwrap();
+        assert_eq!(s.run_id("t1").unwrap(), None, "rolled back");
+        s.begin().unwrap();
+        let run = s.begin_run(&new_run("t1", None)).unwrap();
+        let a = s.add_cell(run, &cell_info("a", &[])).unwrap();
+        assert_eq!(
+            s.add_samples(run, &[sample(a, 0, 1.0), sample(a, 1, 2.0)])
+                .unwrap(),
+            2
+        );
+        s.commit().unwrap();
+        assert_eq!(s.run(run).unwrap().unwrap().samples, 2);
+        assert_eq!(s.add_samples(run, &[sample(a, 1, 2.0)]).unwrap(), 0);
+        let e = s.add_samples(run, &[sample(a, 1, 3.0)]).unwrap_err();
+        let c = e.downcast_ref::<Conflict>().expect("a conflict");
+        assert_eq!((c.cell_id, c.round, c.stored, c.new), (a, 1, 2.0, 3.0));
+        assert_eq!(crate::error::exit_code(&e), 2);
+        assert_eq!(s.run(run).unwrap().unwrap().samples, 2);
+    }
+
     pub fn round_trip(s: &mut dyn Store) {
         let key = CampaignKey {
             name: "c".into(),
@@ -504,7 +563,22 @@ pub mod suite {
         };
         s.add_failure(&f).unwrap();
         s.add_failure(&f).unwrap();
+        let v = VerdictRec {
+            run_id: run,
+            kind: "bisect.step".into(),
+            body: serde_json::json!({"call": "like-bad", "n": 8}),
+        };
+        s.add_verdict(&v).unwrap();
+        // The first one stored is kept (a replay adds nothing).
+        s.add_verdict(&VerdictRec {
+            body: serde_json::json!({"call": "like-good"}),
+            ..v.clone()
+        })
+        .unwrap();
         s.finish_run(run, 9.0, RunStatus::Failed).unwrap();
+        assert_eq!(s.verdicts(Scope::Run(run)).unwrap(), vec![v.clone()]);
+        assert_eq!(s.verdicts(Scope::Campaign(c1)).unwrap(), vec![v]);
+        assert!(s.verdicts(Scope::Campaign(c2)).unwrap().is_empty());
 
         let r = s.run(run).unwrap().unwrap();
         assert_eq!((r.cells, r.samples, r.status), (2, 4, RunStatus::Failed));

@@ -8,21 +8,22 @@
 //! The password comes from the URL, `PGPASSWORD`, or `~/.pgpass`
 //! (`PGPASSFILE`), like libpq; missing parts of the URL come from
 //! `PGHOST`, `PGPORT`, `PGUSER` and `PGDATABASE`. No message kbench prints
-//! shows the password: the store is named by [`redact`]ed URL.
+//! shows the password: the store is named by its redacted URL
+//! ([`super::locator`]).
 
 use anyhow::Context;
 use indexmap::IndexMap;
 use postgres::{Client, NoTls, Row};
 use std::cell::RefCell;
-use std::sync::Arc;
 
+use super::locator::PgUrl;
+use super::sql::{self, CAMPAIGN_COLUMNS, RUN_SELECT, SAMPLE_COLUMNS};
 use super::{
-    CampaignQuery, CampaignRow, CellProgress, CellRec, FailureRec, NewRun, RunDetails, RunRow,
-    SampleRec, Scope, StoreRead, StoreWrite, StoredCell,
+    CampaignQuery, CampaignRow, CellProgress, FailureRec, NewRun, RunDetails, RunRow, SampleRec,
+    Scope, StoreRead, StoreWrite, StoredCell, VerdictRec,
 };
 use crate::error::bad_input;
-use crate::record::{CampaignKey, CellInfo, CellStatus, Kind, RunConfig, RunStatus};
-use crate::system::Fingerprint;
+use crate::record::{CampaignKey, CellInfo, CellStatus, RunStatus};
 
 /// Schema migrations, applied in order; index + 1 = the version after it.
 /// The first is the SQLite store's schema 3 (stable identities) in
@@ -98,62 +99,20 @@ CREATE INDEX failures_run ON failures(run_id);
     r#"
 ALTER TABLE samples ADD COLUMN process BIGINT;
 "#,
+    // 3: what a producer decided from a run's samples (bisect's calls).
+    r#"
+CREATE TABLE verdicts (
+    id BIGSERIAL PRIMARY KEY,
+    run_id BIGINT NOT NULL REFERENCES runs(id),
+    kind TEXT NOT NULL,
+    body TEXT NOT NULL,
+    UNIQUE (run_id, kind)
+);
+"#,
 ];
 
 /// The advisory lock every kbench migration takes ("kbench" in ASCII).
 const MIGRATION_LOCK: i64 = 0x6b62_656e_6368;
-
-/// True for a `--db` value naming a PostgreSQL store.
-pub fn is_url(s: &str) -> bool {
-    s.starts_with("postgres://") || s.starts_with("postgresql://")
-}
-
-/// The URL with its password (in the user part or a `password=` query
-/// parameter) replaced by `***`: how messages name a store.
-pub fn redact(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else {
-        return url.to_string();
-    };
-    let (auth_end, _) = rest
-        .char_indices()
-        .find(|&(_, c)| c == '/' || c == '?')
-        .unwrap_or((rest.len(), ' '));
-    let (authority, tail) = rest.split_at(auth_end);
-    let authority = match authority.rsplit_once('@') {
-        Some((user, host)) => match user.split_once(':') {
-            Some((u, _)) => format!("{u}:***@{host}"),
-            None => authority.to_string(),
-        },
-        None => authority.to_string(),
-    };
-    let tail = match tail.split_once('?') {
-        Some((path, query)) => {
-            let q: Vec<String> = query
-                .split('&')
-                .map(|kv| match kv.split_once('=') {
-                    Some((k, _)) if k == "password" => format!("{k}=***"),
-                    _ => kv.to_string(),
-                })
-                .collect();
-            format!("{path}?{}", q.join("&"))
-        }
-        None => tail.to_string(),
-    };
-    format!("{scheme}://{authority}{tail}")
-}
-
-/// Every argument that is a store URL, redacted: the command line as
-/// stored in a run's settings.
-pub fn redact_args(args: impl IntoIterator<Item = String>) -> Vec<String> {
-    args.into_iter()
-        .map(|a| match a.split_once("postgres") {
-            Some((pre, _)) if a[pre.len()..].contains("://") => {
-                format!("{pre}{}", redact(&a[pre.len()..]))
-            }
-            _ => a,
-        })
-        .collect()
-}
 
 /// The password for (host, port, db, user) from a pgpass file: lines of
 /// `host:port:db:user:password`, `*` matching anything, `\` escaping.
@@ -212,11 +171,16 @@ const INSERT_SAMPLES: &str =
 impl PgStore {
     /// Connect to the store at `url`; with `create`, make its tables when
     /// the database has none yet (or migrate them to the newest schema).
-    pub fn open(url: &str, create: bool) -> anyhow::Result<PgStore> {
-        let name = redact(url);
-        let mut config: postgres::Config = url
-            .parse()
-            .map_err(|e| bad_input!("--db {name}: not a PostgreSQL URL ({e})"))?;
+    pub fn open(url: &PgUrl, create: bool) -> anyhow::Result<PgStore> {
+        let s = PgStore::connect(url, create)?;
+        s.check_schema()?;
+        Ok(s)
+    }
+
+    /// [`PgStore::open`] without the schema's check.
+    fn connect(url: &PgUrl, create: bool) -> anyhow::Result<PgStore> {
+        let name = url.redacted();
+        let mut config = url.config()?;
         let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
         if config.get_hosts().is_empty() {
             config.host(env("PGHOST").as_deref().unwrap_or("localhost"));
@@ -365,22 +329,6 @@ impl PgStore {
         }
     }
 
-    fn run_row(r: &Row) -> anyhow::Result<RunRow> {
-        let status: String = r.get(6);
-        Ok(RunRow {
-            id: r.get(0),
-            uuid: r.get(1),
-            campaign: r.get(2),
-            host: r.get(3),
-            started: r.get(4),
-            ended: r.get(5),
-            status: RunStatus::parse(&status).context("corrupt stored data")?,
-            cells: r.get(7),
-            samples: r.get(8),
-            overhead_ns: r.get(9),
-        })
-    }
-
     #[cfg(test)]
     fn execute(&self, sql: &str) {
         self.conn.borrow_mut().batch_execute(sql).unwrap();
@@ -402,53 +350,92 @@ fn chain(e: &dyn std::error::Error) -> String {
     s
 }
 
-fn u32_col(r: &Row, col: usize) -> anyhow::Result<u32> {
-    let v: i64 = r.get(col);
-    u32::try_from(v).with_context(|| format!("corrupt stored data: column {col} is {v}"))
-}
-
-fn json_col<T: serde::de::DeserializeOwned>(r: &Row, col: usize) -> anyhow::Result<T> {
-    let s: &str = r.get(col);
-    serde_json::from_str(s).with_context(|| format!("corrupt stored data in column {col}"))
-}
-
-fn json_text(v: &impl serde::Serialize) -> String {
-    serde_json::to_string(v).expect("serialisable")
-}
-
-const RUN_SELECT: &str = "SELECT r.id, r.uuid, c.name, r.host, r.started, r.ended, r.status,
-    (SELECT COUNT(*) FROM cells WHERE run_id = r.id),
-    (SELECT COUNT(*) FROM samples WHERE run_id = r.id),
-    r.overhead_ns
-    FROM runs r LEFT JOIN campaigns c ON c.id = r.campaign_id";
-
-/// The SQL condition selecting a scope's rows of a table aliased `alias`
-/// (which has a `run_id` column), with its one parameter `$1`.
-fn scope_sql(scope: Scope, alias: &str) -> (String, i64) {
-    match scope {
-        Scope::Run(id) => (format!("{alias}.run_id = $1"), id),
-        Scope::Campaign(id) => (
-            format!("{alias}.run_id IN (SELECT id FROM runs WHERE campaign_id = $1)"),
-            id,
-        ),
+impl PgStore {
+    /// Rows of `sql` (parameters `params`), each decoded by `f`.
+    fn rows<T>(
+        &self,
+        sql: &str,
+        params: &[&(dyn postgres::types::ToSql + Sync)],
+        mut f: impl FnMut(&Row) -> anyhow::Result<T>,
+    ) -> anyhow::Result<Vec<T>> {
+        let rows = self.conn.borrow_mut().query(sql, params)?;
+        rows.iter()
+            .map(|r| f(r).map_err(|e| self.damaged(&format!("{e:#}"))))
+            .collect()
     }
+
+    /// The store holds what kbench cannot read back (exit 2).
+    fn damaged(&self, what: &str) -> anyhow::Error {
+        bad_input!(
+            "{}: the store is damaged ({what}); nothing was written (`kbench store check` lists every problem)",
+            self.name
+        )
+    }
+
+    fn check(&self) -> anyhow::Result<Vec<String>> {
+        let mut problems = Vec::new();
+        if let Err(e) = self.check_schema() {
+            problems.push(format!("{e:#}"));
+            return Ok(problems);
+        }
+        // Reading every row reads every page (checked by the server when
+        // the cluster has data checksums).
+        for t in ["campaigns", "runs", "cells", "samples", "failures"] {
+            if let Err(e) = self
+                .conn
+                .borrow_mut()
+                .query_one(&format!("SELECT COUNT(*) FROM (SELECT * FROM {t}) x"), &[])
+            {
+                problems.push(format!("table {t}: {}", chain(&e)));
+            }
+        }
+        Ok(problems)
+    }
+
+    /// Every table kbench made, each with its identity (a unique
+    /// constraint): a table or constraint dropped by hand is damage.
+    fn check_schema(&self) -> anyhow::Result<()> {
+        for t in ["campaigns", "runs", "cells", "samples", "failures"] {
+            let unique: i64 = self
+                .conn
+                .borrow_mut()
+                .query_one(
+                    "SELECT COUNT(*) FROM pg_constraint
+                     WHERE conrelid = to_regclass($1) AND contype = 'u'",
+                    &[&t],
+                )?
+                .get(0);
+            if unique == 0 {
+                return Err(self.damaged(&format!(
+                    "its table `{t}` or that table's unique identity is missing"
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `kbench store check` of a PostgreSQL store: its schema, and every row
+/// of every table read; every problem, one line each.
+pub fn check(url: &PgUrl) -> anyhow::Result<Vec<String>> {
+    PgStore::connect(url, false)?.check()
 }
 
 impl StoreRead for PgStore {
     fn runs(&self, campaign: Option<i64>) -> anyhow::Result<Vec<RunRow>> {
-        let rows = self.conn.borrow_mut().query(
+        self.rows(
             &format!("{RUN_SELECT} WHERE $1::BIGINT IS NULL OR r.campaign_id = $1 ORDER BY r.id"),
             &[&campaign],
-        )?;
-        rows.iter().map(Self::run_row).collect()
+            sql::run_row,
+        )
     }
 
     fn run(&self, id: i64) -> anyhow::Result<Option<RunRow>> {
-        let row = self
-            .conn
-            .borrow_mut()
-            .query_opt(&format!("{RUN_SELECT} WHERE r.id = $1"), &[&id])?;
-        row.as_ref().map(Self::run_row).transpose()
+        Ok(self
+            .rows(&format!("{RUN_SELECT} WHERE r.id = $1"), &[&id], |r| {
+                sql::run_row(r)
+            })?
+            .pop())
     }
 
     fn run_details(&self, id: i64) -> anyhow::Result<RunDetails> {
@@ -457,12 +444,7 @@ impl StoreRead for PgStore {
             .borrow_mut()
             .query_opt("SELECT fingerprint, config FROM runs WHERE id = $1", &[&id])?
             .ok_or_else(|| bad_input!("no run {id} in the store"))?;
-        Ok(RunDetails {
-            fingerprint: serde_json::from_str::<Fingerprint>(row.get(0))
-                .with_context(|| format!("run {id}: corrupt stored fingerprint"))?,
-            config: RunConfig::from_json(row.get(1))
-                .with_context(|| format!("run {id}: corrupt stored settings"))?,
-        })
+        sql::run_details(id, row.try_get(0)?, row.try_get(1)?)
     }
 
     fn last_run_id(&self) -> anyhow::Result<Option<i64>> {
@@ -478,160 +460,71 @@ impl StoreRead for PgStore {
             CampaignQuery::Named(n) => (Some(n), None),
             CampaignQuery::Id(i) => (None, Some(i)),
         };
-        let rows = self.conn.borrow_mut().query(
-            "SELECT id, name, plan_hash, generation, plan_text, created FROM campaigns
-             WHERE ($1::TEXT IS NULL OR name = $1) AND ($2::BIGINT IS NULL OR id = $2)
-             ORDER BY id",
+        self.rows(
+            &format!(
+                "SELECT {CAMPAIGN_COLUMNS} FROM campaigns
+                 WHERE ($1::TEXT IS NULL OR name = $1) AND ($2::BIGINT IS NULL OR id = $2)
+                 ORDER BY id"
+            ),
             &[&name, &id],
-        )?;
-        rows.iter()
-            .map(|r| {
-                Ok(CampaignRow {
-                    id: r.get(0),
-                    name: r.get(1),
-                    plan_hash: r.get(2),
-                    generation: u32_col(r, 3)?,
-                    plan_text: r.get(4),
-                    created: r.get(5),
-                })
-            })
-            .collect()
+            sql::campaign_row,
+        )
     }
 
     fn cells(&self, scope: Scope) -> anyhow::Result<Vec<StoredCell>> {
         use postgres::fallible_iterator::FallibleIterator;
-        let (cond, arg) = scope_sql(scope, "c");
-        let mut conn = self.conn.borrow_mut();
-        let rows = conn.query(
-            &format!(
-                "SELECT c.id, c.run_id, c.key, c.bench, c.source, c.kind, c.params, c.factors,
-                        c.label_params, c.metrics, c.readings, c.placement, c.notes, c.status
-                 FROM cells c WHERE {cond} ORDER BY c.id"
-            ),
-            &[&arg],
-        )?;
-        let cells: Vec<CellRec> = rows
-            .iter()
-            .map(|r| -> anyhow::Result<CellRec> {
-                let kind: &str = r.get(5);
-                let status: Option<&str> = r.get(13);
-                Ok(CellRec {
-                    id: r.get(0),
-                    run_id: r.get(1),
-                    info: CellInfo {
-                        key: r.get(2),
-                        bench: r.get(3),
-                        source: r.get(4),
-                        kind: Kind::parse(kind).context("corrupt stored data")?,
-                        params: json_col(r, 6)?,
-                        factors: json_col(r, 7)?,
-                        label_params: json_col(r, 8)?,
-                        metrics: json_col(r, 9)?,
-                        readings: json_col(r, 10)?,
-                    },
-                    placement: r.get(11),
-                    notes: json_col(r, 12)?,
-                    status: status
-                        .map(CellStatus::parse)
-                        .transpose()
-                        .context("corrupt stored data")?,
-                })
-            })
-            .collect::<anyhow::Result<_>>()
+        let (cond, arg) = sql::scope_sql(scope, "c");
+        let cells = self
+            .rows(&sql::cells_sql(&cond), &[&arg], sql::cell_rec)
             .context("reading cells")?;
-        let mut by_cell: std::collections::HashMap<i64, Vec<SampleRec>> =
-            std::collections::HashMap::with_capacity(cells.len());
-        // Metric and unit names repeat on every row: share one allocation.
-        let mut names: Vec<Arc<str>> = Vec::new();
-        let mut intern = |s: &str| -> Arc<str> {
-            match names.iter().find(|n| &***n == s) {
-                Some(n) => n.clone(),
-                None => {
-                    let n: Arc<str> = s.into();
-                    names.push(n.clone());
-                    n
-                }
-            }
-        };
         // Streamed, not collected: a campaign can hold millions of rows.
-        let (cond, _) = scope_sql(scope, "s");
+        let (cond, _) = sql::scope_sql(scope, "s");
+        let mut conn = self.conn.borrow_mut();
         let mut rows = conn.query_raw(
             &format!(
-                "SELECT s.cell_id, s.metric, s.unit, s.value, s.round, s.seq, s.t, s.process
-                 FROM samples s WHERE {cond} ORDER BY s.cell_id, s.id"
+                "SELECT {SAMPLE_COLUMNS} FROM samples s WHERE {cond} ORDER BY s.cell_id, s.id"
             ),
             [&arg],
         )?;
+        let mut names = sql::Names::default();
+        let mut samples = Vec::new();
         while let Some(r) = rows.next()? {
-            let cell_id: i64 = r.get(0);
-            by_cell.entry(cell_id).or_default().push(SampleRec {
-                cell_id,
-                metric: intern(r.get(1)),
-                unit: intern(r.get(2)),
-                value: r.get(3),
-                round: u32_col(&r, 4)?,
-                seq: u32_col(&r, 5)?,
-                t: r.get(6),
-                process: r
-                    .get::<_, Option<i64>>(7)
-                    .map(u32::try_from)
-                    .transpose()
-                    .context("sample process out of range")?,
-            });
+            samples.push(sql::sample_rec(&r, &mut names)?);
         }
-        Ok(cells
-            .into_iter()
-            .map(|c| {
-                let mine = by_cell.remove(&c.id).unwrap_or_default();
-                (c, mine)
-            })
-            .collect())
+        Ok(sql::attach(cells, samples))
     }
 
     fn failures(&self, scope: Scope) -> anyhow::Result<Vec<FailureRec>> {
-        let (cond, arg) = scope_sql(scope, "f");
-        let rows = self.conn.borrow_mut().query(
-            &format!(
-                "SELECT f.run_id, f.cell_id, f.seq, f.round, f.t, f.message FROM failures f
-                 WHERE {cond} ORDER BY f.id"
-            ),
-            &[&arg],
-        )?;
-        rows.iter()
-            .map(|r| {
-                Ok(FailureRec {
-                    run_id: r.get(0),
-                    cell_id: r.get(1),
-                    seq: u32_col(r, 2)?,
-                    round: u32_col(r, 3)?,
-                    t: r.get(4),
-                    message: r.get(5),
-                })
-            })
-            .collect()
+        let (cond, arg) = sql::scope_sql(scope, "f");
+        self.rows(&sql::failures_sql(&cond), &[&arg], sql::failure_rec)
+    }
+
+    fn verdicts(&self, scope: Scope) -> anyhow::Result<Vec<VerdictRec>> {
+        let (cond, arg) = sql::scope_sql(scope, "v");
+        self.rows(&sql::verdicts_sql(&cond), &[&arg], sql::verdict_rec)
     }
 
     fn progress(&self, campaign: i64) -> anyhow::Result<Vec<CellProgress>> {
         // Rounds restart at 0 in every run: count each cell's distinct
         // rounds, then add the cells of one key and state up.
-        let rows = self.conn.borrow_mut().query(
+        self.rows(
             "SELECT c.key, c.readings, r.host, COALESCE(SUM(x.n), 0)::BIGINT
              FROM cells c JOIN runs r ON r.id = c.run_id
              CROSS JOIN LATERAL (SELECT COUNT(DISTINCT s.round) AS n FROM samples s
                                  WHERE s.cell_id = c.id) x
              WHERE r.campaign_id = $1 GROUP BY c.key, c.readings, r.host ORDER BY MIN(c.id)",
             &[&campaign],
-        )?;
-        rows.iter()
-            .map(|r| {
+            |r| {
+                let n: i64 = r.try_get(3)?;
                 Ok(CellProgress {
-                    key: r.get(0),
-                    readings: r.get(1),
-                    host: r.get(2),
-                    samples: u32_col(r, 3)?,
+                    key: r.try_get(0)?,
+                    readings: r.try_get(1)?,
+                    host: r.try_get(2)?,
+                    samples: u32::try_from(n)
+                        .with_context(|| format!("corrupt stored data: {n} samples"))?,
                 })
-            })
-            .collect()
+            },
+        )
     }
 }
 
@@ -710,6 +603,35 @@ impl StoreWrite for PgStore {
         let r = self.raw_finish_run(run_id, ended, status);
         r.map_err(|e| self.lost(e))
     }
+
+    fn add_verdict(&mut self, v: &VerdictRec) -> anyhow::Result<()> {
+        let r = self
+            .conn
+            .get_mut()
+            .execute(
+                "INSERT INTO verdicts (run_id, kind, body) VALUES ($1, $2, $3)
+                 ON CONFLICT (run_id, kind) DO NOTHING",
+                &[&v.run_id, &v.kind, &v.body.to_string()],
+            )
+            .map(drop)
+            .map_err(anyhow::Error::from);
+        r.map_err(|e| self.lost(e))
+    }
+
+    fn begin(&mut self) -> anyhow::Result<()> {
+        let r = self.conn.get_mut().batch_execute("BEGIN");
+        r.map_err(|e| self.lost(e.into()))
+    }
+
+    fn commit(&mut self) -> anyhow::Result<()> {
+        let r = self.conn.get_mut().batch_execute("COMMIT");
+        r.map_err(|e| self.lost(e.into()))
+    }
+
+    fn rollback(&mut self) -> anyhow::Result<()> {
+        let r = self.conn.get_mut().batch_execute("ROLLBACK");
+        r.map_err(|e| self.lost(e.into()))
+    }
 }
 
 /// The writes themselves; [`StoreWrite`] maps their errors ([`PgStore::lost`]).
@@ -773,8 +695,8 @@ impl PgStore {
                 &run.campaign,
                 &run.host,
                 &run.started,
-                &json_text(&run.fingerprint),
-                &json_text(&run.config),
+                &sql::json_text(&run.fingerprint),
+                &sql::json_text(&run.config),
                 &run.overhead_ns,
             ],
         )?;
@@ -802,10 +724,10 @@ impl PgStore {
                 &c.bench,
                 &c.source,
                 &c.kind.as_str(),
-                &json_text(&c.params),
-                &json_text(&c.factors),
-                &json_text(&c.label_params),
-                &json_text(&c.metrics),
+                &sql::json_text(&c.params),
+                &sql::json_text(&c.factors),
+                &sql::json_text(&c.label_params),
+                &sql::json_text(&c.metrics),
                 &c.readings_text(),
             ],
         )?;
@@ -832,7 +754,7 @@ impl PgStore {
     ) -> anyhow::Result<()> {
         self.conn.get_mut().execute(
             "UPDATE cells SET placement = $2, notes = $3 WHERE id = $1",
-            &[&cell_id, &placement, &json_text(notes)],
+            &[&cell_id, &placement, &sql::json_text(notes)],
         )?;
         Ok(())
     }
@@ -873,6 +795,30 @@ impl PgStore {
                 &run_id, &cell, &metric, &unit, &value, &round, &seq, &t, &process,
             ],
         )?;
+        if (n as usize) < samples.len() {
+            // Some were stored already: with the same values, a replay; with
+            // others, a conflict (reported; inside `begin` nothing is kept).
+            let clash = conn.query_opt(
+                "SELECT u.metric, u.round, s.value, u.value, u.cell_id
+                 FROM UNNEST($1::BIGINT[], $2::TEXT[], $3::BIGINT[], $4::BIGINT[],
+                             $5::DOUBLE PRECISION[]) AS u(cell_id, metric, round, seq, value)
+                 JOIN samples s ON s.cell_id = u.cell_id AND s.metric = u.metric
+                      AND s.round = u.round AND s.seq = u.seq
+                 WHERE s.value <> u.value LIMIT 1",
+                &[&cell, &metric, &round, &seq, &value],
+            )?;
+            if let Some(r) = clash {
+                let round: i64 = r.get(1);
+                return Err(super::Conflict {
+                    cell_id: r.get(4),
+                    metric: r.get(0),
+                    round: u32::try_from(round).unwrap_or(u32::MAX),
+                    stored: r.get(2),
+                    new: r.get(3),
+                }
+                .into());
+            }
+        }
         Ok(n as usize)
     }
 
@@ -907,10 +853,17 @@ mod tests {
     use super::*;
     use crate::test_support::pg;
 
-    fn fresh(test: &str) -> Option<(String, PgStore)> {
-        let url = pg::fresh_db(test)?;
+    fn fresh(test: &str) -> Option<(PgUrl, PgStore)> {
+        let url = pg_url(&pg::fresh_db(test)?);
         let s = PgStore::open(&url, true).unwrap();
         Some((url, s))
+    }
+
+    fn pg_url(s: &str) -> PgUrl {
+        match crate::store::Locator::parse(s, "test").unwrap() {
+            crate::store::Locator::Postgres(u) => u,
+            l => panic!("{l:?}"),
+        }
     }
 
     #[test]
@@ -919,6 +872,7 @@ mod tests {
             return;
         };
         super::super::suite::round_trip(&mut s);
+        super::super::suite::all_or_nothing(&mut s);
         drop(s);
         // Reopening does not re-run migrations.
         let s = PgStore::open(&url, true).unwrap();
@@ -929,9 +883,9 @@ mod tests {
             .unwrap()
             .get(0);
         assert_eq!(v, MIGRATIONS.len() as i64);
-        assert_eq!(s.runs(None).unwrap().len(), 3);
+        assert_eq!(s.runs(None).unwrap().len(), 4, "the suite's runs");
         // Read access to a database without a store creates nothing.
-        let other = pg::fresh_db("passes_the_store_suite_read").unwrap();
+        let other = pg_url(&pg::fresh_db("passes_the_store_suite_read").unwrap());
         let e = PgStore::open(&other, false).err().unwrap();
         assert!(format!("{e}").contains("no kbench store"), "{e}");
     }
@@ -999,23 +953,6 @@ mod tests {
         let p = s.progress(c).unwrap();
         assert_eq!(p.len(), 1);
         assert_eq!(p[0].samples, 1000);
-    }
-
-    #[test]
-    fn redacts_passwords() {
-        assert_eq!(
-            redact("postgres://kb:s3cret@db.lab:5433/kbench"),
-            "postgres://kb:***@db.lab:5433/kbench"
-        );
-        assert_eq!(redact("postgres://kb@db/k"), "postgres://kb@db/k");
-        assert_eq!(
-            redact("postgresql://h/k?user=u&password=s3cret&sslmode=disable"),
-            "postgresql://h/k?user=u&password=***&sslmode=disable"
-        );
-        assert_eq!(
-            redact_args(["kbench".into(), "--db=postgres://a:s3cret@h/d".into()]),
-            ["kbench", "--db=postgres://a:***@h/d"]
-        );
     }
 
     #[test]

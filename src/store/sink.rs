@@ -27,20 +27,101 @@ pub struct StoreSink<'a> {
     runs: HashMap<String, RunIds>,
     /// Samples written that were not in the store yet.
     pub added: usize,
+    /// In one transaction ([`StoreSink::atomic`]): samples wait here, of
+    /// one run, and are written a batch at a time.
+    batch: Option<Batch>,
 }
 
+#[derive(Default)]
+struct Batch {
+    run_id: i64,
+    samples: Vec<SampleRec>,
+}
+
+/// Samples written at once in a transaction: big enough that a million
+/// samples cost a hundred statements on PostgreSQL, small enough to keep
+/// memory flat.
+const BATCH: usize = 8192;
+
 impl<'a> StoreSink<'a> {
+    /// Each event written as it comes, each write committed at once (a
+    /// run's samples are stored the moment they are announced).
     pub fn new(store: &'a mut dyn StoreWrite) -> StoreSink<'a> {
         StoreSink {
             store,
             runs: HashMap::new(),
             added: 0,
+            batch: None,
         }
+    }
+
+    /// Every event in one transaction, stored by [`StoreSink::commit`]:
+    /// an import or an ingested stream is stored whole or not at all
+    /// (an error, an interruption or a kill leaves the store as it was).
+    pub fn atomic(store: &'a mut dyn StoreWrite) -> anyhow::Result<StoreSink<'a>> {
+        store.begin()?;
+        let mut s = StoreSink::new(store);
+        s.batch = Some(Batch::default());
+        Ok(s)
+    }
+
+    /// Store everything of an [`StoreSink::atomic`] sink; the new samples.
+    pub fn commit(mut self) -> anyhow::Result<usize> {
+        self.flush()?;
+        self.batch = None;
+        self.store.commit()?;
+        Ok(self.added)
     }
 
     /// The store's id of a run this sink has seen begin.
     pub fn run_id(&self, uuid: &str) -> Option<i64> {
         self.runs.get(uuid).map(|r| r.id)
+    }
+
+    /// The id of a run the store holds, whether or not this sink saw it.
+    pub fn stored_run_id(&mut self, uuid: &str) -> anyhow::Result<Option<i64>> {
+        self.store.run_id(uuid)
+    }
+
+    /// Write the waiting samples; a conflict names the cell and run.
+    fn flush(&mut self) -> anyhow::Result<()> {
+        let Some(b) = &mut self.batch else {
+            return Ok(());
+        };
+        if b.samples.is_empty() {
+            return Ok(());
+        }
+        let samples = std::mem::take(&mut b.samples);
+        let run_id = b.run_id;
+        match self.store.add_samples(run_id, &samples) {
+            Ok(n) => {
+                self.added += n;
+                // Keep the allocation for the next batch.
+                if let Some(b) = &mut self.batch {
+                    b.samples = samples;
+                    b.samples.clear();
+                }
+                Ok(())
+            }
+            Err(e) => Err(self.name_conflict(e)),
+        }
+    }
+
+    /// A conflict's cell and run, by the identities the stream uses.
+    fn name_conflict(&self, e: anyhow::Error) -> anyhow::Error {
+        let Some(c) = e.downcast_ref::<super::Conflict>() else {
+            return e;
+        };
+        let named = self.runs.iter().find_map(|(uuid, r)| {
+            r.cells
+                .iter()
+                .find(|(_, ids)| ids.id == c.cell_id)
+                .map(|(key, _)| format!("run {uuid}, cell `{key}`"))
+        });
+        match named {
+            Some(n) => e.context(n),
+            None => e,
+        }
     }
 
     /// Mark every run this sink saw begin but not end (the producer
@@ -71,8 +152,21 @@ impl<'a> StoreSink<'a> {
     }
 }
 
+impl Drop for StoreSink<'_> {
+    /// An atomic sink dropped before its commit stores nothing.
+    fn drop(&mut self) {
+        if self.batch.is_some() {
+            let _ = self.store.rollback();
+        }
+    }
+}
+
 impl Sink for StoreSink<'_> {
     fn event(&mut self, e: &Event) -> anyhow::Result<()> {
+        // Samples wait in a batch; anything else writes what waits first.
+        if !matches!(e, Event::Sample(_)) {
+            self.flush()?;
+        }
         match e {
             Event::RunBegun(b) => {
                 let campaign = match &b.campaign {
@@ -134,7 +228,23 @@ impl Sink for StoreSink<'_> {
                         process: s.process,
                     });
                 }
-                self.added += self.store.add_samples(run_id, &recs)?;
+                match &mut self.batch {
+                    Some(b) => {
+                        if b.run_id != run_id || b.samples.len() >= BATCH {
+                            self.flush()?;
+                        }
+                        let b = self.batch.as_mut().expect("atomic");
+                        b.run_id = run_id;
+                        b.samples.extend(recs);
+                    }
+                    None => {
+                        let n = self
+                            .store
+                            .add_samples(run_id, &recs)
+                            .map_err(|e| self.name_conflict(e))?;
+                        self.added += n;
+                    }
+                }
             }
             Event::Failure(f) => {
                 let (run_id, cell) = self.cell(&f.run, &f.cell)?;
@@ -156,6 +266,14 @@ impl Sink for StoreSink<'_> {
             Event::CellDone(d) => {
                 let id = self.cell(&d.run, &d.cell)?.1.id;
                 self.store.finish_cell(id, d.status)?;
+            }
+            Event::Verdict(v) => {
+                let run_id = self.run(&v.run)?.id;
+                self.store.add_verdict(&super::VerdictRec {
+                    run_id,
+                    kind: v.kind.clone(),
+                    body: v.body.clone(),
+                })?;
             }
             Event::Warmup(_) | Event::Warning(_) => {}
             Event::RunEnded(r) => {

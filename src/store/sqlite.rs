@@ -8,16 +8,15 @@
 use anyhow::{Context, bail};
 use indexmap::IndexMap;
 use rusqlite::{Connection, OptionalExtension, params};
-use std::path::Path;
-use std::sync::Arc;
+use std::path::{Path, PathBuf};
 
+use super::sql::{self, CAMPAIGN_COLUMNS, RUN_SELECT, SAMPLE_COLUMNS};
 use super::{
-    CampaignQuery, CampaignRow, CellProgress, CellRec, FailureRec, NewRun, RunDetails, RunRow,
-    SampleRec, Scope, StoreRead, StoreWrite, StoredCell,
+    Access, CampaignQuery, CampaignRow, CellProgress, FailureRec, NewRun, RunDetails, RunRow,
+    SampleRec, Scope, StoreRead, StoreWrite, StoredCell, VerdictRec,
 };
 use crate::error::bad_input;
-use crate::record::{CampaignKey, CellInfo, CellStatus, Kind, RunConfig, RunStatus};
-use crate::system::Fingerprint;
+use crate::record::{CampaignKey, CellInfo, CellStatus, RunStatus};
 
 /// Schema migrations, applied in order; index + 1 = user_version after it.
 const MIGRATIONS: &[&str] = &[
@@ -130,7 +129,54 @@ CREATE UNIQUE INDEX failures_identity ON failures(cell_id, seq);
     r#"
 ALTER TABLE samples ADD COLUMN process INTEGER;
 "#,
+    // 5: what a producer decided from a run's samples (bisect's calls).
+    r#"
+CREATE TABLE verdicts (
+    id INTEGER PRIMARY KEY,
+    run_id INTEGER NOT NULL REFERENCES runs(id),
+    kind TEXT NOT NULL,
+    body TEXT NOT NULL,
+    UNIQUE (run_id, kind)
+);
+"#,
 ];
+
+/// Whether new files can be made in `path`'s directory (SQLite's `-wal`
+/// and `-shm` files, kbench's lock files).
+fn dir_writable(path: &Path) -> bool {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let Ok(c) = std::ffi::CString::new(dir.as_os_str().as_encoded_bytes()) else {
+        return false;
+    };
+    // SAFETY: faccessat(2) reads a NUL-terminated path; the effective
+    // ids decide, as they do for the open that follows.
+    unsafe {
+        libc::faccessat(
+            libc::AT_FDCWD,
+            c.as_ptr(),
+            libc::W_OK | libc::X_OK,
+            libc::AT_EACCESS,
+        ) == 0
+    }
+}
+
+/// A path as the path part of an SQLite `file:` URI.
+fn uri_path(path: &Path) -> String {
+    let abs = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    let mut out = String::new();
+    for c in abs.to_string_lossy().chars() {
+        match c {
+            '%' => out.push_str("%25"),
+            '?' => out.push_str("%3f"),
+            '#' => out.push_str("%23"),
+            c => out.push(c),
+        }
+    }
+    out
+}
 
 pub struct SqliteStore {
     conn: Connection,
@@ -166,6 +212,206 @@ fn explain(path: &Path, e: rusqlite::Error) -> anyhow::Error {
     }
 }
 
+/// `kbench store check` of the file at `path`: opened read-only and
+/// without the checks of [`SqliteStore::open`] (which refuse a damaged
+/// store), then the schema, SQLite's full `integrity_check` and
+/// `foreign_key_check`; every problem, one line each.
+pub fn check(path: &Path) -> anyhow::Result<Vec<String>> {
+    let p = path.display();
+    if !path.is_file() {
+        return Err(bad_input!("{p}: no such store"));
+    }
+    use rusqlite::OpenFlags as F;
+    let conn =
+        Connection::open_with_flags(path, F::SQLITE_OPEN_READ_ONLY | F::SQLITE_OPEN_NO_MUTEX)
+            .map_err(|e| explain(path, e))?;
+    conn.busy_timeout(BUSY).map_err(|e| explain(path, e))?;
+    SqliteStore::check_ours(&conn, path)?;
+    let mut problems = Vec::new();
+    if let Err(e) = check_schema(&conn, path) {
+        problems.push(format!("{e:#}"));
+    }
+    for pragma in ["integrity_check(100)", "foreign_key_check"] {
+        let rows: rusqlite::Result<Vec<String>> = conn
+            .prepare(&format!("PRAGMA {pragma}"))
+            .and_then(|mut st| {
+                let n = st.column_count();
+                st.query_map([], |r| {
+                    let cols: Vec<String> = (0..n)
+                        .map(|i| match r.get_ref(i) {
+                            Ok(v) => match v {
+                                rusqlite::types::ValueRef::Null => "NULL".into(),
+                                rusqlite::types::ValueRef::Integer(i) => i.to_string(),
+                                rusqlite::types::ValueRef::Real(f) => f.to_string(),
+                                rusqlite::types::ValueRef::Text(t) => {
+                                    String::from_utf8_lossy(t).into_owned()
+                                }
+                                rusqlite::types::ValueRef::Blob(_) => "blob".into(),
+                            },
+                            Err(e) => e.to_string(),
+                        })
+                        .collect();
+                    Ok(cols.join(" "))
+                })?
+                .collect()
+            });
+        match rows {
+            Ok(rows) => problems.extend(rows.into_iter().filter(|r| r != "ok").map(|r| {
+                if pragma == "foreign_key_check" {
+                    format!("a row without the row it refers to (table rowid parent fk): {r}")
+                } else {
+                    r
+                }
+            })),
+            Err(e) => problems.push(format!("{pragma}: {e}")),
+        }
+    }
+    Ok(problems)
+}
+
+/// One line saying the store at `path` is damaged and what was found
+/// first (exit 2).
+fn damaged(path: &Path, what: &str) -> anyhow::Error {
+    let p = path.display();
+    bad_input!(
+        "{p}: the store is damaged ({what}); nothing was written (`kbench --db {p} store check` lists every problem; restore a copy, or try `sqlite3 {p} .recover`)"
+    )
+}
+
+/// The first line of a check pragma's answer, `None` for `ok`; a check
+/// that cannot even run (a page too broken to read) is damage too.
+fn pragma_problem(conn: &Connection, pragma: &str) -> Option<String> {
+    let r = conn
+        .prepare(&format!("PRAGMA {pragma}"))
+        .and_then(|mut st| st.query_row([], |r| r.get::<_, String>(0)));
+    match r {
+        Ok(s) if s == "ok" => None,
+        // One line: SQLite prefixes `*** in database main ***` and breaks
+        // lines within one finding.
+        Ok(s) => Some(
+            s.lines()
+                .filter(|l| !l.starts_with("***") && !l.trim().is_empty())
+                .collect::<Vec<_>>()
+                .join("; "),
+        ),
+        Err(e) => Some(e.to_string()),
+    }
+}
+
+/// Each index of `samples` holds what the table holds: sums of the
+/// indexed columns read from the index alone and from the table must
+/// agree. A page of one index overwritten by a well-formed page of
+/// another passes `quick_check` but not this (a scan of each, a fraction
+/// of `integrity_check`'s row-by-row lookups).
+fn samples_problem(conn: &Connection) -> Option<String> {
+    const SUMS: &[(&str, &str)] = &[
+        ("samples_run", "COUNT(*), SUM(rowid), SUM(run_id)"),
+        ("samples_cell", "COUNT(*), SUM(rowid), SUM(cell_id)"),
+        (
+            "samples_identity",
+            "COUNT(*), SUM(rowid), SUM(cell_id) + SUM(round) * 3 + SUM(seq) * 7 + SUM(LENGTH(metric))",
+        ),
+    ];
+    let sums = |from: &str, cols: &str| -> rusqlite::Result<(i64, i64, i64)> {
+        conn.query_row(&format!("SELECT {cols} FROM samples {from}"), [], |r| {
+            Ok((
+                r.get(0)?,
+                r.get::<_, Option<i64>>(1)?.unwrap_or(0),
+                r.get::<_, Option<i64>>(2)?.unwrap_or(0),
+            ))
+        })
+    };
+    for (index, cols) in SUMS {
+        let r = sums("NOT INDEXED", cols)
+            .and_then(|t| Ok((t, sums(&format!("INDEXED BY {index}"), cols)?)));
+        match r {
+            Ok((t, i)) if t == i => {}
+            Ok(_) => return Some(format!("index {index} does not match table samples")),
+            Err(e) => return Some(format!("index {index}: {e}")),
+        }
+    }
+    None
+}
+
+/// Tables checked whole on every open: small, so their `integrity_check`
+/// (pages, constraints, and every index against its table) takes
+/// milliseconds. `samples`, which may hold millions of rows, gets the
+/// structural `quick_check` and [`samples_problem`] before a write (about
+/// 1 s for two million samples), and the full check from `kbench store
+/// check`.
+const SMALL_TABLES: &[&str] = &["campaigns", "runs", "cells", "failures"];
+
+/// Refuse a damaged store before anything reads or writes it (see
+/// [`SMALL_TABLES`]): one overwritten page made `runs` print nothing, or
+/// fail without naming the store, and `run` write into it.
+fn check_pages(conn: &Connection, path: &Path, writing: bool) -> anyhow::Result<()> {
+    let tables: Vec<String> = conn
+        .prepare("SELECT name FROM sqlite_master WHERE type = 'table'")
+        .and_then(|mut st| st.query_map([], |r| r.get(0))?.collect())
+        .map_err(|e| damaged(path, &e.to_string()))?;
+    let mut checks: Vec<String> = SMALL_TABLES
+        .iter()
+        .filter(|t| tables.iter().any(|x| x == *t))
+        .map(|t| format!("integrity_check({t})"))
+        .collect();
+    let samples = writing && tables.iter().any(|t| t == "samples");
+    if samples {
+        checks.push("quick_check(samples)".into());
+    }
+    for c in checks {
+        if let Some(why) = pragma_problem(conn, &c) {
+            return Err(damaged(path, &why));
+        }
+    }
+    // Stores older than schema 3 lack the identity index: migrating
+    // comes first.
+    let have_indexes = conn
+        .query_row(
+            "SELECT COUNT(*) FROM sqlite_master WHERE type = 'index' AND name = 'samples_identity'",
+            [],
+            |r| r.get::<_, i64>(0),
+        )
+        .unwrap_or(0)
+        == 1;
+    if samples
+        && have_indexes
+        && let Some(why) = samples_problem(conn)
+    {
+        return Err(damaged(path, &why));
+    }
+    Ok(())
+}
+
+/// The tables and indexes of the newest schema, as a new store has them.
+fn expected_objects() -> &'static [(String, String)] {
+    static OBJECTS: std::sync::OnceLock<Vec<(String, String)>> = std::sync::OnceLock::new();
+    OBJECTS.get_or_init(|| {
+        let s = SqliteStore::empty().expect("an in-memory store");
+        objects(&s.conn).expect("reading a new store's schema")
+    })
+}
+
+/// (type, name) of every table and index kbench made.
+fn objects(conn: &Connection) -> rusqlite::Result<Vec<(String, String)>> {
+    conn.prepare(
+        "SELECT type, name FROM sqlite_master
+         WHERE type IN ('table', 'index') AND name NOT LIKE 'sqlite_%' ORDER BY type, name",
+    )?
+    .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+    .collect()
+}
+
+/// Every table and index of the schema is there: a table dropped by hand
+/// made `run` fail only after recording its run as done, and a dropped
+/// unique index would let a replayed stream store samples twice.
+fn check_schema(conn: &Connection, path: &Path) -> anyhow::Result<()> {
+    let have = objects(conn).map_err(|e| damaged(path, &e.to_string()))?;
+    if let Some((kind, name)) = expected_objects().iter().find(|o| !have.contains(o)) {
+        return Err(damaged(path, &format!("its {kind} `{name}` is missing")));
+    }
+    Ok(())
+}
+
 impl SqliteStore {
     /// Run `f` on the connection; an SQLite error comes back as one line
     /// naming the store and the cause ([`explain`]), so a full disk or a
@@ -178,10 +424,12 @@ impl SqliteStore {
         r.map_err(|e| explain(Path::new(self.conn.path().unwrap_or(":memory:")), e))
     }
 
-    /// Open the store at `path`; with `create`, make it (mode 0600, and
-    /// its directory) when it does not exist. A file that is not a kbench
-    /// store, or is newer than this kbench, is refused and left untouched.
-    pub fn open(path: &Path, create: bool) -> anyhow::Result<SqliteStore> {
+    /// Open the store at `path`; for writing, make it (mode 0600, and its
+    /// directory) when it does not exist. A file that is not a kbench
+    /// store, is newer than this kbench, or is damaged is refused and left
+    /// untouched.
+    pub fn open(path: &Path, access: Access) -> anyhow::Result<SqliteStore> {
+        let create = access == Access::Write;
         let p = path.display();
         match std::fs::metadata(path) {
             Ok(m) if m.is_dir() => return Err(bad_input!("{p}: is a directory, not a store")),
@@ -215,36 +463,24 @@ impl SqliteStore {
             Err(e) => return Err(bad_input!("{p}: {e}")),
         }
         use rusqlite::OpenFlags as F;
-        let writable = std::fs::OpenOptions::new().write(true).open(path).is_ok();
+        // Writing needs the file and its directory (SQLite's journal files
+        // live beside it); a read-only mount allows neither.
+        let writable =
+            std::fs::OpenOptions::new().write(true).open(path).is_ok() && dir_writable(path);
         if !writable && create {
-            return Err(bad_input!("{p}: the store is read-only here"));
+            return Err(bad_input!(
+                "{p}: the store is read-only here (its file, directory or mount): reports read it, but runs need a writable store; name one with --db PATH or KBENCH_DB (a copy: cp {p} ~/kbench.db)"
+            ));
         }
-        let flags = if writable {
-            F::SQLITE_OPEN_READ_WRITE
-        } else {
-            F::SQLITE_OPEN_READ_ONLY
-        };
-        let conn = Connection::open_with_flags(path, flags | F::SQLITE_OPEN_NO_MUTEX)
-            .map_err(|e| explain(path, e))?;
+        if !writable {
+            return Self::open_read_only(path);
+        }
+        let conn =
+            Connection::open_with_flags(path, F::SQLITE_OPEN_READ_WRITE | F::SQLITE_OPEN_NO_MUTEX)
+                .map_err(|e| explain(path, e))?;
         conn.busy_timeout(BUSY).map_err(|e| explain(path, e))?;
         Self::check_ours(&conn, path)?;
-        if !writable {
-            // Reports from a store shared read-only: no journal mode to
-            // set, no migration possible.
-            let version: i64 = conn
-                .pragma_query_value(None, "user_version", |r| r.get(0))
-                .map_err(|e| explain(path, e))?;
-            if version as usize != MIGRATIONS.len() {
-                return Err(bad_input!(
-                    "{p}: read-only, and its schema (version {version}) needs upgrading to {}: open it once with write access",
-                    MIGRATIONS.len()
-                ));
-            }
-            return Ok(SqliteStore {
-                conn,
-                locks: Vec::new(),
-            });
-        }
+        check_pages(&conn, path, create)?;
         let mut s = SqliteStore {
             conn,
             locks: Vec::new(),
@@ -254,7 +490,58 @@ impl SqliteStore {
                 Ok(e) => explain(path, e),
                 Err(e) => e.context(format!("store {p}")),
             })?;
+        check_schema(&s.conn, path)?;
         Ok(s)
+    }
+
+    /// Open a store this process may not write (a read-only file,
+    /// directory or mount) for reports. SQLite reads a WAL store through
+    /// its `-shm` file, which a read-only directory cannot get; such a
+    /// store is read as an immutable file instead, unless its `-wal` file
+    /// holds commits the main file does not have yet.
+    fn open_read_only(path: &Path) -> anyhow::Result<SqliteStore> {
+        use rusqlite::OpenFlags as F;
+        let p = path.display();
+        let open = |query: &str| -> anyhow::Result<Connection> {
+            let uri = format!("file:{}?{query}", uri_path(path));
+            let conn = Connection::open_with_flags(
+                uri,
+                F::SQLITE_OPEN_READ_ONLY | F::SQLITE_OPEN_URI | F::SQLITE_OPEN_NO_MUTEX,
+            )
+            .map_err(|e| explain(path, e))?;
+            conn.busy_timeout(BUSY).map_err(|e| explain(path, e))?;
+            Self::check_ours(&conn, path)?;
+            Ok(conn)
+        };
+        let conn = match open("mode=ro") {
+            Ok(c) => c,
+            Err(_) => {
+                let wal = PathBuf::from(format!("{}-wal", path.display()));
+                if std::fs::metadata(&wal).is_ok_and(|m| m.len() > 0) {
+                    return Err(bad_input!(
+                        "{p}: read-only here, and {} holds writes not yet in the store; open it once where it can be written (or copy both files to a writable directory)",
+                        wal.display()
+                    ));
+                }
+                open("immutable=1")?
+            }
+        };
+        // No journal mode to set and no migration possible.
+        let version: i64 = conn
+            .pragma_query_value(None, "user_version", |r| r.get(0))
+            .map_err(|e| explain(path, e))?;
+        if version as usize != MIGRATIONS.len() {
+            return Err(bad_input!(
+                "{p}: read-only, and its schema (version {version}) needs upgrading to {}: open it once with write access",
+                MIGRATIONS.len()
+            ));
+        }
+        check_pages(&conn, path, false)?;
+        check_schema(&conn, path)?;
+        Ok(SqliteStore {
+            conn,
+            locks: Vec::new(),
+        })
     }
 
     /// An empty store in memory: what a read-only command sees when the
@@ -378,82 +665,43 @@ impl SqliteStore {
             tx.commit()?;
         }
     }
-
-    fn run_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RunRow> {
-        let status: String = r.get(6)?;
-        Ok(RunRow {
-            id: r.get(0)?,
-            uuid: r.get(1)?,
-            campaign: r.get(2)?,
-            host: r.get(3)?,
-            started: r.get(4)?,
-            ended: r.get(5)?,
-            status: RunStatus::parse(&status).map_err(|e| corrupt(6, e))?,
-            cells: r.get(7)?,
-            samples: r.get(8)?,
-            overhead_ns: r.get(9)?,
-        })
-    }
 }
 
-/// Stored data that does not parse: an error naming the column, never a
-/// silent default.
-fn corrupt(col: usize, e: impl Into<anyhow::Error>) -> rusqlite::Error {
-    rusqlite::Error::FromSqlConversionFailure(
-        col,
-        rusqlite::types::Type::Text,
-        e.into().context("corrupt stored data").into(),
-    )
-}
-
-fn json_col<T: serde::de::DeserializeOwned>(
-    r: &rusqlite::Row<'_>,
-    col: usize,
-) -> rusqlite::Result<T> {
-    let s: String = r.get(col)?;
-    serde_json::from_str(&s).map_err(|e| corrupt(col, e))
-}
-
-const RUN_SELECT: &str = "SELECT r.id, r.uuid, c.name, r.host, r.started, r.ended, r.status,
-    (SELECT COUNT(*) FROM cells WHERE run_id = r.id),
-    (SELECT COUNT(*) FROM samples WHERE run_id = r.id),
-    r.overhead_ns
-    FROM runs r LEFT JOIN campaigns c ON c.id = r.campaign_id";
-
-fn json_text(v: &impl serde::Serialize) -> String {
-    serde_json::to_string(v).expect("serialisable")
-}
-
-/// The SQL condition selecting a scope's rows of a table aliased `alias`
-/// (which has a `run_id` column), with its one parameter.
-fn scope_sql(scope: Scope, alias: &str) -> (String, i64) {
-    match scope {
-        Scope::Run(id) => (format!("{alias}.run_id = ?1"), id),
-        Scope::Campaign(id) => (
-            format!("{alias}.run_id IN (SELECT id FROM runs WHERE campaign_id = ?1)"),
-            id,
-        ),
+impl SqliteStore {
+    /// Rows of `sql` (parameters `params`), each decoded by `f`.
+    fn rows<T>(
+        &self,
+        sql: &str,
+        params: impl rusqlite::Params,
+        mut f: impl FnMut(&rusqlite::Row<'_>) -> anyhow::Result<T>,
+    ) -> anyhow::Result<Vec<T>> {
+        let path = Path::new(self.conn.path().unwrap_or(":memory:"));
+        let mut st = self.conn.prepare(sql).map_err(|e| explain(path, e))?;
+        let mut rows = st.query(params).map_err(|e| explain(path, e))?;
+        let mut out = Vec::new();
+        while let Some(r) = rows.next().map_err(|e| explain(path, e))? {
+            // A row that does not decode is damage, named as such.
+            out.push(f(r).map_err(|e| damaged(path, &format!("{e:#}")))?);
+        }
+        Ok(out)
     }
 }
 
 impl StoreRead for SqliteStore {
     fn runs(&self, campaign: Option<i64>) -> anyhow::Result<Vec<RunRow>> {
-        let mut st = self.conn.prepare(&format!(
-            "{RUN_SELECT} WHERE ?1 IS NULL OR r.campaign_id = ?1 ORDER BY r.id"
-        ))?;
-        let rows = st.query_map([campaign], Self::run_row)?;
-        Ok(rows.collect::<Result<_, _>>()?)
+        self.rows(
+            &format!("{RUN_SELECT} WHERE ?1 IS NULL OR r.campaign_id = ?1 ORDER BY r.id"),
+            [campaign],
+            |r| sql::run_row(r),
+        )
     }
 
     fn run(&self, id: i64) -> anyhow::Result<Option<RunRow>> {
         Ok(self
-            .conn
-            .query_row(
-                &format!("{RUN_SELECT} WHERE r.id = ?1"),
-                [id],
-                Self::run_row,
-            )
-            .optional()?)
+            .rows(&format!("{RUN_SELECT} WHERE r.id = ?1"), [id], |r| {
+                sql::run_row(r)
+            })?
+            .pop())
     }
 
     fn run_details(&self, id: i64) -> anyhow::Result<RunDetails> {
@@ -466,12 +714,7 @@ impl StoreRead for SqliteStore {
             )
             .optional()?
             .ok_or_else(|| crate::error::bad_input!("no run {id} in the store"))?;
-        Ok(RunDetails {
-            fingerprint: serde_json::from_str::<Fingerprint>(&fp)
-                .with_context(|| format!("run {id}: corrupt stored fingerprint"))?,
-            config: RunConfig::from_json(&config)
-                .with_context(|| format!("run {id}: corrupt stored settings"))?,
-        })
+        sql::run_details(id, &fp, &config)
     }
 
     fn last_run_id(&self) -> anyhow::Result<Option<i64>> {
@@ -485,140 +728,64 @@ impl StoreRead for SqliteStore {
             CampaignQuery::Named(n) => (Some(n), None),
             CampaignQuery::Id(i) => (None, Some(i)),
         };
-        let mut st = self.conn.prepare(
-            "SELECT id, name, plan_hash, generation, plan_text, created FROM campaigns
-             WHERE (?1 IS NULL OR name = ?1) AND (?2 IS NULL OR id = ?2) ORDER BY id",
-        )?;
-        let rows = st.query_map(params![name, id], |r| {
-            Ok(CampaignRow {
-                id: r.get(0)?,
-                name: r.get(1)?,
-                plan_hash: r.get(2)?,
-                generation: r.get(3)?,
-                plan_text: r.get(4)?,
-                created: r.get(5)?,
-            })
-        })?;
-        Ok(rows.collect::<Result<_, _>>()?)
+        self.rows(
+            &format!(
+                "SELECT {CAMPAIGN_COLUMNS} FROM campaigns
+                 WHERE (?1 IS NULL OR name = ?1) AND (?2 IS NULL OR id = ?2) ORDER BY id"
+            ),
+            params![name, id],
+            |r| sql::campaign_row(r),
+        )
     }
 
     fn cells(&self, scope: Scope) -> anyhow::Result<Vec<StoredCell>> {
-        let (cond, arg) = scope_sql(scope, "c");
-        let mut st = self.conn.prepare(&format!(
-            "SELECT c.id, c.run_id, c.key, c.bench, c.source, c.kind, c.params, c.factors,
-                    c.label_params, c.metrics, c.readings, c.placement, c.notes, c.status
-             FROM cells c WHERE {cond} ORDER BY c.id"
-        ))?;
-        let cells: Vec<CellRec> = st
-            .query_map([arg], |r| {
-                let kind: String = r.get(5)?;
-                let status: Option<String> = r.get(13)?;
-                Ok(CellRec {
-                    id: r.get(0)?,
-                    run_id: r.get(1)?,
-                    info: CellInfo {
-                        key: r.get(2)?,
-                        bench: r.get(3)?,
-                        source: r.get(4)?,
-                        kind: Kind::parse(&kind).map_err(|e| corrupt(5, e))?,
-                        params: json_col(r, 6)?,
-                        factors: json_col(r, 7)?,
-                        label_params: json_col(r, 8)?,
-                        metrics: json_col(r, 9)?,
-                        readings: json_col(r, 10)?,
-                    },
-                    placement: r.get(11)?,
-                    notes: json_col(r, 12)?,
-                    status: status
-                        .map(|s| CellStatus::parse(&s))
-                        .transpose()
-                        .map_err(|e| corrupt(13, e))?,
-                })
-            })?
-            .collect::<Result<_, _>>()
+        let (cond, arg) = sql::scope_sql(scope, "c");
+        let cells = self
+            .rows(&sql::cells_sql(&cond), [arg], |r| sql::cell_rec(r))
             .context("reading cells")?;
         // Driven by the cells (index cells_run) with each cell's samples
         // from index samples_cell, the rows come out in (cell, id) order
         // without a sort: 10^6 samples load in a fraction of a second.
-        let mut st = self.conn.prepare(&format!(
-            "SELECT s.cell_id, s.metric, s.unit, s.value, s.round, s.seq, s.t, s.process
-             FROM cells c JOIN samples s ON s.cell_id = c.id WHERE {cond} ORDER BY c.id, s.id"
-        ))?;
-        let mut by_cell: std::collections::HashMap<i64, Vec<SampleRec>> =
-            std::collections::HashMap::with_capacity(cells.len());
-        let mut rows = st.query([arg])?;
-        // Metric and unit names repeat on every row: share one allocation.
-        let mut names: Vec<Arc<str>> = Vec::new();
-        let mut intern = |s: &str| -> Arc<str> {
-            match names.iter().find(|n| &***n == s) {
-                Some(n) => n.clone(),
-                None => {
-                    let n: Arc<str> = s.into();
-                    names.push(n.clone());
-                    n
-                }
-            }
-        };
-        while let Some(r) = rows.next()? {
-            let metric = intern(r.get_ref(1)?.as_str()?);
-            let unit = intern(r.get_ref(2)?.as_str()?);
-            by_cell.entry(r.get(0)?).or_default().push(SampleRec {
-                cell_id: r.get(0)?,
-                metric,
-                unit,
-                value: r.get(3)?,
-                round: r.get(4)?,
-                seq: r.get(5)?,
-                t: r.get(6)?,
-                process: r.get(7)?,
-            });
-        }
-        Ok(cells
-            .into_iter()
-            .map(|c| {
-                let mine = by_cell.remove(&c.id).unwrap_or_default();
-                (c, mine)
-            })
-            .collect())
+        let mut names = sql::Names::default();
+        let samples = self.rows(
+            &format!(
+                "SELECT {SAMPLE_COLUMNS} FROM cells c JOIN samples s ON s.cell_id = c.id
+                 WHERE {cond} ORDER BY c.id, s.id"
+            ),
+            [arg],
+            |r| sql::sample_rec(r, &mut names),
+        )?;
+        Ok(sql::attach(cells, samples))
     }
 
     fn failures(&self, scope: Scope) -> anyhow::Result<Vec<FailureRec>> {
-        let (cond, arg) = scope_sql(scope, "f");
-        let mut st = self.conn.prepare(&format!(
-            "SELECT f.run_id, f.cell_id, f.seq, f.round, f.t, f.message FROM failures f
-             WHERE {cond} ORDER BY f.id"
-        ))?;
-        let rows = st.query_map([arg], |r| {
-            Ok(FailureRec {
-                run_id: r.get(0)?,
-                cell_id: r.get(1)?,
-                seq: r.get(2)?,
-                round: r.get(3)?,
-                t: r.get(4)?,
-                message: r.get(5)?,
-            })
-        })?;
-        Ok(rows.collect::<Result<_, _>>()?)
+        let (cond, arg) = sql::scope_sql(scope, "f");
+        self.rows(&sql::failures_sql(&cond), [arg], |r| sql::failure_rec(r))
+    }
+
+    fn verdicts(&self, scope: Scope) -> anyhow::Result<Vec<VerdictRec>> {
+        let (cond, arg) = sql::scope_sql(scope, "v");
+        self.rows(&sql::verdicts_sql(&cond), [arg], |r| sql::verdict_rec(r))
     }
 
     fn progress(&self, campaign: i64) -> anyhow::Result<Vec<CellProgress>> {
         // Rounds restart at 0 in every run: count each cell's distinct
         // rounds, then add the cells of one key and state up.
-        let mut st = self.conn.prepare(
+        self.rows(
             "SELECT c.key, c.readings, r.host,
                     SUM((SELECT COUNT(DISTINCT s.round) FROM samples s WHERE s.cell_id = c.id))
              FROM cells c JOIN runs r ON r.id = c.run_id
              WHERE r.campaign_id = ?1 GROUP BY c.key, c.readings, r.host ORDER BY MIN(c.id)",
-        )?;
-        let rows = st.query_map([campaign], |r| {
-            Ok(CellProgress {
-                key: r.get(0)?,
-                readings: r.get(1)?,
-                host: r.get(2)?,
-                samples: r.get(3)?,
-            })
-        })?;
-        Ok(rows.collect::<Result<_, _>>()?)
+            [campaign],
+            |r| {
+                Ok(CellProgress {
+                    key: r.get(0)?,
+                    readings: r.get(1)?,
+                    host: r.get(2)?,
+                    samples: r.get(3)?,
+                })
+            },
+        )
     }
 }
 
@@ -699,8 +866,8 @@ impl StoreWrite for SqliteStore {
                     run.campaign,
                     run.host,
                     run.started,
-                    json_text(&run.fingerprint),
-                    json_text(&run.config),
+                    sql::json_text(&run.fingerprint),
+                    sql::json_text(&run.config),
                     run.overhead_ns
                 ],
             )
@@ -729,10 +896,10 @@ impl StoreWrite for SqliteStore {
                     c.bench,
                     c.source,
                     c.kind.as_str(),
-                    json_text(&c.params),
-                    json_text(&c.factors),
-                    json_text(&c.label_params),
-                    json_text(&c.metrics),
+                    sql::json_text(&c.params),
+                    sql::json_text(&c.factors),
+                    sql::json_text(&c.label_params),
+                    sql::json_text(&c.metrics),
                     c.readings_text(),
                 ],
             )
@@ -761,7 +928,7 @@ impl StoreWrite for SqliteStore {
         self.write(|c| {
             c.execute(
                 "UPDATE cells SET placement = ?2, notes = ?3 WHERE id = ?1",
-                params![cell_id, placement, json_text(notes)],
+                params![cell_id, placement, sql::json_text(notes)],
             )
         })?;
         Ok(())
@@ -778,24 +945,47 @@ impl StoreWrite for SqliteStore {
     }
 
     fn add_samples(&mut self, run_id: i64, samples: &[SampleRec]) -> anyhow::Result<usize> {
-        self.write(|c| {
-            let tx = c.transaction()?;
+        // A savepoint: its own transaction, or a part of `begin`'s.
+        let r = self.write(|c| {
+            let sp = c.savepoint()?;
             let mut added = 0;
             {
-                let mut st = tx.prepare_cached(
+                let mut st = sp.prepare_cached(
                     "INSERT INTO samples (run_id, cell_id, metric, unit, value, round, seq, t, process)
                      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
                      ON CONFLICT (cell_id, metric, round, seq) DO NOTHING",
                 )?;
+                let mut stored = sp.prepare_cached(
+                    "SELECT value FROM samples
+                     WHERE cell_id = ?1 AND metric = ?2 AND round = ?3 AND seq = ?4",
+                )?;
                 for s in samples {
-                    added += st.execute(params![
+                    let n = st.execute(params![
                         run_id, s.cell_id, s.metric, s.unit, s.value, s.round, s.seq, s.t, s.process
                     ])?;
+                    if n == 0 {
+                        let v: f64 = stored
+                            .query_row(params![s.cell_id, s.metric, s.round, s.seq], |r| {
+                                r.get(0)
+                            })?;
+                        if !super::same_value(v, s.value) {
+                            // Dropping the savepoint rolls the batch back.
+                            return Ok(Err(super::Conflict {
+                                cell_id: s.cell_id,
+                                metric: s.metric.to_string(),
+                                round: s.round,
+                                stored: v,
+                                new: s.value,
+                            }));
+                        }
+                    }
+                    added += n;
                 }
             }
-            tx.commit()?;
-            Ok(added)
-        })
+            sp.commit()?;
+            Ok(Ok(added))
+        })?;
+        r.map_err(anyhow::Error::from)
     }
 
     fn add_failure(&mut self, f: &FailureRec) -> anyhow::Result<()> {
@@ -819,6 +1009,37 @@ impl StoreWrite for SqliteStore {
         })?;
         Ok(())
     }
+
+    fn add_verdict(&mut self, v: &VerdictRec) -> anyhow::Result<()> {
+        let body = v.body.to_string();
+        self.write(|c| {
+            c.execute(
+                "INSERT INTO verdicts (run_id, kind, body) VALUES (?1, ?2, ?3)
+                 ON CONFLICT (run_id, kind) DO NOTHING",
+                params![v.run_id, v.kind, body],
+            )
+        })?;
+        Ok(())
+    }
+
+    fn begin(&mut self) -> anyhow::Result<()> {
+        // IMMEDIATE: the write lock now, not at the first write.
+        self.write(|c| c.execute_batch("BEGIN IMMEDIATE"))
+    }
+
+    fn commit(&mut self) -> anyhow::Result<()> {
+        self.write(|c| c.execute_batch("COMMIT"))
+    }
+
+    fn rollback(&mut self) -> anyhow::Result<()> {
+        self.write(|c| {
+            if c.is_autocommit() {
+                Ok(())
+            } else {
+                c.execute_batch("ROLLBACK")
+            }
+        })
+    }
 }
 
 #[cfg(test)]
@@ -828,17 +1049,18 @@ mod tests {
     #[test]
     fn passes_the_store_suite() {
         let dir = tempfile::tempdir().unwrap();
-        let mut s = SqliteStore::open(&dir.path().join("sub/k.db"), true).unwrap();
+        let mut s = SqliteStore::open(&dir.path().join("sub/k.db"), Access::Write).unwrap();
         super::super::suite::round_trip(&mut s);
+        super::super::suite::all_or_nothing(&mut s);
         drop(s);
         // Reopening does not re-run migrations.
-        let s = SqliteStore::open(&dir.path().join("sub/k.db"), true).unwrap();
+        let s = SqliteStore::open(&dir.path().join("sub/k.db"), Access::Write).unwrap();
         let v: i64 = s
             .conn
             .pragma_query_value(None, "user_version", |r| r.get(0))
             .unwrap();
         assert_eq!(v, MIGRATIONS.len() as i64);
-        assert_eq!(s.runs(None).unwrap().len(), 3);
+        assert_eq!(s.runs(None).unwrap().len(), 4, "the suite's runs");
     }
 
     /// A store written by kbench before the event stream (schema 2, a
@@ -852,7 +1074,7 @@ mod tests {
             &path,
         )
         .unwrap();
-        let mut s = SqliteStore::open(&path, true).unwrap();
+        let mut s = SqliteStore::open(&path, Access::Write).unwrap();
         let runs = s.runs(None).unwrap();
         assert_eq!(runs.len(), 2);
         assert_eq!(runs[0].uuid, "legacy-1");
@@ -883,7 +1105,7 @@ mod tests {
     #[test]
     fn corrupt_stored_json_is_an_error_not_null() {
         let dir = tempfile::tempdir().unwrap();
-        let mut s = SqliteStore::open(&dir.path().join("k.db"), true).unwrap();
+        let mut s = SqliteStore::open(&dir.path().join("k.db"), Access::Write).unwrap();
         let run = s
             .begin_run(&super::super::suite::new_run("u", None))
             .unwrap();
@@ -910,7 +1132,7 @@ mod tests {
     fn two_writers_create_one_campaign() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("k.db");
-        SqliteStore::open(&path, true).unwrap();
+        SqliteStore::open(&path, Access::Write).unwrap();
         let key = CampaignKey {
             name: "race".into(),
             plan_hash: "h".into(),
@@ -918,9 +1140,12 @@ mod tests {
             plan_text: String::new(),
         };
         for _ in 0..20 {
-            crate::store::suite::create_race(|| SqliteStore::open(&path, true).unwrap(), &key);
+            crate::store::suite::create_race(
+                || SqliteStore::open(&path, Access::Write).unwrap(),
+                &key,
+            );
         }
-        let s = SqliteStore::open(&path, true).unwrap();
+        let s = SqliteStore::open(&path, Access::Write).unwrap();
         assert_eq!(s.campaigns(CampaignQuery::Named("race")).unwrap().len(), 1);
     }
 }

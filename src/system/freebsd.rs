@@ -9,6 +9,7 @@
 //! which is why everything that parses lives in `freebsd_parse.rs`, whose
 //! tests run everywhere on real FreeBSD outputs.
 
+use std::collections::BTreeSet;
 use std::ffi::{CString, c_int, c_long, c_void};
 use std::os::fd::{FromRawFd, OwnedFd, RawFd};
 use std::path::PathBuf;
@@ -149,7 +150,12 @@ fn procs(pid: libc::pid_t, threads: bool) -> Vec<libc::kinfo_proc> {
     if threads {
         what |= libc::KERN_PROC_INC_THREAD;
     }
-    let Some(buf) = raw(&[libc::CTL_KERN, libc::KERN_PROC, what, pid]) else {
+    kinfo(&[libc::CTL_KERN, libc::KERN_PROC, what, pid])
+}
+
+/// The kinfo_proc records sysctl `mib` returns.
+fn kinfo(mib: &[c_int]) -> Vec<libc::kinfo_proc> {
+    let Some(buf) = raw(mib) else {
         return Vec::new();
     };
     let size = std::mem::size_of::<libc::kinfo_proc>();
@@ -326,6 +332,35 @@ unsafe extern "C" {
     fn libc_sbrk(incr: libc::intptr_t) -> *mut c_void;
 }
 
+/// libc's brk and sbrk, which only amd64 has.
+impl FreeBsd {
+    #[inline(always)]
+    unsafe fn brk(addr: *mut c_void) -> c_int {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: the caller moves the break only where nothing lives.
+        return unsafe { libc_brk(addr) };
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            let _ = addr;
+            set_errno(libc::ENOSYS);
+            -1
+        }
+    }
+
+    #[inline(always)]
+    unsafe fn sbrk(incr: libc::intptr_t) -> *mut c_void {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: as above.
+        return unsafe { libc_sbrk(incr) };
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            let _ = incr;
+            set_errno(libc::ENOSYS);
+            usize::MAX as *mut c_void
+        }
+    }
+}
+
 impl Os for FreeBsd {
     /// FreeBSD's pthread.h.
     const PTHREAD_CANCEL_ASYNCHRONOUS: c_int = 2;
@@ -497,6 +532,31 @@ impl Os for FreeBsd {
         }
     }
 
+    /// FreeBSD has no cgroups: a command's descendants that left its
+    /// process group are found as kbench's children (it is their reaper)
+    /// and killed after each sample, but not by the watchdog if kbench
+    /// itself is killed.
+    fn make_command_cgroup() {}
+
+    fn command_cgroup() -> Option<PathBuf> {
+        None
+    }
+
+    fn enter_command_cgroup() {}
+
+    /// From `kern.proc.proc`: every process whose parent is this one.
+    fn children() -> BTreeSet<libc::pid_t> {
+        // SAFETY: getpid has no preconditions.
+        let me = unsafe { libc::getpid() };
+        kinfo(&[libc::CTL_KERN, libc::KERN_PROC, libc::KERN_PROC_PROC])
+            .iter()
+            .filter(|k| k.ki_ppid == me)
+            .map(|k| k.ki_pid)
+            .collect()
+    }
+
+    fn empty_command_cgroup() {}
+
     fn die_with_parent(sig: c_int) -> std::io::Result<()> {
         let mut sig = sig;
         // SAFETY: procctl(2) is a system call; id 0 is the caller.
@@ -664,32 +724,6 @@ impl Os for FreeBsd {
     /// has no per-mapping opt-out.
     fn no_huge_pages(_p: *mut u8, _len: usize) -> bool {
         false
-    }
-
-    #[inline(always)]
-    unsafe fn brk(addr: *mut c_void) -> c_int {
-        #[cfg(target_arch = "x86_64")]
-        // SAFETY: the caller moves the break only where nothing lives.
-        return unsafe { libc_brk(addr) };
-        #[cfg(not(target_arch = "x86_64"))]
-        {
-            let _ = addr;
-            set_errno(libc::ENOSYS);
-            -1
-        }
-    }
-
-    #[inline(always)]
-    unsafe fn sbrk(incr: libc::intptr_t) -> *mut c_void {
-        #[cfg(target_arch = "x86_64")]
-        // SAFETY: as above.
-        return unsafe { libc_sbrk(incr) };
-        #[cfg(not(target_arch = "x86_64"))]
-        {
-            let _ = incr;
-            set_errno(libc::ENOSYS);
-            usize::MAX as *mut c_void
-        }
     }
 
     /// FreeBSD's break system call returns no address: libc's brk/sbrk

@@ -625,18 +625,6 @@ impl Os for Linux {
     }
 
     #[inline(always)]
-    unsafe fn brk(addr: *mut libc::c_void) -> c_int {
-        // SAFETY: the caller moves the break only where nothing lives.
-        unsafe { libc::brk(addr) }
-    }
-
-    #[inline(always)]
-    unsafe fn sbrk(incr: libc::intptr_t) -> *mut libc::c_void {
-        // SAFETY: as above.
-        unsafe { libc::sbrk(incr) }
-    }
-
-    #[inline(always)]
     unsafe fn raw_brk(addr: usize) -> usize {
         // SAFETY: as above; brk(0) only reads the break.
         unsafe { libc::syscall(libc::SYS_brk, addr) as usize }
@@ -691,6 +679,156 @@ impl Os for Linux {
     fn raw_getppid() -> c_long {
         // SAFETY: getppid takes no arguments.
         unsafe { libc::syscall(libc::SYS_getppid) }
+    }
+
+    fn make_command_cgroup() {
+        cgroup();
+    }
+
+    fn command_cgroup() -> Option<PathBuf> {
+        cgroup_dir()
+    }
+
+    #[inline]
+    fn enter_command_cgroup() {
+        enter_cgroup()
+    }
+
+    fn children() -> BTreeSet<libc::pid_t> {
+        own_children()
+    }
+
+    fn empty_command_cgroup() {
+        if let Some(c) = cgroup() {
+            empty_cgroup(c);
+        }
+    }
+}
+
+// --- Descendants of the commands kbench runs --------------------------------
+//
+// A command runs in a process group of its own, killed after each sample;
+// a descendant that calls setsid(2) leaves that group. kbench is a child
+// subreaper, so such a process comes back to kbench when its parent exits;
+// and where it can, kbench puts every command into a cgroup v2 of its own
+// (`kbench-PID` under kbench's own), which no descendant can
+// leave: `cgroup.kill` ends all of them, also from the watchdog after
+// kbench was killed with SIGKILL.
+
+/// kbench's cgroup for commands: its directory and `cgroup.procs`, open for
+/// writing (a forked child writes `0` there to join before it execs).
+struct Cgroup {
+    dir: std::path::PathBuf,
+    procs: std::os::fd::OwnedFd,
+}
+
+static CGROUP: std::sync::OnceLock<Option<Cgroup>> = std::sync::OnceLock::new();
+
+/// The cgroup v2 for commands, made on first use: a child of kbench's own
+/// cgroup, only where that cgroup delegates no controller (so the new one
+/// has none, and changes nothing about how a command is scheduled or
+/// limited) and kbench may write there. `None` otherwise.
+fn cgroup() -> Option<&'static Cgroup> {
+    CGROUP.get_or_init(make_cgroup).as_ref()
+}
+
+fn make_cgroup() -> Option<Cgroup> {
+    use std::os::fd::OwnedFd;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mountinfo = fs::read_to_string("/proc/self/mountinfo").ok()?;
+    let mount = mountinfo.lines().find_map(|l| {
+        let (left, right) = l.split_once(" - ")?;
+        (right.split_whitespace().next() == Some("cgroup2"))
+            .then(|| left.split_whitespace().nth(4).map(str::to_string))?
+    })?;
+    let own = fs::read_to_string("/proc/self/cgroup").ok()?;
+    let rel = own.lines().find_map(|l| l.strip_prefix("0::"))?.trim();
+    let parent = Path::new(&mount).join(rel.trim_start_matches('/'));
+    let delegated = fs::read_to_string(parent.join("cgroup.subtree_control")).ok()?;
+    if !delegated.trim().is_empty() {
+        return None;
+    }
+    let dir = parent.join(format!("kbench-{}", std::process::id()));
+    match fs::create_dir(&dir) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(_) => return None,
+    }
+    let procs = fs::OpenOptions::new()
+        .write(true)
+        .custom_flags(libc::O_CLOEXEC)
+        .open(dir.join("cgroup.procs"));
+    match procs {
+        Ok(f) => Some(Cgroup {
+            dir,
+            procs: OwnedFd::from(f),
+        }),
+        Err(_) => {
+            let _ = fs::remove_dir(&dir);
+            None
+        }
+    }
+}
+
+/// The commands' cgroup, if kbench made one.
+fn cgroup_dir() -> Option<std::path::PathBuf> {
+    CGROUP.get().and_then(Option::as_ref).map(|c| c.dir.clone())
+}
+
+/// In a forked child before exec: join the commands' cgroup. Only
+/// async-signal-safe calls (write).
+fn enter_cgroup() {
+    if let Some(c) = CGROUP.get().and_then(Option::as_ref) {
+        use std::os::fd::AsRawFd;
+        // SAFETY: writing a static byte to an fd we hold.
+        unsafe { libc::write(c.procs.as_raw_fd(), b"0".as_ptr().cast(), 1) };
+    }
+}
+
+/// This process's children (of every thread): re-parented orphans
+/// included.
+fn own_children() -> BTreeSet<libc::pid_t> {
+    let mut out = BTreeSet::new();
+    let Ok(tasks) = fs::read_dir("/proc/self/task") else {
+        return out;
+    };
+    for t in tasks.flatten() {
+        if let Ok(s) = fs::read_to_string(t.path().join("children")) {
+            out.extend(
+                s.split_whitespace()
+                    .filter_map(|p| p.parse::<libc::pid_t>().ok()),
+            );
+        }
+    }
+    out
+}
+
+/// Kill every process left in the commands' cgroup and wait (up to 2 s)
+/// until it is empty.
+fn empty_cgroup(c: &Cgroup) {
+    if fs::write(c.dir.join("cgroup.kill"), "1").is_err() {
+        // Kernels before 5.14: each member by its pid.
+        for _ in 0..100 {
+            let procs = fs::read_to_string(c.dir.join("cgroup.procs")).unwrap_or_default();
+            let pids: Vec<libc::pid_t> = procs
+                .split_whitespace()
+                .filter_map(|p| p.parse().ok())
+                .collect();
+            if pids.is_empty() {
+                break;
+            }
+            for p in pids {
+                // SAFETY: signalling a process of our cgroup.
+                unsafe { libc::kill(p, libc::SIGKILL) };
+            }
+        }
+    }
+    let events = c.dir.join("cgroup.events");
+    let t0 = std::time::Instant::now();
+    while fs::read_to_string(&events).is_ok_and(|e| e.contains("populated 1"))
+        && t0.elapsed() < std::time::Duration::from_secs(2)
+    {
+        std::thread::sleep(std::time::Duration::from_millis(1));
     }
 }
 

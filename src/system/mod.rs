@@ -30,6 +30,7 @@ type Host = linux::Linux;
 
 use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeSet;
 use std::ffi::{c_int, c_long};
 use std::fmt;
 use std::os::fd::{FromRawFd, OwnedFd, RawFd};
@@ -228,6 +229,21 @@ pub(crate) trait Os {
     /// Make this process the reaper of the processes its descendants
     /// orphan.
     fn become_subreaper() -> std::io::Result<()>;
+    /// Make, once, a container for the commands kbench runs that no
+    /// descendant can leave and that can be emptied at once (Linux: a
+    /// cgroup v2), where the OS has one and kbench may make it.
+    fn make_command_cgroup();
+    /// The directory of that container, if one was made (the watchdog
+    /// empties and removes it after kbench was killed).
+    fn command_cgroup() -> Option<PathBuf>;
+    /// In a forked child before exec: join that container. Only
+    /// async-signal-safe calls.
+    fn enter_command_cgroup();
+    /// This process's children, re-parented orphans included.
+    fn children() -> BTreeSet<libc::pid_t>;
+    /// Kill every process in the commands' container and wait (briefly)
+    /// until it is empty; nothing where there is none.
+    fn empty_command_cgroup();
     /// Have the kernel send `sig` to the calling process when its parent
     /// dies. Async-signal-safe (called between fork and exec).
     fn die_with_parent(sig: c_int) -> std::io::Result<()>;
@@ -285,21 +301,11 @@ pub(crate) trait Os {
     /// Map `len` bytes at `p` with base pages only; false where the OS
     /// cannot (a page-fault benchmark calls it just before its timed part).
     fn no_huge_pages(p: *mut u8, len: usize) -> bool;
-    /// brk(2) as libc has it: 0, or -1 with errno.
-    ///
-    /// # Safety
-    /// Nothing (the allocator included) may live where the break moves.
-    unsafe fn brk(addr: *mut libc::c_void) -> c_int;
-    /// sbrk(2) as libc has it: the old break, or `(void *)-1`.
-    ///
-    /// # Safety
-    /// As [`Os::brk`].
-    unsafe fn sbrk(incr: libc::intptr_t) -> *mut libc::c_void;
     /// The raw break system call: move the break to `addr` (0 reads it)
     /// and return where it is now, without libc's bookkeeping.
     ///
     /// # Safety
-    /// As [`Os::brk`].
+    /// Nothing (the allocator included) may live where the break moves.
     unsafe fn raw_brk(addr: usize) -> usize;
     /// Allocate `len` bytes at `off` of `fd`: 0, or -1 with errno.
     fn fallocate(fd: RawFd, off: libc::off_t, len: libc::off_t) -> c_int;
@@ -414,11 +420,6 @@ pub fn exit_notifier(pid: libc::pid_t) -> Option<OwnedFd> {
     Host::exit_notifier(pid)
 }
 
-/// Become the reaper of the processes this process's descendants orphan.
-pub fn become_subreaper() -> std::io::Result<()> {
-    Host::become_subreaper()
-}
-
 /// The kernel sends `sig` to the calling process when its parent dies.
 /// Async-signal-safe.
 #[inline]
@@ -471,9 +472,21 @@ pub fn pin_current_thread(cpu: usize) -> std::io::Result<()> {
     Host::set_affinity(&[cpu])
 }
 
-/// Set the calling thread's CPU affinity (inherited by children).
-pub fn set_affinity(set: &CpuSet) -> std::io::Result<()> {
-    Host::set_affinity(&set.0)
+/// Set the calling thread's CPU affinity (inherited by children). A set
+/// the kernel refuses because none of its CPUs may be used (outside the
+/// process's cpuset) is bad input: the error names it and the CPUs the
+/// thread has.
+pub fn set_affinity(set: &CpuSet) -> anyhow::Result<()> {
+    Host::set_affinity(&set.0).map_err(|e| {
+        if e.raw_os_error() == Some(libc::EINVAL) {
+            let have = get_affinity().map_or_else(|_| "?".into(), |s| s.to_string());
+            crate::error::bad_input!(
+                "CPUs `{set}`: not usable here (this process runs in a cpuset of CPUs {have}; name those)"
+            )
+        } else {
+            anyhow::anyhow!("setting the CPU affinity to `{set}`: {e}")
+        }
+    })
 }
 
 /// The calling thread's CPU affinity.
@@ -533,30 +546,10 @@ pub fn no_huge_pages(p: *mut u8, len: usize) -> bool {
     Host::no_huge_pages(p, len)
 }
 
-/// brk(2): 0, or -1 with errno.
-///
-/// # Safety
-/// Nothing (the allocator included) may live where the break moves.
-#[inline(always)]
-pub unsafe fn brk(addr: *mut libc::c_void) -> c_int {
-    // SAFETY: the caller's promise.
-    unsafe { Host::brk(addr) }
-}
-
-/// sbrk(2): the old break, or `(void *)-1`.
-///
-/// # Safety
-/// As [`brk`].
-#[inline(always)]
-pub unsafe fn sbrk(incr: libc::intptr_t) -> *mut libc::c_void {
-    // SAFETY: the caller's promise.
-    unsafe { Host::sbrk(incr) }
-}
-
 /// The raw break system call ([`Os::raw_brk`]).
 ///
 /// # Safety
-/// As [`brk`].
+/// Nothing (the allocator included) may live where the break moves.
 #[inline(always)]
 pub unsafe fn raw_brk(addr: usize) -> usize {
     // SAFETY: the caller's promise.
@@ -661,6 +654,82 @@ impl Fingerprint {
             );
         }
         w
+    }
+}
+
+/// Every process a command starts dies with its sample and with kbench,
+/// also one that left the command's process group (`setsid`): kbench is a
+/// child subreaper (orphans come back to it) and, where the OS has one and
+/// kbench may make it, runs its commands in a container of their own (a
+/// Linux cgroup) that the watchdog empties if kbench is killed. Without
+/// one (FreeBSD), a process that left the group is killed after each
+/// sample, but not by the watchdog after kbench itself was killed. Once
+/// per process, before the first command.
+pub fn contain_descendants() {
+    // Without it orphans go to init; the group kill still reaches them.
+    let _ = Host::become_subreaper();
+    Host::make_command_cgroup();
+    // Started after the cgroup exists, so it knows to empty it.
+    watchdog::ready();
+}
+
+/// Scratch files and directories (`TMPDIR/kbench-PID-*`) are removed by
+/// the watchdog if kbench is killed: start it (once) before making one.
+pub fn watch_scratch() {
+    // The watchdog learns the commands' cgroup when it starts: make that
+    // first, whichever comes first.
+    contain_descendants();
+}
+
+/// The commands' cgroup, if kbench made one (for the watchdog).
+fn cgroup_dir() -> Option<PathBuf> {
+    Host::command_cgroup()
+}
+
+/// kbench's children now: taken just before a command is spawned, so
+/// [`kill_escaped`] knows which children came back from it.
+pub fn children() -> BTreeSet<libc::pid_t> {
+    Host::children()
+}
+
+/// In the forked child, before exec (async-signal-safe): join the
+/// commands' cgroup.
+#[inline]
+pub fn enter_command_cgroup() {
+    Host::enter_command_cgroup();
+}
+
+/// After a command's process group was killed and reaped: kill whatever
+/// it left elsewhere (its cgroup; processes re-parented to kbench that
+/// were not its children `before` the spawn) and reap those that come back
+/// to kbench, handing each one's usage to `reaped`.
+pub fn kill_escaped(before: &BTreeSet<libc::pid_t>, reaped: &mut dyn FnMut(&libc::rusage)) {
+    Host::empty_command_cgroup();
+    // Killing one may re-parent its own children to kbench: again until
+    // none is new (bounded, against a fork bomb).
+    for _ in 0..1000 {
+        let new: Vec<libc::pid_t> = children().difference(before).copied().collect();
+        if new.is_empty() {
+            return;
+        }
+        for pid in new {
+            // SAFETY: our own child (re-parented to us), killed and reaped.
+            unsafe {
+                libc::kill(pid, libc::SIGKILL);
+                let mut st = 0;
+                let mut ru: libc::rusage = std::mem::zeroed();
+                loop {
+                    let r = libc::wait4(pid, &mut st, 0, &mut ru);
+                    if r == pid {
+                        reaped(&ru);
+                        break;
+                    }
+                    if r < 0 && errno() != libc::EINTR {
+                        break;
+                    }
+                }
+            }
+        }
     }
 }
 
@@ -880,5 +949,18 @@ mod tests {
             "{t:?}"
         );
         assert!(t.iter().all(|c| c.thread < 8));
+    }
+
+    #[test]
+    fn a_cpu_set_the_kernel_refuses_is_bad_input_naming_it() {
+        // No machine this runs on has CPU 1000 online (CPU_SETSIZE is 1024):
+        // the kernel refuses the set as it refuses CPUs outside a cpuset.
+        let before = get_affinity().unwrap();
+        let e = set_affinity(&CpuSet(vec![1000])).unwrap_err();
+        assert_eq!(crate::error::exit_code(&e), 2, "{e:#}");
+        let msg = format!("{e:#}");
+        assert!(msg.starts_with("CPUs `1000`: not usable here"), "{msg}");
+        assert!(msg.contains(&before.to_string()), "{msg}");
+        assert_eq!(get_affinity().unwrap(), before, "unchanged");
     }
 }

@@ -18,11 +18,19 @@
 //! kills every group still listed with SIGKILL and exits. When kbench exits
 //! normally its groups are already gone and the list is empty.
 //!
+//! A process that left the group (`setsid`) is not in it: where kbench
+//! could make its commands' cgroup (`system::linux`), the watchdog then
+//! kills everything in that cgroup too (`cgroup.kill`) and removes it. And
+//! it removes kbench's scratch files and directories (`$TMPDIR/kbench-PID-*`),
+//! which a killed kbench cannot.
+//!
 //! Between fork() and exec, a multi-threaded program's child may only make
 //! async-signal-safe calls (signal, open, dup2, close_range, execv); if the
 //! exec fails, the forked child watches itself with the same loop, which
-//! uses only read, kill and _exit and a fixed array on its stack.
+//! uses only read, kill, open, write, rmdir, nanosleep and _exit and fixed
+//! buffers prepared before the fork (it leaves the scratch files).
 
+use std::ffi::{CStr, CString};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::sync::Mutex;
 
@@ -100,8 +108,35 @@ fn with_writer(f: impl FnOnce(&OwnedFd)) {
     }
 }
 
+/// What the watchdog cleans when kbench is gone, besides the groups: as
+/// C strings made before the fork.
+struct Leftovers {
+    /// kbench's pid, its temporary directory, its commands' cgroup (or
+    /// empty): the re-executed watchdog's arguments.
+    pid: CString,
+    tmp: CString,
+    cgroup: CString,
+    /// `CGROUP/cgroup.kill`, for the forked copy.
+    kill: CString,
+}
+
+impl Leftovers {
+    fn now() -> std::io::Result<Leftovers> {
+        let c =
+            |s: &std::ffi::OsStr| CString::new(s.as_encoded_bytes()).map_err(std::io::Error::other);
+        let cgroup = super::cgroup_dir().unwrap_or_default();
+        Ok(Leftovers {
+            pid: c(std::process::id().to_string().as_ref())?,
+            tmp: c(std::env::temp_dir().as_os_str())?,
+            kill: c(cgroup.join("cgroup.kill").as_os_str())?,
+            cgroup: c(cgroup.as_os_str())?,
+        })
+    }
+}
+
 /// Fork the watchdog; returns the write end of its pipe.
 fn start() -> std::io::Result<OwnedFd> {
+    let left = Leftovers::now()?;
     let mut fds = [0 as libc::c_int; 2];
     // SAFETY: fds is a valid array of two ints.
     if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
@@ -113,7 +148,13 @@ fn start() -> std::io::Result<OwnedFd> {
     // The path is made before fork: the child may not allocate.
     let exe = std::ffi::CString::new(super::self_exe().into_os_string().into_encoded_bytes())
         .map_err(std::io::Error::other)?;
-    let argv = [ARGV0.as_ptr(), std::ptr::null()];
+    let argv = [
+        ARGV0.as_ptr(),
+        left.pid.as_ptr(),
+        left.tmp.as_ptr(),
+        left.cgroup.as_ptr(),
+        std::ptr::null(),
+    ];
     let reexec = REEXEC.load(std::sync::atomic::Ordering::Relaxed);
     // SAFETY: fork; the child makes only async-signal-safe calls and never
     // returns.
@@ -142,20 +183,49 @@ fn start() -> std::io::Result<OwnedFd> {
             if reexec {
                 libc::execv(exe.as_ptr(), argv.as_ptr());
             }
-            watch()
+            watch(&left.cgroup, &left.kill);
+            libc::_exit(0)
         },
         _ => Ok(w),
     }
 }
 
-/// `kbench-watchdog`: the re-executed binary's whole life.
+/// `kbench-watchdog PID TMPDIR CGROUP`: the re-executed binary's whole
+/// life.
 pub fn main() -> ! {
-    watch()
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let arg = |i: usize| args.get(i).cloned().unwrap_or_default();
+    let cgroup = CString::new(arg(3).as_encoded_bytes()).unwrap_or_default();
+    let kill = CString::new(
+        std::path::Path::new(&arg(3))
+            .join("cgroup.kill")
+            .as_os_str()
+            .as_encoded_bytes(),
+    )
+    .unwrap_or_default();
+    watch(&cgroup, &kill);
+    // kbench is gone: its scratch files and directories go too.
+    let prefix = format!("kbench-{}-", arg(1).to_string_lossy());
+    let tmp = std::path::PathBuf::from(arg(2));
+    if !arg(1).is_empty()
+        && let Ok(dir) = std::fs::read_dir(&tmp)
+    {
+        for e in dir.flatten() {
+            if e.file_name().to_string_lossy().starts_with(&prefix) {
+                let p = e.path();
+                let _ = std::fs::remove_dir_all(&p).or_else(|_| std::fs::remove_file(&p));
+            }
+        }
+    }
+    // SAFETY: ending the process.
+    unsafe { libc::_exit(0) }
 }
 
 /// Read group ids from [`FD`] until end of file, then kill the groups
-/// still listed. Async-signal-safe calls only.
-fn watch() -> ! {
+/// still listed and everything in the commands' cgroup (`cgroup`, empty
+/// when there is none), and remove that cgroup. Async-signal-safe calls
+/// only.
+fn watch(cgroup: &CStr, kill: &CStr) {
     let mut groups = [0 as libc::pid_t; MAX_GROUPS];
     let mut buf = [0u8; 4];
     // SAFETY: plain syscalls on integers and our own buffers.
@@ -180,7 +250,25 @@ fn watch() -> ! {
             for &g in groups.iter().filter(|g| **g > 0) {
                 libc::kill(-g, libc::SIGKILL);
             }
-            libc::_exit(0);
+            if !cgroup.is_empty() {
+                let fd = libc::open(kill.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
+                if fd >= 0 {
+                    libc::write(fd, b"1".as_ptr().cast(), 1);
+                    libc::close(fd);
+                }
+                // Removable once its last process has exited.
+                let pause = libc::timespec {
+                    tv_sec: 0,
+                    tv_nsec: 10_000_000,
+                };
+                for _ in 0..200 {
+                    if libc::rmdir(cgroup.as_ptr()) == 0 || super::errno() == libc::ENOENT {
+                        break;
+                    }
+                    libc::nanosleep(&pause, std::ptr::null_mut());
+                }
+            }
+            return;
         }
     }
 }

@@ -7,6 +7,58 @@ use std::path::{Path, PathBuf};
 #[allow(unused_imports)]
 pub use kbench::test_support::{cpus_free, has_cpus, timing_lock as serial, usable_cpus};
 
+/// The CPUs this test may use, from the affinity it was given (taskset, a
+/// cpuset): tests pin to these, never to CPU 0 or 1 by number, so the
+/// suite passes on any CPU of the machine.
+pub fn cpus() -> Vec<usize> {
+    kbench::test_support::affinity()
+}
+
+/// The `i`-th usable CPU, wrapping when fewer are usable.
+pub fn cpu(i: usize) -> usize {
+    let c = cpus();
+    c[i % c.len()]
+}
+
+/// A plan (an example's text) with the CPUs it names mapped to usable
+/// ones: CPU `i` in a `cpus` factor's values or a `cpu` parameter becomes
+/// [`cpu`]`(i)`. The examples name CPUs 0 and 1.
+pub fn usable_plan(text: &str) -> String {
+    let list = regex::Regex::new(r#""([0-9][0-9,\-]*)""#).unwrap();
+    let param = regex::Regex::new(r"\bcpu = ([0-9]+)").unwrap();
+    let map_list = |l: &str| {
+        let mut out: Vec<usize> = Vec::new();
+        for part in l.split(',') {
+            let (a, b) = part.split_once('-').unwrap_or((part, part));
+            for i in a.parse::<usize>().unwrap()..=b.parse::<usize>().unwrap() {
+                out.push(cpu(i));
+            }
+        }
+        out.sort_unstable();
+        out.dedup();
+        let s: Vec<String> = out.iter().map(|c| c.to_string()).collect();
+        s.join(",")
+    };
+    text.lines()
+        .map(|line| {
+            if line.contains(r#"apply = "cpus""#) {
+                let (head, values) = line.split_at(line.find("values").unwrap_or(line.len()));
+                let values = list.replace_all(values, |c: &regex::Captures| {
+                    format!("\"{}\"", map_list(&c[1]))
+                });
+                format!("{head}{values}")
+            } else {
+                param
+                    .replace_all(line, |c: &regex::Captures| {
+                        format!("cpu = {}", cpu(c[1].parse().unwrap()))
+                    })
+                    .into_owned()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 /// `kbench` with `KBENCH_DB` and the testcase cache inside `dir`, and no
 /// colour.
 pub fn kbench(dir: &Path) -> assert_cmd::Command {
@@ -80,4 +132,20 @@ pub fn assert_ok(out: &std::process::Output) {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+/// Samples stored so far in the test's store (0 before it exists).
+pub fn stored_samples(dir: &Path) -> i64 {
+    rusqlite::Connection::open_with_flags(db(dir), rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+        .and_then(|c| c.query_row("SELECT COUNT(*) FROM samples", [], |r| r.get(0)))
+        .unwrap_or(0)
+}
+
+/// Wait until the store holds `n` samples (a minute at most).
+pub fn wait_for_stored_samples(dir: &Path, n: i64) {
+    let t0 = std::time::Instant::now();
+    while stored_samples(dir) < n {
+        assert!(t0.elapsed().as_secs() < 60, "no samples stored");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
 }

@@ -12,8 +12,10 @@
 //! together with a two-line shim that defines `new_task` as a call into
 //! kbench, into the user's cache directory under a name keyed by a hash
 //! of the source, shim, compiler and flags (so an edit recompiles and an
-//! unchanged file does not). The library is dlopen()ed into kbench at
-//! load time, so its symbols are checked before anything runs; its code
+//! unchanged file does not). The library is built and dlopen()ed into
+//! kbench only once a cell of it is about to run (never by `status`, a
+//! report, or a run with nothing left to measure), still before the run
+//! is recorded, so its symbols are checked before anything runs; its code
 //! runs only in the cell processes forked from kbench. A compiler error is
 //! bad input (exit 2) and shows the compiler's own message.
 
@@ -187,9 +189,9 @@ fn dlerror() -> String {
     }
 }
 
-/// Compile, load and check a will-it-scale-style C file; the benchmark is
+/// Compile, load and check a will-it-scale-style C file; the testcase is
 /// named after the file (`foo.c`) and has the engine's parameters.
-pub fn load_c_testcase(path: &Path) -> anyhow::Result<BenchRef> {
+fn load(path: &Path) -> anyhow::Result<CTestcase> {
     let src = std::fs::read(path)
         .map_err(|e| bad_input!("{}: cannot read C testcase: {e}", path.display()))?;
     let so = compile(path, &src)?;
@@ -234,7 +236,7 @@ pub fn load_c_testcase(path: &Path) -> anyhow::Result<BenchRef> {
         (!p.is_null()).then_some(p)
     };
     // SAFETY: symbols of the library with will-it-scale's signatures.
-    let tc = unsafe {
+    Ok(unsafe {
         CTestcase {
             name,
             description,
@@ -244,9 +246,70 @@ pub fn load_c_testcase(path: &Path) -> anyhow::Result<BenchRef> {
             cleanup: opt("testcase_cleanup")
                 .map(|p| std::mem::transmute::<*mut c_void, CleanupFn>(p)),
         }
-    };
-    let tc: Arc<dyn Testcase> = Arc::new(tc);
+    })
+}
+
+/// A C testcase of a plan the user runs, compiled and loaded only when a
+/// cell of it is about to run ([`Testcase::ready`], before the run is
+/// recorded, so a compiler error is still bad input that stores nothing):
+/// `kbench status`, or a run with nothing left to measure, never builds
+/// or loads the user's code (whose constructors would run in kbench).
+pub fn lazy_c_testcase(path: &Path) -> anyhow::Result<BenchRef> {
+    std::fs::metadata(path)
+        .and_then(|m| {
+            if m.is_file() {
+                Ok(())
+            } else {
+                Err(std::io::Error::other("not a file"))
+            }
+        })
+        .map_err(|e| bad_input!("{}: cannot read C testcase: {e}", path.display()))?;
+    let name = path
+        .file_name()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| path.display().to_string());
+    let tc: Arc<dyn Testcase> = Arc::new(Lazy {
+        path: path.to_path_buf(),
+        description: format!("C testcase {name} (compiled when a cell runs)"),
+        name,
+        loaded: std::sync::OnceLock::new(),
+    });
     Ok(BenchRef::Owned(Arc::new(Scale(tc))))
+}
+
+struct Lazy {
+    path: PathBuf,
+    name: String,
+    description: String,
+    /// The compiled and loaded testcase, or why it could not be.
+    loaded: std::sync::OnceLock<Result<CTestcase, String>>,
+}
+
+impl Lazy {
+    fn get(&self) -> anyhow::Result<&CTestcase> {
+        self.loaded
+            .get_or_init(|| load(&self.path).map_err(|e| format!("{e:#}")))
+            .as_ref()
+            .map_err(|e| bad_input!("{e}"))
+    }
+}
+
+impl Testcase for Lazy {
+    fn name(&self) -> &str {
+        &self.name
+    }
+    fn description(&self) -> &str {
+        match self.loaded.get() {
+            Some(Ok(tc)) => &tc.description,
+            _ => &self.description,
+        }
+    }
+    fn ready(&self) -> anyhow::Result<()> {
+        self.get().map(|_| ())
+    }
+    fn prepare(&self, cx: &Prep) -> anyhow::Result<Box<dyn Body>> {
+        self.get()?.prepare(cx)
+    }
 }
 
 /// A C testcase named by a plan that is only read (a stored campaign's

@@ -783,7 +783,9 @@ fn make_temp_dir(name: &str) -> anyhow::Result<PathBuf> {
         .chars()
         .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
         .collect();
-    let tmpl = std::env::temp_dir().join(format!("kbench-{safe}-XXXXXX"));
+    // `kbench-PID-`: the watchdog removes it if kbench is killed.
+    crate::system::watch_scratch();
+    let tmpl = std::env::temp_dir().join(format!("kbench-{}-{safe}-XXXXXX", std::process::id()));
     let c = cstr(&tmpl)?;
     let mut buf = c.into_bytes_with_nul();
     // SAFETY: buf is a writable NUL-terminated template.

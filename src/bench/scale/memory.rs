@@ -8,27 +8,13 @@
 use std::convert::Infallible;
 
 use super::files::{anon_file, page_size};
-use super::{Body, Task, check, params_with, plt, size_param, testcase};
+use super::loops;
+use super::{Body, Task, check, params_with, size_param, testcase};
 
 const SIZE_128M: crate::bench::ParamDef = size_param("128m", "bytes mapped per iteration");
 
 fn body(f: impl Fn(&Task) -> anyhow::Result<Infallible> + Send + Sync + 'static) -> Box<dyn Body> {
     Box::new(f)
-}
-
-/// `p`, which the compiler must now assume was read: an empty asm block
-/// taking it in a register. Unlike `std::hint::black_box`, which stores
-/// the value to the stack and reloads it (a store-forwarding delay on the
-/// malloc-to-free path, measurable at 10 ns per operation), this costs no
-/// instruction.
-#[inline(always)]
-// The pointer is only a value to the asm, never dereferenced: nomem is true.
-#[allow(clippy::pointers_in_nomem_asm_block)]
-pub fn observe<T>(p: *mut T) -> *mut T {
-    // SAFETY: an empty asm with one register input reads nothing else,
-    // writes nothing, and leaves the stack and flags alone.
-    unsafe { std::arch::asm!("/* {0} */", in(reg) p, options(nomem, nostack, preserves_flags)) };
-    p
 }
 
 fn map(len: usize, flags: libc::c_int, fd: libc::c_int) -> anyhow::Result<*mut u8> {
@@ -86,25 +72,12 @@ testcase!(
     /// will-it-scale brk1: move the break up one page and back; counts 2
     /// per round trip as the original does. The break is never moved
     /// below where the task found it, so the allocator's heap is safe.
+    /// The loop is C (`loops.c`), as will-it-scale's compiler builds it.
     Brk1,
     "brk1",
     "brk() up and down by one page: mmap_lock write side and VMA adjustment",
-    prepare = |_| {
-        Ok(body(|t| {
-            let pg = page_size();
-            // SAFETY: sbrk(0) only reads the current break.
-            let base = unsafe { crate::system::sbrk(0) } as usize;
-            loop {
-                // SAFETY: growing then restoring the break; nothing lives
-                // in the page in between.
-                unsafe {
-                    crate::system::brk((base + pg) as *mut libc::c_void);
-                    crate::system::brk(base as *mut libc::c_void);
-                }
-                t.counter.add(2);
-            }
-        }))
-    }
+    // SAFETY: the task's counter, valid while the task runs.
+    prepare = |_| Ok(loops::body("brk", |ops| unsafe { loops::kbench_brk_here(ops) }))
 );
 
 testcase!(
@@ -191,23 +164,15 @@ testcase!(
     }
 );
 
-/// malloc+free, the memory untouched as in will-it-scale. LLVM knows
-/// malloc and free and deletes a pair whose pointer nothing observes (the
-/// loop then timed nothing: 3.7e9 "ops/s"); [`observe`] hands the pointer
-/// to the CPU, so both calls happen. The C original keeps its pair only
-/// because gcc -O2 does not elide it.
-fn malloc_loop(t: &Task, len: usize) -> anyhow::Result<Infallible> {
-    loop {
-        // Through gcc's call shape (`super::plt`): malloc2's ~7.5 ns loop
-        // read 4-5% faster than will-it-scale's with rustc's own calls.
-        let p = observe(plt::malloc(len));
-        if p.is_null() {
-            anyhow::bail!("malloc of {len} bytes failed");
-        }
-        // SAFETY: from malloc just above, freed once.
-        unsafe { plt::free(p) };
-        t.counter.add(1);
-    }
+/// malloc+free of `len` bytes, the memory untouched, as in will-it-scale.
+/// The loop is C (`loops.c`): malloc2's takes a few nanoseconds, and the
+/// shape of the two calls alone moved it by 5% (rustc's calls through the
+/// GOT against gcc's through the PLT).
+fn malloc_loop(len: usize) -> Box<dyn Body> {
+    // SAFETY: the task's counter, valid while the task runs.
+    loops::body("malloc", move |ops| unsafe {
+        loops::kbench_malloc_free(ops, len)
+    })
 }
 
 testcase!(
@@ -219,7 +184,7 @@ testcase!(
     params = params_with!(SIZE_128M),
     prepare = |cx| {
         let len = cx.params.int("size") as usize;
-        Ok(body(move |t| malloc_loop(t, len)))
+        Ok(malloc_loop(len))
     }
 );
 
@@ -229,7 +194,7 @@ testcase!(
     Malloc2,
     "malloc2",
     "malloc()+free() of 1 kB: user-space allocator fast path (arena locks in threads mode)",
-    prepare = |_| Ok(body(|t| malloc_loop(t, 1024)))
+    prepare = |_| Ok(malloc_loop(1024))
 );
 
 /// Write a page, drop it with MADV_DONTNEED (zap + TLB flush), read it
@@ -312,27 +277,10 @@ testcase!(
     /// will-it-scale brk2: first grow the heap by one page (so the break
     /// sits above a heap VMA of the task's own), then move the break up
     /// one page and back; counts 2 per round trip as the original does.
+    /// The loop is C (`loops.c`).
     Brk2,
     "brk2",
     "brk() up and down by one page above a page the task added first: expands and shrinks an existing heap VMA",
-    prepare = |_| {
-        Ok(body(|t| {
-            let pg = page_size();
-            // SAFETY: sbrk grows the break by one page that nothing else
-            // uses; the loop moves the break only above it.
-            let old = unsafe { crate::system::sbrk(pg as libc::intptr_t) };
-            if old as isize == -1 {
-                anyhow::bail!("sbrk: {}", std::io::Error::last_os_error());
-            }
-            let base = old as usize + pg;
-            loop {
-                // SAFETY: as above.
-                unsafe {
-                    crate::system::brk((base + pg) as *mut libc::c_void);
-                    crate::system::brk(base as *mut libc::c_void);
-                }
-                t.counter.add(2);
-            }
-        }))
-    }
+    // SAFETY: the task's counter, valid while the task runs.
+    prepare = |_| Ok(loops::body("brk", |ops| unsafe { loops::kbench_brk_above_page(ops) }))
 );

@@ -32,8 +32,8 @@ pub mod cfile;
 pub mod engine;
 pub mod files;
 pub mod ipc;
+pub mod loops;
 pub mod memory;
-pub mod plt;
 pub mod sync;
 pub mod syscalls;
 pub mod topology;
@@ -165,9 +165,11 @@ impl Counter {
 /// `*p += n` as gcc compiles C's `(*p)++` or `val++` on x86-64: one
 /// non-locked `addq $n, (mem)`, not reordered away or kept in a register.
 /// LLVM's own choice for an increment in memory, `incq (mem)`, is one
-/// micro-op more, and in a ~2.5 ns loop that alone read 371-378 M ops/s
-/// against 406-415 M (`pthread_mutex1`, processes: the same hand-written
-/// loop with either instruction, alternately).
+/// micro-op more, and in a ~2.5 ns loop on an Intel Xeon that alone read
+/// 371-378 M ops/s against 406-415 M (`pthread_mutex1`, processes). Such
+/// loops are now C (`loops.c`), where the compiler chooses as it does for
+/// will-it-scale; the Rust loops, a system call each, keep gcc's
+/// instruction here so their counter is will-it-scale's too.
 ///
 /// # Safety
 /// `p` must be valid for reads and writes and 8-byte aligned, and no other
@@ -230,6 +232,11 @@ pub trait Testcase: Send + Sync {
     }
     /// Once per cell, in the cell's own process, before the tasks exist.
     fn prepare(&self, cx: &Prep) -> anyhow::Result<Box<dyn Body>>;
+    /// Build and load what running needs (a C file), in kbench, before
+    /// the run is recorded.
+    fn ready(&self) -> anyhow::Result<()> {
+        Ok(())
+    }
 }
 
 /// A testcase as a registry benchmark. `P` is `&'static dyn Testcase` for
@@ -251,6 +258,9 @@ where
     }
     fn params(&self) -> &[ParamDef] {
         self.0.params()
+    }
+    fn ready(&self) -> anyhow::Result<()> {
+        self.0.ready()
     }
     fn metrics(&self) -> Vec<Metric> {
         vec![

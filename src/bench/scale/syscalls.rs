@@ -118,26 +118,15 @@ testcase!(
 testcase!(
     /// will-it-scale posix_semaphore1: an uncontended process-private
     /// semaphore per task (on its stack): sem_wait + sem_post, which glibc
-    /// does in user space with atomics.
+    /// does in user space with atomics. A few nanoseconds per iteration,
+    /// so the loop is C (`loops.c`), as will-it-scale's compiler builds it.
     PosixSemaphore1,
     "posix_semaphore1",
     "sem_wait()+sem_post() on a task-private POSIX semaphore: user-space atomics, no kernel entry",
-    prepare = |_| {
-        Ok(body(|t| {
-            // SAFETY: sem_t is initialised by sem_init before use and stays
-            // on this frame, which never returns while it is used.
-            let mut sem: libc::sem_t = unsafe { std::mem::zeroed() };
-            check(unsafe { libc::sem_init(&mut sem, 0, 1) } as i64, "sem_init")?;
-            loop {
-                // SAFETY: an initialised semaphore.
-                unsafe {
-                    libc::sem_wait(&mut sem);
-                    libc::sem_post(&mut sem);
-                }
-                t.counter.add(1);
-            }
-        }))
-    }
+    // SAFETY: the task's counter, valid while the task runs.
+    prepare = |_| Ok(super::loops::body("sem_init", |ops| unsafe {
+        super::loops::kbench_semaphore(ops)
+    }))
 );
 
 testcase!(

@@ -48,7 +48,7 @@ fn selections(st: &MemoryStore, specs: &[&str]) -> Vec<super::Selection> {
                 fixed: op.filters.iter().map(|(k, _)| k.clone()).collect(),
                 cells: select::narrow(&op, crate::store::StoreRead::cells(st, op.scope).unwrap())
                     .unwrap(),
-                boots: Default::default(),
+                runs: Default::default(),
             }
         })
         .collect()
@@ -63,20 +63,24 @@ fn the_geomean_is_per_unit_and_a_gain_is_positive_in_both_directions() {
     assert_eq!(c.geomean.len(), 2, "one per unit: {:?}", c.geomean);
     for g in &c.geomean {
         assert_eq!(g.k, 1);
+        // One convention: change = new/baseline - 1. 180 ns against 200
+        // is -10%, better; 1.1 GB/s against 1 GB/s +10%, better.
+        let want = if g.direction == crate::record::Direction::Lower {
+            -0.10
+        } else {
+            0.10
+        };
         assert!(
-            (g.improvement - 0.10).abs() < 1e-9,
+            (g.change - want).abs() < 1e-9,
             "{} {:?}: {}",
             g.unit,
             g.direction,
-            g.improvement
+            g.change
         );
     }
     let text = render(&Document::Compare(&c), Format::Text).unwrap();
-    let better = text
-        .lines()
-        .filter(|l| l.contains("+10.00% better"))
-        .count();
-    assert_eq!(better, 2, "{text}");
+    assert!(text.contains("-10.00% better (1.11x faster)"), "{text}");
+    assert!(text.contains("+10.00% better (1.10x faster)"), "{text}");
     assert!(!text.contains("worse"), "{text}");
     insta::assert_snapshot!("compare_student", text);
 }
@@ -131,7 +135,7 @@ fn env_factor_selections(fix: &str) -> Vec<super::Selection> {
             name: format!("w:{fix}={work}"),
             fixed: vec![fix.to_string()],
             cells,
-            boots: Default::default(),
+            runs: Default::default(),
         }
     };
     vec![sel("1000", 100.0), sel("1050", 105.0)]
@@ -149,7 +153,10 @@ fn a_parameter_an_env_factor_sets_takes_no_part_in_pairing() {
             "{fix}"
         );
         assert!(c.unpaired.is_empty(), "{fix}: {:?}", c.unpaired);
-        assert!(c.rows.iter().all(|r| r.versus[0].delta > 0.04), "{fix}");
+        assert!(
+            c.rows.iter().all(|r| r.versus[0].change.unwrap() > 0.04),
+            "{fix}"
+        );
     }
 }
 
@@ -254,4 +261,284 @@ fn fdr_adjusts_by_benjamini_hochberg_and_a_lone_test_keeps_its_p() {
     let c = compare(&one, Test::Welch, 95.0, 0.01).unwrap();
     assert_eq!(c.family, 1);
     assert_eq!(c.rows[0].versus[0].p_adjusted, c.rows[0].versus[0].p);
+}
+
+// --- the design behind a comparison ----------------------------------------
+
+/// Two runs of the same `cells` benchmarks (A/A): the second run's values
+/// are all `shift` higher (a load that came and went between the runs),
+/// each value noisy by about 1%.
+fn aa_runs(cells: usize, samples: u32, shift: f64) -> MemoryStore {
+    let mut st = MemoryStore::new();
+    for (run, level) in [(0u64, 1.0), (1, 1.0 + shift)] {
+        let benches = (0..cells)
+            .map(|k| {
+                let name = format!("aa{k:02}");
+                bench(
+                    Fake::new(&name, ns(), move |_, i| {
+                        let s = (run << 40) ^ ((k as u64) << 32) ^ u64::from(i);
+                        100.0 * level * (1.0 + 0.01 * crate::stats::sim::rng(s).std_normal())
+                    }),
+                    &[1],
+                )
+            })
+            .collect();
+        testing::run(&mut st, &plan("aa", benches), &options(samples, 0), None);
+    }
+    st
+}
+
+/// Every `~` of a summary sits beside an interval that holds 0.
+fn assert_tilde_intervals_hold_zero(text: &str) {
+    let re = regex::Regex::new(r" ~ +\[([-+0-9.]+)%, ([-+0-9.]+)%\]").unwrap();
+    for l in text.lines() {
+        if let Some(c) = re.captures(l) {
+            let (lo, hi): (f64, f64) = (c[1].parse().unwrap(), c[2].parse().unwrap());
+            assert!(
+                lo <= 0.0 && 0.0 <= hi,
+                "`~` beside an interval without 0: {l}"
+            );
+        }
+    }
+}
+
+#[test]
+fn runs_of_identical_code_are_not_judged_on_one_run_a_side() {
+    // Found: two A/A runs of 40 identical cells compared as if the run
+    // did not matter: most cells "significant", a tight geomean of a
+    // change that is only the runs' difference.
+    let st = aa_runs(40, 8, 0.15);
+    let sels = selections(&st, &["1", "2"]);
+    for test in [Test::Student, Test::Welch, Test::Mwu] {
+        let c = compare(&sels, test, 95.0, 0.01).unwrap();
+        assert_eq!(c.rows.len(), 40);
+        let flagged = c.rows.iter().filter(|r| r.versus[0].significant).count();
+        assert_eq!(flagged, 0, "{test:?}: {flagged} of 40 A/A cells flagged");
+        for g in &c.geomean {
+            if let Some([lo, hi]) = g.interval {
+                assert!(lo <= 1.0 && 1.0 <= hi, "{test:?}: geomean {g:?}");
+            }
+        }
+        let text = render(&Document::Compare(&c), Format::Text).unwrap();
+        let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(
+            flat.contains("run-to-run variation is not measured"),
+            "{text}"
+        );
+        assert!(flat.contains("`kbench run --repeat N`"), "{text}");
+        assert_tilde_intervals_hold_zero(&text);
+    }
+}
+
+#[test]
+fn a_geomean_is_never_narrower_than_its_cells_warrant() {
+    // Found: a geomean interval from the cells' ratios alone: cells that
+    // agree give a tight interval even when every one of them is noise.
+    // Eight cells, each the same six values a side in scrambled pairs:
+    // every cell's ratio is the same, every cell's interval is wide.
+    use crate::record::Kind;
+    let a = [90.0, 110.0, 95.0, 105.0, 100.0, 102.0];
+    let b = [110.0, 92.0, 104.0, 96.0, 103.0, 99.0];
+    let cells = |variant: &str, v: &[f64], base: i64| -> Vec<crate::store::StoredCell> {
+        (0..8)
+            .map(|k| {
+                testing::stored_cell(
+                    base + k,
+                    &format!("b{k}"),
+                    Kind::Micro,
+                    serde_json::json!({}),
+                    &[("variant", variant)],
+                    &[],
+                    ns(),
+                    v,
+                )
+            })
+            .collect()
+    };
+    let sel = |name: &str, c| super::Selection {
+        name: name.into(),
+        fixed: vec!["variant".into()],
+        cells: c,
+        runs: Default::default(),
+    };
+    let sels = vec![
+        sel("x:variant=a", cells("a", &a, 0)),
+        sel("x:variant=b", cells("b", &b, 100)),
+    ];
+    let c = compare(&sels, Test::Welch, 95.0, 0.01).unwrap();
+    assert!(c.rows.iter().all(|r| !r.versus[0].significant));
+    let g = &c.geomean[0];
+    let [lo, hi] = g.interval.expect("an interval over 8 cells");
+    // One cell's own 95% interval spans about +/-9%; eight cells that
+    // agree cannot know the mean better than that over sqrt(8).
+    assert!(
+        hi / lo > 1.05,
+        "geomean interval [{lo}, {hi}] is narrower than its cells"
+    );
+}
+
+#[test]
+fn marks_and_intervals_agree_in_an_adjusted_family() {
+    // Found: `~ [+19.6%, +109%]`: the interval unadjusted, the mark after
+    // Holm. Ten cells in one run, one of them moved by about 3 noise sd.
+    use crate::record::Kind;
+    let mut g = crate::stats::sim::rng(7);
+    let mut mk = |k: i64, variant: &str, shift: f64| {
+        let v: Vec<f64> = (0..6)
+            .map(|_| 100.0 * (1.0 + shift) * (1.0 + 0.02 * g.std_normal()))
+            .collect();
+        testing::stored_cell(
+            k,
+            &format!("c{}", k % 100),
+            Kind::Micro,
+            serde_json::json!({}),
+            &[("variant", variant)],
+            &[],
+            ns(),
+            &v,
+        )
+    };
+    let a: Vec<_> = (0..10).map(|k| mk(k, "a", 0.0)).collect();
+    let b: Vec<_> = (0..10)
+        .map(|k| mk(100 + k, "b", if k == 3 { 0.04 } else { 0.0 }))
+        .collect();
+    let sel = |name: &str, c| super::Selection {
+        name: name.into(),
+        fixed: vec!["variant".into()],
+        cells: c,
+        runs: Default::default(),
+    };
+    let sels = vec![sel("x:variant=a", a), sel("x:variant=b", b)];
+    for test in [Test::Welch, Test::Student, Test::Bootstrap] {
+        let c = compare(&sels, test, 95.0, 0.01).unwrap();
+        for r in &c.rows {
+            let v = &r.versus[0];
+            if let Some([lo, hi]) = v.interval {
+                assert_eq!(
+                    v.significant,
+                    !(lo <= 0.0 && 0.0 <= hi),
+                    "{test:?} {}: mark and interval [{lo}, {hi}] disagree",
+                    r.bench
+                );
+            }
+        }
+        let text = render(&Document::Compare(&c), Format::Text).unwrap();
+        assert_tilde_intervals_hold_zero(&text);
+    }
+}
+
+#[test]
+fn one_sign_convention_and_no_impossible_bound() {
+    // Found: compare's geomean said `-311.67% worse, ratio 4.1167` where
+    // `report --table improvement` said -75.7%; intervals below -100%.
+    // A time 4.1167 times the baseline is +311.67%, worse, 4.12x slower.
+    use crate::record::Kind;
+    let base = [10.0, 10.2, 9.8, 10.1, 9.9, 10.0];
+    let slow: Vec<f64> = base.iter().map(|x| x * 4.1167).collect();
+    let mk = |id, variant: &str, v: &[f64]| {
+        testing::stored_cell(
+            id,
+            "t",
+            Kind::Command,
+            serde_json::json!({}),
+            &[("variant", variant)],
+            &[],
+            ns(),
+            v,
+        )
+    };
+    let sel = |name: &str, c| super::Selection {
+        name: name.into(),
+        fixed: vec!["variant".into()],
+        cells: vec![c],
+        runs: Default::default(),
+    };
+    let sels = vec![
+        sel("x:variant=a", mk(1, "a", &base)),
+        sel("x:variant=b", mk(2, "b", &slow)),
+    ];
+    let c = compare(&sels, Test::Welch, 95.0, 0.01).unwrap();
+    let text = render(&Document::Compare(&c), Format::Text).unwrap();
+    assert!(text.contains("+311.67% worse"), "{text}");
+    assert!(text.contains("4.12x slower"), "{text}");
+    // The improvement table says the same change.
+    let d = crate::report::table::build(
+        &[crate::report::Report::of_run(testing::run_data(vec![
+            mk(1, "a", &base),
+            mk(2, "b", &slow),
+        ]))],
+        &crate::plan::report::Layout {
+            table: crate::plan::report::TableKind::Improvement,
+            baseline: crate::plan::report::parse_assign("variant=a").unwrap(),
+            ..Default::default()
+        },
+        false,
+    );
+    let t = render(&Document::Tables(&d), Format::Text).unwrap();
+    assert!(t.contains("+312*"), "{t}");
+    let Some(crate::report::table::Value::Change { pct, .. }) = &d.tables[0].rows[0].cells[0]
+    else {
+        panic!("a change: {t}")
+    };
+    assert!((pct - 311.67).abs() < 0.01, "{pct}");
+    // A huge spread on three values: no bound below -100% or a ratio of 0.
+    let wild = [1.0, 30.0, 2.0];
+    let sels = vec![
+        sel("x:variant=a", mk(1, "a", &[10.0, 10.5, 9.5])),
+        sel("x:variant=b", mk(2, "b", &wild)),
+    ];
+    for test in [Test::Student, Test::Welch] {
+        let c = compare(&sels, test, 95.0, 0.01).unwrap();
+        let [lo, _] = c.rows[0].versus[0].interval.unwrap();
+        assert!(lo > -1.0, "{test:?}: interval low end {lo}");
+    }
+}
+
+#[test]
+fn an_all_zero_baseline_gets_words_not_nan() {
+    // Found: the `sys` time of a fast command is 0 in every sample:
+    // `[NaN%, NaN%]`, `+inf%`, `NaN inf`.
+    use crate::record::Kind;
+    let mk = |id, variant: &str, v: &[f64]| {
+        testing::stored_cell(
+            id,
+            "fast",
+            Kind::Command,
+            serde_json::json!({}),
+            &[("variant", variant)],
+            &[],
+            ns(),
+            v,
+        )
+    };
+    let sel = |name: &str, c| super::Selection {
+        name: name.into(),
+        fixed: vec!["variant".into()],
+        cells: vec![c],
+        runs: Default::default(),
+    };
+    for b in [[0.0; 6], [0.0, 0.001, 0.0, 0.0, 0.002, 0.0], [0.001; 6]] {
+        let sels = vec![
+            sel("x:variant=a", mk(1, "a", &[0.0; 6])),
+            sel("x:variant=b", mk(2, "b", &b)),
+        ];
+        for test in [Test::Student, Test::Welch, Test::Mwu, Test::Bootstrap] {
+            let c = compare(&sels, test, 95.0, 0.01).unwrap();
+            for f in [Format::Text, Format::Json] {
+                let out = render(&Document::Compare(&c), f).unwrap();
+                let low = out.to_lowercase();
+                assert!(
+                    !low.contains("nan") && !low.contains("inf"),
+                    "{test:?} {b:?}:\n{out}"
+                );
+            }
+            let text = render(&Document::Compare(&c), Format::Text).unwrap();
+            let words = if b[0] == 0.0 && b.iter().all(|x| *x == 0.0) {
+                "both sides are 0 in every sample"
+            } else {
+                "the baseline is 0 in every sample"
+            };
+            assert!(text.contains(words), "{test:?} {b:?}:\n{text}");
+        }
+    }
 }

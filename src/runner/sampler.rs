@@ -1,0 +1,482 @@
+//! The round loop, once, for every producer of samples: `kbench run`
+//! (fixed counts, adaptive stopping, `--processes` workers) and each step
+//! of `kbench bisect`.
+//!
+//! Arms (cells being measured) are sampled in rounds: in each round every
+//! unfinished arm takes one sample, in a shuffled order (seeded), so slow
+//! drift of the machine hits every arm alike and two arms measured in the
+//! same round can be compared pair by pair. The first `warmup` rounds are
+//! discarded. A value that is not a number fails its sample; an impossible
+//! one (faster than the CPU's clock allows, [`super::guard`]) fails its
+//! cell. The stop flag (Ctrl-C, SIGTERM) ends the loop after the current
+//! sample.
+//!
+//! Rounds are numbered on across every group of a run, so `(run, round)`
+//! names one stretch of time: the unit a paired analysis compares arms in.
+//! With `--processes N` a micro-benchmark arm holds N worker processes at
+//! once and every round samples it in one of them, taking turns in an
+//! order reshuffled every N rounds: each process measures across the whole
+//! run, so the variance between processes is the memory layout's, not
+//! the load's drift. Each warm-up round samples every process once.
+
+use rand::seq::SliceRandom;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use crate::bench::command::SampleFailure;
+use crate::bench::{Instance, Kind, Measure, RunSettings};
+use crate::event::{
+    CellDone, CellPrepared, Event, FailureEvent, NoteEvent, RunBegun, RunEnded, SampleEvent, Sink,
+    WarmupEvent,
+};
+use crate::ids::unix_now;
+use crate::plan::Cell;
+use crate::record::{CellStatus, RunStatus};
+use crate::system;
+use crate::units::CpuSet;
+
+use super::{guard, worker};
+
+/// A cell being measured, with what the loop learnt of it.
+pub struct Arm {
+    pub cell: Cell,
+    /// Metric names, by the index a benchmark's measures use.
+    metrics: Vec<String>,
+    /// The metric whose values are kept in `values`.
+    keep: usize,
+    /// Its instances: one per process of `--processes`, else one.
+    insts: Vec<Box<dyn Instance>>,
+    /// Measured in worker processes (their count), or in this one.
+    processes: Option<u32>,
+    /// Samples due in this run.
+    pub want: u32,
+    /// Samples taken (failed attempts that let it go on count too).
+    pub taken: u32,
+    /// Why the cell takes no more samples in this run, when it failed.
+    pub failed: Option<String>,
+    failures: u32,
+    /// Values of the kept metric, each with its round.
+    pub values: Vec<(u32, f64)>,
+    /// Stopped early: precise enough.
+    pub done: bool,
+}
+
+impl Arm {
+    /// An arm of `cell` due `want` samples, keeping the values of its
+    /// metric number `keep`.
+    pub fn new(cell: Cell, want: u32, keep: usize) -> Arm {
+        Arm {
+            metrics: cell.bench.metrics().into_iter().map(|m| m.name).collect(),
+            cell,
+            keep,
+            insts: Vec::new(),
+            processes: None,
+            want,
+            taken: 0,
+            failed: None,
+            failures: 0,
+            values: Vec::new(),
+            done: false,
+        }
+    }
+
+    /// The kept metric's values, in the order taken.
+    pub fn kept(&self) -> Vec<f64> {
+        self.values.iter().map(|&(_, v)| v).collect()
+    }
+
+    fn open(&self) -> bool {
+        self.failed.is_none() && !self.done && self.taken < self.want
+    }
+}
+
+/// When sampling stops, besides every arm having its samples.
+pub trait Rule {
+    /// After a measured sample of `arm`: true when it needs no more.
+    fn arm_done(&mut self, _arm: &Arm) -> bool {
+        false
+    }
+    /// After each measured round of `members`: true ends their sampling.
+    fn enough(&mut self, _arms: &[Arm], _members: &[usize]) -> bool {
+        false
+    }
+}
+
+/// How a group's rounds go.
+pub struct Schedule {
+    /// Warm-up rounds discarded.
+    pub warmup: u32,
+    /// Stop taking samples after this long (`--max-time`).
+    pub deadline: Option<std::time::Instant>,
+}
+
+/// One run's sampling: where its events go, its identity and stop flag.
+pub struct Sampler<'a> {
+    pub sink: &'a mut dyn Sink,
+    pub run: String,
+    pub stop: Arc<AtomicBool>,
+    sample_time: f64,
+    /// The CPUs kbench itself runs on between samples.
+    home: CpuSet,
+    hz: Option<f64>,
+    /// The number the next measured round gets.
+    next_round: u32,
+    /// Measured samples taken (warm-ups not counted).
+    pub measured: u64,
+}
+
+impl<'a> Sampler<'a> {
+    /// Begin a run: send its `run_begun`.
+    pub fn begin(
+        sink: &'a mut dyn Sink,
+        begun: RunBegun,
+        stop: Arc<AtomicBool>,
+    ) -> anyhow::Result<Sampler<'a>> {
+        let run = begun.run.clone();
+        let sample_time = begun.config.sample_time;
+        sink.event(&Event::RunBegun(Box::new(begun)))?;
+        Ok(Sampler {
+            sink,
+            run,
+            stop,
+            sample_time,
+            home: system::get_affinity()?,
+            hz: guard::max_cpu_hz(),
+            next_round: 0,
+            measured: 0,
+        })
+    }
+
+    pub fn emit(&mut self, e: Event) -> anyhow::Result<()> {
+        self.sink.event(&e)
+    }
+
+    pub fn stopped(&self) -> bool {
+        self.stop.load(Ordering::Relaxed)
+    }
+
+    /// Announce an arm's cell (`cell_prepared`), under these readings.
+    pub fn announce(
+        &mut self,
+        arm: &Arm,
+        readings: &indexmap::IndexMap<String, String>,
+    ) -> anyhow::Result<()> {
+        let cell = super::cell_info(&arm.cell, readings)?;
+        self.emit(Event::CellPrepared(CellPrepared {
+            run: self.run.clone(),
+            cell,
+        }))
+    }
+
+    /// Record a failure of `arm`; `stopped` when it takes no more samples.
+    pub fn fail(
+        &mut self,
+        arm: &mut Arm,
+        round: u32,
+        message: String,
+        stopped: bool,
+    ) -> anyhow::Result<()> {
+        let seq = arm.failures;
+        arm.failures += 1;
+        if stopped {
+            arm.failed = Some(message.clone());
+        }
+        self.emit(Event::Failure(FailureEvent {
+            run: self.run.clone(),
+            cell: arm.cell.key.clone(),
+            seq,
+            round,
+            t: unix_now(),
+            message,
+            cell_stopped: stopped,
+        }))
+    }
+
+    /// What the arm's (first) instance says of itself.
+    fn note(&mut self, arm: &Arm) -> anyhow::Result<()> {
+        let Some(inst) = arm.insts.first() else {
+            return Ok(());
+        };
+        self.emit(Event::Note(NoteEvent {
+            run: self.run.clone(),
+            cell: arm.cell.key.clone(),
+            placement: inst.placement(),
+            notes: inst.notes().into_iter().collect(),
+        }))
+    }
+
+    /// Make the arm's instances: one per process of `processes` for a
+    /// micro-benchmark (a worker process for a built-in one), else one
+    /// here. A failure fails the arm.
+    pub fn prepare(&mut self, arm: &mut Arm, processes: Option<u32>) -> anyhow::Result<()> {
+        if arm.failed.is_some() {
+            return Ok(());
+        }
+        arm.insts.clear();
+        arm.processes = processes.filter(|&n| n > 1 && arm.cell.bench.kind() == Kind::Micro);
+        let indexes: Vec<Option<u32>> = match arm.processes {
+            Some(n) => (0..n).map(Some).collect(),
+            None => vec![None],
+        };
+        for p in indexes {
+            // Children a benchmark forks inherit the cell's CPU set.
+            system::set_affinity(arm.cell.cpus.as_ref().unwrap_or(&self.home))?;
+            let inst =
+                (arm.cell.bench.ready()).and_then(|()| instantiate(&arm.cell, self.sample_time, p));
+            system::set_affinity(&self.home)?;
+            match inst {
+                Ok(i) => arm.insts.push(i),
+                Err(e) => {
+                    arm.insts.clear();
+                    let msg = format!("preparing {}: {e:#}", arm.cell.key);
+                    return self.fail(arm, self.next_round, msg, true);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The arm's instances go (their cleanup runs; worker processes end),
+    /// what they learnt over all samples recorded first.
+    pub fn release(&mut self, arm: &mut Arm) -> anyhow::Result<()> {
+        if arm.taken > 0 {
+            self.note(arm)?;
+        }
+        arm.insts.clear();
+        Ok(())
+    }
+
+    /// Sample the prepared `members` of `arms` in shuffled rounds until
+    /// each has its samples or `rule` says stop.
+    pub fn rounds(
+        &mut self,
+        arms: &mut [Arm],
+        members: &[usize],
+        schedule: &Schedule,
+        rng: &mut rand_chacha::ChaCha8Rng,
+        rule: &mut dyn Rule,
+    ) -> anyhow::Result<RunStatus> {
+        let mut out: Vec<Measure> = Vec::with_capacity(16);
+        let mut turns: Vec<u32> = Vec::new();
+        let mut measured_rounds = 0u32;
+        let mut w = 0u32;
+        loop {
+            let open: Vec<usize> = members
+                .iter()
+                .copied()
+                .filter(|&i| arms[i].open() && !arms[i].insts.is_empty())
+                .collect();
+            if open.is_empty() {
+                return Ok(RunStatus::Done);
+            }
+            let warm = w < schedule.warmup;
+            // (arm, instance) pairs of this round, in a shuffled order.
+            let mut order: Vec<(usize, usize)> = if warm {
+                open.iter()
+                    .flat_map(|&i| (0..arms[i].insts.len()).map(move |k| (i, k)))
+                    .collect()
+            } else {
+                let n = open
+                    .iter()
+                    .filter_map(|&i| arms[i].processes)
+                    .max()
+                    .unwrap_or(1);
+                if measured_rounds.is_multiple_of(n) {
+                    turns = (0..n).collect();
+                    turns.shuffle(rng);
+                }
+                let turn = turns[(measured_rounds % n) as usize] as usize;
+                open.iter()
+                    .map(|&i| (i, if arms[i].processes.is_some() { turn } else { 0 }))
+                    .collect()
+            };
+            order.shuffle(rng);
+            let round = self.next_round;
+            for (i, k) in order {
+                if self.stopped() {
+                    return Ok(RunStatus::Interrupted);
+                }
+                if schedule
+                    .deadline
+                    .is_some_and(|d| std::time::Instant::now() >= d)
+                {
+                    return Ok(RunStatus::Done);
+                }
+                let arm = &mut arms[i];
+                if arm.failed.is_some() {
+                    continue;
+                }
+                let res = self.sample_once(arm, k, &mut out);
+                let values = match res {
+                    Ok(v) => v,
+                    Err(e) => {
+                        if self.stopped() {
+                            return Ok(RunStatus::Interrupted);
+                        }
+                        let keep_going = e
+                            .downcast_ref::<SampleFailure>()
+                            .is_some_and(|f| f.keep_going);
+                        self.fail(arm, round, format!("{e:#}"), !keep_going)?;
+                        // A failed attempt counts, so a cell that always
+                        // fails still ends.
+                        if keep_going && !warm {
+                            arm.taken += 1;
+                        }
+                        continue;
+                    }
+                };
+                if warm {
+                    self.emit(Event::Warmup(WarmupEvent {
+                        run: self.run.clone(),
+                        cell: arm.cell.key.clone(),
+                        round: w,
+                    }))?;
+                    continue;
+                }
+                self.record(arm, &out, values, round, k)?;
+                if rule.arm_done(arm) {
+                    arm.done = true;
+                }
+            }
+            w += 1;
+            if !warm {
+                self.next_round += 1;
+                measured_rounds += 1;
+                if rule.enough(arms, members) {
+                    return Ok(RunStatus::Done);
+                }
+            }
+        }
+    }
+
+    /// One sample of `arm` in its instance `k`, checked: its values by
+    /// metric name.
+    fn sample_once(
+        &mut self,
+        arm: &mut Arm,
+        k: usize,
+        out: &mut Vec<Measure>,
+    ) -> anyhow::Result<Vec<(String, f64)>> {
+        out.clear();
+        system::set_affinity(arm.cell.cpus.as_ref().unwrap_or(&self.home))?;
+        let res = arm.insts[k].sample(out);
+        system::set_affinity(&self.home)?;
+        res?;
+        let values = sample_values(arm, out).map_err(|m| {
+            anyhow::Error::new(SampleFailure {
+                message: m,
+                keep_going: true,
+            })
+        })?;
+        // An impossible value fails the cell: what it timed is not the
+        // benchmark's work, and later samples would time it again.
+        let b = &arm.cell.bench;
+        if let Some(why) = self
+            .hz
+            .and_then(|hz| guard::impossible(b.kind(), &b.metrics(), &arm.cell.params, out, hz))
+        {
+            return Err(anyhow::Error::new(SampleFailure {
+                message: why,
+                keep_going: false,
+            }));
+        }
+        Ok(values)
+    }
+
+    /// A measured sample: kept, sent, counted.
+    fn record(
+        &mut self,
+        arm: &mut Arm,
+        out: &[Measure],
+        values: Vec<(String, f64)>,
+        round: u32,
+        k: usize,
+    ) -> anyhow::Result<()> {
+        arm.values.extend(
+            out.iter()
+                .filter(|m| m.metric == arm.keep)
+                .map(|m| (round, m.value)),
+        );
+        self.emit(Event::Sample(SampleEvent {
+            run: self.run.clone(),
+            cell: arm.cell.key.clone(),
+            round,
+            t: unix_now(),
+            values,
+            process: arm.processes.map(|_| k as u32),
+        }))?;
+        arm.taken += 1;
+        self.measured += 1;
+        if arm.taken == 1 {
+            self.note(arm)?;
+        }
+        Ok(())
+    }
+
+    /// End the run: every arm's instances go, its `cell_done` (failed,
+    /// done, or interrupted when the run was and it missed samples), then
+    /// `run_ended`.
+    pub fn finish(mut self, arms: &mut [Arm], status: RunStatus) -> anyhow::Result<()> {
+        for arm in arms.iter_mut() {
+            if !arm.insts.is_empty() {
+                self.release(arm)?;
+            }
+            let cell_status = if arm.failed.is_some() {
+                CellStatus::Failed
+            } else if arm.done || arm.taken >= arm.want || status != RunStatus::Interrupted {
+                // Stopped early by a rule (--max-time, a decision): done.
+                CellStatus::Done
+            } else {
+                CellStatus::Interrupted
+            };
+            self.emit(Event::CellDone(CellDone {
+                run: self.run.clone(),
+                cell: arm.cell.key.clone(),
+                status: cell_status,
+                samples: arm.taken,
+            }))?;
+        }
+        self.emit(Event::RunEnded(RunEnded {
+            run: self.run.clone(),
+            ended: unix_now(),
+            status,
+        }))
+    }
+}
+
+/// A fresh instance of a cell, for process `process` of `--processes`: a
+/// worker process for a built-in micro-benchmark, else an instance here.
+fn instantiate(
+    cell: &Cell,
+    sample_time: f64,
+    process: Option<u32>,
+) -> anyhow::Result<Box<dyn Instance>> {
+    let settings = RunSettings {
+        sample_time,
+        process,
+    };
+    let name = cell.bench.name();
+    match process {
+        Some(p) if crate::bench::find(name).is_some() => Ok(Box::new(worker::Worker::start(
+            name,
+            &cell.params,
+            &settings,
+            p,
+        )?)),
+        _ => cell.bench.instantiate(&cell.params, &settings),
+    }
+}
+
+/// A sample's values by metric name; a value that is not a finite number
+/// makes the sample a failure (stores and statistics take numbers only).
+fn sample_values(arm: &Arm, out: &[Measure]) -> Result<Vec<(String, f64)>, String> {
+    let mut values = Vec::with_capacity(out.len());
+    for m in out {
+        let name = &arm.metrics[m.metric];
+        if let Err(why) = crate::stats::sample::check_value(m.value) {
+            return Err(format!("metric `{name}` read {why}"));
+        }
+        values.push((name.clone(), m.value));
+    }
+    Ok(values)
+}

@@ -1,0 +1,279 @@
+//! What the SQL backends share: the queries that read the same in both
+//! dialects (parameters are written `$1`, which SQLite takes as well), the
+//! JSON text of stored values, and the decoding of result rows into
+//! records through one small [`Row`] trait each driver's row implements.
+//! A value that does not decode (NULL where a number belongs, JSON that
+//! does not parse, an unknown status) is an error naming the column,
+//! never a silent default: the backend reports it as a damaged store.
+
+use anyhow::Context;
+use indexmap::IndexMap;
+use std::sync::Arc;
+
+use super::{CampaignRow, CellRec, FailureRec, RunRow, SampleRec, Scope, VerdictRec};
+use crate::record::{CellInfo, CellStatus, Kind, RunStatus};
+
+/// Runs with their campaign's name and their cell and sample counts;
+/// decoded by [`run_row`].
+pub const RUN_SELECT: &str = "SELECT r.id, r.uuid, c.name, r.host, r.started, r.ended, r.status,
+    (SELECT COUNT(*) FROM cells WHERE run_id = r.id),
+    (SELECT COUNT(*) FROM samples WHERE run_id = r.id),
+    r.overhead_ns
+    FROM runs r LEFT JOIN campaigns c ON c.id = r.campaign_id";
+
+/// Campaigns, for [`campaign_row`].
+pub const CAMPAIGN_COLUMNS: &str = "id, name, plan_hash, generation, plan_text, created";
+
+/// A scope's cells, in insertion order, for [`cell_rec`]; `{cond}` from
+/// [`scope_sql`] with alias `c`.
+pub fn cells_sql(cond: &str) -> String {
+    format!(
+        "SELECT c.id, c.run_id, c.key, c.bench, c.source, c.kind, c.params, c.factors,
+                c.label_params, c.metrics, c.readings, c.placement, c.notes, c.status
+         FROM cells c WHERE {cond} ORDER BY c.id"
+    )
+}
+
+/// The columns of a sample as [`sample_rec`] reads them (alias `s`).
+pub const SAMPLE_COLUMNS: &str =
+    "s.cell_id, s.metric, s.unit, s.value, s.round, s.seq, s.t, s.process";
+
+/// A scope's failures, in order, for [`failure_rec`].
+pub fn failures_sql(cond: &str) -> String {
+    format!(
+        "SELECT f.run_id, f.cell_id, f.seq, f.round, f.t, f.message FROM failures f
+         WHERE {cond} ORDER BY f.id"
+    )
+}
+
+/// A scope's verdicts, in order, for [`verdict_rec`].
+pub fn verdicts_sql(cond: &str) -> String {
+    format!("SELECT v.run_id, v.kind, v.body FROM verdicts v WHERE {cond} ORDER BY v.id")
+}
+
+/// The SQL condition selecting a scope's rows of a table aliased `alias`
+/// (which has a `run_id` column), with its one parameter `$1`.
+pub fn scope_sql(scope: Scope, alias: &str) -> (String, i64) {
+    match scope {
+        Scope::Run(id) => (format!("{alias}.run_id = $1"), id),
+        Scope::Campaign(id) => (
+            format!("{alias}.run_id IN (SELECT id FROM runs WHERE campaign_id = $1)"),
+            id,
+        ),
+    }
+}
+
+/// A run's stored fingerprint and settings, parsed.
+pub fn run_details(id: i64, fingerprint: &str, config: &str) -> anyhow::Result<super::RunDetails> {
+    Ok(super::RunDetails {
+        fingerprint: serde_json::from_str::<crate::system::Fingerprint>(fingerprint)
+            .with_context(|| format!("run {id}: corrupt stored fingerprint"))?,
+        config: crate::record::RunConfig::from_json(config)
+            .with_context(|| format!("run {id}: corrupt stored settings"))?,
+    })
+}
+
+/// A stored value's JSON text.
+pub fn json_text(v: &impl serde::Serialize) -> String {
+    serde_json::to_string(v).expect("serialisable")
+}
+
+/// One result row, whichever driver read it. Each getter fails on a
+/// value of the wrong type (NULL included) with the driver's reason.
+pub trait Row {
+    fn int(&self, col: usize) -> anyhow::Result<Option<i64>>;
+    fn real(&self, col: usize) -> anyhow::Result<Option<f64>>;
+    fn text(&self, col: usize) -> anyhow::Result<Option<&str>>;
+}
+
+impl Row for rusqlite::Row<'_> {
+    fn int(&self, col: usize) -> anyhow::Result<Option<i64>> {
+        Ok(self.get(col)?)
+    }
+    fn real(&self, col: usize) -> anyhow::Result<Option<f64>> {
+        Ok(self.get(col)?)
+    }
+    fn text(&self, col: usize) -> anyhow::Result<Option<&str>> {
+        Ok(self.get_ref(col)?.as_str_or_null()?)
+    }
+}
+
+impl Row for postgres::Row {
+    fn int(&self, col: usize) -> anyhow::Result<Option<i64>> {
+        Ok(self.try_get(col)?)
+    }
+    fn real(&self, col: usize) -> anyhow::Result<Option<f64>> {
+        Ok(self.try_get(col)?)
+    }
+    fn text(&self, col: usize) -> anyhow::Result<Option<&str>> {
+        Ok(self.try_get(col)?)
+    }
+}
+
+/// Typed getters over [`Row`] that name the column when a value is
+/// missing or out of range.
+trait Get: Row {
+    fn must<T>(&self, col: usize, v: anyhow::Result<Option<T>>) -> anyhow::Result<T> {
+        v.with_context(|| format!("corrupt stored data in column {col}"))?
+            .with_context(|| format!("corrupt stored data: column {col} is NULL"))
+    }
+    fn i64_at(&self, col: usize) -> anyhow::Result<i64> {
+        self.must(col, self.int(col))
+    }
+    fn u32_at(&self, col: usize) -> anyhow::Result<u32> {
+        let v = self.i64_at(col)?;
+        u32::try_from(v).with_context(|| format!("corrupt stored data: column {col} is {v}"))
+    }
+    fn f64_at(&self, col: usize) -> anyhow::Result<f64> {
+        self.must(col, self.real(col))
+    }
+    fn str_at(&self, col: usize) -> anyhow::Result<&str> {
+        self.must(col, self.text(col))
+    }
+    fn string_at(&self, col: usize) -> anyhow::Result<String> {
+        self.str_at(col).map(str::to_owned)
+    }
+    fn opt_string_at(&self, col: usize) -> anyhow::Result<Option<String>> {
+        Ok(self
+            .text(col)
+            .with_context(|| format!("corrupt stored data in column {col}"))?
+            .map(str::to_owned))
+    }
+    fn json_at<T: serde::de::DeserializeOwned>(&self, col: usize) -> anyhow::Result<T> {
+        serde_json::from_str(self.str_at(col)?)
+            .with_context(|| format!("corrupt stored data in column {col}"))
+    }
+}
+
+impl<R: Row + ?Sized> Get for R {}
+
+/// A row of [`RUN_SELECT`].
+pub fn run_row(r: &impl Row) -> anyhow::Result<RunRow> {
+    Ok(RunRow {
+        id: r.i64_at(0)?,
+        uuid: r.string_at(1)?,
+        campaign: r.opt_string_at(2)?,
+        host: r.string_at(3)?,
+        started: r.f64_at(4)?,
+        ended: r.real(5).context("corrupt stored data in column 5")?,
+        status: RunStatus::parse(r.str_at(6)?).context("corrupt stored data in column 6")?,
+        cells: r.i64_at(7)?,
+        samples: r.i64_at(8)?,
+        overhead_ns: r.f64_at(9)?,
+    })
+}
+
+/// A row of [`CAMPAIGN_COLUMNS`].
+pub fn campaign_row(r: &impl Row) -> anyhow::Result<CampaignRow> {
+    Ok(CampaignRow {
+        id: r.i64_at(0)?,
+        name: r.string_at(1)?,
+        plan_hash: r.string_at(2)?,
+        generation: r.u32_at(3)?,
+        plan_text: r.string_at(4)?,
+        created: r.f64_at(5)?,
+    })
+}
+
+/// A row of [`cells_sql`].
+pub fn cell_rec(r: &impl Row) -> anyhow::Result<CellRec> {
+    Ok(CellRec {
+        id: r.i64_at(0)?,
+        run_id: r.i64_at(1)?,
+        info: CellInfo {
+            key: r.string_at(2)?,
+            bench: r.string_at(3)?,
+            source: r.string_at(4)?,
+            kind: Kind::parse(r.str_at(5)?).context("corrupt stored data in column 5")?,
+            params: r.json_at(6)?,
+            factors: r.json_at(7)?,
+            label_params: r.json_at(8)?,
+            metrics: r.json_at(9)?,
+            readings: r.json_at(10)?,
+        },
+        placement: r.opt_string_at(11)?,
+        notes: r.json_at::<IndexMap<String, String>>(12)?,
+        status: r
+            .text(13)
+            .context("corrupt stored data in column 13")?
+            .map(CellStatus::parse)
+            .transpose()
+            .context("corrupt stored data in column 13")?,
+    })
+}
+
+/// A row of [`failures_sql`].
+pub fn failure_rec(r: &impl Row) -> anyhow::Result<FailureRec> {
+    Ok(FailureRec {
+        run_id: r.i64_at(0)?,
+        cell_id: r.i64_at(1)?,
+        seq: r.u32_at(2)?,
+        round: r.u32_at(3)?,
+        t: r.f64_at(4)?,
+        message: r.string_at(5)?,
+    })
+}
+
+/// A row of [`verdicts_sql`].
+pub fn verdict_rec(r: &impl Row) -> anyhow::Result<VerdictRec> {
+    let (run_id, kind) = (r.i64_at(0)?, r.string_at(1)?);
+    let body = serde_json::from_str(r.str_at(2)?)
+        .with_context(|| format!("corrupt stored verdict `{kind}` of run {run_id}"))?;
+    Ok(VerdictRec { run_id, kind, body })
+}
+
+/// Metric and unit names repeat on every sample row: one allocation each.
+#[derive(Default)]
+pub struct Names(Vec<Arc<str>>);
+
+impl Names {
+    pub fn intern(&mut self, s: &str) -> Arc<str> {
+        match self.0.iter().find(|n| &***n == s) {
+            Some(n) => n.clone(),
+            None => {
+                let n: Arc<str> = s.into();
+                self.0.push(n.clone());
+                n
+            }
+        }
+    }
+}
+
+/// A row of [`SAMPLE_COLUMNS`].
+pub fn sample_rec(r: &impl Row, names: &mut Names) -> anyhow::Result<SampleRec> {
+    Ok(SampleRec {
+        cell_id: r.i64_at(0)?,
+        metric: names.intern(r.str_at(1)?),
+        unit: names.intern(r.str_at(2)?),
+        value: r.f64_at(3)?,
+        round: r.u32_at(4)?,
+        seq: r.u32_at(5)?,
+        t: r.f64_at(6)?,
+        process: r
+            .int(7)
+            .context("corrupt stored data in column 7")?
+            .map(u32::try_from)
+            .transpose()
+            .context("corrupt stored data: sample process out of range")?,
+    })
+}
+
+/// Cells with their samples: `samples` in (cell, insertion) order, as
+/// both backends' queries return them.
+pub fn attach(
+    cells: Vec<CellRec>,
+    samples: impl IntoIterator<Item = SampleRec>,
+) -> Vec<super::StoredCell> {
+    let mut by_cell: std::collections::HashMap<i64, Vec<SampleRec>> =
+        std::collections::HashMap::with_capacity(cells.len());
+    for s in samples {
+        by_cell.entry(s.cell_id).or_default().push(s);
+    }
+    cells
+        .into_iter()
+        .map(|c| {
+            let mine = by_cell.remove(&c.id).unwrap_or_default();
+            (c, mine)
+        })
+        .collect()
+}

@@ -1,0 +1,55 @@
+//! What reaches a terminal. Text kbench prints comes partly from data it
+//! did not write: a command's stderr tail in a failure, names from a plan
+//! or an imported file, an event stream's strings. A control character in
+//! them (ESC starting an escape sequence that retitles the window or
+//! rewrites the screen, BEL, NUL, a carriage return that overwrites the
+//! line) is shown escaped instead (`\x1b`, `\u{9b}`), so text output and
+//! messages show the data and never act on the terminal. Newlines and
+//! tabs, which lay text out, pass.
+
+use std::borrow::Cow;
+
+/// `s` with every control character but `\n` and `\t` escaped.
+pub fn visible(s: &str) -> Cow<'_, str> {
+    if !s.chars().any(is_hidden) {
+        return Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        if is_hidden(c) {
+            match c {
+                '\r' => out.push_str("\\r"),
+                c if (c as u32) < 0x100 => out.push_str(&format!("\\x{:02x}", c as u32)),
+                c => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    Cow::Owned(out)
+}
+
+/// Control characters (C0, DEL, C1) other than newline and tab; and the
+/// bidirectional overrides, which reorder what follows them on screen.
+fn is_hidden(c: char) -> bool {
+    (c.is_control() && c != '\n' && c != '\t')
+        || ('\u{202a}'..='\u{202e}').contains(&c)
+        || ('\u{2066}'..='\u{2069}').contains(&c)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn control_characters_are_shown_not_sent() {
+        assert_eq!(visible("plain\ttext\n"), "plain\ttext\n");
+        assert!(matches!(visible("plain"), Cow::Borrowed(_)));
+        assert_eq!(
+            visible("a\x1b]0;pwned\x07b\0c\rd"),
+            "a\\x1b]0;pwned\\x07b\\x00c\\rd"
+        );
+        assert_eq!(visible("\u{9b}31m \u{202e}x"), "\\x9b31m \\u{202e}x");
+        assert_eq!(visible("µs ±"), "µs ±");
+    }
+}

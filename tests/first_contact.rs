@@ -1,0 +1,651 @@
+//! The first ten minutes of a user who knows hyperfine: commands on the
+//! command line, typos answered, the catalogue, the duration known before
+//! a run, exports in the same invocation, read-only stores, and a report
+//! within 80 columns.
+
+mod common;
+
+use common::kbench;
+
+/// stderr of a command that must exit 2, on one line.
+fn error_line(dir: &std::path::Path, args: &[&str]) -> String {
+    let out = kbench(dir).args(args).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{args:?}: {out:?}");
+    let e = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(e.lines().count(), 1, "{args:?}: not one line: {e}");
+    e
+}
+
+// --- commands on the command line ----------------------------------------
+
+#[test]
+fn two_commands_are_measured_interleaved_and_stored_as_a_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let _t = common::serial();
+    let v = common::run_json(
+        dir.path(),
+        &[
+            "sleep 0.01",
+            "cmd:sleep 0.02",
+            "--samples",
+            "4",
+            "--warmup",
+            "1",
+            "--metric",
+            "real,user",
+        ],
+    );
+    let cells = common::cells(&v);
+    let real = |bench: &str| -> Vec<f64> {
+        let c = cells
+            .iter()
+            .find(|c| c["bench"] == bench && c["metric"] == "real")
+            .unwrap_or_else(|| panic!("no real of `{bench}` in {cells:?}"));
+        c["values"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x.as_f64().unwrap())
+            .collect()
+    };
+    let (a, b) = (real("sleep 0.01"), real("sleep 0.02"));
+    assert_eq!((a.len(), b.len()), (4, 4));
+    // Wall time includes the sleep; the two differ by about 10 ms.
+    let min = |v: &[f64]| v.iter().copied().fold(f64::INFINITY, f64::min);
+    assert!(min(&a) >= 0.010 && min(&a) < 0.5, "{a:?}");
+    assert!(min(&b) >= 0.020 && min(&b) < 0.5, "{b:?}");
+    // Only the metrics asked for.
+    assert!(
+        cells
+            .iter()
+            .all(|c| c["metric"] == "real" || c["metric"] == "user")
+    );
+    // Interleaved: the samples of the two commands alternate in time.
+    let db = common::sqlite(dir.path());
+    let order: Vec<String> = db
+        .prepare(
+            "SELECT c.bench FROM samples s JOIN cells c ON c.id = s.cell_id
+             WHERE s.metric = 'real' ORDER BY s.t",
+        )
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    let switches = order.windows(2).filter(|w| w[0] != w[1]).count();
+    assert!(switches >= 3, "not interleaved: {order:?}");
+    // Stored as any run: `kbench runs` lists it.
+    let runs = common::stdout(kbench(dir.path()).arg("runs"));
+    let row = runs.lines().nth(1).unwrap_or_default();
+    assert!(
+        row.contains(" 2 ") && row.contains(" 16 ") && row.ends_with("done"),
+        "{runs}"
+    );
+}
+
+#[test]
+fn setup_and_prepare_run_untimed_as_hyperfine_runs_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("log");
+    let l = log.display();
+    let v = common::run_json(
+        dir.path(),
+        &[
+            &format!("cmd:echo run >> {l}"),
+            "--setup",
+            &format!("echo setup >> {l}"),
+            "--prepare",
+            &format!("echo prepare >> {l}"),
+            "--samples",
+            "3",
+            "--warmup",
+            "0",
+            "--metric",
+            "real",
+        ],
+    );
+    assert_eq!(common::cells(&v).len(), 1);
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(
+        text.lines().collect::<Vec<_>>(),
+        [
+            "setup", "prepare", "run", "prepare", "run", "prepare", "run"
+        ]
+    );
+}
+
+#[test]
+fn shell_choices_decide_how_a_command_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let note = |args: &[&str]| -> String {
+        let v = common::run_json(
+            dir.path(),
+            &[
+                args,
+                &["--samples", "1", "--warmup", "0", "--metric", "real"],
+            ]
+            .concat(),
+        );
+        common::cells(&v)[0]["notes"]["command"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    // Plain words run directly; shell syntax goes through sh -c.
+    assert_eq!(note(&["true 1"]), "true 1");
+    assert_eq!(note(&["true | true"]), "sh -c true | true");
+    assert_eq!(note(&["true 2", "--shell", "bash"]), "bash -c true 2");
+    assert_eq!(note(&["true '3 4'", "-N"]), "true 3 4");
+    // A program that is not there is bad input before anything runs.
+    let e = error_line(dir.path(), &["run", "no-such-program-kbench 1"]);
+    assert!(
+        e.contains("no program `no-such-program-kbench` on PATH"),
+        "{e}"
+    );
+    let e = error_line(dir.path(), &["run", "getppid", "--prepare", "true"]);
+    assert!(e.contains("--prepare goes with commands"), "{e}");
+    let e = error_line(dir.path(), &["run", "true 1", "--metric", "rael"]);
+    assert!(
+        e.contains("unknown metric `rael`; did you mean `real`?"),
+        "{e}"
+    );
+}
+
+// --- typos ---------------------------------------------------------------
+
+#[test]
+fn typos_are_answered_with_the_nearest_names_on_one_short_line() {
+    let dir = tempfile::tempdir().unwrap();
+    for (args, want) in [
+        (&["run", "--sample", "3"][..], "did you mean `--samples`?"),
+        (&["lsit"][..], "did you mean `list`?"),
+        (&["run", "getppd"][..], "did you mean `getppid`"),
+        (&["run", "getppid", "cpu=1"][..], "`getppid:cpu=1`"),
+        (&["run", "spin:wrok=3"][..], "did you mean `work`?"),
+    ] {
+        let e = error_line(dir.path(), args);
+        assert!(e.contains(want), "{args:?}: {e}");
+        assert!(e.len() <= 200, "{args:?}: {} characters: {e}", e.len());
+    }
+    let plan = common::plan(
+        dir.path(),
+        "p.toml",
+        "name = \"p\"\nsampels = 3\n[factors]\nwork = { apply = \"param\", values = [1, 2] }\n[[bench]]\nuse = \"spin\"\n",
+    );
+    let e = error_line(dir.path(), &["run", plan.to_str().unwrap()]);
+    assert!(
+        e.contains(":2:1: unknown key `sampels`; did you mean `samples`?"),
+        "{e}"
+    );
+    let plan = common::plan(
+        dir.path(),
+        "q.toml",
+        "name = \"q\"\n[factors]\nwork = { apply = \"param\", values = [1, 2] }\n[[bench]]\nuse = \"spin\"\n[report]\nrows = [\"wrok\"]\n",
+    );
+    let e = error_line(dir.path(), &["run", plan.to_str().unwrap()]);
+    assert!(
+        e.contains("`wrok` is neither a factor nor a parameter of the plan; did you mean `work`?"),
+        "{e}"
+    );
+}
+
+// --- the catalogue -------------------------------------------------------
+
+#[test]
+fn list_is_one_line_per_benchmark_by_family_within_80_columns() {
+    let dir = tempfile::tempdir().unwrap();
+    let all = common::stdout(kbench(dir.path()).arg("list"));
+    let v = common::json(
+        &kbench(dir.path())
+            .args(["list", "--json"])
+            .output()
+            .unwrap()
+            .stdout,
+    );
+    let names: Vec<&str> = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b["name"].as_str().unwrap())
+        .collect();
+    for l in all.lines() {
+        assert!(
+            l.chars().count() <= 80,
+            "{} columns: {l}",
+            l.chars().count()
+        );
+    }
+    // One line per benchmark, each under its family's heading.
+    for n in &names {
+        let lines = all
+            .lines()
+            .filter(|l| l.split_whitespace().next() == Some(n) && l.starts_with("  "))
+            .count();
+        assert_eq!(lines, 1, "{n}");
+    }
+    let headings: Vec<&str> = all
+        .lines()
+        .filter(|l| !l.starts_with(' ') && !l.is_empty() && !l.starts_with('`'))
+        .collect();
+    assert_eq!(
+        headings,
+        [
+            "syscalls",
+            "reference",
+            "pipes",
+            "sockets",
+            "processes",
+            "memory",
+            "files",
+            "scalability"
+        ]
+    );
+    assert!(
+        all.lines().count() < names.len() + 20,
+        "{}",
+        all.lines().count()
+    );
+    let under = |family: &str, name: &str| {
+        let start = all.find(&format!("\n{family}\n")).unwrap();
+        let end = all[start + 1..]
+            .find("\n\n")
+            .map_or(all.len(), |e| start + 1 + e);
+        all[start..end].contains(&format!("\n  {name} "))
+    };
+    assert!(under("pipes", "pipe-bw") && under("files", "stat") && under("scalability", "futex1"));
+
+    // A word filters by name, family or reference tool.
+    let pipe = common::stdout(kbench(dir.path()).args(["list", "pipe"]));
+    assert!(
+        pipe.contains("  pipe-bw ") && pipe.contains("  pipe1 "),
+        "{pipe}"
+    );
+    assert!(!pipe.contains("  getppid "), "{pipe}");
+    let lm = common::stdout(kbench(dir.path()).args(["list", "lmbench"]));
+    assert!(
+        lm.contains("  tcp-lat ") && !lm.contains("  getppid1 "),
+        "{lm}"
+    );
+
+    // A name describes one benchmark: parameters, metrics, reference tool.
+    let one = common::stdout(kbench(dir.path()).args(["list", "pipe-bw"]));
+    for want in [
+        "pipe-bw (pipes, micro)",
+        "metrics:\n  bytes/s [B/s], higher is better",
+        "reference: lmbench bw_pipe",
+        "  chunk = size",
+        "example: kbench run pipe-bw:",
+    ] {
+        assert!(one.contains(want), "{want}: {one}");
+    }
+    assert!(one.lines().all(|l| l.chars().count() <= 80), "{one}");
+    let scale = common::stdout(kbench(dir.path()).args(["list", "futex1"]));
+    assert!(scale.contains("reference: will-it-scale futex1"), "{scale}");
+
+    let e = error_line(dir.path(), &["list", "getppd"]);
+    assert!(
+        e.contains("no benchmark matches `getppd`; did you mean `getppid`"),
+        "{e}"
+    );
+}
+
+// --- the text report within 80 columns -----------------------------------
+
+/// The hazards of this machine's noise warnings, as `kbench sysinfo`
+/// lists them.
+fn hazards(dir: &std::path::Path) -> Vec<String> {
+    let v = common::json(
+        &kbench(dir)
+            .args(["sysinfo", "--json"])
+            .output()
+            .unwrap()
+            .stdout,
+    );
+    v["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| {
+            // The first words are enough to find a wrapped line.
+            let h = w["hazard"].as_str().unwrap();
+            h.split_whitespace().take(4).collect::<Vec<_>>().join(" ")
+        })
+        .collect()
+}
+
+#[test]
+fn the_run_report_fits_80_columns_and_says_each_warning_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let _t = common::serial();
+    let args = [
+        "run",
+        "spin:work=10",
+        "spin:work=20",
+        "true 1",
+        "--samples",
+        "3",
+        "--sample-time",
+        "0.01",
+        "--warmup",
+        "0",
+        "--metric",
+        "real",
+    ];
+    let out = kbench(dir.path()).args(args).output().unwrap();
+    common::assert_ok(&out);
+    let (stdout, stderr) = (
+        String::from_utf8(out.stdout).unwrap(),
+        String::from_utf8(out.stderr).unwrap(),
+    );
+    for l in stdout.lines().chain(stderr.lines()) {
+        assert!(
+            l.chars().count() <= 80,
+            "{} columns: {l}",
+            l.chars().count()
+        );
+    }
+    // Piped: the report keeps its warnings, stderr had them before the run.
+    let hz = hazards(dir.path());
+    for h in &hz {
+        assert_eq!(stdout.matches(h.as_str()).count(), 1, "{h}: {stdout}");
+        assert_eq!(stderr.matches(h.as_str()).count(), 1, "{h}: {stderr}");
+    }
+    // On a terminal (stdout and stderr the same screen): once in all.
+    let line = args
+        .iter()
+        .map(|a| format!("'{a}'"))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let bin = assert_cmd::cargo::cargo_bin("kbench");
+    let tty = std::process::Command::new("script")
+        .args(["-qec", &format!("{} {line}", bin.display()), "/dev/null"])
+        .env("KBENCH_DB", common::db(dir.path()))
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("script(1) from util-linux");
+    common::assert_ok(&tty);
+    let screen = String::from_utf8_lossy(&tty.stdout);
+    assert!(screen.contains("spin: ns/op"), "{screen}");
+    for h in &hz {
+        assert_eq!(screen.matches(h.as_str()).count(), 1, "{h}: {screen}");
+    }
+    if hz.is_empty() {
+        eprintln!("no noise warning on this machine: the once-only check had nothing to count");
+    }
+}
+
+#[test]
+fn outliers_are_flagged_only_from_ten_samples_on() {
+    let dir = tempfile::tempdir().unwrap();
+    // The same far value (30 among values near 10) in a cell of 10
+    // samples and in one of 5.
+    let ten = dir.path().join("ten.txt");
+    let five = dir.path().join("five.txt");
+    std::fs::write(&ten, "10\n10.1\n9.9\n10\n10.2\n9.8\n10\n10.1\n9.9\n30\n").unwrap();
+    std::fs::write(&five, "10\n10.1\n9.9\n10\n30\n").unwrap();
+    common::assert_ok(
+        &kbench(dir.path())
+            .args(["import", "--from", "ministat"])
+            .args([&ten, &five])
+            .output()
+            .unwrap(),
+    );
+    let text = common::stdout(kbench(dir.path()).arg("report"));
+    let flagged: Vec<&str> = text.lines().filter(|l| l.contains("outliers [")).collect();
+    assert_eq!(flagged.len(), 1, "{text}");
+    assert!(flagged[0].contains("sample #10 of 10"), "{text}");
+    let v = common::json(
+        &kbench(dir.path())
+            .args(["report", "--json"])
+            .output()
+            .unwrap()
+            .stdout,
+    );
+    let outliers: Vec<String> = common::cells(&v)
+        .iter()
+        .map(|c| c["outliers"].to_string())
+        .collect();
+    assert_eq!(outliers, ["[9]", "[]"]);
+}
+
+// --- exports in the same invocation --------------------------------------
+
+#[test]
+fn run_and_compare_export_json_markdown_and_csv_beside_the_text() {
+    let dir = tempfile::tempdir().unwrap();
+    let _t = common::serial();
+    let f = |name: &str| dir.path().join(name);
+    let out = kbench(dir.path())
+        .args([
+            "run",
+            "spin:work=10",
+            "spin:work=20",
+            "--samples",
+            "3",
+            "--sample-time",
+            "0.01",
+            "--warmup",
+            "0",
+            "--export-json",
+        ])
+        .arg(f("r.json"))
+        .arg("--export-markdown")
+        .arg(f("r.md"))
+        .arg("--export-csv")
+        .arg(f("r.csv"))
+        .output()
+        .unwrap();
+    common::assert_ok(&out);
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.contains("spin: ns/op"),
+        "the text still goes to stdout: {text}"
+    );
+    let json = common::json(&std::fs::read(f("r.json")).unwrap());
+    let cells = common::cells(&json);
+    assert_eq!(cells.len(), 2);
+    // The same numbers as the text report's table and summary.
+    for c in &cells {
+        let median = c["median"].as_f64().unwrap();
+        let work = c["params"]["work"].to_string();
+        let row = text
+            .lines()
+            .find(|l| l.split('|').next().map(str::trim) == Some(work.as_str()))
+            .unwrap_or_else(|| panic!("no row {work} in {text}"));
+        // N Min Max Median ...: the median is the fourth number.
+        let shown: f64 = row
+            .split('|')
+            .nth(1)
+            .unwrap()
+            .split_whitespace()
+            .nth(3)
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert!((shown - median).abs() / median < 1e-7, "{median} vs {row}");
+    }
+    assert_eq!(json["summary"]["variants"][0]["name"], "spin:work=10");
+    let md = std::fs::read_to_string(f("r.md")).unwrap();
+    assert!(md.contains("| --: |") || md.contains("|--:|"), "{md}");
+    let csv = std::fs::read_to_string(f("r.csv")).unwrap();
+    assert!(csv.starts_with("run,host,bench,"), "{csv}");
+    assert_eq!(csv.lines().count(), 1 + 2 * 3, "{csv}");
+
+    // compare: --format, and the same exports.
+    let run = json["run"]["id"].to_string();
+    let (a, b) = (format!("{run}:work=10"), format!("{run}:work=20"));
+    let md = common::stdout(kbench(dir.path()).args(["compare", &a, &b, "--format", "markdown"]));
+    assert!(
+        md.contains("| spin | ns/op |") && md.contains(&format!("`{b}`")),
+        "{md}"
+    );
+    let csv = common::stdout(kbench(dir.path()).args(["compare", &a, &b, "--format", "csv"]));
+    assert_eq!(csv.lines().count(), 2, "{csv}");
+    assert!(
+        csv.lines()
+            .nth(1)
+            .unwrap()
+            .starts_with("spin,ns/op,ns,lower,"),
+        "{csv}"
+    );
+    let out = kbench(dir.path())
+        .args(["compare", &a, &b, "--export-json"])
+        .arg(f("c.json"))
+        .arg("--export-csv")
+        .arg(f("c.csv"))
+        .output()
+        .unwrap();
+    common::assert_ok(&out);
+    let c = common::json(&std::fs::read(f("c.json")).unwrap());
+    assert_eq!(c["rows"].as_array().unwrap().len(), 1);
+    assert_eq!(std::fs::read_to_string(f("c.csv")).unwrap(), csv);
+    let e = error_line(dir.path(), &["compare", &a, &b, "--format", "html"]);
+    assert!(
+        e.contains("compare prints text, json, markdown or csv"),
+        "{e}"
+    );
+}
+
+#[test]
+fn an_export_that_cannot_be_written_stops_the_run_before_it_measures() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("no/such/dir/r.json");
+    let e = error_line(
+        dir.path(),
+        &["run", "true 1", "--export-json", bad.to_str().unwrap()],
+    );
+    assert!(e.contains("r.json: cannot write the export"), "{e}");
+    assert!(
+        !common::db(dir.path()).exists(),
+        "nothing measured, no store made"
+    );
+}
+
+// --- reading never needs write access ------------------------------------
+
+/// A store with one imported run in `dir`, its WAL folded in (the
+/// process that wrote it has ended).
+fn store_with_a_run(dir: &std::path::Path) {
+    let data = dir.join("a.txt");
+    std::fs::write(&data, "1\n2\n3\n4\n").unwrap();
+    common::assert_ok(
+        &kbench(dir)
+            .args(["import", "--from", "ministat"])
+            .arg(&data)
+            .output()
+            .unwrap(),
+    );
+}
+
+/// Report, compare and runs work; a run fails before measuring, naming
+/// the remedy. `cmd` runs kbench as the reading user.
+fn reads_but_refuses_runs(db: &std::path::Path, cmd: &dyn Fn(&[&str]) -> std::process::Output) {
+    let db = db.to_str().unwrap();
+    for args in [
+        &["runs", "--db", db][..],
+        &["report", "1", "--db", db],
+        &["report", "--db", db, "--format", "csv"],
+        &["compare", "1", "1", "--db", db],
+    ] {
+        let out = cmd(args);
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let out = cmd(&["run", "true 1", "--db", db]);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(e.lines().count(), 1, "{e}");
+    assert!(
+        e.contains("the store is read-only here") && e.contains("--db PATH"),
+        "{e}"
+    );
+}
+
+#[test]
+fn a_store_in_a_read_only_directory_is_read_by_an_unprivileged_user() {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0
+        || std::process::Command::new("setpriv")
+            .arg("--help")
+            .output()
+            .is_err()
+    {
+        eprintln!("skipped: needs root and setpriv(1) to become `nobody`");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    store_with_a_run(dir.path());
+    // A root-owned directory and file, readable by all, writable by none
+    // but root; the binary where `nobody` can run it.
+    let ro = dir.path().join("shared");
+    std::fs::create_dir(&ro).unwrap();
+    std::fs::copy(common::db(dir.path()), ro.join("kbench.db")).unwrap();
+    let bin = dir.path().join("kbench");
+    std::fs::copy(assert_cmd::cargo::cargo_bin("kbench"), &bin).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    for (p, mode) in [
+        (dir.path(), 0o755),
+        (&ro, 0o755),
+        (&ro.join("kbench.db"), 0o644),
+        (&bin, 0o755),
+    ] {
+        std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode)).unwrap();
+    }
+    let nobody = |args: &[&str]| {
+        std::process::Command::new("setpriv")
+            .args(["--reuid", "nobody", "--regid", "nogroup", "--clear-groups"])
+            .arg(&bin)
+            .args(args)
+            .env_remove("KBENCH_DB")
+            .env("HOME", &ro)
+            .env("XDG_DATA_HOME", &ro)
+            .current_dir(&ro)
+            .output()
+            .unwrap()
+    };
+    let who = nobody(&["sysinfo", "--json"]);
+    assert!(who.status.success(), "{who:?}");
+    reads_but_refuses_runs(&ro.join("kbench.db"), &nobody);
+    // Nothing was created beside the store.
+    let names: Vec<String> = std::fs::read_dir(&ro)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(names, ["kbench.db"]);
+}
+
+#[test]
+fn a_store_on_a_read_only_mount_is_read() {
+    let dir = tempfile::tempdir().unwrap();
+    store_with_a_run(dir.path());
+    let src = dir.path().join("src");
+    let mnt = dir.path().join("mnt");
+    std::fs::create_dir(&src).unwrap();
+    std::fs::create_dir(&mnt).unwrap();
+    std::fs::copy(common::db(dir.path()), src.join("kbench.db")).unwrap();
+    let mount = |args: &[&str]| {
+        std::process::Command::new("mount")
+            .args(args)
+            .output()
+            .is_ok_and(|o| o.status.success())
+    };
+    let (s, m) = (src.to_str().unwrap(), mnt.to_str().unwrap());
+    if !mount(&["--bind", s, m]) {
+        eprintln!("skipped: cannot bind-mount here (needs root and mount rights)");
+        return;
+    }
+    struct Unmount(std::path::PathBuf);
+    impl Drop for Unmount {
+        fn drop(&mut self) {
+            let _ = std::process::Command::new("umount").arg(&self.0).status();
+        }
+    }
+    let _u = Unmount(mnt.clone());
+    assert!(mount(&["-o", "remount,bind,ro", m]), "remount read-only");
+    reads_but_refuses_runs(&mnt.join("kbench.db"), &|args: &[&str]| {
+        kbench(dir.path()).args(args).output().unwrap()
+    });
+}

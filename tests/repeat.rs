@@ -1,0 +1,217 @@
+//! `kbench run --repeat N` and a plan's `repeat`: whole runs, each in a
+//! fresh kbench process, joined in one campaign.
+
+mod common;
+
+use common::{kbench, stdout};
+use serde_json::Value;
+use std::path::Path;
+
+fn runs(dir: &Path) -> Vec<Value> {
+    let v: Value = serde_json::from_str(&stdout(kbench(dir).args(["runs", "--json"]))).unwrap();
+    v.as_array().unwrap().clone()
+}
+
+/// The pid of the process that made each run, from the store.
+fn owners(dir: &Path) -> Vec<i64> {
+    let db = common::sqlite(dir);
+    let mut st = db
+        .prepare("SELECT json_extract(config, '$.owner.pid') FROM runs ORDER BY id")
+        .unwrap();
+    st.query_map([], |r| r.get(0))
+        .unwrap()
+        .collect::<Result<Vec<i64>, _>>()
+        .unwrap()
+}
+
+#[test]
+fn repeat_makes_whole_runs_in_fresh_processes_in_one_campaign() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let out = kbench(d)
+        .args([
+            "run",
+            "getppid",
+            "getpid",
+            "--repeat",
+            "3",
+            "--samples",
+            "3",
+            "--warmup",
+            "0",
+            "--sample-time",
+            "0.01",
+            "-q",
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let rs = runs(d);
+    assert_eq!(rs.len(), 3, "{rs:#?}");
+    for r in &rs {
+        assert_eq!(r["campaign"], "adhoc", "{r:#}");
+        assert_eq!(r["status"], "done");
+        assert_eq!(r["cells"], 2);
+        assert_eq!(r["samples"], 6);
+    }
+    // Each run was made by a process of its own.
+    let mut pids = owners(d);
+    pids.sort();
+    pids.dedup();
+    assert_eq!(pids.len(), 3, "{pids:?}");
+    // The report printed is the campaign's: every run's samples.
+    let rep = common::json(&out.stdout);
+    let n: Vec<u64> = rep["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["n"].as_u64().unwrap())
+        .collect();
+    assert_eq!(n, [9, 9], "{rep:#}");
+    assert!(err.contains("kbench compare campaign:"), "{err}");
+
+    // Another repeat of the same benchmarks is a campaign of its own.
+    kbench(d)
+        .args([
+            "run",
+            "getppid",
+            "getpid",
+            "--repeat",
+            "2",
+            "--samples",
+            "2",
+        ])
+        .args(["--warmup", "0", "--sample-time", "0.01", "-q"])
+        .assert()
+        .success();
+    let rs = runs(d);
+    assert_eq!(rs.len(), 5);
+    let ids: Vec<&str> = rs.iter().map(|r| r["campaign"].as_str().unwrap()).collect();
+    assert!(ids.iter().all(|c| *c == "adhoc"), "{ids:?}");
+    let db = common::sqlite(d);
+    let campaigns: i64 = db
+        .query_row("SELECT COUNT(DISTINCT campaign_id) FROM runs", [], |r| {
+            r.get(0)
+        })
+        .unwrap();
+    assert_eq!(campaigns, 2);
+}
+
+#[test]
+fn a_plan_repeats_its_runs_and_a_rerun_resumes_the_missing_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let plan = common::plan(
+        d,
+        "rep.toml",
+        "name = \"rep\"\nsamples = 2\nwarmup = 0\nsample_time = 0.01\nrepeat = { runs = 2 }\n\n[[bench]]\nuse = \"getppid\"\n",
+    );
+    let p = plan.to_str().unwrap();
+    kbench(d).args(["run", p, "-q"]).assert().success();
+    assert_eq!(runs(d).len(), 2);
+    // Complete: nothing left to run.
+    let out = kbench(d).args(["run", p, "-q"]).output().unwrap();
+    assert!(out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("nothing to run here"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(runs(d).len(), 2);
+    // --repeat 3 on the command line wants a third run of the campaign.
+    kbench(d)
+        .args(["run", p, "-q", "--repeat", "3"])
+        .assert()
+        .success();
+    let rs = runs(d);
+    assert_eq!(rs.len(), 3);
+    assert!(
+        rs.iter()
+            .all(|r| r["campaign"] == "rep" && r["samples"] == 2)
+    );
+    // Events of every run reach --events.
+    let plan2 = common::plan(
+        d,
+        "rep2.toml",
+        "name = \"rep2\"\nsamples = 2\nwarmup = 0\nsample_time = 0.01\n\n[[bench]]\nuse = \"getppid\"\n",
+    );
+    let ev = stdout(kbench(d).args([
+        "run",
+        plan2.to_str().unwrap(),
+        "-q",
+        "--repeat",
+        "2",
+        "--events",
+        "jsonl",
+    ]));
+    let begun = ev.lines().filter(|l| l.contains("\"run_begun\"")).count();
+    let ended = ev.lines().filter(|l| l.contains("\"run_ended\"")).count();
+    assert_eq!((begun, ended), (2, 2), "{ev}");
+}
+
+#[test]
+fn repeat_is_bad_input_with_until_verdict() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = kbench(dir.path())
+        .args([
+            "run",
+            "getppid",
+            "getpid",
+            "--repeat",
+            "2",
+            "--until-verdict",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert!(e.contains("--until-verdict"), "{e}");
+    assert_eq!(e.lines().count(), 1, "{e}");
+    let out = kbench(dir.path())
+        .args(["run", "getppid", "--repeat", "0"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}
+
+/// Ctrl-C reaches kbench, which passes it on to the run's process: the
+/// run stops after its current sample, no further run starts, and no
+/// process is left.
+#[test]
+fn sigint_stops_the_current_run_and_the_repeat() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("kbench"))
+        .args([
+            "run",
+            "getppid",
+            "--repeat",
+            "3",
+            "--samples",
+            "200",
+            "--warmup",
+            "0",
+            "--sample-time",
+            "0.05",
+            "-q",
+        ])
+        .env("KBENCH_DB", common::db(d))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    common::wait_for_stored_samples(d, 3);
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let t1 = std::time::Instant::now();
+    let out = child.wait_with_output().unwrap();
+    assert!(t1.elapsed().as_secs_f64() < 5.0, "{:?}", t1.elapsed());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("interrupted"), "{err}");
+    let rs = runs(d);
+    assert_eq!(rs.len(), 1, "{rs:#?}");
+    assert_eq!(rs[0]["status"], "interrupted");
+}
