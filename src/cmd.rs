@@ -367,6 +367,39 @@ fn options(a: &RunArgs, plan: &crate::plan::Plan, quick: bool) -> anyhow::Result
     })
 }
 
+/// `run --dry-run`: what the run would measure here and how long it
+/// would take; the store is only read (a campaign's progress).
+fn dry_run(
+    plan: &crate::plan::Plan,
+    opts: &RunConfig,
+    db: &store::Locator,
+    json: bool,
+) -> anyhow::Result<ExitCode> {
+    // A store `run` would create holds no campaign yet.
+    let no_store = matches!(db, store::Locator::Sqlite { path, .. } if !path.exists());
+    let have = match &plan.path {
+        Some(_) if !no_store => {
+            let st = store::open(db, store::Access::Read)?;
+            match runner::campaign::find(&*st, plan)? {
+                Some(c) if !opts.force => {
+                    runner::campaign::progress_on(&*st, c.id, Some(&runner::campaign::this_host()))?
+                }
+                _ => Default::default(),
+            }
+        }
+        _ => Default::default(),
+    };
+    let readings = runner::campaign::read_probes(plan);
+    let todo = runner::todo(plan, opts, &have, &readings)?;
+    let e = runner::estimate::estimate(&todo, opts)?;
+    if json {
+        println!("{:#}", runner::estimate::json(&e));
+    } else {
+        print!("{}", runner::estimate::text(&e));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
 /// The ledger of teardowns owed on store `db`; the debts a dead kbench
 /// left there.
 fn owed_teardowns(
@@ -411,6 +444,9 @@ fn run(a: RunArgs, db: &store::Locator) -> anyhow::Result<ExitCode> {
         ));
     }
     let cells = runner::cells(&plan, &opts)?;
+    if a.dry_run {
+        return dry_run(&plan, &opts, db, a.json);
+    }
     // Scale cells run without ASLR as will-it-scale's do: re-exec first.
     bench::scale::aslr::reexec_if_wanted(&cells)?;
     let mut exports = a.exports.open()?;
@@ -479,9 +515,12 @@ fn run(a: RunArgs, db: &store::Locator) -> anyhow::Result<ExitCode> {
         Err(e) => {
             // The run stopped on an error (a sink that could not write, a
             // benchmark that could not start): it is over, not running.
-            // (Not when the store itself is gone: the error says so.)
+            // (Not when the store itself is gone, or failed the same way,
+            // a full disk: the error says so, and a rerun finds the run's
+            // process gone.)
             if let Err(e2) = writer.close_open_runs(RunStatus::Failed)
                 && e.downcast_ref::<store::Lost>().is_none()
+                && format!("{e2:#}") != format!("{e:#}")
             {
                 eprintln!("kbench: cannot mark the run as failed: {e2:#}");
             }

@@ -242,7 +242,8 @@ mod tests {
         let id = st
             .campaign(&crate::record::CampaignKey {
                 name: "p".into(),
-                plan_hash: crate::ids::plan_hash(text),
+                // A testcase's content is part of the plan's identity.
+                plan_hash: crate::ids::plan_hash(&crate::plan::identity(text, dir.path())),
                 generation: 1,
                 plan_text: text.into(),
             })

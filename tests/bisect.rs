@@ -100,6 +100,18 @@ fn have_cc() -> bool {
     ok
 }
 
+/// A scratch directory with the test repository in `repo/` (slower from
+/// commit `slow` on, or never) and its commit ids, oldest first; None
+/// without a C compiler, and the test skips.
+fn fixture(slow: Option<usize>) -> Option<(tempfile::TempDir, Vec<String>)> {
+    if !have_cc() {
+        return None;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let ids = repo_slow_from(&tmp.path().join("repo"), slow);
+    Some((tmp, ids))
+}
+
 /// The bisection's arguments: the plan's cell, read from each revision's
 /// tree and run in its worktree.
 fn bisect_args<'a>(repo: &'a str, good: &'a str, bad: &'a str) -> Vec<&'a str> {
@@ -130,13 +142,11 @@ fn with_build<'a>(repo: &'a str, good: &'a str, bad: &'a str, build: &'a str) ->
 
 #[test]
 fn bisect_names_the_commit_that_made_it_slower() {
-    if !have_cc() {
+    let Some((tmp, ids)) = fixture(Some(SLOW)) else {
         return;
-    }
+    };
     let _t = common::serial();
-    let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
-    let ids = repo(&dir.join("repo"));
     let r = dir.join("repo");
     let r = r.to_str().unwrap();
     let out = kbench(dir)
@@ -164,15 +174,22 @@ fn bisect_names_the_commit_that_made_it_slower() {
     assert!((0.04..0.2).contains(&eff), "effect {eff}");
     assert!(lo < eff && eff < hi && lo > 0.0, "[{lo}, {hi}]");
 
-    // Fewer samples than measuring every commit 10 times, counted in the
+    // A binary search: the ends' step and at most ceil(log2(19))
+    // revisions (two more when undecided neighbours are skipped), each
+    // step at most 3 arms of --max-samples (60) rounds; counted in the
     // store: one CSV row per metric value, `cpu` once per sample.
     let csv = common::stdout(kbench(dir).args(["report", "slow", "--format", "csv"]));
     let samples = csv.lines().filter(|l| l.contains(",cpu,")).count();
     assert_eq!(samples as u64, v["samples"].as_u64().unwrap());
+    let steps = v["steps"].as_array().unwrap().len();
+    let search = (COMMITS - 1).next_power_of_two().trailing_zeros() as usize;
     assert!(
-        samples < COMMITS * 10,
-        "{samples} samples, not fewer than {}",
-        COMMITS * 10
+        steps <= 1 + search + 2,
+        "{steps} steps for {COMMITS} commits"
+    );
+    assert!(
+        samples <= steps * 3 * 60,
+        "{samples} samples in {steps} steps of at most 3 x 60"
     );
     // Builds: one per tested revision, none twice.
     let tested = v["steps"].as_array().unwrap().len() - 1;
@@ -240,13 +257,11 @@ fn bisect_names_the_commit_that_made_it_slower() {
 
 #[test]
 fn exit_code_decides_one_revision_for_git_bisect_run() {
-    if !have_cc() {
+    let Some((tmp, ids)) = fixture(Some(SLOW)) else {
         return;
-    }
+    };
     let _t = common::serial();
-    let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
-    let ids = repo(&dir.join("repo"));
     let r = dir.join("repo");
     let r = r.to_str().unwrap();
     let code = |rev: &str| {
@@ -404,13 +419,11 @@ fn git_bisect_run(dir: &Path, ids: &[String]) -> std::process::Output {
 
 #[test]
 fn git_bisect_run_with_exit_code_finds_it_too() {
-    if !have_cc() {
+    let Some((tmp, ids)) = fixture(Some(SLOW)) else {
         return;
-    }
+    };
     let _t = common::serial();
-    let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
-    let ids = repo(&dir.join("repo"));
     let out = git_bisect_run(dir, &ids);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
@@ -437,13 +450,11 @@ fn git_bisect_run_with_exit_code_finds_it_too() {
 /// revision read "like good" and git blamed the tip.
 #[test]
 fn git_bisect_run_on_a_range_without_a_regression_names_no_commit() {
-    if !have_cc() {
+    let Some((tmp, ids)) = fixture(None) else {
         return;
-    }
+    };
     let _t = common::serial();
-    let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
-    let ids = repo_slow_from(&dir.join("repo"), None);
     let r = dir.join("repo");
     let out = git_bisect_run(dir, &ids);
     let text = String::from_utf8_lossy(&out.stdout);
@@ -481,15 +492,14 @@ fn git_bisect_run_on_a_range_without_a_regression_names_no_commit() {
 /// does: the step's run is stored as interrupted with what it measured.
 #[test]
 fn sigint_stops_a_bisection_after_the_current_sample() {
-    if !have_cc() {
+    let Some((tmp, ids)) = fixture(Some(SLOW)) else {
         return;
-    }
-    let tmp = tempfile::tempdir().unwrap();
+    };
     let dir = tmp.path();
-    let ids = repo(&dir.join("repo"));
     let r = dir.join("repo");
-    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("kbench"))
-        .args([
+    let child = common::spawn(
+        dir,
+        &[
             "bisect",
             "-q",
             "--repo",
@@ -502,22 +512,9 @@ fn sigint_stops_a_bisection_after_the_current_sample() {
             "cmd:sleep 0.3",
             "--name",
             "slow",
-        ])
-        .env("KBENCH_DB", common::db(dir))
-        .env("XDG_CACHE_HOME", dir.join("cache"))
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    common::wait_for_stored_samples(dir, 3);
-    // SAFETY: signalling our own child.
-    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
-    let t1 = std::time::Instant::now();
-    let out = child.wait_with_output().unwrap();
-    assert!(t1.elapsed().as_secs_f64() < 5.0, "{:?}", t1.elapsed());
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{err}");
-    assert!(err.contains("interrupted"), "{err}");
+        ],
+    );
+    common::interrupt(dir, child, 3);
     let db = common::sqlite(dir);
     let (status, n): (String, i64) = db
         .query_row(

@@ -415,7 +415,7 @@ fn processes_refuse_what_they_cannot_do() {
         .code(2)
         .stderr(
             predicate::str::contains("p.toml")
-                .and(predicate::str::contains("`processes` must be >= 1")),
+                .and(predicate::str::contains("`processes` must be within 1..")),
         );
 }
 

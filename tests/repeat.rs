@@ -29,21 +29,9 @@ fn repeat_makes_whole_runs_in_fresh_processes_in_one_campaign() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let out = kbench(d)
-        .args([
-            "run",
-            "getppid",
-            "getpid",
-            "--repeat",
-            "3",
-            "--samples",
-            "3",
-            "--warmup",
-            "0",
-            "--sample-time",
-            "0.01",
-            "-q",
-            "--json",
-        ])
+        .args(["run", "getppid", "getpid", "--repeat", "3"])
+        .args(["--samples", "3", "--warmup", "0", "--sample-time", "0.01"])
+        .args(["-q", "--json"])
         .output()
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
@@ -74,15 +62,8 @@ fn repeat_makes_whole_runs_in_fresh_processes_in_one_campaign() {
 
     // Another repeat of the same benchmarks is a campaign of its own.
     kbench(d)
-        .args([
-            "run",
-            "getppid",
-            "getpid",
-            "--repeat",
-            "2",
-            "--samples",
-            "2",
-        ])
+        .args(["run", "getppid", "getpid", "--repeat", "2"])
+        .args(["--samples", "2"])
         .args(["--warmup", "0", "--sample-time", "0.01", "-q"])
         .assert()
         .success();
@@ -137,15 +118,8 @@ fn a_plan_repeats_its_runs_and_a_rerun_resumes_the_missing_ones() {
         "rep2.toml",
         "name = \"rep2\"\nsamples = 2\nwarmup = 0\nsample_time = 0.01\n\n[[bench]]\nuse = \"getppid\"\n",
     );
-    let ev = stdout(kbench(d).args([
-        "run",
-        plan2.to_str().unwrap(),
-        "-q",
-        "--repeat",
-        "2",
-        "--events",
-        "jsonl",
-    ]));
+    let p2 = plan2.to_str().unwrap();
+    let ev = stdout(kbench(d).args(["run", p2, "-q", "--repeat", "2", "--events", "jsonl"]));
     let begun = ev.lines().filter(|l| l.contains("\"run_begun\"")).count();
     let ended = ev.lines().filter(|l| l.contains("\"run_ended\"")).count();
     assert_eq!((begun, ended), (2, 2), "{ev}");
@@ -155,14 +129,8 @@ fn a_plan_repeats_its_runs_and_a_rerun_resumes_the_missing_ones() {
 fn repeat_is_bad_input_with_until_verdict() {
     let dir = tempfile::tempdir().unwrap();
     let out = kbench(dir.path())
-        .args([
-            "run",
-            "getppid",
-            "getpid",
-            "--repeat",
-            "2",
-            "--until-verdict",
-        ])
+        .args(["run", "getppid", "getpid", "--repeat", "2"])
+        .arg("--until-verdict")
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
@@ -183,34 +151,10 @@ fn repeat_is_bad_input_with_until_verdict() {
 fn sigint_stops_the_current_run_and_the_repeat() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("kbench"))
-        .args([
-            "run",
-            "getppid",
-            "--repeat",
-            "3",
-            "--samples",
-            "200",
-            "--warmup",
-            "0",
-            "--sample-time",
-            "0.05",
-            "-q",
-        ])
-        .env("KBENCH_DB", common::db(d))
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    common::wait_for_stored_samples(d, 3);
-    // SAFETY: signalling our own child.
-    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
-    let t1 = std::time::Instant::now();
-    let out = child.wait_with_output().unwrap();
-    assert!(t1.elapsed().as_secs_f64() < 5.0, "{:?}", t1.elapsed());
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{err}");
-    assert!(err.contains("interrupted"), "{err}");
+    let args = ["run", "getppid", "--repeat", "3", "--samples", "200"];
+    let fast = ["--warmup", "0", "--sample-time", "0.05", "-q"];
+    let child = common::spawn(d, &[&args[..], &fast[..]].concat());
+    common::interrupt(d, child, 3);
     let rs = runs(d);
     assert_eq!(rs.len(), 1, "{rs:#?}");
     assert_eq!(rs[0]["status"], "interrupted");

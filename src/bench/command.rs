@@ -367,6 +367,10 @@ impl Bench for CommandBench {
         );
         m
     }
+    /// Only a trial run tells how long a command takes.
+    fn sample_seconds(&self, _params: &Params, _settings: &super::RunSettings) -> Option<f64> {
+        None
+    }
     fn instantiate(
         &self,
         params: &Params,

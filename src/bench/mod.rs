@@ -178,6 +178,14 @@ pub trait Bench: Send + Sync {
     fn ready(&self) -> anyhow::Result<()> {
         Ok(())
     }
+
+    /// How long one sample lasts, in seconds, as far as the parameters
+    /// and settings tell (the run's time model, `runner/estimate.rs`);
+    /// `None` when only running it can tell (a command). A timed loop is
+    /// calibrated to last the sample time.
+    fn sample_seconds(&self, _params: &Params, settings: &RunSettings) -> Option<f64> {
+        Some(settings.sample_time)
+    }
     /// Prepare a cell: spawn helpers, open files, calibrate lazily.
     fn instantiate(
         &self,

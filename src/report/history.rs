@@ -25,7 +25,7 @@ use super::human;
 use crate::error::bad_input;
 use crate::record::Direction;
 use crate::stats::changepoint::{self, Settings};
-use crate::stats::ttest::TTest;
+use crate::stats::logratio;
 use crate::stats::{Confidence, Sample};
 use crate::store::{RunRow, Scope, StoreRead, StoredCell};
 
@@ -87,7 +87,8 @@ pub struct Method {
     /// Settings of the detection (significance, permutations, min_size,
     /// seed).
     pub settings: Settings,
-    /// `welch`: the test of each point against the previous one.
+    /// `runs-as-unit`: each point against the previous one with the run
+    /// as the unit (`stats::design`); not judged with one run a point.
     pub step_test: &'static str,
     /// Confidence level of intervals and step tests, in percent.
     pub confidence: f64,
@@ -136,19 +137,27 @@ pub struct Point {
     pub ci95: Option<[f64; 2]>,
     /// Against the previous point (`null` for the first).
     pub step: Option<Step>,
+    /// The values with the blocks (run, round) they were measured in.
     #[serde(skip)]
-    pub values: Vec<f64>,
+    pub obs: Vec<crate::stats::design::Obs>,
 }
 
-/// Welch's test of a point against the previous one.
+/// A point against the previous one, by the design (`stats::design`):
+/// points of several runs each compare with the run as the unit; a
+/// point of one run against another is not judged, the run-to-run
+/// variation being unmeasured (the change points, over the point means,
+/// are the verdict then).
 #[derive(Clone, Debug, Serialize)]
 pub struct Step {
     /// Relative change of the mean (0.05 = +5%).
     pub change: f64,
-    /// Two-sided p-value (`null` when a point has one sample).
+    /// Two-sided p-value (`null` when not judged).
     pub p: Option<f64>,
-    /// p < 0.05 with two samples or more on each side.
+    /// The 95% interval of the change excludes 0.
     pub significant: bool,
+    /// The level not measured (`run`: one run a side).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unmeasured: Option<crate::stats::design::Level>,
 }
 
 /// A change point: the series moves between point `index - 1` and
@@ -174,8 +183,8 @@ pub struct Change {
     pub absolute: f64,
     /// Relative change `after / before - 1`.
     pub change: f64,
-    /// 95% interval of the relative change (Welch over the point means of
-    /// the two segments).
+    /// 95% interval of the relative change (Welch's, of the log ratio of
+    /// the two segments' means of point means).
     pub interval: Option<[f64; 2]>,
     /// `better`, `worse` (by the metric's direction), or `changed`.
     pub verdict: &'static str,
@@ -335,7 +344,7 @@ pub fn build(q: &Query, mut obs: Vec<Observation>) -> anyhow::Result<History> {
         method: Method {
             change_points: "e-divisive means",
             settings: q.settings,
-            step_test: "welch",
+            step_test: "runs-as-unit",
             confidence: conf.as_percent(),
         },
         series: out,
@@ -425,6 +434,20 @@ fn one_series(q: &Query, os: &[&Observation], metric: &str, conf: Confidence) ->
         let Ok(sample) = Sample::new(&values) else {
             continue;
         };
+        let obs = g
+            .iter()
+            .flat_map(|o| {
+                o.cell.1.iter().filter(|s| *s.metric == *metric).map(|s| {
+                    crate::stats::design::Obs {
+                        value: s.value,
+                        boot: 0,
+                        run: o.run.id as u64,
+                        process: s.process.unwrap_or(0),
+                        round: Some(s.round),
+                    }
+                })
+            })
+            .collect();
         let mut runs: Vec<i64> = g.iter().map(|o| o.run.id).collect();
         runs.dedup();
         let mut campaigns: Vec<String> = Vec::new();
@@ -465,7 +488,7 @@ fn one_series(q: &Query, os: &[&Observation], metric: &str, conf: Confidence) ->
             stddev: sample.stddev(),
             ci95: sample.mean_ci(conf).map(|i| [i.lo, i.hi]),
             step: None,
-            values,
+            obs,
         });
     }
     for i in 1..points.len() {
@@ -475,19 +498,18 @@ fn one_series(q: &Query, os: &[&Observation], metric: &str, conf: Confidence) ->
         } else {
             f64::NAN
         };
-        let step = match (Sample::new(&a.values), Sample::new(&b.values)) {
-            (Ok(sa), Ok(sb)) if sa.len() >= 2 && sb.len() >= 2 => {
-                let t = TTest::welch(&sa, &sb, conf);
-                Step {
-                    change,
-                    p: Some(t.p),
-                    significant: t.significant(),
-                }
-            }
-            _ => Step {
+        let step = match crate::stats::design::compare(&a.obs, &b.obs, m.direction, conf) {
+            Ok(d) => Step {
+                change,
+                p: d.p.filter(|_| d.too_few.is_none()),
+                significant: d.significant(),
+                unmeasured: d.unmeasured,
+            },
+            Err(_) => Step {
                 change,
                 p: None,
                 significant: false,
+                unmeasured: None,
             },
         };
         points[i].step = Some(step);
@@ -549,12 +571,13 @@ fn changes(
             let (a, b) = (seg(lo..at), seg(at..hi));
             let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
             let (before, after) = (mean(&a), mean(&b));
+            // On the log scale: no bound below -100% (none at all for a
+            // mean of 0, which has no ratio).
             let interval = match (Sample::new(&a), Sample::new(&b)) {
-                (Ok(sa), Ok(sb)) => {
-                    let t = TTest::welch(&sa, &sb, conf);
-                    (t.too_few.is_none() && t.relative.lo.is_finite())
-                        .then_some([t.relative.lo, t.relative.hi])
-                }
+                (Ok(sa), Ok(sb)) => logratio::of_means(&sa, &sb, conf)
+                    .ok()
+                    .filter(|r| r.too_few.is_none())
+                    .map(|r| [r.log_interval.lo.exp_m1(), r.log_interval.hi.exp_m1()]),
                 _ => None,
             };
             let change = if before != 0.0 {
@@ -667,6 +690,8 @@ fn step_text(p: &Point) -> String {
             t.push('%');
             if s.significant {
                 t.push_str(" *");
+            } else if s.unmeasured.is_some() {
+                t.push_str(" ?");
             } else {
                 t.push_str("  ");
             }
@@ -678,6 +703,12 @@ fn step_text(p: &Point) -> String {
 
 /// `+5.0% [+4.1, +5.9] (+9.8 ns)`.
 fn change_size(c: &Change, unit: &str, unicode: bool) -> String {
+    if !c.change.is_finite() {
+        // A step from 0 has no ratio: the absolute step says it.
+        let from = human::value(c.before, unit, None, unicode);
+        let to = human::value(c.after, unit, None, unicode);
+        return format!("from {from} to {to}");
+    }
     let pct = c.change * 100.0;
     let h = c.interval.map(|[lo, hi]| (hi - lo) * 50.0);
     let mut t = format!("{}%", human::percent(pct, h.or(Some(0.05))));
@@ -768,7 +799,9 @@ pub fn text(h: &History) -> String {
         let _ = writeln!(
             o,
             "+/-: 95% interval of the mean; * the step from the previous point is\n\
-             significant (Welch, p < 0.05)."
+             significant with the run as the unit; ? not judged: one run a point\n\
+             does not measure run-to-run variation (kbench run --repeat N does);\n\
+             the change points, over the point means, judge the series."
         );
         if let Some(n) = &s.note {
             let _ = writeln!(o, "Change points: none looked for ({n}).");
@@ -872,8 +905,9 @@ pub fn markdown(h: &History) -> String {
         }
         let _ = writeln!(
             o,
-            "\n\\* the step from the previous point is significant (Welch, p < 0.05); \
-             ⟂ a change point lies before this point."
+            "\n\\* the step from the previous point is significant with the run as the unit; \
+             ? not judged: one run a point does not measure run-to-run variation \
+             (`kbench run --repeat N` does); ⟂ a change point lies before this point."
         );
         if let Some(n) = &s.note {
             let _ = writeln!(o, "\nChange points: none looked for ({}).", e(n));
@@ -1011,7 +1045,7 @@ pub fn html(h: &History) -> String {
                 esc(step_text(p).trim_end())
             );
         }
-        o.push_str("</table>\n<p class=\"legend\">Bold: the step from the previous point is significant (Welch, p &lt; 0.05). A red rule: a change point lies before the point.</p>\n");
+        o.push_str("</table>\n<p class=\"legend\">Bold: the step from the previous point is significant with the run as the unit; ? not judged: one run a point does not measure run-to-run variation (kbench run --repeat N does). A red rule: a change point lies before the point.</p>\n");
         if let Some(n) = &s.note {
             let _ = writeln!(o, "<p>Change points: none looked for ({}).</p>", esc(n));
             continue;
@@ -1301,8 +1335,11 @@ mod tests {
         assert!((c.change - 0.05).abs() < 0.01, "{}", c.change);
         let [lo, hi] = c.interval.unwrap();
         assert!(lo < c.change && c.change < hi && lo > 0.0);
-        // Welch flags the step itself, too.
-        assert!(s.points[6].step.as_ref().unwrap().significant);
+        // The step between two single runs is not judged (run-to-run
+        // variation is not measured): the change point is the verdict.
+        let step = s.points[6].step.as_ref().unwrap();
+        assert!(!step.significant && step.p.is_none());
+        assert_eq!(step.unmeasured, Some(crate::stats::design::Level::Run));
     }
 
     #[test]

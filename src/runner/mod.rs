@@ -11,6 +11,7 @@
 
 pub mod adaptive;
 pub mod campaign;
+pub mod estimate;
 pub mod guard;
 pub mod progress;
 pub mod repeat;
@@ -148,6 +149,32 @@ pub fn cells(plan: &Plan, opts: &RunConfig) -> anyhow::Result<Vec<Cell>> {
     Ok(cells)
 }
 
+/// What a run of a plan will measure here.
+pub struct Todo {
+    /// The cells to sample, each with the samples it still needs.
+    pub cells: Vec<(Cell, u32)>,
+    /// Cells already complete and cells waiting for another system state
+    /// (`run` is `None`, `ran` 0).
+    pub summary: Summary,
+}
+
+/// The cells of `plan` that fit the system whose probes read `readings`
+/// and still miss samples (a campaign's `have`), as `run` will take them
+/// ([`due`]).
+pub fn todo(
+    plan: &Plan,
+    opts: &RunConfig,
+    have: &Progress,
+    readings: &IndexMap<String, String>,
+) -> anyhow::Result<Todo> {
+    let boot = opts.owner.as_ref().map(|o| o.boot_id.as_str());
+    let (summary, todo) = due(cells(plan, opts)?, opts, plan.repeat, have, readings, boot);
+    Ok(Todo {
+        cells: todo,
+        summary,
+    })
+}
+
 /// Run the cells of `plan` that fit the running system and still miss
 /// samples; returns what was done and how it ended.
 ///
@@ -165,12 +192,13 @@ pub fn run(
     fp: &Fingerprint,
     sink: &mut dyn Sink,
 ) -> anyhow::Result<(Summary, RunStatus)> {
-    let cells = cells(plan, opts)?;
     let readings = campaign::read_probes(plan);
     let mut fp = fp.clone();
     fp.probes.extend(readings.clone());
-    let boot = opts.owner.as_ref().map(|o| o.boot_id.as_str());
-    let (mut summary, todo) = due(cells, opts, plan.repeat, have, &readings, boot);
+    let Todo {
+        cells: todo,
+        mut summary,
+    } = todo(plan, opts, have, &readings)?;
     if todo.is_empty() {
         return Ok((summary, RunStatus::Done));
     }

@@ -616,3 +616,28 @@ fn repeated_boots_take_a_share_each_and_the_states_alternate() {
         assert_eq!(boots, [2, 2], "{p:?}");
     }
 }
+
+/// Rounds are numbered on across a run's shell-factor groups: the cells
+/// of two groups never share a round number, since they were never
+/// measured in the same stretch of time, and a paired analysis must not
+/// pair them.
+#[test]
+fn rounds_of_shell_groups_do_not_overlap() {
+    let text = "name = \"groups\"\nsamples = 3\nwarmup = 1\n\n[factors]\nmode = { apply = \"shell\", values = [\"x\", \"y\"], setup = \"true\" }\n\n[[bench]]\nname = \"t\"\ncommand = [\"true\"]\n";
+    let plan = crate::plan::parse(text, "groups.toml").unwrap();
+    let mut st = MemoryStore::new();
+    let (_, status, run) = testing::run(&mut st, &plan, &options(3, 1), None);
+    assert_eq!(status, RunStatus::Done);
+    let mut by_cell: Vec<Vec<u32>> = st
+        .cells(Scope::Run(run))
+        .unwrap()
+        .iter()
+        .map(|(_, s)| {
+            let mut r: Vec<u32> = s.iter().map(|x| x.round).collect();
+            r.dedup();
+            r
+        })
+        .collect();
+    by_cell.sort();
+    assert_eq!(by_cell, [vec![0, 1, 2], vec![3, 4, 5]]);
+}

@@ -722,4 +722,49 @@ mod tests {
         // n = 5: even the extremes reach only 1 - 2/32.
         assert_eq!(sign_interval(&s[..5], 0.05), Interval { lo: 1.0, hi: 5.0 });
     }
+
+    /// Share of `trials` decisions of a candidate against the good end,
+    /// measured in the same `n` rounds of a busy machine (drift, and a
+    /// burst of +30..+80% on one arm in 1 round of 10), with a true
+    /// regression `delta`, that come out `past` (like bad) and `below or
+    /// within` (like good) a 5% threshold at 99%.
+    fn bisect_calls(seed: u64, trials: usize, n: usize, delta: f64) -> (f64, f64) {
+        let mut g = rng(seed);
+        let (mut bad, mut good) = (0, 0);
+        for _ in 0..trials {
+            let pairs: Vec<(f64, f64)> = (0..n as u32)
+                .map(|i| crate::stats::sim::busy_round(&mut g, i, 0.0, delta))
+                .collect();
+            match paired(&pairs, Direction::Lower, conf(99.0))
+                .unwrap()
+                .against(0.05)
+            {
+                Against::Past => bad += 1,
+                Against::Below | Against::Within => good += 1,
+                Against::Straddles => {}
+            }
+        }
+        (bad as f64 / trials as f64, good as f64 / trials as f64)
+    }
+
+    #[test]
+    fn bisect_decision_calibration() {
+        // A fixed number of rounds, as one look of bisect's sampler: no
+        // regression is never called bad, 8% against a 5% threshold never
+        // good, 2% never bad; the rest is undecided (bisect samples on),
+        // less of it with more rounds.
+        let (bad0, good0) = bisect_calls(41, 1000, 30, 0.0);
+        let (bad8, good8) = bisect_calls(42, 1000, 30, 0.08);
+        let (bad2, good2) = bisect_calls(43, 1000, 30, 0.02);
+        let (bad0l, good0l) = bisect_calls(44, 1000, 60, 0.0);
+        let (bad8l, good8l) = bisect_calls(45, 1000, 60, 0.08);
+        eprintln!(
+            "bisect calls at a 5% threshold, 99%: 30 rounds: +0%: bad {bad0} good {good0}; +2%: bad {bad2} good {good2}; +8%: bad {bad8} good {good8}; 60 rounds: +0%: bad {bad0l} good {good0l}; +8%: bad {bad8l} good {good8l}"
+        );
+        assert!(bad0 <= 0.005 && bad0l <= 0.005, "{bad0} {bad0l}");
+        assert!(bad2 <= 0.01, "{bad2}");
+        assert!(good8 <= 0.005 && good8l <= 0.005, "{good8} {good8l}");
+        assert!(good0 >= 0.6 && good0l > good0, "{good0} {good0l}");
+        assert!(bad8 >= 0.4 && bad8l > bad8, "{bad8} {bad8l}");
+    }
 }

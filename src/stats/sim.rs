@@ -52,6 +52,25 @@ impl Normal {
     }
 }
 
+/// One round of a busy machine in which two arms are measured, the second
+/// `delta` slower: a drift both share (load 1..1.4 along a sine starting
+/// at `phase`), 2% noise each, and a burst of +30..80% on each arm in 1
+/// round of 10.
+pub fn busy_round(g: &mut Rng, round: u32, phase: f64, delta: f64) -> (f64, f64) {
+    let noise = Normal::new(0.0, 0.02);
+    let load = 1.0 + 0.4 * (f64::from(round) / 5.0 + phase).sin().abs();
+    let burst = |g: &mut Rng| {
+        if g.uniform() < 0.1 {
+            1.3 + 0.5 * g.uniform()
+        } else {
+            1.0
+        }
+    };
+    let a = 100.0 * load * burst(g) * noise.one(g).exp();
+    let b = 100.0 * (1.0 + delta) * load * burst(g) * noise.one(g).exp();
+    (a, b)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -59,6 +59,7 @@ impl TTest {
     }
 
     /// `p < alpha` (and enough samples).
+    #[cfg(test)]
     pub fn significant(&self) -> bool {
         self.too_few.is_none() && self.p < self.confidence.alpha()
     }

@@ -627,15 +627,24 @@ impl SqliteStore {
         // The bundled SQLite enforces foreign keys by default; a migration
         // that rebuilds a referenced table needs them off until it commits.
         conn.pragma_update(None, "foreign_keys", "OFF")?;
-        self.migrate()?;
+        if self.migrate()? {
+            // Each migration appended its pages to the WAL, which is only
+            // folded back after 1000 pages: a new store would start at
+            // ~220 KiB of WAL for a few pages of schema, and on a nearly
+            // full disk fail at its first sample. Fold it now (a reader
+            // holding it just leaves it for later).
+            self.conn
+                .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))?;
+        }
         self.conn.pragma_update(None, "foreign_keys", "ON")?;
         Ok(())
     }
 
     /// Bring the schema to the newest version. Foreign keys are off while
     /// migrating (a table rebuild drops the referenced table) and checked
-    /// before each commit.
-    fn migrate(&mut self) -> anyhow::Result<()> {
+    /// before each commit. Whether any migration ran.
+    fn migrate(&mut self) -> anyhow::Result<bool> {
+        let mut ran = false;
         loop {
             let tx = self
                 .conn
@@ -648,7 +657,7 @@ impl SqliteStore {
                 );
             }
             let Some(sql) = MIGRATIONS.get(version as usize) else {
-                return Ok(());
+                return Ok(ran);
             };
             tx.execute_batch(sql)
                 .with_context(|| format!("schema migration {}", version + 1))?;
@@ -663,6 +672,7 @@ impl SqliteStore {
             }
             tx.pragma_update(None, "user_version", version + 1)?;
             tx.commit()?;
+            ran = true;
         }
     }
 }

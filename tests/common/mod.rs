@@ -149,3 +149,34 @@ pub fn wait_for_stored_samples(dir: &Path, n: i64) {
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
 }
+
+/// `kbench ARGS` started in the background with the test's store, its
+/// stderr piped (for [`interrupt`]) and its stdout dropped.
+pub fn spawn(dir: &Path, args: &[&str]) -> std::process::Child {
+    std::process::Command::new(assert_cmd::cargo::cargo_bin("kbench"))
+        .args(args)
+        .env("KBENCH_DB", db(dir))
+        .env("XDG_CACHE_HOME", dir.join("cache"))
+        .env("NO_COLOR", "1")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("kbench starts")
+}
+
+/// Ctrl-C to a [`spawn`]ed kbench once `dir`'s store holds `samples`
+/// samples: it must stop within 5 s, exit 1 and say it was interrupted.
+/// Its stderr.
+#[track_caller]
+pub fn interrupt(dir: &Path, child: std::process::Child, samples: i64) -> String {
+    wait_for_stored_samples(dir, samples);
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let t0 = std::time::Instant::now();
+    let out = child.wait_with_output().expect("kbench ends");
+    assert!(t0.elapsed().as_secs_f64() < 5.0, "{:?}", t0.elapsed());
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("interrupted"), "{err}");
+    err
+}

@@ -100,6 +100,14 @@ pub const ASLR: ParamDef = ParamDef {
     help: "address-space randomisation of the tasks: off as will-it-scale's runtest.py (setarch -R; kbench re-executes itself so), on to keep it",
 };
 
+/// Seconds a scale sample spends starting and ending its cell process,
+/// beyond its intervals, and more for each task (fork or thread, pinning,
+/// the testcase's per-task setup); measured with `interval=0.001`
+/// samples (the `--dry-run` estimate, README "Commands on the command
+/// line, and how long a run will take").
+pub const START_SECONDS: f64 = 0.010;
+pub const TASK_SECONDS: f64 = 0.004;
+
 /// The engine's parameters, shared by every testcase.
 pub const ENGINE_PARAMS: &[ParamDef] = &[MODE, TASKS, INTERVAL, WARMUP, INTERVALS, PIN, ASLR];
 
@@ -269,6 +277,17 @@ where
             // will-it-scale's runtest.py records beside its ops/s.
             Metric::new("idle", "%", Direction::Info),
         ]
+    }
+    /// Every sample starts the tasks afresh, discards `warmup` intervals
+    /// and counts `intervals`; starting and ending the cell process and
+    /// its tasks adds about [`START_SECONDS`] and [`TASK_SECONDS`] a task.
+    fn sample_seconds(&self, p: &Params, s: &RunSettings) -> Option<f64> {
+        let interval = match p.get("interval") {
+            Some(_) => p.float("interval"),
+            None => s.sample_time,
+        };
+        let intervals = (p.int("warmup") + p.int("intervals")) as f64;
+        Some(intervals * interval + START_SECONDS + TASK_SECONDS * p.int("tasks") as f64)
     }
     fn instantiate(
         &self,
