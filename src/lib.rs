@@ -41,11 +41,9 @@ use std::process::ExitCode;
 /// map it to the exit-code contract (0 ok, 1 a run failed, 2 bad input).
 pub fn main() -> ExitCode {
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
-    #[cfg(target_os = "linux")]
     if args.first().map(|a| a.as_encoded_bytes()) == Some(system::watchdog::ARGV0.to_bytes()) {
         system::watchdog::main();
     }
-    #[cfg(target_os = "linux")]
     system::watchdog::binary_is_kbench();
     // `--processes`: a fresh process measuring one cell for the runner.
     if args.get(1).is_some_and(|a| a == runner::worker::SUBCOMMAND) {

@@ -227,15 +227,10 @@ echo $? >"$0/exited"
         .stdout(Stdio::null())
         .stderr(Stdio::null());
     as_server_user(&mut cmd, who);
-    // SAFETY: prctl is async-signal-safe; runs after the uid change (which
-    // would clear the setting).
+    // SAFETY: die_with_parent is async-signal-safe; runs after the uid
+    // change (which would clear the setting).
     unsafe {
-        cmd.pre_exec(|| {
-            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
+        cmd.pre_exec(|| crate::system::die_with_parent(libc::SIGTERM));
     }
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {

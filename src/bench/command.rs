@@ -759,42 +759,37 @@ fn install_reaper() {
 }
 
 /// Wait until `pid` can be reaped, the deadline passes or (when
-/// `interruptible`) kbench is interrupted. Returns the instant the exit was seen and why we stopped.
+/// `interruptible`) kbench is interrupted. Returns the instant the exit
+/// was seen and why we stopped.
 fn wait_exit(pid: i32, deadline: Option<Instant>, interruptible: bool) -> (Instant, Option<Exit>) {
-    #[cfg(target_os = "linux")]
-    {
-        // SAFETY: pidfd_open takes a pid and flags; -1 on error.
-        let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) } as i32;
-        if fd >= 0 {
-            let r = loop {
-                if interruptible && interrupted().load(Ordering::Relaxed) {
-                    break Some(Exit::Interrupted);
+    // The OS's exit notification (a pidfd, a kqueue) where it has one.
+    if let Some(notifier) = crate::system::exit_notifier(pid) {
+        use std::os::fd::AsRawFd;
+        let r = loop {
+            if interruptible && interrupted().load(Ordering::Relaxed) {
+                break Some(Exit::Interrupted);
+            }
+            // Wake at least every 100 ms to look at the interrupt flag.
+            let mut ms = 100i64;
+            if let Some(d) = deadline {
+                let left = d.saturating_duration_since(Instant::now());
+                if left.is_zero() {
+                    break Some(Exit::TimedOut);
                 }
-                // Wake at least every 100 ms to look at the interrupt flag.
-                let mut ms = 100i64;
-                if let Some(d) = deadline {
-                    let left = d.saturating_duration_since(Instant::now());
-                    if left.is_zero() {
-                        break Some(Exit::TimedOut);
-                    }
-                    ms = ms.min(left.as_millis() as i64 + 1);
-                }
-                let mut p = libc::pollfd {
-                    fd,
-                    events: libc::POLLIN,
-                    revents: 0,
-                };
-                // SAFETY: one valid pollfd.
-                let n = unsafe { libc::poll(&mut p, 1, ms as i32) };
-                if n > 0 {
-                    break None;
-                }
+                ms = ms.min(left.as_millis() as i64 + 1);
+            }
+            let mut p = libc::pollfd {
+                fd: notifier.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
             };
-            let seen = Instant::now();
-            // SAFETY: we own fd.
-            unsafe { libc::close(fd) };
-            return (seen, r);
-        }
+            // SAFETY: one valid pollfd.
+            let n = unsafe { libc::poll(&mut p, 1, ms as i32) };
+            if n > 0 {
+                break None;
+            }
+        };
+        return (Instant::now(), r);
     }
     // Portable fallback: peek with waitid(WNOWAIT) every millisecond.
     loop {
@@ -887,7 +882,6 @@ pub fn spawn_with(
     let pid = child.id() as i32;
     // The group dies with kbench even if kbench is killed (SIGKILL); the
     // guard is dropped once it has been killed and reaped below.
-    #[cfg(target_os = "linux")]
     let _guard = crate::system::watchdog::guard(pid);
     // We reap the child ourselves with wait4; std's handle is not used.
     drop(child);

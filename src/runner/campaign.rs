@@ -171,11 +171,7 @@ pub fn progress_by_boot(
 
 /// This machine's name as its runs record it (the fingerprint's hostname).
 pub fn this_host() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .map(|s| s.trim().to_string())
-        .ok()
-        .filter(|s| !s.is_empty())
-        .unwrap_or_else(|| "unknown".into())
+    crate::system::hostname()
 }
 
 /// Where one cell of a campaign stands.

@@ -5,43 +5,15 @@
 //! compiler removed, e.g. a malloc/free pair nothing observed; it fails
 //! its cell with that reason instead of becoming a result.
 //!
-//! The frequency is the highest `cpuinfo_max_freq` of the CPUs in
-//! /sys (cpufreq), else the highest `cpu MHz` of /proc/cpuinfo (what a
-//! guest sees; a hidden turbo clock can be higher, so an elided loop
-//! running at one iteration per turbo cycle is still caught, and no real
-//! operation comes near one cycle). Unknown frequency: no guard.
+//! The frequency is the highest clock the OS reports for any CPU
+//! (`system::max_cpu_hz`: on Linux the cpufreq maximum, else the highest
+//! `cpu MHz` a guest sees; a hidden turbo clock can be higher, so an elided
+//! loop running at one iteration per turbo cycle is still caught, and no
+//! real operation comes near one cycle). Unknown frequency: no guard.
 
 use crate::bench::{Direction, Kind, Measure, Metric, Params};
 
-/// The highest clock frequency of this machine's CPUs, in Hz.
-pub fn max_cpu_hz() -> Option<f64> {
-    let sys = std::fs::read_dir("/sys/devices/system/cpu")
-        .ok()
-        .into_iter()
-        .flatten()
-        .filter_map(|e| e.ok())
-        .filter_map(|e| {
-            std::fs::read_to_string(e.path().join("cpufreq/cpuinfo_max_freq"))
-                .ok()?
-                .trim()
-                .parse::<f64>()
-                .ok()
-        })
-        .map(|khz| khz * 1e3)
-        .fold(None, |m: Option<f64>, v| Some(m.map_or(v, |m| m.max(v))));
-    sys.or_else(|| cpuinfo_hz(&std::fs::read_to_string("/proc/cpuinfo").ok()?))
-}
-
-/// The highest `cpu MHz` of a /proc/cpuinfo text, in Hz.
-fn cpuinfo_hz(text: &str) -> Option<f64> {
-    text.lines()
-        .filter_map(|l| l.split_once(':'))
-        .filter(|(k, _)| k.trim() == "cpu MHz")
-        .filter_map(|(_, v)| v.trim().parse::<f64>().ok())
-        .map(|mhz| mhz * 1e6)
-        .filter(|&hz| hz > 0.0)
-        .fold(None, |m: Option<f64>, v| Some(m.map_or(v, |m| m.max(v))))
-}
+pub use crate::system::max_cpu_hz;
 
 /// Why a sample of a built-in benchmark is impossible on a CPU of `hz`,
 /// or `None`. Checked: a scale testcase's `ops/s` (divided by its
@@ -137,16 +109,5 @@ mod tests {
         // Throughputs in B/s are not per operation.
         let bps = vec![Metric::new("bytes/s", "B/s", Direction::Higher)];
         assert_eq!(impossible(Kind::Micro, &bps, &p, &one(1e12), 2.6e9), None);
-    }
-
-    #[test]
-    fn cpuinfo_gives_the_highest_clock() {
-        let text = "processor\t: 0\ncpu MHz\t\t: 2600.000\n\nprocessor\t: 1\ncpu MHz\t\t: 3400.5\n";
-        assert_eq!(cpuinfo_hz(text), Some(3.4005e9));
-        assert_eq!(cpuinfo_hz("flags: fpu\n"), None);
-        // This machine has one, and it is a plausible clock.
-        if let Some(hz) = max_cpu_hz() {
-            assert!(hz > 1e8 && hz < 1e10, "{hz}");
-        }
     }
 }

@@ -149,7 +149,7 @@ impl Entry {
             factor: step.factor.clone(),
             label: step.label.clone(),
             teardown: teardown.clone(),
-            host: crate::system::fingerprint_hostname(),
+            host: crate::system::hostname(),
             owner: crate::system::owner(),
             since: crate::ids::unix_now(),
             file: PathBuf::new(),

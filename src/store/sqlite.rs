@@ -800,10 +800,11 @@ impl StoreRead for SqliteStore {
 }
 
 impl StoreWrite for SqliteStore {
-    /// A one-byte OFD lock (per open file, not per process, and apart from
-    /// SQLite's own locks) at an offset given by the campaign's name, in a
-    /// file beside the store (`STORE-kbench-locks`, 0600). Where that file
-    /// cannot be made (a read-only directory, `/dev/null`), runs go unlocked.
+    /// A one-byte lock (`system::lock_byte`: on Linux an OFD lock, per open
+    /// file, not per process) at an offset given by the campaign's name, in
+    /// a file beside the store (`STORE-kbench-locks`, 0600), apart from
+    /// SQLite's own locks. Where that file cannot be made (a read-only
+    /// directory, `/dev/null`), runs go unlocked.
     fn lock_campaign(&mut self, name: &str) -> anyhow::Result<()> {
         use std::os::fd::AsRawFd;
         use std::os::unix::fs::OpenOptionsExt;
@@ -821,25 +822,18 @@ impl StoreWrite for SqliteStore {
             return Ok(());
         };
         let offset = u64::from_str_radix(&crate::ids::plan_hash(name), 16).unwrap_or(0) >> 24;
-        // SAFETY: flock is plain data.
-        let mut fl: libc::flock = unsafe { std::mem::zeroed() };
-        fl.l_type = libc::F_WRLCK as libc::c_short;
-        fl.l_whence = libc::SEEK_SET as libc::c_short;
-        fl.l_start = offset as libc::off_t;
-        fl.l_len = 1;
         let fd = file.as_raw_fd();
-        // SAFETY: fcntl on our fd with a valid flock.
-        if unsafe { libc::fcntl(fd, libc::F_OFD_SETLK, &fl) } != 0 {
+        let cannot = |e| anyhow::anyhow!("{path}: cannot lock campaign `{name}`: {e}");
+        if !crate::system::lock_byte(fd, offset, false).map_err(cannot)? {
             eprintln!(
                 "kbench: campaign `{name}` is being run by another kbench on this store; waiting for it"
             );
-            // SAFETY: as above; EINTR (a signal) retries.
-            while unsafe { libc::fcntl(fd, libc::F_OFD_SETLKW, &fl) } != 0 {
-                let e = std::io::Error::last_os_error();
-                if e.kind() != std::io::ErrorKind::Interrupted {
-                    return Err(anyhow::anyhow!(
-                        "{path}: cannot lock campaign `{name}`: {e}"
-                    ));
+            // EINTR (a signal) retries.
+            loop {
+                match crate::system::lock_byte(fd, offset, true) {
+                    Ok(_) => break,
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                    Err(e) => return Err(cannot(e)),
                 }
             }
         }

@@ -1,19 +1,31 @@
-//! Linux: the fingerprint from /proc and /sys, and affinity through
-//! sched_setaffinity.
+//! Linux: the fingerprint and probes from /proc and /sys, affinity through
+//! sched_setaffinity, futexes, prctl and personality. The only file of
+//! kbench that names /proc or /sys.
 
 use indexmap::IndexMap;
 use std::collections::BTreeSet;
+use std::ffi::{c_int, c_long};
 use std::fs;
-use std::path::Path;
+use std::os::fd::{FromRawFd, OwnedFd, RawFd};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicU32;
 
-use super::Fingerprint;
+use super::probe::Probe;
+use super::{CpuTopo, Feature, Fingerprint, FutexOp, Hazard, Os, ProcState, cvt};
 use crate::units::CpuSet;
+
+/// The Linux backend of [`Os`].
+pub struct Linux;
 
 fn read(path: &str) -> Option<String> {
     fs::read_to_string(path)
         .ok()
         .map(|s| s.trim().to_string())
         .filter(|s| !s.is_empty())
+}
+
+fn read_num(path: &str) -> Option<usize> {
+    read(path)?.parse().ok()
 }
 
 /// The word in brackets of a sysfs choice file: `always [madvise] never`.
@@ -24,48 +36,17 @@ fn selected(s: &str) -> String {
         .unwrap_or_else(|| s.to_string())
 }
 
-pub fn online_cpus() -> CpuSet {
-    read("/sys/devices/system/cpu/online")
-        .and_then(|s| CpuSet::parse(&s).ok())
-        .unwrap_or_else(|| {
-            // SAFETY: sysconf has no preconditions.
-            let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) }.max(1);
-            CpuSet((0..n as usize).collect())
-        })
+/// The fields after the command name of a /proc/PID/stat line (the name
+/// may hold spaces and parentheses); field 3 (the state) comes first.
+fn stat_fields(stat: &str) -> Option<Vec<&str>> {
+    let rest = stat.get(stat.rfind(')')? + 1..)?;
+    Some(rest.split_whitespace().collect())
 }
 
-/// Allocation-free, so a forked child may call it.
-pub fn set_affinity(cpus: &[usize]) -> std::io::Result<()> {
-    // SAFETY: cpu_set_t is plain data; CPU_SET bounds-checks via the index
-    // we keep below CPU_SETSIZE.
-    unsafe {
-        let mut mask: libc::cpu_set_t = std::mem::zeroed();
-        for &c in cpus {
-            if c >= libc::CPU_SETSIZE as usize {
-                return Err(std::io::Error::from_raw_os_error(libc::EINVAL));
-            }
-            libc::CPU_SET(c, &mut mask);
-        }
-        if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mask) != 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-    }
-    Ok(())
-}
-
-pub fn get_affinity() -> std::io::Result<CpuSet> {
-    // SAFETY: as above; the kernel fills the mask.
-    unsafe {
-        let mut mask: libc::cpu_set_t = std::mem::zeroed();
-        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut mask) != 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        Ok(CpuSet(
-            (0..libc::CPU_SETSIZE as usize)
-                .filter(|&c| libc::CPU_ISSET(c, &mask))
-                .collect(),
-        ))
-    }
+/// The state letter of a /proc/.../stat file; `None` when it is gone.
+fn stat_state(path: &str) -> Option<char> {
+    let s = fs::read_to_string(path).ok()?;
+    stat_fields(&s)?.first()?.chars().next()
 }
 
 /// First-CPU fields of /proc/cpuinfo.
@@ -92,6 +73,17 @@ fn cpuinfo(fp: &mut Fingerprint) {
             _ => {}
         }
     }
+}
+
+/// The highest `cpu MHz` of a /proc/cpuinfo text, in Hz.
+fn cpuinfo_hz(text: &str) -> Option<f64> {
+    text.lines()
+        .filter_map(|l| l.split_once(':'))
+        .filter(|(k, _)| k.trim() == "cpu MHz")
+        .filter_map(|(_, v)| v.trim().parse::<f64>().ok())
+        .map(|mhz| mhz * 1e6)
+        .filter(|&hz| hz > 0.0)
+        .fold(None, |m: Option<f64>, v| Some(m.map_or(v, |m| m.max(v))))
 }
 
 fn topology(fp: &mut Fingerprint, online: &CpuSet) {
@@ -138,6 +130,28 @@ fn cpu_times() -> Vec<(usize, u64, u64)> {
         .collect()
 }
 
+/// The machine's (busy, idle) ticks from the `cpu` line of a /proc/stat
+/// text, as will-it-scale's runtest.py counts them: idle and iowait are
+/// idle; user, nice, system, irq, softirq, steal, guest and guest_nice are
+/// busy.
+fn parse_cpu_ticks(text: &str) -> Option<(u64, u64)> {
+    let line = text
+        .lines()
+        .find(|l| l.split_whitespace().next() == Some("cpu"))?;
+    let v: Vec<u64> = line
+        .split_whitespace()
+        .skip(1)
+        .map(|x| x.parse().ok())
+        .collect::<Option<_>>()?;
+    let at = |i: usize| v.get(i).copied().unwrap_or(0);
+    if v.len() < 7 {
+        return None;
+    }
+    let busy = at(0) + at(1) + at(2) + at(5) + at(6) + at(7) + at(8) + at(9);
+    let idle = at(3) + at(4);
+    Some((busy, idle))
+}
+
 /// SMT sibling pairs that were both more than half busy over `window`.
 fn busy_smt_pairs(online: &CpuSet, window: std::time::Duration) -> Vec<(usize, usize)> {
     let mut pairs = Vec::new();
@@ -153,24 +167,7 @@ fn busy_smt_pairs(online: &CpuSet, window: std::time::Duration) -> Vec<(usize, u
             }
         }
     }
-    if pairs.is_empty() {
-        return pairs;
-    }
-    let a = cpu_times();
-    std::thread::sleep(window);
-    let b = cpu_times();
-    let busy = |cpu: usize| -> f64 {
-        let x = a.iter().find(|t| t.0 == cpu);
-        let y = b.iter().find(|t| t.0 == cpu);
-        match (x, y) {
-            (Some(x), Some(y)) if y.2 > x.2 => (y.1 - x.1) as f64 / (y.2 - x.2) as f64,
-            _ => 0.0,
-        }
-    };
-    pairs
-        .into_iter()
-        .filter(|&(x, y)| busy(x) > 0.5 && busy(y) > 0.5)
-        .collect()
+    super::busy_pairs(pairs, window, cpu_times)
 }
 
 fn hypervisor(fp: &Fingerprint) -> Option<String> {
@@ -180,7 +177,7 @@ fn hypervisor(fp: &Fingerprint) -> Option<String> {
     if !fp.cpu_flags.iter().any(|f| f == "hypervisor") {
         return None;
     }
-    if let Some(v) = cpuid_hypervisor() {
+    if let Some(v) = super::cpuid::hypervisor_vendor() {
         return Some(v);
     }
     let vendor = read("/sys/class/dmi/id/sys_vendor");
@@ -193,29 +190,6 @@ fn hypervisor(fp: &Fingerprint) -> Option<String> {
     })
 }
 
-/// The hypervisor's vendor signature from CPUID leaf 0x40000000
-/// (`KVMKVMKVM`, `Microsoft Hv`, `VMwareVMware`, ...).
-#[cfg(target_arch = "x86_64")]
-fn cpuid_hypervisor() -> Option<String> {
-    // CPUID exists on every x86_64 CPU; leaf 0x40000000 is reserved for
-    // hypervisors and only consulted when the `hypervisor` flag is set.
-    let r = std::arch::x86_64::__cpuid(0x4000_0000);
-    let mut b = Vec::with_capacity(12);
-    for w in [r.ebx, r.ecx, r.edx] {
-        b.extend_from_slice(&w.to_le_bytes());
-    }
-    let s: String = String::from_utf8_lossy(&b)
-        .trim_matches(char::from(0))
-        .trim()
-        .to_string();
-    (!s.is_empty() && s.chars().all(|c| c.is_ascii_graphic() || c == ' ')).then_some(s)
-}
-
-#[cfg(not(target_arch = "x86_64"))]
-fn cpuid_hypervisor() -> Option<String> {
-    None
-}
-
 fn boost() -> Option<bool> {
     if let Some(b) = read("/sys/devices/system/cpu/cpufreq/boost") {
         return Some(b == "1");
@@ -223,52 +197,7 @@ fn boost() -> Option<bool> {
     read("/sys/devices/system/cpu/intel_pstate/no_turbo").map(|v| v == "0")
 }
 
-/// The host name, as fingerprints record it.
-pub fn hostname() -> String {
-    read("/proc/sys/kernel/hostname").unwrap_or_else(|| "unknown".into())
-}
-
-/// Process `pid` on this boot, or `None` if there is no such process.
-pub fn owner(pid: u32) -> Option<crate::record::Owner> {
-    let boot_id = read("/proc/sys/kernel/random/boot_id")?.trim().to_string();
-    let stat = read(&format!("/proc/{pid}/stat"))?;
-    // Fields after the command name (which may hold spaces and parens).
-    let rest = &stat[stat.rfind(')')? + 2..];
-    let start = rest.split(' ').nth(19)?.parse().ok()?;
-    Some(crate::record::Owner {
-        pid,
-        start,
-        boot_id,
-    })
-}
-
-pub fn fingerprint() -> Fingerprint {
-    let online = online_cpus();
-    let mut fp = Fingerprint {
-        hostname: hostname(),
-        os: read("/proc/sys/kernel/ostype").unwrap_or_else(|| "Linux".into()),
-        kernel_release: read("/proc/sys/kernel/osrelease").unwrap_or_default(),
-        kernel_version: read("/proc/sys/kernel/version").unwrap_or_default(),
-        cmdline: read("/proc/cmdline"),
-        online_cpus: online.to_string(),
-        ..Default::default()
-    };
-    fp.os_release = read("/etc/os-release").and_then(|t| {
-        t.lines()
-            .find_map(|l| l.strip_prefix("PRETTY_NAME="))
-            .map(|v| v.trim_matches('"').to_string())
-    });
-    cpuinfo(&mut fp);
-    topology(&mut fp, &online);
-    fp.smt = read("/sys/devices/system/cpu/smt/control");
-    fp.memory_bytes = read("/proc/meminfo")
-        .and_then(|t| {
-            t.lines()
-                .find_map(|l| l.strip_prefix("MemTotal:"))
-                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-        })
-        .map(|kb| kb * 1024)
-        .unwrap_or(0);
+fn vulnerabilities() -> IndexMap<String, String> {
     let mut vulns = IndexMap::new();
     let dir = Path::new("/sys/devices/system/cpu/vulnerabilities");
     if let Ok(rd) = fs::read_dir(dir) {
@@ -283,7 +212,33 @@ pub fn fingerprint() -> Fingerprint {
             }
         }
     }
-    fp.vulnerabilities = vulns;
+    vulns
+}
+
+fn fingerprint() -> Fingerprint {
+    let online = Linux::online_cpus();
+    let mut fp = Fingerprint {
+        hostname: Linux::hostname(),
+        os: read("/proc/sys/kernel/ostype").unwrap_or_else(|| "Linux".into()),
+        os_release: super::os_release_name(),
+        kernel_release: read("/proc/sys/kernel/osrelease").unwrap_or_default(),
+        kernel_version: read("/proc/sys/kernel/version").unwrap_or_default(),
+        cmdline: read("/proc/cmdline"),
+        online_cpus: online.to_string(),
+        ..Default::default()
+    };
+    cpuinfo(&mut fp);
+    topology(&mut fp, &online);
+    fp.smt = read("/sys/devices/system/cpu/smt/control");
+    fp.memory_bytes = read("/proc/meminfo")
+        .and_then(|t| {
+            t.lines()
+                .find_map(|l| l.strip_prefix("MemTotal:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        })
+        .map(|kb| kb * 1024)
+        .unwrap_or(0);
+    fp.vulnerabilities = vulnerabilities();
     fp.cpufreq_driver = read("/sys/devices/system/cpu/cpu0/cpufreq/scaling_driver");
     fp.governor = read("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor");
     fp.boost = boost();
@@ -301,37 +256,10 @@ pub fn fingerprint() -> Fingerprint {
         }
     }
     fp.busy_smt_pairs = busy_smt_pairs(&online, std::time::Duration::from_millis(100));
-    fp.kbench = Some(env!("CARGO_PKG_VERSION").to_string());
-    fp.compiler = compiler();
     fp
 }
 
-/// The first line of `$CC --version` (else `cc`), when it runs.
-fn compiler() -> Option<String> {
-    let cc = std::env::var("CC")
-        .ok()
-        .filter(|c| !c.trim().is_empty())
-        .unwrap_or_else(|| "cc".into());
-    let out = std::process::Command::new(cc.trim())
-        .arg("--version")
-        .stdin(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .output()
-        .ok()?;
-    if !out.status.success() {
-        return None;
-    }
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .next()
-        .map(|l| l.trim().to_string())
-        .filter(|l| !l.is_empty())
-}
-
-/// Read a built-in probe (see `probe.rs` for the names); `None` when
-/// there is nothing to read. Command probes never reach here.
-pub fn read_probe(p: &super::probe::Probe) -> Option<String> {
-    use super::probe::Probe;
+fn read_probe(p: &Probe) -> Option<String> {
     match p {
         Probe::KernelRelease => read("/proc/sys/kernel/osrelease"),
         Probe::KernelVersion => read("/proc/sys/kernel/version"),
@@ -375,8 +303,405 @@ pub fn read_probe(p: &super::probe::Probe) -> Option<String> {
         Probe::Smt => read("/sys/devices/system/cpu/smt/control"),
         Probe::Thp => read("/sys/kernel/mm/transparent_hugepage/enabled").map(|s| selected(&s)),
         Probe::Governor => read("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor"),
-        Probe::OnlineCpus => Some(online_cpus().to_string()),
+        Probe::OnlineCpus => Some(Linux::online_cpus().to_string()),
         Probe::Command(_) => None,
+    }
+}
+
+impl Os for Linux {
+    /// glibc's `PTHREAD_CANCEL_ASYNCHRONOUS`.
+    const PTHREAD_CANCEL_ASYNCHRONOUS: c_int = 1;
+    const ELF_OSABI: u8 = 0; // ELFOSABI_SYSV
+    #[cfg(target_arch = "aarch64")]
+    const EXIT_SYSCALL: u32 = 93;
+    #[cfg(not(target_arch = "aarch64"))]
+    const EXIT_SYSCALL: u32 = 60;
+
+    fn hostname() -> String {
+        read("/proc/sys/kernel/hostname").unwrap_or_else(|| "unknown".into())
+    }
+
+    fn fingerprint() -> Fingerprint {
+        fingerprint()
+    }
+
+    fn online_cpus() -> CpuSet {
+        read("/sys/devices/system/cpu/online")
+            .and_then(|s| CpuSet::parse(&s).ok())
+            .unwrap_or_else(|| {
+                // SAFETY: sysconf has no preconditions.
+                let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) }.max(1);
+                CpuSet((0..n as usize).collect())
+            })
+    }
+
+    fn cpu_topology(cpus: &CpuSet) -> Vec<CpuTopo> {
+        cpus.0
+            .iter()
+            .map(|&cpu| {
+                let base = format!("/sys/devices/system/cpu/cpu{cpu}/topology");
+                let package = read_num(&format!("{base}/physical_package_id")).unwrap_or(0);
+                let core = read_num(&format!("{base}/core_id")).unwrap_or(cpu);
+                let thread = read(&format!("{base}/thread_siblings_list"))
+                    .and_then(|s| CpuSet::parse(&s).ok())
+                    .and_then(|s| s.0.iter().position(|&c| c == cpu))
+                    .unwrap_or(0);
+                CpuTopo {
+                    cpu,
+                    package,
+                    core,
+                    thread,
+                }
+            })
+            .collect()
+    }
+
+    fn cpu_ticks() -> Option<(u64, u64)> {
+        parse_cpu_ticks(&fs::read_to_string("/proc/stat").ok()?)
+    }
+
+    /// The highest `cpuinfo_max_freq` of the CPUs (cpufreq), else the
+    /// highest `cpu MHz` of /proc/cpuinfo (what a guest sees).
+    fn max_cpu_hz() -> Option<f64> {
+        let sys = fs::read_dir("/sys/devices/system/cpu")
+            .ok()
+            .into_iter()
+            .flatten()
+            .filter_map(|e| e.ok())
+            .filter_map(|e| {
+                fs::read_to_string(e.path().join("cpufreq/cpuinfo_max_freq"))
+                    .ok()?
+                    .trim()
+                    .parse::<f64>()
+                    .ok()
+            })
+            .map(|khz| khz * 1e3)
+            .fold(None, |m: Option<f64>, v| Some(m.map_or(v, |m| m.max(v))));
+        sys.or_else(|| cpuinfo_hz(&fs::read_to_string("/proc/cpuinfo").ok()?))
+    }
+
+    fn read_probe(p: &Probe) -> Option<String> {
+        read_probe(p)
+    }
+
+    fn remedy(h: Hazard) -> &'static str {
+        match h {
+            Hazard::Governor => "cpupower frequency-set -g performance",
+            Hazard::Boost => {
+                "echo 0 > /sys/devices/system/cpu/cpufreq/boost (or echo 1 > /sys/devices/system/cpu/intel_pstate/no_turbo)"
+            }
+            Hazard::Smt => {
+                "leave the sibling of each measuring CPU idle, or disable SMT (echo off > /sys/devices/system/cpu/smt/control)"
+            }
+        }
+    }
+
+    fn unavailable(_: Feature) -> Option<&'static str> {
+        None
+    }
+
+    fn owner(pid: u32) -> Option<crate::record::Owner> {
+        let boot_id = read("/proc/sys/kernel/random/boot_id")?;
+        let stat = read(&format!("/proc/{pid}/stat"))?;
+        // Field 22 (start time, in clock ticks after boot).
+        let start = stat_fields(&stat)?.get(19)?.parse().ok()?;
+        Some(crate::record::Owner {
+            pid,
+            start,
+            boot_id,
+        })
+    }
+
+    fn process_state(pid: libc::pid_t) -> ProcState {
+        let Ok(dir) = fs::read_dir(format!("/proc/{pid}/task")) else {
+            return ProcState::Gone;
+        };
+        let mut any = false;
+        for e in dir.filter_map(|e| e.ok()) {
+            match stat_state(&e.path().join("stat").to_string_lossy()) {
+                Some('T' | 't') => any = true,
+                Some('Z' | 'X') | None => {}
+                Some(_) => return ProcState::Running,
+            }
+        }
+        if any {
+            ProcState::Stopped
+        } else {
+            ProcState::Gone
+        }
+    }
+
+    fn thread_alive(pid: libc::pid_t, tid: libc::pid_t) -> bool {
+        !matches!(
+            stat_state(&format!("/proc/{pid}/task/{tid}/stat")),
+            Some('Z' | 'X') | None
+        )
+    }
+
+    fn last_cpu(pid: libc::pid_t) -> Option<usize> {
+        let s = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        // Field 39 (processor).
+        stat_fields(&s)?.get(36)?.parse().ok()
+    }
+
+    fn thread_count() -> Option<usize> {
+        let s = fs::read_to_string("/proc/self/stat").ok()?;
+        // Field 20 (num_threads).
+        stat_fields(&s)?.get(17)?.parse().ok()
+    }
+
+    /// The running binary itself, even if its file was replaced since.
+    fn self_exe() -> PathBuf {
+        PathBuf::from("/proc/self/exe")
+    }
+
+    fn exit_notifier(pid: libc::pid_t) -> Option<OwnedFd> {
+        // SAFETY: pidfd_open takes a pid and flags; -1 on error.
+        let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) } as i32;
+        // SAFETY: a fresh descriptor nobody else owns.
+        (fd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(fd) })
+    }
+
+    fn become_subreaper() -> std::io::Result<()> {
+        // SAFETY: prctl with PR_SET_CHILD_SUBREAPER takes an integer flag.
+        cvt(unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) })
+    }
+
+    fn die_with_parent(sig: c_int) -> std::io::Result<()> {
+        // SAFETY: prctl with an integer argument.
+        cvt(unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, sig as libc::c_ulong) })
+    }
+
+    fn aslr_off() -> Option<bool> {
+        // SAFETY: 0xffffffff queries without changing anything.
+        let p = unsafe { libc::personality(0xffff_ffff) };
+        (p >= 0).then_some(p & libc::ADDR_NO_RANDOMIZE != 0)
+    }
+
+    /// The personality flag `setarch -R` sets: it takes effect at exec.
+    fn set_exec_aslr(off: bool) -> std::io::Result<()> {
+        // SAFETY: as above.
+        let p = unsafe { libc::personality(0xffff_ffff) };
+        cvt(p)?;
+        let p = if off {
+            p | libc::ADDR_NO_RANDOMIZE
+        } else {
+            p & !libc::ADDR_NO_RANDOMIZE
+        };
+        // SAFETY: setting our own personality.
+        cvt(unsafe { libc::personality(p as libc::c_ulong) })
+    }
+
+    fn thread_id() -> libc::pid_t {
+        // SAFETY: no preconditions.
+        unsafe { libc::gettid() }
+    }
+
+    fn signal_thread(pid: libc::pid_t, tid: libc::pid_t, sig: c_int) -> bool {
+        // SAFETY: tgkill takes integers only.
+        unsafe { libc::syscall(libc::SYS_tgkill, pid, tid, sig) == 0 }
+    }
+
+    fn park_signal() -> c_int {
+        libc::SIGRTMIN() + 4
+    }
+
+    fn set_affinity(cpus: &[usize]) -> std::io::Result<()> {
+        // SAFETY: cpu_set_t is plain data; CPU_SET bounds-checks via the
+        // index we keep below CPU_SETSIZE.
+        unsafe {
+            let mut mask: libc::cpu_set_t = std::mem::zeroed();
+            for &c in cpus {
+                if c >= libc::CPU_SETSIZE as usize {
+                    return Err(std::io::Error::from_raw_os_error(libc::EINVAL));
+                }
+                libc::CPU_SET(c, &mut mask);
+            }
+            if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mask) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+        }
+        Ok(())
+    }
+
+    fn get_affinity() -> std::io::Result<CpuSet> {
+        // SAFETY: as above; the kernel fills the mask.
+        unsafe {
+            let mut mask: libc::cpu_set_t = std::mem::zeroed();
+            cvt(libc::sched_getaffinity(
+                0,
+                std::mem::size_of::<libc::cpu_set_t>(),
+                &mut mask,
+            ))?;
+            Ok(CpuSet(
+                (0..libc::CPU_SETSIZE as usize)
+                    .filter(|&c| libc::CPU_ISSET(c, &mask))
+                    .collect(),
+            ))
+        }
+    }
+
+    fn wait_on(word: &AtomicU32, value: u32) {
+        // SAFETY: a valid futex word; spurious wake-ups are the caller's.
+        unsafe {
+            libc::syscall(
+                libc::SYS_futex,
+                word.as_ptr(),
+                libc::FUTEX_WAIT,
+                value,
+                std::ptr::null::<libc::timespec>(),
+            );
+        }
+    }
+
+    fn wake_all(word: &AtomicU32) {
+        // SAFETY: as above.
+        unsafe {
+            libc::syscall(libc::SYS_futex, word.as_ptr(), libc::FUTEX_WAKE, i32::MAX);
+        }
+    }
+
+    fn futex_op(wait: bool, private: bool) -> FutexOp {
+        let op = if wait {
+            libc::FUTEX_WAIT
+        } else {
+            libc::FUTEX_WAKE
+        };
+        FutexOp(if private {
+            op | libc::FUTEX_PRIVATE_FLAG
+        } else {
+            op
+        })
+    }
+
+    #[inline(always)]
+    unsafe fn futex(word: *const u32, op: FutexOp, val: u32) -> c_long {
+        // SAFETY: the caller's word; a WAIT without timeout returns when
+        // the value differs, a WAKE touches no memory.
+        unsafe {
+            libc::syscall(
+                libc::SYS_futex,
+                word,
+                op.0,
+                val,
+                std::ptr::null::<libc::timespec>(),
+                std::ptr::null::<u32>(),
+                0,
+            )
+        }
+    }
+
+    #[inline(always)]
+    fn errno() -> c_int {
+        // SAFETY: __errno_location returns the calling thread's errno.
+        unsafe { *libc::__errno_location() }
+    }
+
+    fn close_range(lo: u32, hi: u32) -> bool {
+        // SAFETY: closing descriptors of this process.
+        unsafe { libc::syscall(libc::SYS_close_range, lo, hi, 0u32) == 0 }
+    }
+
+    /// An OFD lock: per open file, not per process, and apart from the
+    /// POSIX locks SQLite takes on its own files.
+    fn lock_byte(fd: RawFd, offset: u64, wait: bool) -> std::io::Result<bool> {
+        let cmd = if wait {
+            libc::F_OFD_SETLKW
+        } else {
+            libc::F_OFD_SETLK
+        };
+        super::fcntl_lock_byte(fd, offset, cmd, wait)
+    }
+
+    fn dont_fork(p: *mut u8, len: usize) -> std::io::Result<()> {
+        // SAFETY: advice on the caller's mapping.
+        cvt(unsafe { libc::madvise(p.cast(), len, libc::MADV_DONTFORK) })
+    }
+
+    #[inline(always)]
+    fn no_huge_pages(p: *mut u8, len: usize) -> bool {
+        // SAFETY: advice on the caller's mapping.
+        unsafe { libc::madvise(p.cast(), len, libc::MADV_NOHUGEPAGE) == 0 }
+    }
+
+    #[inline(always)]
+    unsafe fn raw_brk(addr: usize) -> usize {
+        // SAFETY: as above; brk(0) only reads the break.
+        unsafe { libc::syscall(libc::SYS_brk, addr) as usize }
+    }
+
+    #[inline(always)]
+    fn fallocate(fd: RawFd, off: libc::off_t, len: libc::off_t) -> c_int {
+        // SAFETY: the caller's fd.
+        unsafe { libc::fallocate(fd, 0, off, len) }
+    }
+
+    fn pipe_max_size() -> Option<u64> {
+        read("/proc/sys/fs/pipe-max-size")?.parse().ok()
+    }
+
+    fn set_pipe_size(fd: RawFd, size: usize) -> std::io::Result<()> {
+        let size =
+            c_int::try_from(size).map_err(|_| std::io::Error::from_raw_os_error(libc::EINVAL))?;
+        // SAFETY: fcntl on the caller's descriptor.
+        cvt(unsafe { libc::fcntl(fd, libc::F_SETPIPE_SZ, size) })
+    }
+
+    fn pipe_size(fd: RawFd) -> std::io::Result<usize> {
+        // SAFETY: as above.
+        let n = unsafe { libc::fcntl(fd, libc::F_GETPIPE_SZ) };
+        cvt(n).map(|_| n as usize)
+    }
+
+    #[inline(always)]
+    unsafe fn vmsplice_gift(fd: RawFd, iov: &libc::iovec) -> isize {
+        // SAFETY: the caller's iovec describes mapped memory it leaves
+        // untouched while the pipe holds it.
+        unsafe { libc::vmsplice(fd, iov, 1, libc::SPLICE_F_GIFT) }
+    }
+
+    #[inline(always)]
+    fn splice_move(from: RawFd, to: RawFd, len: usize) -> isize {
+        // SAFETY: splice takes descriptors only.
+        unsafe {
+            libc::splice(
+                from,
+                std::ptr::null_mut(),
+                to,
+                std::ptr::null_mut(),
+                len,
+                libc::SPLICE_F_MOVE,
+            )
+        }
+    }
+
+    #[inline(always)]
+    fn raw_getppid() -> c_long {
+        // SAFETY: getppid takes no arguments.
+        unsafe { libc::syscall(libc::SYS_getppid) }
+    }
+
+    fn make_command_cgroup() {
+        cgroup();
+    }
+
+    fn command_cgroup() -> Option<PathBuf> {
+        cgroup_dir()
+    }
+
+    #[inline]
+    fn enter_command_cgroup() {
+        enter_cgroup()
+    }
+
+    fn children() -> BTreeSet<libc::pid_t> {
+        own_children()
+    }
+
+    fn empty_command_cgroup() {
+        if let Some(c) = cgroup() {
+            empty_cgroup(c);
+        }
     }
 }
 
@@ -445,21 +770,14 @@ fn make_cgroup() -> Option<Cgroup> {
     }
 }
 
-/// Become a child subreaper and make the commands' cgroup.
-pub fn contain_descendants() {
-    // SAFETY: prctl with PR_SET_CHILD_SUBREAPER takes an integer flag.
-    unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) };
-    cgroup();
-}
-
 /// The commands' cgroup, if kbench made one.
-pub fn cgroup_dir() -> Option<std::path::PathBuf> {
+fn cgroup_dir() -> Option<std::path::PathBuf> {
     CGROUP.get().and_then(Option::as_ref).map(|c| c.dir.clone())
 }
 
 /// In a forked child before exec: join the commands' cgroup. Only
 /// async-signal-safe calls (write).
-pub fn enter_cgroup() {
+fn enter_cgroup() {
     if let Some(c) = CGROUP.get().and_then(Option::as_ref) {
         use std::os::fd::AsRawFd;
         // SAFETY: writing a static byte to an fd we hold.
@@ -469,7 +787,7 @@ pub fn enter_cgroup() {
 
 /// This process's children (of every thread): re-parented orphans
 /// included.
-pub fn children() -> BTreeSet<libc::pid_t> {
+fn own_children() -> BTreeSet<libc::pid_t> {
     let mut out = BTreeSet::new();
     let Ok(tasks) = fs::read_dir("/proc/self/task") else {
         return out;
@@ -514,42 +832,6 @@ fn empty_cgroup(c: &Cgroup) {
     }
 }
 
-/// After a command's process group was killed and reaped: kill whatever
-/// it left elsewhere (its cgroup; processes re-parented to kbench that
-/// were not its children `before` the spawn) and reap those that come back
-/// to kbench, handing each one's usage to `reaped`.
-pub fn kill_escaped(before: &BTreeSet<libc::pid_t>, reaped: &mut dyn FnMut(&libc::rusage)) {
-    if let Some(c) = cgroup() {
-        empty_cgroup(c);
-    }
-    // Killing one may re-parent its own children to kbench: again until
-    // none is new (bounded, against a fork bomb).
-    for _ in 0..1000 {
-        let new: Vec<libc::pid_t> = children().difference(before).copied().collect();
-        if new.is_empty() {
-            return;
-        }
-        for pid in new {
-            // SAFETY: our own child (re-parented to us), killed and reaped.
-            unsafe {
-                libc::kill(pid, libc::SIGKILL);
-                let mut st = 0;
-                let mut ru: libc::rusage = std::mem::zeroed();
-                loop {
-                    let r = libc::wait4(pid, &mut st, 0, &mut ru);
-                    if r == pid {
-                        reaped(&ru);
-                        break;
-                    }
-                    if r < 0 && *libc::__errno_location() != libc::EINTR {
-                        break;
-                    }
-                }
-            }
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -560,7 +842,7 @@ mod tests {
         assert!(!fp.kernel_release.is_empty());
         assert!(fp.threads >= 1 && fp.cores >= 1 && fp.cores <= fp.threads);
         assert!(fp.memory_bytes > 1 << 20);
-        assert_eq!(online_cpus().0.len(), fp.threads);
+        assert_eq!(Linux::online_cpus().0.len(), fp.threads);
     }
 
     #[test]
@@ -571,9 +853,81 @@ mod tests {
 
     #[test]
     fn affinity_round_trip() {
-        let orig = get_affinity().unwrap();
-        set_affinity(&[orig.0[0]]).unwrap();
-        assert_eq!(get_affinity().unwrap().0, vec![orig.0[0]]);
-        set_affinity(&orig.0).unwrap();
+        let orig = Linux::get_affinity().unwrap();
+        Linux::set_affinity(&[orig.0[0]]).unwrap();
+        assert_eq!(Linux::get_affinity().unwrap().0, vec![orig.0[0]]);
+        Linux::set_affinity(&orig.0).unwrap();
+    }
+
+    #[test]
+    fn idle_is_counted_as_runtest_py_does() {
+        let a = parse_cpu_ticks("cpu  100 0 50 800 50 0 0 0 0 0\ncpu0 1 2 3 4 5 6 7\n").unwrap();
+        assert_eq!(a, (150, 850));
+        assert_eq!(parse_cpu_ticks("intr 1 2\n"), None);
+        let now = Linux::cpu_ticks().unwrap();
+        assert!(now.0 + now.1 > 0);
+    }
+
+    #[test]
+    fn cpuinfo_gives_the_highest_clock() {
+        let text = "processor\t: 0\ncpu MHz\t\t: 2600.000\n\nprocessor\t: 1\ncpu MHz\t\t: 3400.5\n";
+        assert_eq!(cpuinfo_hz(text), Some(3.4005e9));
+        assert_eq!(cpuinfo_hz("flags: fpu\n"), None);
+    }
+
+    #[test]
+    fn stat_fields_skip_a_command_name_with_spaces_and_parens() {
+        let stat = "42 (a b) c) S 1 42 42 0 -1";
+        assert_eq!(stat_fields(stat).unwrap()[..2], ["S", "1"]);
+    }
+
+    #[test]
+    fn processes_and_threads_are_seen_as_they_stand() {
+        let me = std::process::id() as libc::pid_t;
+        assert_eq!(Linux::process_state(me), ProcState::Running);
+        assert!(Linux::thread_alive(me, Linux::thread_id()));
+        assert!(Linux::thread_count().unwrap() >= 1);
+        assert!(Linux::last_cpu(me).is_some());
+        // A pid above pid_max's ceiling never exists.
+        assert_eq!(Linux::process_state(1 << 23), ProcState::Gone);
+        assert!(!Linux::thread_alive(me, 1 << 23));
+    }
+
+    /// A field of the first processor block of /proc/cpuinfo.
+    fn cpuinfo_field(key: &str) -> Option<String> {
+        let text = fs::read_to_string("/proc/cpuinfo").ok()?;
+        text.lines()
+            .take_while(|l| !l.trim().is_empty())
+            .find_map(|l| l.split_once(':').filter(|(k, _)| k.trim() == key))
+            .map(|(_, v)| v.trim().to_string())
+    }
+
+    /// What other OSes read from CPUID is what Linux says.
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn cpuid_agrees_with_proc_cpuinfo() {
+        use super::super::cpuid;
+        let (vendor, family, model, stepping) = cpuid::signature().unwrap();
+        assert_eq!(Some(vendor), cpuinfo_field("vendor_id"));
+        assert_eq!(Some(family.to_string()), cpuinfo_field("cpu family"));
+        assert_eq!(Some(model.to_string()), cpuinfo_field("model"));
+        assert_eq!(Some(stepping.to_string()), cpuinfo_field("stepping"));
+        // Every flag CPUID reports is one Linux lists, and the reverse for
+        // all but two Linux may also derive from elsewhere.
+        let listed = cpuinfo_field("flags").unwrap();
+        let listed: Vec<&str> = listed.split_whitespace().collect();
+        let flags = cpuid::flags();
+        for f in &flags {
+            assert!(listed.contains(&f.as_str()), "{f} not in /proc/cpuinfo");
+        }
+        for f in cpuid::FLAGS.iter().map(|f| f.0) {
+            if listed.contains(&f) && !matches!(f, "md_clear" | "arch_capabilities") {
+                assert!(flags.iter().any(|g| g == f), "CPUID misses {f}");
+            }
+        }
+        assert_eq!(
+            cpuid::hypervisor_vendor().is_some(),
+            listed.contains(&"hypervisor")
+        );
     }
 }

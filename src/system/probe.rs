@@ -3,8 +3,9 @@
 //! only runs when the probe says the kernel really runs without PTI, and
 //! the reading it ran under is stored with its samples.
 //!
-//! Built-in probes (the portable names; what they read is per OS, in
-//! `linux.rs` — a `freebsd.rs` answers the same names from sysctls):
+//! Built-in probes (the portable names; what they read is per OS, in the
+//! backends' `read_probe`: `linux.rs` below, `freebsd.rs` from sysctls and
+//! loader variables, see the README's Platforms section):
 //!
 //! | probe                | reading                                               |
 //! |----------------------|-------------------------------------------------------|
@@ -14,7 +15,7 @@
 //! | `vuln.<name>`        | the vulnerabilities file (`Mitigation: PTI`)          |
 //! | `cpu.flag.<flag>`    | `present` when the CPU flag is listed                 |
 //! | `microcode`          | microcode revision (`0x...`)                          |
-//! | `sysctl.<a.b.c>`     | /proc/sys/a/b/c                                       |
+//! | `sysctl.<a.b.c>`     | /proc/sys/a/b/c; FreeBSD: the sysctl a.b.c            |
 //! | `smt`                | SMT control (`on`, `off`, `notsupported`)             |
 //! | `thp`                | the selected transparent-huge-pages mode              |
 //! | `governor`           | cpufreq governor of cpu0                              |
@@ -115,7 +116,7 @@ impl Probe {
     pub fn read(&self) -> String {
         let r = match self {
             Probe::Command(argv) => run_probe_command(argv),
-            other => super::os::read_probe(other),
+            other => <super::Host as super::Os>::read_probe(other),
         };
         r.map(|s| s.trim().to_string())
             .filter(|s| !s.is_empty())

@@ -124,7 +124,7 @@ impl Leftovers {
     fn now() -> std::io::Result<Leftovers> {
         let c =
             |s: &std::ffi::OsStr| CString::new(s.as_encoded_bytes()).map_err(std::io::Error::other);
-        let cgroup = super::os::cgroup_dir().unwrap_or_default();
+        let cgroup = super::cgroup_dir().unwrap_or_default();
         Ok(Leftovers {
             pid: c(std::process::id().to_string().as_ref())?,
             tmp: c(std::env::temp_dir().as_os_str())?,
@@ -145,7 +145,9 @@ fn start() -> std::io::Result<OwnedFd> {
     // SAFETY: both fds are fresh and ours.
     let (r, w) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
     let devnull = c"/dev/null";
-    let exe = c"/proc/self/exe";
+    // The path is made before fork: the child may not allocate.
+    let exe = std::ffi::CString::new(super::self_exe().into_os_string().into_encoded_bytes())
+        .map_err(std::io::Error::other)?;
     let argv = [
         ARGV0.as_ptr(),
         left.pid.as_ptr(),
@@ -175,7 +177,7 @@ fn start() -> std::io::Result<OwnedFd> {
             }
             // dup2 clears close-on-exec on the copy.
             libc::dup2(r.as_raw_fd(), FD);
-            libc::syscall(libc::SYS_close_range, FD + 1, u32::MAX, 0);
+            super::close_range(FD as u32 + 1, u32::MAX);
             // Only kbench's own binary knows ARGV0; in any other (a test
             // harness) watch in the forked copy.
             if reexec {
@@ -241,7 +243,7 @@ fn watch(cgroup: &CStr, kill: &CStr) {
                 }
                 continue;
             }
-            if n < 0 && *libc::__errno_location() == libc::EINTR {
+            if n < 0 && super::errno() == libc::EINTR {
                 continue;
             }
             // End of file (or FD was never ours): kbench is gone.
@@ -260,9 +262,7 @@ fn watch(cgroup: &CStr, kill: &CStr) {
                     tv_nsec: 10_000_000,
                 };
                 for _ in 0..200 {
-                    if libc::rmdir(cgroup.as_ptr()) == 0
-                        || *libc::__errno_location() == libc::ENOENT
-                    {
+                    if libc::rmdir(cgroup.as_ptr()) == 0 || super::errno() == libc::ENOENT {
                         break;
                     }
                     libc::nanosleep(&pause, std::ptr::null_mut());

@@ -19,11 +19,7 @@ pub fn page_size() -> usize {
 }
 
 /// The errno of the last failed call, without allocating.
-#[inline]
-pub fn errno() -> i32 {
-    // SAFETY: __errno_location returns the calling thread's errno.
-    unsafe { *libc::__errno_location() }
-}
+pub use crate::system::errno;
 
 pub use crate::system::pipe_cloexec;
 
@@ -109,13 +105,11 @@ impl PageBuf {
         })
     }
 
-    /// Keep the buffer out of forked children (MADV_DONTFORK): a large
-    /// buffer of one cell must not make another cell's fork() slower.
+    /// Keep the buffer out of forked children (Linux MADV_DONTFORK,
+    /// FreeBSD INHERIT_NONE): a large buffer of one cell must not make
+    /// another cell's fork() slower.
     pub fn dont_fork(self) -> io::Result<PageBuf> {
-        // SAFETY: advice on the mapping this value owns.
-        if unsafe { libc::madvise(self.ptr.cast(), self.map_len, libc::MADV_DONTFORK) } != 0 {
-            return Err(io::Error::last_os_error());
-        }
+        crate::system::dont_fork(self.ptr, self.map_len)?;
         Ok(self)
     }
 

@@ -185,8 +185,9 @@ impl FaultInstance {
                 return Err(std::io::Error::last_os_error()).context("mmap");
             }
             if !self.thp {
-                // SAFETY: advice on the mapping just made.
-                unsafe { libc::madvise(m.cast(), self.size, libc::MADV_NOHUGEPAGE) };
+                // Where the OS cannot, the faults taken per page (notes)
+                // show what happened.
+                crate::system::no_huge_pages(m, self.size);
             }
             let t0 = now_ns();
             touch(m, self.size, step, self.write);
@@ -328,12 +329,12 @@ impl Bench for Brk {
             // SAFETY: brk(0) reads the break; moving it up and back to the
             // same value leaves malloc's view of the heap unchanged.
             unsafe {
-                let cur = libc::syscall(libc::SYS_brk, 0usize) as usize;
-                let up = libc::syscall(libc::SYS_brk, cur + size) as usize;
+                let cur = crate::system::raw_brk(0);
+                let up = crate::system::raw_brk(cur + size);
                 if up == cur + size && write {
                     touch(cur as *mut u8, size, step, true);
                 }
-                libc::syscall(libc::SYS_brk, cur);
+                crate::system::raw_brk(cur);
             }
         };
         single_threaded()?;
@@ -345,14 +346,9 @@ impl Bench for Brk {
     }
 }
 
-/// Threads of this process (/proc/self/stat field 20).
+/// Threads of this process.
 fn threads() -> Option<usize> {
-    let s = std::fs::read_to_string("/proc/self/stat").ok()?;
-    s[s.rfind(')')? + 2..]
-        .split_whitespace()
-        .nth(17)?
-        .parse()
-        .ok()
+    crate::system::thread_count()
 }
 
 /// brk moves the heap malloc uses: another thread allocating meanwhile

@@ -117,13 +117,13 @@ pub fn resolve(placement: &str, parties: usize) -> anyhow::Result<(Vec<Option<us
 fn close_other_fds(keep: &mut [RawFd]) {
     keep.sort_unstable();
     let close_range = |lo: u32, hi: u32| {
-        // SAFETY: closing descriptors this (child) process owns.
-        let r = unsafe { libc::syscall(libc::SYS_close_range, lo, hi, 0u32) };
-        if r != 0 {
-            // Kernels before 5.9: close one by one up to a sane bound.
+        if !crate::system::close_range(lo, hi) {
+            // Kernels without close_range: close one by one up to a sane
+            // bound.
             let hi = hi.min(65_535);
             for fd in lo..=hi {
-                // SAFETY: as above; EBADF on unused numbers is harmless.
+                // SAFETY: closing descriptors this (child) process owns;
+                // EBADF on unused numbers is harmless.
                 unsafe { libc::close(fd as i32) };
             }
         }
@@ -141,14 +141,9 @@ fn close_other_fds(keep: &mut [RawFd]) {
     close_range(next, u32::MAX);
 }
 
-/// The CPU a process last ran on (field 39 of /proc/PID/stat).
+/// The CPU a process last ran on.
 pub fn last_cpu(pid: libc::pid_t) -> Option<usize> {
-    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    s[s.rfind(')')? + 2..]
-        .split_whitespace()
-        .nth(36)?
-        .parse()
-        .ok()
+    crate::system::last_cpu(pid)
 }
 
 /// The child's end of its link to kbench: a control pipe to read commands
@@ -226,9 +221,10 @@ impl Parties {
         }
         if pid == 0 {
             let guard = ExitOnUnwind;
+            // Checked below: a parent gone before the call sends nothing.
+            let _ = crate::system::die_with_parent(libc::SIGKILL);
             // SAFETY: plain syscalls in the child.
             unsafe {
-                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong);
                 if libc::getppid() != parent {
                     libc::_exit(1);
                 }
@@ -449,7 +445,7 @@ fn writer_body(link: Link, fd: RawFd, buf: &PageBuf, mode: WriteMode) -> i32 {
                         };
                         // SAFETY: iov describes mapped memory that stays
                         // mapped (and untouched) while the pipe holds it.
-                        let r = unsafe { libc::vmsplice(fd, &iov, 1, libc::SPLICE_F_GIFT) };
+                        let r = unsafe { crate::system::vmsplice_gift(fd, &iov) };
                         if r < 0 {
                             if errno() == libc::EINTR {
                                 continue;
@@ -484,20 +480,10 @@ fn reader_body(link: Link, fd: RawFd, buf: &PageBuf, mode: ReadMode, null: RawFd
         let mut calls = 0u64;
         while left > 0 {
             let want = left.min(size as u64) as usize;
-            // SAFETY: the buffer has `size` >= want bytes; splice takes
-            // descriptors only.
-            let r = unsafe {
-                match mode {
-                    ReadMode::Read => libc::read(fd, buf.as_ptr().cast(), want),
-                    ReadMode::SpliceNull => libc::splice(
-                        fd,
-                        std::ptr::null_mut(),
-                        null,
-                        std::ptr::null_mut(),
-                        want,
-                        libc::SPLICE_F_MOVE,
-                    ),
-                }
+            let r = match mode {
+                // SAFETY: the buffer has `size` >= want bytes.
+                ReadMode::Read => unsafe { libc::read(fd, buf.as_ptr().cast(), want) },
+                ReadMode::SpliceNull => crate::system::splice_move(fd, null, want),
             };
             if r == 0 {
                 return 20;

@@ -11,6 +11,7 @@ use super::party::{Ends, Flow, FlowSpec, PingPong, ReadMode, WriteMode, placemen
 use crate::bench::{
     Bench, Direction, Instance, Kind, Metric, ParamDef, ParamType, Params, RunSettings,
 };
+use crate::system::Feature;
 use crate::units::fmt_size;
 
 const SIZE: ParamType = ParamType::Size {
@@ -51,23 +52,41 @@ pub fn bytes_per_s() -> Vec<Metric> {
 }
 
 /// The largest pipe an unprivileged process may ask for.
-pub fn pipe_max_size() -> Option<u64> {
-    std::fs::read_to_string("/proc/sys/fs/pipe-max-size")
-        .ok()?
-        .trim()
-        .parse()
-        .ok()
+pub use crate::system::pipe_max_size;
+
+/// `param` asks for `f`, which this OS does not have: the parameter and
+/// the OS's reason, as bad input.
+fn unavailable(param: &str, f: Feature) -> Result<(), String> {
+    match crate::system::unavailable(f) {
+        Some(why) => Err(format!("{param}: {why}")),
+        None => Ok(()),
+    }
 }
 
 fn check_pipe_size(p: &Params) -> Result<(), String> {
-    if let (Some(want), Some(max)) = (p.opt_int("pipe_size"), pipe_max_size())
+    let Some(want) = p.opt_int("pipe_size") else {
+        return Ok(());
+    };
+    unavailable("pipe_size", Feature::PipeResize)?;
+    if let Some(max) = pipe_max_size()
         && want as u64 > max
     {
         return Err(format!(
-            "pipe_size {} is above the system maximum {} (/proc/sys/fs/pipe-max-size)",
+            "pipe_size {} is above the system maximum {} (sysctl fs.pipe-max-size)",
             fmt_size(want as u64),
             fmt_size(max)
         ));
+    }
+    Ok(())
+}
+
+/// zero_copy and reader=splice need the kernel's splice family.
+fn check_zero_copy(p: &Params) -> Result<(), String> {
+    if p.bool("zero_copy") {
+        unavailable("zero_copy=true", Feature::Vmsplice)?;
+    }
+    if p.str("reader") == "splice" {
+        unavailable("reader=splice", Feature::Splice)?;
     }
     Ok(())
 }
@@ -86,29 +105,27 @@ fn check_total(p: &Params, unit_param: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// A pipe, resized with F_SETPIPE_SZ when `size` is given; returns the
-/// ends and the size the kernel granted (F_GETPIPE_SZ).
-pub fn sized_pipe(size: Option<i64>) -> anyhow::Result<(OwnedFd, OwnedFd, usize)> {
+/// A pipe, resized (F_SETPIPE_SZ) when `size` is given; returns the ends
+/// and the size the kernel granted (F_GETPIPE_SZ), where the OS says.
+pub fn sized_pipe(size: Option<i64>) -> anyhow::Result<(OwnedFd, OwnedFd, Option<usize>)> {
     let (r, w) = pipe_cloexec().context("pipe")?;
     if let Some(s) = size {
-        // SAFETY: fcntl on a descriptor we own.
-        if unsafe { libc::fcntl(w.as_raw_fd(), libc::F_SETPIPE_SZ, s as libc::c_int) } < 0 {
-            return Err(std::io::Error::last_os_error())
-                .with_context(|| format!("F_SETPIPE_SZ {}", fmt_size(s as u64)));
-        }
+        crate::system::set_pipe_size(w.as_raw_fd(), s as usize)
+            .with_context(|| format!("F_SETPIPE_SZ {}", fmt_size(s as u64)))?;
     }
-    // SAFETY: as above.
-    let granted = unsafe { libc::fcntl(w.as_raw_fd(), libc::F_GETPIPE_SZ) };
-    if granted < 0 {
-        return Err(std::io::Error::last_os_error()).context("F_GETPIPE_SZ");
-    }
-    Ok((r, w, granted as usize))
+    let granted = match crate::system::pipe_size(w.as_raw_fd()) {
+        Ok(n) => Some(n),
+        Err(_) if crate::system::unavailable(Feature::PipeResize).is_some() => None,
+        Err(e) => return Err(e).context("F_GETPIPE_SZ"),
+    };
+    Ok((r, w, granted))
 }
 
-fn granted_note(p: &Params, granted: usize) -> (String, String) {
-    let v = match p.opt_int("pipe_size") {
-        Some(want) => format!("{granted} (requested {})", fmt_size(want as u64)),
-        None => format!("{granted} (kernel default)"),
+fn granted_note(p: &Params, granted: Option<usize>) -> (String, String) {
+    let v = match (p.opt_int("pipe_size"), granted) {
+        (Some(want), Some(g)) => format!("{g} (requested {})", fmt_size(want as u64)),
+        (_, Some(g)) => format!("{g} (kernel default)"),
+        (_, None) => "kernel default (this OS does not report it)".into(),
     };
     ("pipe size".into(), v)
 }
@@ -161,6 +178,7 @@ impl Bench for PipeBw {
     }
     fn check(&self, p: &Params) -> Result<(), String> {
         check_pipe_size(p)?;
+        check_zero_copy(p)?;
         check_total(p, "chunk")
     }
     fn instantiate(&self, p: &Params, s: &RunSettings) -> anyhow::Result<Box<dyn Instance>> {
@@ -228,12 +246,13 @@ impl Bench for Pipeflex {
     }
     fn check(&self, p: &Params) -> Result<(), String> {
         check_pipe_size(p)?;
+        check_zero_copy(p)?;
         check_total(p, "write_size")
     }
     fn instantiate(&self, p: &Params, s: &RunSettings) -> anyhow::Result<Box<dyn Instance>> {
         let (write_mode, read_mode) = flow_modes(p);
         let mut channels = Vec::new();
-        let mut granted = 0;
+        let mut granted = None;
         for _ in 0..p.int("copies") {
             let (r, w, g) = sized_pipe(p.opt_int("pipe_size"))?;
             granted = g;
@@ -419,7 +438,7 @@ mod tests {
             iov_len: ps,
         };
         // SAFETY: iov describes the live mapping.
-        let n = unsafe { libc::vmsplice(w.as_raw_fd(), &iov, 1, libc::SPLICE_F_GIFT) };
+        let n = unsafe { crate::system::vmsplice_gift(w.as_raw_fd(), &iov) };
         assert_eq!(n, ps as isize);
         buf.as_mut_slice().fill(b'B');
         let mut out = vec![0u8; ps];

@@ -42,20 +42,25 @@ const PROGRAM: ParamDef = ParamDef {
     help: "what to exec: `static` (a 129-byte static ELF that exits 0) or a path such as /bin/true",
 };
 
-/// A minimal static ELF executable for this architecture whose only
-/// instructions are exit(0); `None` on architectures without one here.
+/// A minimal static ELF executable for this OS and architecture whose
+/// only instructions are exit(0); `None` on architectures without one
+/// here. The OS gives the ELF OS/ABI byte it accepts and the number of
+/// its exit system call.
 pub fn tiny_elf() -> Option<Vec<u8>> {
-    let (machine, code): (u16, &[u8]) = if cfg!(target_arch = "x86_64") {
-        // mov eax, 60 (exit); xor edi, edi; syscall
-        (62, &[0xb8, 0x3c, 0, 0, 0, 0x31, 0xff, 0x0f, 0x05])
-    } else if cfg!(target_arch = "aarch64") {
-        // mov x0, #0; mov x8, #93 (exit); svc #0
-        (
-            183,
-            &[
-                0x00, 0x00, 0x80, 0xd2, 0xa8, 0x0b, 0x80, 0xd2, 0x01, 0x00, 0x00, 0xd4,
-            ],
-        )
+    let (osabi, exit) = crate::system::static_exit_abi();
+    let mut code = Vec::new();
+    let machine: u16 = if cfg!(target_arch = "x86_64") {
+        // mov eax, EXIT; xor edi, edi; syscall
+        code.push(0xb8);
+        code.extend_from_slice(&exit.to_le_bytes());
+        code.extend_from_slice(&[0x31, 0xff, 0x0f, 0x05]);
+        62
+    } else if cfg!(target_arch = "aarch64") && exit < 1 << 16 {
+        // mov x0, #0; mov x8, #EXIT (movz, imm16 at bit 5); svc #0
+        code.extend_from_slice(&0xd280_0000u32.to_le_bytes());
+        code.extend_from_slice(&(0xd280_0008u32 | exit << 5).to_le_bytes());
+        code.extend_from_slice(&0xd400_0001u32.to_le_bytes());
+        183
     } else {
         return None;
     };
@@ -63,7 +68,7 @@ pub fn tiny_elf() -> Option<Vec<u8>> {
     let hdr = 64 + 56;
     let size = (hdr + code.len()) as u64;
     let mut e = Vec::with_capacity(size as usize);
-    e.extend_from_slice(&[0x7f, b'E', b'L', b'F', 2, 1, 1, 0]);
+    e.extend_from_slice(&[0x7f, b'E', b'L', b'F', 2, 1, 1, osabi]);
     e.extend_from_slice(&[0; 8]);
     e.extend_from_slice(&2u16.to_le_bytes()); // ET_EXEC
     e.extend_from_slice(&machine.to_le_bytes());
@@ -84,7 +89,7 @@ pub fn tiny_elf() -> Option<Vec<u8>> {
     e.extend_from_slice(&size.to_le_bytes()); // filesz
     e.extend_from_slice(&size.to_le_bytes()); // memsz
     e.extend_from_slice(&0x1000u64.to_le_bytes()); // align
-    e.extend_from_slice(code);
+    e.extend_from_slice(&code);
     Some(e)
 }
 

@@ -83,7 +83,7 @@ syscall_bench!(
     NullSyscall,
     "null-syscall",
     "raw syscall(SYS_getppid), bypassing libc's wrapper: the bare cost of entering and leaving the kernel",
-    unsafe { libc::syscall(libc::SYS_getppid) }
+    crate::system::raw_getppid()
 );
 syscall_bench!(
     ClockGettime,

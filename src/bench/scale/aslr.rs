@@ -1,12 +1,14 @@
 //! Address-space randomisation for scale cells. will-it-scale's runtest.py
 //! runs every binary under `setarch -R` (ASLR off), and it matters: mmap1
 //! moves by 6% with it. The kernel picks a process's layout (mmap base,
-//! heap, stack) when it execs, from its personality; a forked process keeps
-//! its parent's layout. So kbench cannot turn ASLR off for a cell it forks:
-//! `kbench run` re-executes itself once with `ADDR_NO_RANDOMIZE` in its
-//! personality, as `setarch -R` does, before it opens the store or prints
-//! anything, when its scale cells want it off (`aslr=off`, the default).
-//! Each cell records what its tasks really ran with (note `aslr`).
+//! heap, stack) when it execs; a forked process keeps its parent's layout.
+//! So kbench cannot turn ASLR off for a cell it forks: `kbench run`
+//! re-executes itself once with randomisation off for the exec (Linux:
+//! `ADDR_NO_RANDOMIZE` in its personality, as `setarch -R` does; FreeBSD:
+//! procctl `PROC_ASLR_FORCE_DISABLE`, as `proccontrol -m aslr -s disable`
+//! does), before it opens the store or prints anything, when its scale
+//! cells want it off (`aslr=off`, the default). Each cell records what its
+//! tasks really ran with (note `aslr`).
 
 use crate::bench::Kind;
 use crate::error::bad_input;
@@ -17,18 +19,11 @@ use crate::plan::Cell;
 /// command benchmark, a shell step) inherits it.
 const MARK: &str = "KBENCH_ASLR_REEXEC";
 
-/// The calling process's personality.
-fn personality() -> Option<u64> {
-    // SAFETY: 0xffffffff queries without changing anything.
-    let p = unsafe { libc::personality(0xffff_ffff) };
-    (p >= 0).then_some(p as u64)
-}
-
 /// "off" when this process runs without address-space randomisation.
 pub fn current() -> &'static str {
-    match personality() {
-        Some(p) if p & libc::ADDR_NO_RANDOMIZE as u64 != 0 => "off",
-        Some(_) => "on",
+    match crate::system::aslr_off() {
+        Some(true) => "off",
+        Some(false) => "on",
         None => "unknown",
     }
 }
@@ -75,16 +70,12 @@ pub fn reexec_if_wanted(cells: &[Cell]) -> anyhow::Result<()> {
     if wanted(cells)? != Some("off") || current() != "on" || reexecuted {
         return Ok(());
     }
-    let Some(p) = personality() else {
-        return Ok(());
-    };
-    // SAFETY: setting our own personality; checked below.
-    if unsafe { libc::personality((p | libc::ADDR_NO_RANDOMIZE as u64) as libc::c_ulong) } < 0 {
+    if crate::system::set_exec_aslr(true).is_err() {
         return Ok(());
     }
     use std::os::unix::process::CommandExt;
     let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
-    let err = std::process::Command::new("/proc/self/exe")
+    let err = std::process::Command::new(crate::system::self_exe())
         .arg0(
             std::env::args_os()
                 .next()
@@ -98,7 +89,7 @@ pub fn reexec_if_wanted(cells: &[Cell]) -> anyhow::Result<()> {
     eprintln!(
         "kbench: warning: cannot re-execute with address-space randomisation off ({err}); scale cells run with it on"
     );
-    // SAFETY: restoring the personality we read.
-    unsafe { libc::personality(p as libc::c_ulong) };
+    // Randomisation was on (checked above): restore it for what we exec.
+    let _ = crate::system::set_exec_aslr(false);
     Ok(())
 }

@@ -12,13 +12,14 @@
 //!   threads mode. It runs `prepare`, creates the tasks, tells kbench it is
 //!   ready, then waits: it reaps tasks that die (recording why), and on
 //!   kbench's request kills them, runs `cleanup` and exits.
-//! - Every process of the cell sets PR_SET_PDEATHSIG(SIGKILL), so nothing
-//!   outlives a kbench that is killed; the cell has its own process group so
+//! - Every process of the cell asks for SIGKILL when its parent dies
+//!   (`system::die_with_parent`), so nothing outlives a kbench that is
+//!   killed; the cell has its own process group so
 //!   kbench can stop, resume and kill all of it, helpers included, with one
 //!   signal each.
 //! - Counters live in a MAP_SHARED anonymous mapping, one per task on its
-//!   own 256 bytes, behind a header with the start line (a futex all
-//!   tasks wait on, released at once), the first error a task reported, and
+//!   own 256 bytes, behind a header with the start line (a futex-like word
+//!   all tasks wait on, released at once), the first error a task reported, and
 //!   the pid and CPU of every task and helper.
 //!
 //! Sampling, and why it is shaped this way: the runner interleaves cells,
@@ -52,6 +53,7 @@ use anyhow::{Context, bail};
 
 use super::{Body, Counter, MAX_TASKS, Prep, Testcase, topology};
 use crate::bench::{Instance, Measure, Params, RunSettings};
+use crate::system::ProcState;
 use crate::units::CpuSet;
 
 const ERR_LEN: usize = 2048;
@@ -308,8 +310,7 @@ fn getpid() -> libc::pid_t {
 }
 
 fn gettid() -> libc::pid_t {
-    // SAFETY: no preconditions.
-    unsafe { libc::gettid() }
+    crate::system::thread_id()
 }
 
 fn pin(cpu: usize) {
@@ -339,11 +340,12 @@ fn panic_text(p: &Box<dyn std::any::Any + Send>) -> String {
 /// In every forked process of a cell: die with the parent, default signal
 /// handling, pinned.
 fn child_setup(parent: libc::pid_t, cpu: Option<usize>) {
-    // SAFETY: prctl/signal/sigprocmask calls with valid arguments.
+    // Checked below: a parent gone before the call has no death to signal.
+    let _ = crate::system::die_with_parent(libc::SIGKILL);
+    // SAFETY: signal/sigprocmask calls with valid arguments.
     unsafe {
-        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
         if libc::getppid() != parent {
-            libc::_exit(1); // the parent died before the prctl
+            libc::_exit(1); // the parent died before the call above
         }
         for s in [libc::SIGINT, libc::SIGTERM, libc::SIGCHLD] {
             libc::signal(s, libc::SIG_DFL);
@@ -358,11 +360,10 @@ fn child_setup(parent: libc::pid_t, cpu: Option<usize>) {
 }
 
 unsafe extern "C" {
-    // glibc's; not in the libc crate.
+    // POSIX (glibc, FreeBSD's libthr); not in the libc crate.
     fn pthread_setcanceltype(kind: c_int, old: *mut c_int) -> c_int;
 }
-/// glibc's `PTHREAD_CANCEL_ASYNCHRONOUS`.
-const PTHREAD_CANCEL_ASYNCHRONOUS: c_int = 1;
+use crate::system::PTHREAD_CANCEL_ASYNCHRONOUS;
 
 /// A detached pthread running `f` (raw pthreads: the cell process was
 /// forked from kbench, and this avoids std's thread bookkeeping there).
@@ -401,24 +402,12 @@ fn spawn_thread(f: Box<dyn FnOnce() + Send>) -> anyhow::Result<()> {
 }
 
 fn futex_wait(a: &AtomicU32, v: u32) {
-    // SAFETY: a valid futex word in shared memory; spurious wake-ups are
-    // handled by the caller's loop.
-    unsafe {
-        libc::syscall(
-            libc::SYS_futex,
-            a.as_ptr(),
-            libc::FUTEX_WAIT,
-            v,
-            std::ptr::null::<libc::timespec>(),
-        );
-    }
+    // Spurious wake-ups are handled by the caller's loop.
+    crate::system::wait_on(a, v)
 }
 
 fn futex_wake_all(a: &AtomicU32) {
-    // SAFETY: as above.
-    unsafe {
-        libc::syscall(libc::SYS_futex, a.as_ptr(), libc::FUTEX_WAKE, i32::MAX);
-    }
+    crate::system::wake_all(a)
 }
 
 /// One task: pin, record, wait at the start line, run the body.
@@ -628,12 +617,12 @@ extern "C" fn park_handler(_: c_int) {
 /// Stop every task and helper thread of this process where it stands: a
 /// real-time signal whose handler never returns. Waits at most 1 s.
 fn park_threads(shared: &Shared) {
-    let sig = libc::SIGRTMIN() + 4;
+    let sig = crate::system::park_signal();
     let h = shared.hdr();
     let me = getpid();
     let mut sent = 0;
     // SAFETY: installing a handler with every signal blocked while it runs;
-    // tgkill to threads of our own process.
+    // signals to threads of our own process.
     unsafe {
         let mut sa: libc::sigaction = std::mem::zeroed();
         sa.sa_sigaction = park_handler as *const () as usize;
@@ -644,7 +633,7 @@ fn park_threads(shared: &Shared) {
                 h.task_pid[i].load(Ordering::Relaxed),
                 h.helper_pid[i].load(Ordering::Relaxed),
             ] {
-                if tid > 0 && tid != me && libc::syscall(libc::SYS_tgkill, me, tid, sig) == 0 {
+                if tid > 0 && tid != me && crate::system::signal_thread(me, tid, sig) {
                     sent += 1;
                 }
             }
@@ -976,30 +965,27 @@ impl ScaleCell {
         into.extend((0..self.ntasks).map(|i| self.shared.counter(i).get()));
     }
 
-    /// Every process/thread of the cell, for the stopped check.
-    fn members(&self) -> Vec<PathBuf> {
+    /// The processes of the cell whose threads must stop: the cell process
+    /// (threads mode), else every task and helper.
+    fn members(&self) -> Vec<libc::pid_t> {
         match self.mode {
-            Mode::Threads => std::fs::read_dir(format!("/proc/{}/task", self.leader))
-                .map(|d| {
-                    d.filter_map(|e| e.ok())
-                        .map(|e| e.path().join("stat"))
-                        .collect()
-                })
-                .unwrap_or_default(),
-            Mode::Processes => {
-                let h = self.shared.hdr();
-                (0..self.ntasks)
-                    .flat_map(|i| {
-                        [
-                            h.task_pid[i].load(Ordering::Relaxed),
-                            h.helper_pid[i].load(Ordering::Relaxed),
-                        ]
-                    })
-                    .filter(|&p| p > 0)
-                    .map(|p| PathBuf::from(format!("/proc/{p}/stat")))
-                    .collect()
-            }
+            Mode::Threads => vec![self.leader],
+            Mode::Processes => self.ids(),
         }
+    }
+
+    /// Every task and helper id (pids, or thread ids in threads mode).
+    fn ids(&self) -> Vec<libc::pid_t> {
+        let h = self.shared.hdr();
+        (0..self.ntasks)
+            .flat_map(|i| {
+                [
+                    h.task_pid[i].load(Ordering::Relaxed),
+                    h.helper_pid[i].load(Ordering::Relaxed),
+                ]
+            })
+            .filter(|&p| p > 0)
+            .collect()
     }
 
     /// Wait (at most 200 ms) until no member of the cell is runnable, so
@@ -1007,18 +993,20 @@ impl ScaleCell {
     fn wait_stopped(&self) {
         let t0 = now_ns();
         for m in self.members() {
-            while now_ns() - t0 < 200_000_000 {
-                let Ok(s) = std::fs::read_to_string(&m) else {
-                    break; // gone
-                };
-                let state = s
-                    .rfind(')')
-                    .and_then(|i| s[i + 1..].trim_start().chars().next());
-                if matches!(state, Some('T' | 't' | 'Z' | 'X') | None) {
-                    break;
-                }
+            while now_ns() - t0 < 200_000_000
+                && crate::system::process_state(m) == ProcState::Running
+            {
                 std::thread::sleep(std::time::Duration::from_micros(200));
             }
+        }
+    }
+
+    /// True while task or helper `id` of this cell exists and is not a
+    /// zombie.
+    fn running(&self, id: libc::pid_t) -> bool {
+        match self.mode {
+            Mode::Threads => crate::system::thread_alive(self.leader, id),
+            Mode::Processes => crate::system::process_state(id) != ProcState::Gone,
         }
     }
 
@@ -1193,31 +1181,10 @@ impl ScaleCell {
     }
 }
 
-/// The machine's CPU time from the `cpu` line of /proc/stat, in ticks:
-/// (busy, idle), counted as will-it-scale's runtest.py does: idle and
-/// iowait are idle; user, nice, system, irq, softirq, steal, guest and
-/// guest_nice are busy.
+/// The machine's CPU time in ticks, (busy, idle), counted as
+/// will-it-scale's runtest.py does (`system::cpu_ticks`).
 fn cpu_times() -> Option<(u64, u64)> {
-    let text = std::fs::read_to_string("/proc/stat").ok()?;
-    parse_cpu_times(&text)
-}
-
-fn parse_cpu_times(text: &str) -> Option<(u64, u64)> {
-    let line = text
-        .lines()
-        .find(|l| l.split_whitespace().next() == Some("cpu"))?;
-    let v: Vec<u64> = line
-        .split_whitespace()
-        .skip(1)
-        .map(|x| x.parse().ok())
-        .collect::<Option<_>>()?;
-    let at = |i: usize| v.get(i).copied().unwrap_or(0);
-    if v.len() < 7 {
-        return None;
-    }
-    let busy = at(0) + at(1) + at(2) + at(5) + at(6) + at(7) + at(8) + at(9);
-    let idle = at(3) + at(4);
-    Some((busy, idle))
+    crate::system::cpu_ticks()
 }
 
 /// Idle % of the machine between two readings (runtest.py's
@@ -1230,18 +1197,6 @@ fn idle_percent(a: (u64, u64), b: (u64, u64)) -> f64 {
     } else {
         100.0 * idle as f64 / (busy + idle) as f64
     }
-}
-
-/// True while `id` is a process or thread that is not a zombie.
-fn running(id: i32) -> bool {
-    std::fs::read_to_string(format!("/proc/{id}/stat"))
-        .map(|s| {
-            let st = s
-                .rfind(')')
-                .and_then(|i| s[i + 1..].trim_start().chars().next());
-            !matches!(st, Some('Z' | 'X'))
-        })
-        .unwrap_or(false)
 }
 
 impl Drop for ScaleCell {
@@ -1287,19 +1242,9 @@ impl Drop for ScaleCell {
         // SIGKILL is asynchronous: return only when every task and helper
         // is gone (or a zombie), at most 2 s, so that "the cell is over"
         // means no party of it still runs.
-        let h = self.shared.hdr();
-        let ids: Vec<i32> = (0..self.ntasks)
-            .flat_map(|i| {
-                [
-                    h.task_pid[i].load(Ordering::Relaxed),
-                    h.helper_pid[i].load(Ordering::Relaxed),
-                ]
-            })
-            .filter(|&p| p > 0)
-            .collect();
         let t0 = now_ns();
-        for id in ids {
-            while running(id) && now_ns() - t0 < 2_000_000_000 {
+        for id in self.ids() {
+            while self.running(id) && now_ns() - t0 < 2_000_000_000 {
                 std::thread::sleep(std::time::Duration::from_millis(1));
             }
         }
@@ -1376,6 +1321,24 @@ mod tests {
         ids
     }
 
+    /// Which of a cell's [`ids`] (tasks, helpers, then the cell process)
+    /// still exist after the cell ended.
+    fn outlived(mode: &str, ids: &[i32]) -> Vec<i32> {
+        let (&leader, members) = ids.split_last().unwrap();
+        let mut alive: Vec<i32> = members
+            .iter()
+            .copied()
+            .filter(|&id| match mode {
+                "threads" => crate::system::thread_alive(leader, id),
+                _ => crate::system::process_state(id) != ProcState::Gone,
+            })
+            .collect();
+        if crate::system::process_state(leader) != ProcState::Gone {
+            alive.push(leader);
+        }
+        alive
+    }
+
     #[test]
     fn a_cell_counts_places_helpers_stops_and_cleans_up_in_both_modes() {
         for mode in ["processes", "threads"] {
@@ -1408,9 +1371,7 @@ mod tests {
             let dir = cell.dir.clone();
             assert!(dir.exists());
             drop(cell);
-            for id in ids {
-                assert!(!running(id), "{mode}: {id} outlived the cell");
-            }
+            assert_eq!(outlived(mode, &ids), [0; 0], "{mode}: outlived the cell");
             assert!(!dir.exists());
         }
     }
@@ -1429,7 +1390,8 @@ mod tests {
                 // helpers are gone when the sample returns.
                 let ids = inst.last_ids.clone();
                 assert_eq!(ids.len(), 5, "{mode}: {ids:?}");
-                assert!(ids.iter().all(|&i| i > 0 && !running(i)), "{mode}: {ids:?}");
+                assert!(ids.iter().all(|&i| i > 0), "{mode}: {ids:?}");
+                assert_eq!(outlived(mode, &ids), [0; 0], "{mode}: {ids:?}");
                 seen.extend(ids);
             }
             // Each sample started its own processes.
@@ -1452,13 +1414,10 @@ mod tests {
 
     #[test]
     fn idle_is_counted_as_runtest_py_does() {
-        let a = parse_cpu_times("cpu  100 0 50 800 50 0 0 0 0 0\ncpu0 1 2 3 4 5 6 7\n").unwrap();
-        let b = parse_cpu_times("cpu  200 0 100 900 100 0 0 0 0 0\n").unwrap();
-        assert_eq!(a, (150, 850));
+        let (a, b) = ((150, 850), (300, 1000));
         // 150 busy and 150 idle (incl. iowait) ticks in between.
         assert_eq!(idle_percent(a, b), 50.0);
         assert_eq!(idle_percent(a, a), 0.0);
-        assert_eq!(parse_cpu_times("intr 1 2\n"), None);
         let now = cpu_times().unwrap();
         assert!(now.0 + now.1 > 0);
     }

@@ -71,8 +71,8 @@ pub(super) fn anon_file(t: &Task, tag: &str) -> anyhow::Result<libc::c_int> {
 }
 
 fn anon_file_in(dir: &Path, t: &Task, tag: &str) -> anyhow::Result<libc::c_int> {
-    // SAFETY: gettid has no preconditions; it makes helper files unique.
-    let p = dir.join(format!("{tag}.{}.{}", t.nr, unsafe { libc::gettid() }));
+    // The thread id makes helper files unique.
+    let p = dir.join(format!("{tag}.{}.{}", t.nr, crate::system::thread_id()));
     let fd = open(&p, libc::O_RDWR | libc::O_CREAT | libc::O_EXCL)?;
     unlink(&p)?;
     Ok(fd)
@@ -461,8 +461,8 @@ fn fallocate_loop(t: &Task, fd: libc::c_int) -> anyhow::Result<Infallible> {
     let chunk = MB / 128;
     let mut place = 0usize;
     loop {
-        // SAFETY: our fd.
-        let r = unsafe { libc::fallocate(fd, 0, place as libc::off_t, chunk as libc::off_t) };
+        // Linux fallocate(2), FreeBSD posix_fallocate(2).
+        let r = crate::system::fallocate(fd, place as libc::off_t, chunk as libc::off_t);
         if r != 0 && std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
             anyhow::bail!("fallocate: {}", std::io::Error::last_os_error());
         }
@@ -538,7 +538,7 @@ testcase!(
     "O_DIRECT read() of one page through a separate 1 MB file per task: direct I/O to the block device, no page cache",
     prepare = |_| {
         Ok(body(|t| {
-            let p = t.dir.join(format!("read3.{}.{}", t.nr, unsafe { libc::gettid() }));
+            let p = t.dir.join(format!("read3.{}.{}", t.nr, crate::system::thread_id()));
             let fd = open(&p, libc::O_RDWR | libc::O_CREAT | libc::O_EXCL | libc::O_DIRECT)?;
             unlink(&p)?;
             let buf = aligned(MB)?;
@@ -657,7 +657,8 @@ testcase!(
     "poll2",
     "poll() of 128 fds (files, POLLOUT, zero timeout): fd lookups per call",
     prepare = |cx| {
-        let need = (128 + 16) * cx.ntasks as u64 + 64;
+        // rlim_t is unsigned on Linux, signed on FreeBSD.
+        let need = ((128 + 16) * cx.ntasks + 64) as libc::rlim_t;
         // SAFETY: reading and raising our own soft limit.
         unsafe {
             let mut rl: libc::rlimit = std::mem::zeroed();

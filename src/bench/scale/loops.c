@@ -15,8 +15,9 @@
  * reset by a prepare function that the cell process calls before its tasks
  * exist: threads share it, forked tasks get their own copy.
  *
- * Plain POSIX C: brk() is Linux-only here (its loops fail with ENOSYS on
- * other systems).
+ * Plain POSIX C, besides brk(): Linux has it, and FreeBSD on amd64 (its
+ * libc keeps brk and sbrk there and nowhere else); elsewhere the brk loops
+ * fail with ENOSYS.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -132,7 +133,7 @@ int kbench_semaphore(kbench_ops *ops)
 	}
 }
 
-#if defined(__linux__)
+#if defined(__linux__) || (defined(__FreeBSD__) && defined(__x86_64__))
 /*
  * Move the break up by a page and back, from `start`; 2 operations per
  * round trip. The break never goes below `start`.

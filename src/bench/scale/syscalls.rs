@@ -42,24 +42,17 @@ testcase!(
 );
 
 /// futex(2) on a word on the task's stack, which no one waits on (WAKE)
-/// or whose value never matches (WAIT returns EAGAIN at once).
-fn futex_body(op: libc::c_int) -> Box<dyn Body> {
+/// or whose value never matches (WAIT returns EAGAIN at once). FreeBSD runs
+/// the same operations of _umtx_op(2): UMTX_OP_WAKE and UMTX_OP_WAIT_UINT,
+/// and their _PRIVATE forms.
+fn futex_body(wait: bool, private: bool) -> Box<dyn Body> {
+    let op = crate::system::futex_op(wait, private);
     body(move |t| {
         loop {
             let word: u32 = 0;
             // SAFETY: a valid futex word on our stack; WAIT with val 1 != 0
             // returns immediately, WAKE wakes no one.
-            unsafe {
-                libc::syscall(
-                    libc::SYS_futex,
-                    &word as *const u32,
-                    op,
-                    1,
-                    std::ptr::null::<libc::timespec>(),
-                    std::ptr::null::<u32>(),
-                    0,
-                )
-            };
+            unsafe { crate::system::futex(&word, op, 1) };
             t.counter.add(1);
         }
     })
@@ -71,28 +64,28 @@ testcase!(
     Futex1,
     "futex1",
     "futex(FUTEX_WAKE) with no waiter, shared futex: futex key lookup and hash bucket",
-    prepare = |_| Ok(futex_body(libc::FUTEX_WAKE))
+    prepare = |_| Ok(futex_body(false, false))
 );
 testcase!(
     /// will-it-scale futex2: FUTEX_WAIT whose value does not match.
     Futex2,
     "futex2",
     "futex(FUTEX_WAIT) whose value does not match, shared futex: returns EAGAIN at once",
-    prepare = |_| Ok(futex_body(libc::FUTEX_WAIT))
+    prepare = |_| Ok(futex_body(true, false))
 );
 testcase!(
     /// will-it-scale futex3: as futex1 with FUTEX_PRIVATE_FLAG.
     Futex3,
     "futex3",
     "futex(FUTEX_WAKE_PRIVATE) with no waiter: private futex key, no page lookup",
-    prepare = |_| Ok(futex_body(libc::FUTEX_WAKE | libc::FUTEX_PRIVATE_FLAG))
+    prepare = |_| Ok(futex_body(false, true))
 );
 testcase!(
     /// will-it-scale futex4: as futex2 with FUTEX_PRIVATE_FLAG.
     Futex4,
     "futex4",
     "futex(FUTEX_WAIT_PRIVATE) whose value does not match: private key, returns at once",
-    prepare = |_| Ok(futex_body(libc::FUTEX_WAIT | libc::FUTEX_PRIVATE_FLAG))
+    prepare = |_| Ok(futex_body(true, true))
 );
 
 extern "C" fn on_usr1(_: libc::c_int) {}

@@ -1,5 +1,6 @@
-//! Where tasks run: the CPU order of a pinning policy, read from the
-//! topology in /sys and restricted to the CPUs the cell may use.
+//! Where tasks run: the CPU order of a pinning policy, from the topology
+//! the OS reports (`system::cpu_topology`), restricted to the CPUs the
+//! cell may use.
 //!
 //! will-it-scale asks hwloc for the cores in order and puts task i on core
 //! i % ncores (or on hardware thread i with `-m`). kbench pins each task to
@@ -21,44 +22,13 @@
 
 use std::collections::BTreeMap;
 
+pub use crate::system::CpuTopo;
 use crate::units::CpuSet;
 
-/// Position of one CPU in the machine.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct CpuTopo {
-    pub cpu: usize,
-    pub package: usize,
-    pub core: usize,
-    /// Index of this hardware thread among its core's siblings (0 first).
-    pub thread: usize,
-}
-
-fn read_num(path: &str) -> Option<usize> {
-    std::fs::read_to_string(path).ok()?.trim().parse().ok()
-}
-
-/// The topology of `cpus` from /sys; a CPU whose files are missing counts
-/// as its own core in package 0.
+/// The topology of `cpus`; a CPU the OS says nothing about counts as its
+/// own core in package 0.
 pub fn read(cpus: &CpuSet) -> Vec<CpuTopo> {
-    cpus.0
-        .iter()
-        .map(|&cpu| {
-            let base = format!("/sys/devices/system/cpu/cpu{cpu}/topology");
-            let package = read_num(&format!("{base}/physical_package_id")).unwrap_or(0);
-            let core = read_num(&format!("{base}/core_id")).unwrap_or(cpu);
-            let thread = std::fs::read_to_string(format!("{base}/thread_siblings_list"))
-                .ok()
-                .and_then(|s| CpuSet::parse(s.trim()).ok())
-                .and_then(|s| s.0.iter().position(|&c| c == cpu))
-                .unwrap_or(0);
-            CpuTopo {
-                cpu,
-                package,
-                core,
-                thread,
-            }
-        })
-        .collect()
+    crate::system::cpu_topology(cpus)
 }
 
 /// The CPUs in the order tasks take them under `policy`; empty for `none`.
