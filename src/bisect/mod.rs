@@ -222,8 +222,9 @@ fn setup(a: &BisectArgs) -> anyhow::Result<Setup> {
     })
 }
 
-/// The fewest rounds a step can decide in: at 99% the signed-rank
-/// interval of 7 rounds or fewer cannot exclude anything.
+/// The smallest cap on a step's rounds: a cap of 8 is a single look at
+/// 95%, which the signed-rank interval of 8 rounds can reach; fewer leave
+/// too little to decide on.
 fn decide_min() -> usize {
     8
 }
@@ -414,12 +415,15 @@ impl Ctx<'_> {
     /// its revision) and the run it was measured in. An error when an end
     /// fails or Ctrl-C stops it.
     fn ends(&self, steps: &mut Steps<'_>) -> anyhow::Result<(Step, String)> {
-        let (dir, t) = (self.direction, self.s.threshold);
+        let (dir, t) = (
+            self.direction,
+            (self.s.threshold, self.a.max_samples as usize),
+        );
         let n = self.s.all.len() - 1;
         let rev = self.s.rev(n);
         let m = steps.step(
             vec![self.good.clone(), self.bad.clone()],
-            |v| decide::look(&v[0], &v[1], None, dir, t).is_some_and(|l| l.call != Call::Undecided),
+            |v| decide::look(&v[0], &v[1], None, dir, t).is_some_and(|l| decided(&l, t.1)),
             |m| vec![(ENDS.into(), self.stored(ends_step(m, rev.clone(), dir, t)))],
         )?;
         interrupted(&m)?;
@@ -443,14 +447,14 @@ impl Ctx<'_> {
             .s
             .spec
             .cell(dir, &self.s.labels[c], &self.s.all[c].id)?;
-        let (d, t) = (self.direction, self.s.threshold);
+        let (d, t) = (
+            self.direction,
+            (self.s.threshold, self.a.max_samples as usize),
+        );
         let rev = self.s.rev(c);
         let m = steps.step(
             vec![cell, self.good.clone(), self.bad.clone()],
-            |v| {
-                decide::look(&v[1], &v[0], Some(&v[2]), d, t)
-                    .is_some_and(|l| l.call != Call::Undecided)
-            },
+            |v| decide::look(&v[1], &v[0], Some(&v[2]), d, t).is_some_and(|l| decided(&l, t.1)),
             |m| {
                 vec![(
                     STEP.into(),
@@ -468,6 +472,12 @@ impl Ctx<'_> {
     }
 }
 
+/// Whether a step capped at `max` rounds stops at `l`: decided, at one of
+/// the looks of the sequential schedule.
+fn decided(l: &decide::Look, max: usize) -> bool {
+    crate::runner::adaptive::is_look(l.n, max) && l.call != Call::Undecided
+}
+
 /// Ctrl-C ended the step: the bisection stops (what was measured is
 /// stored).
 fn interrupted(m: &Measured) -> anyhow::Result<()> {
@@ -481,7 +491,7 @@ fn interrupted(m: &Measured) -> anyhow::Result<()> {
 }
 
 /// The ends' step: the bad end against the good one.
-fn ends_step(m: &Measured, rev: Rev, direction: Direction, threshold: f64) -> Step {
+fn ends_step(m: &Measured, rev: Rev, direction: Direction, threshold: (f64, usize)) -> Step {
     let look = decide::look(&m.values[0], &m.values[1], None, direction, threshold);
     Step {
         rev,
@@ -494,7 +504,7 @@ fn ends_step(m: &Measured, rev: Rev, direction: Direction, threshold: f64) -> St
 
 /// A revision's step: decided against both ends of the same step, or
 /// skipped (its benchmark failed, or undecided after the cap).
-fn candidate_step(m: &Measured, rev: Rev, direction: Direction, threshold: f64) -> Step {
+fn candidate_step(m: &Measured, rev: Rev, direction: Direction, threshold: (f64, usize)) -> Step {
     let samples = [m.values[0].len(), m.values[1].len(), m.values[2].len()];
     let look = match &m.failed[0] {
         Some(_) => None,

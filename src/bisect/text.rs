@@ -50,8 +50,15 @@ fn cut(s: &str, n: usize) -> String {
     }
 }
 
+/// A confidence in percent as printed: at most two decimals, no
+/// trailing zeros (99, 99.44).
+fn level(c: f64) -> String {
+    let s = format!("{c:.2}");
+    s.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
 /// One step as a line: `12-abcdef0 commit 13: +10.1% [..] vs good,
-/// -0.2% [..] vs bad (99%, 9 rounds), 9 samples (9 good, 9 bad): like
+/// -0.2% [..] vs bad (99.44%, 10 rounds), 10 samples (10 good, 10 bad): like
 /// bad`.
 pub fn step_line(s: &Step, _unit: &str) -> String {
     let head = format!("{} {}", s.rev.label, cut(&s.rev.commit.subject, 30));
@@ -67,7 +74,7 @@ pub fn step_line(s: &Step, _unit: &str) -> String {
                     pct(b.interval.hi)
                 ))
                 .unwrap_or_default(),
-            l.confidence,
+            level(l.confidence),
             l.n,
             s.samples[0],
             s.samples[1],
@@ -107,8 +114,8 @@ pub fn render(b: &Bisection) -> String {
     let conf = b
         .steps
         .iter()
-        .find_map(|s| s.look.map(|l| l.confidence))
-        .unwrap_or(99.0);
+        .find_map(|s| s.look.map(|l| level(l.confidence)))
+        .unwrap_or_else(|| "99".into());
     o += &format!(
         "a revision is bad when worse than good by more than {}; each step\n\
          compares it with both ends, paired by round ({conf}%)\n\n",

@@ -616,7 +616,12 @@ fn until_verdict(cells: &[StoredCell], stop: Option<StopRule>) -> Option<Look> {
             .map(|x| x.value)
             .collect()
     };
-    adaptive::look(&first(a, sa), &first(b, sb), rule.precision)
+    adaptive::look(
+        &first(a, sa),
+        &first(b, sb),
+        rule.precision,
+        rule.max_samples as usize,
+    )
 }
 
 /// A campaign's cells merged across its runs: one entry per cell key and

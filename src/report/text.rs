@@ -85,9 +85,13 @@ fn report(o: &mut String, r: &Report) {
             .iter()
             .flat_map(|g| g.rows.iter().map(|x| x.labels.join(" | ")))
             .collect();
+        let level = r.stop().map_or(String::new(), |rule| {
+            let c = crate::runner::adaptive::look_confidence(rule.max_samples as usize);
+            format!(" {c:.2}%")
+        });
         let _ = writeln!(
             o,
-            "\nverdict ({} vs {}, Welch 99% interval at each look): {v}",
+            "\nverdict ({} vs {}, paired by round,{level} at each look): {v}",
             names.first().map_or("A", |s| s.as_str()),
             names.get(1).map_or("B", |s| s.as_str())
         );

@@ -427,9 +427,10 @@ impl sampler::Rule for Stopping {
             return false;
         };
         let (a, b) = (arms[*a].kept(), arms[*b].kept());
+        let max = rule.max_samples as usize;
         a.len() >= adaptive::MIN_SAMPLES
-            && b.len() >= adaptive::MIN_SAMPLES
-            && adaptive::look(&a, &b, rule.precision).is_some_and(|l| l.verdict.decided())
+            && adaptive::is_look(a.len().min(b.len()), max)
+            && adaptive::look(&a, &b, rule.precision, max).is_some_and(|l| l.verdict.decided())
     }
 }
 

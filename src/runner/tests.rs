@@ -272,7 +272,7 @@ fn until_verdict_decides_a_5_percent_difference_early() {
     let (_, status, run) = testing::run(&mut st, &p, &adaptive(0.01, 30, true), None);
     assert_eq!(status, RunStatus::Done);
     let v = values_of(&st, run);
-    let look = crate::runner::adaptive::look(&v[0], &v[1], 0.01).unwrap();
+    let look = crate::runner::adaptive::look(&v[0], &v[1], 0.01, 30).unwrap();
     assert_eq!(
         look.verdict,
         crate::stats::equivalence::Verdict::Different,
@@ -301,7 +301,7 @@ fn until_verdict_on_identical_cells_ends_equivalent_or_at_the_cap() {
     let mut st = MemoryStore::new();
     let (_, _, run) = testing::run(&mut st, &p, &adaptive(0.03, 60, true), None);
     let v = values_of(&st, run);
-    let look = crate::runner::adaptive::look(&v[0], &v[1], 0.03).unwrap();
+    let look = crate::runner::adaptive::look(&v[0], &v[1], 0.03, 60).unwrap();
     assert_eq!(
         look.verdict,
         crate::stats::equivalence::Verdict::Equivalent,
@@ -320,7 +320,7 @@ fn until_verdict_on_identical_cells_ends_equivalent_or_at_the_cap() {
     let (_, _, run) = testing::run(&mut st, &p, &adaptive(0.03, 10, true), None);
     let v = values_of(&st, run);
     assert!(v.iter().all(|c| c.len() == 10));
-    let look = crate::runner::adaptive::look(&v[0], &v[1], 0.03).unwrap();
+    let look = crate::runner::adaptive::look(&v[0], &v[1], 0.03, 10).unwrap();
     assert_eq!(
         look.verdict,
         crate::stats::equivalence::Verdict::Inconclusive,

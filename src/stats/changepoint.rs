@@ -347,6 +347,39 @@ mod tests {
         assert!(alarms <= 1, "{alarms} false alarms in 20 series");
     }
 
+    /// Runs that each land in one of two modes (12% apart, the slow one in
+    /// 3 of 10 runs, then 3% noise): 20 quiet series of 100 runs, and 5
+    /// with a 5% step at 50. The modes are no change in the series'
+    /// distribution, so they must not raise alarms; they hide a step
+    /// smaller than themselves.
+    #[test]
+    fn history_calibration_with_bimodal_runs() {
+        let s = Settings::default();
+        let bimodal = |seed: u64, step: f64| -> Vec<f64> {
+            let mut g = crate::stats::sim::rng(seed);
+            (0..100)
+                .map(|i| {
+                    let m = if i >= 50 { 1.0 + step } else { 1.0 };
+                    100.0 * m * crate::stats::sim::mode(&mut g) + 3.0 * g.std_normal()
+                })
+                .collect()
+        };
+        let alarms: usize = (0..20)
+            .map(|k| e_divisive(&bimodal(3000 + k, 0.0), &s).len())
+            .sum();
+        let found = (0..5)
+            .filter(|&k| {
+                e_divisive(&bimodal(3100 + k, 0.05), &s)
+                    .iter()
+                    .any(|c| c.index.abs_diff(50) <= 2)
+            })
+            .count();
+        eprintln!(
+            "history, bimodal runs: false alarms {alarms} in 20 quiet series; a 5% step found in {found} of 5"
+        );
+        assert!(alarms <= 1, "{alarms} false alarms in 20 series");
+    }
+
     /// The larger simulation the README quotes (`cargo test --release
     /// --lib changepoint -- --ignored --nocapture`): 200 quiet series and
     /// 100 series with a 5% step at a random place in 10..90.

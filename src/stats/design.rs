@@ -837,10 +837,24 @@ mod tests {
         n: u32,
         delta: f64,
     ) -> (Vec<Obs>, Vec<Obs>) {
+        run_of(g, run, n, delta, crate::stats::sim::busy_round)
+    }
+
+    type Round = fn(&mut crate::stats::sim::Rng, u32, f64, f64) -> (f64, f64);
+
+    /// One run of `n` rounds drawn by `round`, the contender `delta`
+    /// slower.
+    fn run_of(
+        g: &mut crate::stats::sim::Rng,
+        run: u64,
+        n: u32,
+        delta: f64,
+        round: Round,
+    ) -> (Vec<Obs>, Vec<Obs>) {
         let (mut a, mut b) = (Vec::new(), Vec::new());
         let phase = g.uniform() * 6.0;
         for r in 0..n {
-            let (va, vb) = crate::stats::sim::busy_round(g, r, phase, delta);
+            let (va, vb) = round(g, r, phase, delta);
             for (v, x) in [(&mut a, va), (&mut b, vb)] {
                 v.push(Obs {
                     value: x,
@@ -867,6 +881,23 @@ mod tests {
         assert!(aa <= 0.07, "false alarms {aa}");
         assert!(p30 >= 0.85 && w30 == p30, "power {p30}, worse {w30}");
         assert!(p60 >= 0.98 && w60 == p60, "power {p60}, worse {w60}");
+    }
+
+    #[test]
+    fn paired_calibration_with_bimodal_samples() {
+        // Each arm's sample, on its own, 12% slower in 3 of 10: the log
+        // ratios are a symmetric mixture, which the signed-rank interval
+        // holds its level on; the modes cost power.
+        use crate::stats::sim::bimodal_round;
+        let (aa, _) = rate(1000, 14, |g| run_of(g, 1, 30, 0.0, bimodal_round));
+        let (p30, w30) = rate(1000, 15, |g| run_of(g, 1, 30, 0.05, bimodal_round));
+        let (p60, w60) = rate(1000, 16, |g| run_of(g, 1, 60, 0.05, bimodal_round));
+        eprintln!(
+            "paired, bimodal samples: A/A (30 rounds) {aa}; power at +5%: 30 rounds {p30}, 60 rounds {p60}"
+        );
+        assert!(aa <= 0.07, "false alarms {aa}");
+        assert!(p30 >= 0.5 && w30 == p30, "power {p30}, worse {w30}");
+        assert!(p60 > p30 && w60 == p60, "power {p60}, worse {w60}");
     }
 
     #[test]
@@ -919,6 +950,37 @@ mod tests {
         assert!(power >= 0.8, "{power}");
     }
 
+    #[test]
+    fn run_level_calibration_with_bimodal_runs() {
+        // Each run of the same code lands in one of two modes (12% slower
+        // in 3 of 10 runs), 1% noise within a run: runs as the unit, three
+        // a side, 1000 A/A comparisons; five a side at +10%.
+        let noise = Normal::new(0.0, 0.01);
+        let side = |g: &mut crate::stats::sim::Rng, run0: u64, runs: u64, delta: f64| {
+            let mut v = Vec::new();
+            for k in run0..run0 + runs {
+                let m = crate::stats::sim::mode(g);
+                for r in 0..20 {
+                    v.push(Obs {
+                        value: 100.0 * (1.0 + delta) * m * noise.one(g).exp(),
+                        boot: 0,
+                        run: k,
+                        process: 0,
+                        round: Some(r),
+                    });
+                }
+            }
+            v
+        };
+        let (three, _) = rate(1000, 25, |g| (side(g, 1, 3, 0.0), side(g, 4, 3, 0.0)));
+        let (power, worse) = rate(1000, 26, |g| (side(g, 1, 5, 0.0), side(g, 6, 5, 0.10)));
+        eprintln!(
+            "bimodal runs, runs as the unit: A/A three a side {three}; five a side at +10%: {power}"
+        );
+        assert!(three <= 0.07, "{three}");
+        assert!(power >= 0.5 && worse == power, "{power} {worse}");
+    }
+
     /// A family of `cells` cells of one run, each a busy run of `n` rounds
     /// with the contender `delta` slower: the geomean's design.
     fn geomean_of_busy_cells(
@@ -927,8 +989,19 @@ mod tests {
         n: u32,
         delta: f64,
     ) -> Design {
+        geomean_of_cells(g, cells, n, delta, crate::stats::sim::busy_round)
+    }
+
+    /// [`geomean_of_busy_cells`] with rounds drawn by `round`.
+    fn geomean_of_cells(
+        g: &mut crate::stats::sim::Rng,
+        cells: usize,
+        n: u32,
+        delta: f64,
+        round: Round,
+    ) -> Design {
         let arms: Vec<(Vec<Obs>, Vec<Obs>)> =
-            (0..cells).map(|_| busy_run(g, 1, n, delta)).collect();
+            (0..cells).map(|_| run_of(g, 1, n, delta, round)).collect();
         let designs: Vec<Design> = arms
             .iter()
             .map(|(a, b)| compare(a, b, Direction::Lower, conf()).unwrap())
@@ -965,6 +1038,20 @@ mod tests {
         assert!(aa <= 0.08, "geomean false alarms {aa}");
         assert!(p5 >= 0.95, "geomean power at +5% {p5}");
         assert!(p2 >= 0.4 && p2 < p5, "geomean power at +2% {p2}");
+        // Bimodal samples: each arm's sample 12% slower in 3 of 10.
+        let (mut aa, mut hit5) = (0, 0);
+        for _ in 0..trials {
+            let bimodal = crate::stats::sim::bimodal_round;
+            aa += usize::from(geomean_of_cells(&mut g, 10, 20, 0.0, bimodal).significant());
+            let d = geomean_of_cells(&mut g, 10, 20, 0.05, bimodal);
+            hit5 += usize::from(d.significant() && d.change() > 0.0);
+        }
+        let (aa, p5) = (share(aa), share(hit5));
+        eprintln!(
+            "geomean of 10 paired cells x 20 rounds, bimodal samples: A/A {aa}, power at +5% {p5}"
+        );
+        assert!(aa <= 0.08, "bimodal geomean false alarms {aa}");
+        assert!(p5 >= 0.8, "bimodal geomean power at +5% {p5}");
         // One cell: the geomean is that cell's own comparison.
         let (a, b) = busy_run(&mut g, 1, 20, 0.05);
         let d = compare(&a, &b, Direction::Lower, conf()).unwrap();

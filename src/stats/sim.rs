@@ -52,23 +52,49 @@ impl Normal {
     }
 }
 
+/// One round of two arms, the second `delta` slower: a drift both share
+/// (load 1..1.4 along a sine starting at `phase`), 2% noise each, and a
+/// factor `each` draws for each arm on its own.
+fn round_of(
+    g: &mut Rng,
+    round: u32,
+    phase: f64,
+    delta: f64,
+    each: impl Fn(&mut Rng) -> f64,
+) -> (f64, f64) {
+    let noise = Normal::new(0.0, 0.02);
+    let load = 1.0 + 0.4 * (f64::from(round) / 5.0 + phase).sin().abs();
+    let a = 100.0 * load * each(g) * noise.one(g).exp();
+    let b = 100.0 * (1.0 + delta) * load * each(g) * noise.one(g).exp();
+    (a, b)
+}
+
 /// One round of a busy machine in which two arms are measured, the second
 /// `delta` slower: a drift both share (load 1..1.4 along a sine starting
 /// at `phase`), 2% noise each, and a burst of +30..80% on each arm in 1
 /// round of 10.
 pub fn busy_round(g: &mut Rng, round: u32, phase: f64, delta: f64) -> (f64, f64) {
-    let noise = Normal::new(0.0, 0.02);
-    let load = 1.0 + 0.4 * (f64::from(round) / 5.0 + phase).sin().abs();
-    let burst = |g: &mut Rng| {
+    round_of(g, round, phase, delta, |g| {
         if g.uniform() < 0.1 {
             1.3 + 0.5 * g.uniform()
         } else {
             1.0
         }
-    };
-    let a = 100.0 * load * burst(g) * noise.one(g).exp();
-    let b = 100.0 * (1.0 + delta) * load * burst(g) * noise.one(g).exp();
-    (a, b)
+    })
+}
+
+/// The factor of a bimodal measurement (a process's memory layout, huge
+/// pages or not, a frequency state): 1.12, a mode 12% slower, with chance
+/// 0.3, else 1.
+pub fn mode(g: &mut Rng) -> f64 {
+    if g.uniform() < 0.3 { 1.12 } else { 1.0 }
+}
+
+/// One round of a machine on which each sample lands in one of two modes:
+/// the drift and noise of [`busy_round`], and each arm's sample, on its
+/// own, in the slow [`mode`] or not; the second arm `delta` slower.
+pub fn bimodal_round(g: &mut Rng, round: u32, phase: f64, delta: f64) -> (f64, f64) {
+    round_of(g, round, phase, delta, mode)
 }
 
 #[cfg(test)]
