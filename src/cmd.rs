@@ -524,12 +524,9 @@ fn run(a: RunArgs, db: &store::Locator) -> anyhow::Result<ExitCode> {
         Err(e) => {
             // The run stopped on an error (a sink that could not write, a
             // benchmark that could not start): it is over, not running.
-            // (Not when the store itself is gone, or failed the same way,
-            // a full disk: the error says so, and a rerun finds the run's
-            // process gone.)
+            // (Not when the store itself is gone: the error says so.)
             if let Err(e2) = writer.close_open_runs(RunStatus::Failed)
                 && e.downcast_ref::<store::Lost>().is_none()
-                && format!("{e2:#}") != format!("{e:#}")
             {
                 eprintln!("kbench: cannot mark the run as failed: {e2:#}");
             }
