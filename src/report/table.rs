@@ -489,23 +489,28 @@ fn change_value(d: &Design, arms: Option<Arms>) -> Value {
     }
 }
 
+/// The baseline's own ratio cell: 1 by definition, no interval or test.
+fn baseline_ratio(mean: Option<f64>, half: Option<f64>) -> Value {
+    Value::Ratio {
+        mean,
+        half,
+        ratio: 1.0,
+        lo: None,
+        hi: None,
+        significant: false,
+        p: None,
+        p_adjusted: None,
+        unmeasured: None,
+        arms: None,
+    }
+}
+
 fn ratio_value(b: &CellSummary, v: &CellSummary, layout: &Layout) -> Result<Value, Degenerate> {
     let same = std::ptr::eq(b, v);
     let mean = sample(v).map(|s| s.mean());
     let half = v.ci95.map(|[lo, hi]| (hi - lo) / 2.0);
     if same {
-        return Ok(Value::Ratio {
-            mean,
-            half,
-            ratio: 1.0,
-            lo: None,
-            hi: None,
-            significant: false,
-            p: None,
-            p_adjusted: None,
-            unmeasured: None,
-            arms: None,
-        });
+        return Ok(baseline_ratio(mean, half));
     }
     let (d, arms) = compare_cells(b, v, Confidence::percent(layout.confidence));
     Ok(ratio_of(&d?, mean, half, Some(arms)))
@@ -958,18 +963,7 @@ fn ratio_table(cells: &Cells, layout: &Layout, bench: &str, metric: &str) -> Res
         .map(|(i, cs)| {
             if i % cols.len() == 0 {
                 // The baseline column: 1 by definition.
-                return Some(Value::Ratio {
-                    mean: None,
-                    half: None,
-                    ratio: 1.0,
-                    lo: None,
-                    hi: None,
-                    significant: false,
-                    p: None,
-                    p_adjusted: None,
-                    unmeasured: None,
-                    arms: None,
-                });
+                return Some(baseline_ratio(None, None));
             }
             let cells: Vec<design::Cell<'_>> =
                 cs.iter().map(|(a, d)| (&a.0[..], &a.1[..], d)).collect();
