@@ -225,11 +225,16 @@ impl<'a> Sampler<'a> {
             Some(n) => (0..n).map(Some).collect(),
             None => vec![None],
         };
+        // What the benchmark needs built (a C testcase), once, before any
+        // instance and not on the cell's CPUs.
+        if let Err(e) = arm.cell.bench.ready() {
+            let msg = format!("preparing {}: {e:#}", arm.cell.key);
+            return self.fail(arm, self.next_round, msg, true);
+        }
         for p in indexes {
             // Children a benchmark forks inherit the cell's CPU set.
             system::set_affinity(arm.cell.cpus.as_ref().unwrap_or(&self.home))?;
-            let inst =
-                (arm.cell.bench.ready()).and_then(|()| instantiate(&arm.cell, self.sample_time, p));
+            let inst = instantiate(&arm.cell, self.sample_time, p);
             system::set_affinity(&self.home)?;
             match inst {
                 Ok(i) => arm.insts.push(i),

@@ -906,22 +906,8 @@ mod tests {
         // A/A comparisons of one run a side never decide; with three runs
         // a side the false alarms stay near 5%.
         let shift = Normal::new(0.0, 0.08);
-        let noise = Normal::new(0.0, 0.01);
         let side = |g: &mut crate::stats::sim::Rng, run0: u64, runs: u64, delta: f64| {
-            let mut v = Vec::new();
-            for k in run0..run0 + runs {
-                let s = shift.one(g).exp();
-                for r in 0..20 {
-                    v.push(Obs {
-                        value: 100.0 * (1.0 + delta) * s * noise.one(g).exp(),
-                        boot: 0,
-                        run: k,
-                        process: 0,
-                        round: Some(r),
-                    });
-                }
-            }
-            v
+            runs_of(g, run0..run0 + runs, delta, |g| shift.one(g).exp())
         };
         let (one, _) = rate(1000, 21, |g| (side(g, 1, 1, 0.0), side(g, 2, 1, 0.0)));
         let (three, _) = rate(1000, 22, |g| (side(g, 1, 3, 0.0), side(g, 4, 3, 0.0)));
@@ -950,27 +936,39 @@ mod tests {
         assert!(power >= 0.8, "{power}");
     }
 
+    /// Runs `runs` of 20 rounds each, every run's level drawn by `level`
+    /// (once per run, before its rounds), 1% noise within a run, the whole
+    /// side `delta` slower.
+    fn runs_of(
+        g: &mut crate::stats::sim::Rng,
+        runs: std::ops::Range<u64>,
+        delta: f64,
+        level: impl Fn(&mut crate::stats::sim::Rng) -> f64,
+    ) -> Vec<Obs> {
+        let noise = Normal::new(0.0, 0.01);
+        let mut v = Vec::new();
+        for k in runs {
+            let l = level(g);
+            for r in 0..20 {
+                v.push(Obs {
+                    value: 100.0 * (1.0 + delta) * l * noise.one(g).exp(),
+                    boot: 0,
+                    run: k,
+                    process: 0,
+                    round: Some(r),
+                });
+            }
+        }
+        v
+    }
+
     #[test]
     fn run_level_calibration_with_bimodal_runs() {
         // Each run of the same code lands in one of two modes (12% slower
         // in 3 of 10 runs), 1% noise within a run: runs as the unit, three
         // a side, 1000 A/A comparisons; five a side at +10%.
-        let noise = Normal::new(0.0, 0.01);
         let side = |g: &mut crate::stats::sim::Rng, run0: u64, runs: u64, delta: f64| {
-            let mut v = Vec::new();
-            for k in run0..run0 + runs {
-                let m = crate::stats::sim::mode(g);
-                for r in 0..20 {
-                    v.push(Obs {
-                        value: 100.0 * (1.0 + delta) * m * noise.one(g).exp(),
-                        boot: 0,
-                        run: k,
-                        process: 0,
-                        round: Some(r),
-                    });
-                }
-            }
-            v
+            runs_of(g, run0..run0 + runs, delta, crate::stats::sim::mode)
         };
         let (three, _) = rate(1000, 25, |g| (side(g, 1, 3, 0.0), side(g, 4, 3, 0.0)));
         let (power, worse) = rate(1000, 26, |g| (side(g, 1, 5, 0.0), side(g, 6, 5, 0.10)));
