@@ -511,7 +511,10 @@ fn html_table(o: &mut String, t: &Table, panel: Panel) {
     }
     for _ in &t.groups {
         for c in &t.cols {
-            let _ = write!(o, "<th>{}</th>", esc(&c.label));
+            let _ = match &c.shown_unit {
+                Some(u) => write!(o, "<th>{} ({})</th>", esc(&c.label), esc(u)),
+                None => write!(o, "<th>{}</th>", esc(&c.label)),
+            };
         }
     }
     o.push_str("</tr>\n");
@@ -578,8 +581,9 @@ fn table(o: &mut String, t: &Table) {
     for d in &t.diffs {
         let _ = writeln!(
             o,
-            "<p>{}: {} vs {}</p><pre>{}</pre>",
+            "<p>{} ({}): {} vs {}</p><pre>{}</pre>",
             esc(&d.metric),
+            esc(&d.unit),
             esc(&d.baseline),
             esc(&d.contender),
             esc(&difference_block(Version::FreeBsdMain, d.a, d.b, d.level))
