@@ -30,6 +30,8 @@ pub type Arms = std::sync::Arc<(Vec<Obs>, Vec<Obs>, Direction)>;
 #[derive(Clone, Debug, Serialize)]
 pub struct TableDoc {
     pub title: Vec<String>,
+    /// The layout (`improvement`, `ratio`, ...); `kind` names the document.
+    #[serde(rename = "layout")]
     pub kind: TableKind,
     pub tables: Vec<Table>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -202,6 +204,9 @@ pub struct SystemBlock {
     pub first: f64,
     pub last: f64,
     pub warnings: Vec<String>,
+    /// Imported results: kbench did not see the machine, so its facts
+    /// are unknown (never zeros).
+    pub imported: bool,
 }
 
 impl SystemBlock {
@@ -209,22 +214,37 @@ impl SystemBlock {
     /// Markdown renderers print (dates as days, one line per microcode
     /// state and per noise warning).
     pub fn rows(&self) -> Vec<(&'static str, String)> {
+        let unknown = || {
+            if self.imported {
+                "unknown (imported)".to_string()
+            } else {
+                "unknown".to_string()
+            }
+        };
         let mut v = vec![
             ("OS", self.os.clone()),
             ("Kernel", self.kernel.clone()),
             (
                 "Memory",
-                format!("{:.1} GiB", self.memory_bytes as f64 / (1u64 << 30) as f64),
+                if self.memory_bytes == 0 {
+                    unknown()
+                } else {
+                    format!("{:.1} GiB", self.memory_bytes as f64 / (1u64 << 30) as f64)
+                },
             ),
             (
                 "CPUs",
-                format!(
-                    "{} socket(s), {} core(s), {} thread(s), SMT {}",
-                    self.sockets,
-                    self.cores,
-                    self.threads,
-                    self.smt.as_deref().unwrap_or("unknown")
-                ),
+                if self.threads == 0 {
+                    unknown()
+                } else {
+                    format!(
+                        "{} socket(s), {} core(s), {} thread(s), SMT {}",
+                        self.sockets,
+                        self.cores,
+                        self.threads,
+                        self.smt.as_deref().unwrap_or("unknown")
+                    )
+                },
             ),
             (
                 "CPU model",
@@ -248,6 +268,15 @@ impl SystemBlock {
         let (a, b) = (day(self.first), day(self.last));
         v.push(("Date", if a == b { a } else { format!("{a} .. {b}") }));
         v.extend(self.warnings.iter().map(|w| ("Noise", w.clone())));
+        if self.warnings.is_empty() {
+            // No warning is a finding only where kbench looked.
+            let none = if self.imported {
+                unknown()
+            } else {
+                "no warning".into()
+            };
+            v.push(("Noise", none));
+        }
         v
     }
 }
@@ -701,7 +730,8 @@ fn adjust_changes(doc: &mut TableDoc, layout: &Layout) {
         }
         for l in &mut t.legend {
             if l.starts_with("* = significant: the ")
-                || (l.starts_with("normalised to ") && t.metric.is_some()) {
+                || (l.starts_with("normalised to ") && t.metric.is_some())
+            {
                 l.push_str(&format!(
                     " (Holm-adjusted over {family} comparisons: each interval at the level its adjusted p is decided at)"
                 ));
@@ -1097,7 +1127,36 @@ fn ratio_summary(tables: &[Table]) -> Option<Table> {
                 .collect(),
         })
         .collect();
-    Some(Table {
+    let legend = {
+        let dirs: Vec<String> = with
+            .iter()
+            .map(|t| {
+                format!(
+                    "{}: {}",
+                    t.metric.as_deref().unwrap_or(""),
+                    t.direction.map(|d| d.to_string()).unwrap_or_default()
+                )
+            })
+            .collect();
+        vec![
+            format!(
+                "normalised to {}: the geometric mean of each metric's ratios",
+                first.cols[0].label
+            ),
+            dirs.join("; "),
+        ]
+    };
+    Some(summary_table(first, legend, first.cols.clone(), rows))
+}
+
+/// A table of the whole document, a row per metric, in `first`'s columns.
+fn summary_table(
+    first: &Table,
+    legend: Vec<String>,
+    cols: Vec<Column>,
+    rows: Vec<TableRow>,
+) -> Table {
+    Table {
         kind: TableKind::Ratio,
         bench: "all benchmarks".into(),
         metric: None,
@@ -1105,33 +1164,15 @@ fn ratio_summary(tables: &[Table]) -> Option<Table> {
         direction: None,
         section: Vec::new(),
         constant: Vec::new(),
-        legend: {
-            let dirs: Vec<String> = with
-                .iter()
-                .map(|t| {
-                    format!(
-                        "{}: {}",
-                        t.metric.as_deref().unwrap_or(""),
-                        t.direction.map(|d| d.to_string()).unwrap_or_default()
-                    )
-                })
-                .collect();
-            vec![
-                format!(
-                    "normalised to {}: the geometric mean of each metric's ratios",
-                    first.cols[0].label
-                ),
-                dirs.join("; "),
-            ]
-        },
+        legend,
         row_dims: vec!["metric".into()],
         group_dims: first.group_dims.clone(),
         groups: first.groups.clone(),
-        cols: first.cols.clone(),
+        cols,
         rows,
         summary: Vec::new(),
         diffs: Vec::new(),
-    })
+    }
 }
 
 /// The values behind the normalised summary, before it: per metric (its
@@ -1185,30 +1226,15 @@ fn values_summary(tables: &[Table]) -> Option<Table> {
     if !units.is_empty() {
         legend.push_str(&format!(" ({})", units.join(", ")));
     }
-    Some(Table {
-        kind: TableKind::Ratio,
-        bench: "all benchmarks".into(),
-        metric: None,
-        unit: None,
-        direction: None,
-        section: Vec::new(),
-        constant: Vec::new(),
-        legend: vec![legend],
-        row_dims: vec!["metric".into()],
-        group_dims: first.group_dims.clone(),
-        groups: first.groups.clone(),
-        cols: first
-            .cols
-            .iter()
-            .map(|c| Column {
-                unit: String::new(),
-                ..c.clone()
-            })
-            .collect(),
-        rows,
-        summary: Vec::new(),
-        diffs: Vec::new(),
-    })
+    let cols = first
+        .cols
+        .iter()
+        .map(|c| Column {
+            unit: String::new(),
+            ..c.clone()
+        })
+        .collect();
+    Some(summary_table(first, vec![legend], cols, rows))
 }
 
 fn matrix_tables(
@@ -1461,6 +1487,7 @@ fn system_block(r: &Report) -> Option<SystemBlock> {
         first,
         last,
         warnings: fp.warnings().iter().map(|w| w.to_string()).collect(),
+        imported: fp.os.starts_with("imported from"),
     })
 }
 

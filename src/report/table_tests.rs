@@ -284,7 +284,10 @@ fn ratio_is_seed_004_with_a_geomean_row() {
         panic!("a mean")
     };
     // The programs' sizes grow by 0.3 a step: their geomean, times 1.005.
-    let gm = (0..4).map(|k| 1.0 + k as f64 * 0.3).product::<f64>().powf(0.25);
+    let gm = (0..4)
+        .map(|k| 1.0 + k as f64 * 0.3)
+        .product::<f64>()
+        .powf(0.25);
     assert!((mean / (3868.0 * gm * 1.005) - 1.0).abs() < 2e-3, "{mean}");
     let s = &d.tables[4];
     assert_eq!(s.rows[1].labels, ["exec_time"]);
@@ -390,7 +393,10 @@ fn matrix_is_seed_000_with_difference_blocks() {
     assert_eq!(txt.matches("ns/op (ns): pti=off").count(), 2, "{txt}");
     // The hardware in its first section, referred to after.
     assert_eq!(txt.matches("System configuration (lab1):\n").count(), 1);
-    assert_eq!(txt.matches("System configuration (lab1): as above").count(), 3);
+    assert_eq!(
+        txt.matches("System configuration (lab1): as above").count(),
+        3
+    );
     insta::assert_snapshot!("matrix_text", txt);
     insta::assert_snapshot!("matrix_markdown", md(&d));
 }
@@ -487,7 +493,8 @@ fn the_json_model_holds_numbers() {
     assert_eq!(c["type"], "change");
     assert!(c["pct"].as_f64().unwrap() > 29.0);
     assert!(c["p"].as_f64().unwrap() < 0.05);
-    assert_eq!(v["kind"], "improvement");
+    assert_eq!(v["kind"], "tables");
+    assert_eq!(v["layout"], "improvement");
 }
 
 #[test]
@@ -623,4 +630,30 @@ fn a_pair_with_an_unmeasured_side_says_so() {
         d.tables[0].legend
     );
     assert_fits(&text(&d));
+}
+
+#[test]
+fn an_imported_machine_is_unknown_not_zero() {
+    let s = table::SystemBlock {
+        host: "imported".into(),
+        os: "imported from hyperfine".into(),
+        kernel: "unknown".into(),
+        memory_bytes: 0,
+        sockets: 0,
+        cores: 0,
+        threads: 0,
+        smt: None,
+        cpu_model: None,
+        microcode: Vec::new(),
+        first: 0.0,
+        last: 0.0,
+        warnings: Vec::new(),
+        imported: true,
+    };
+    let rows = s.rows();
+    let get = |k: &str| rows.iter().find(|(n, _)| *n == k).unwrap().1.clone();
+    assert_eq!(get("Memory"), "unknown (imported)");
+    assert_eq!(get("CPUs"), "unknown (imported)");
+    assert_eq!(get("Noise"), "unknown (imported)");
+    assert!(!rows.iter().any(|(_, v)| v.contains("0.0 GiB")));
 }

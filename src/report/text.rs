@@ -156,18 +156,37 @@ pub(crate) fn header(o: &mut String, r: &Report) {
         }
     }
     if let Some(fp) = r.fingerprint() {
+        // An import's machine is unknown: no zeros stand in for it.
+        let cpus = if fp.threads == 0 {
+            "CPUs unknown".to_string()
+        } else {
+            format!("{}s/{}c/{}t", fp.sockets, fp.cores, fp.threads)
+        };
+        let mem = if fp.memory_bytes == 0 {
+            "memory unknown".to_string()
+        } else {
+            gib(fp.memory_bytes)
+        };
         line(format!(
-            "{} {} | {} | {}s/{}c/{}t | {}",
+            "{} {} | {} | {cpus} | {mem}",
             fp.os,
             fp.kernel_release,
             fp.cpu_model.as_deref().unwrap_or("unknown CPU"),
-            fp.sockets,
-            fp.cores,
-            fp.threads,
-            gib(fp.memory_bytes)
         ));
     }
-    if let Some(c) = r.config() {
+    let imported = r
+        .fingerprint()
+        .is_some_and(|fp| fp.os.starts_with("imported from"));
+    if let Some(c) = r.config()
+        && imported
+    {
+        // The other tool's sample time, warm-ups and order are not in
+        // its file: unknown, not 0.
+        line(format!(
+            "samples {} (imported: sample time, warm-ups and order unknown)",
+            c.samples
+        ));
+    } else if let Some(c) = r.config() {
         line(format!(
             "samples {} x {} s, warmup {}, seed {}",
             c.samples, c.sample_time, c.warmup, c.seed
@@ -1246,9 +1265,6 @@ fn system_text(o: &mut String, s: &SystemBlock) {
     for (k, v) in s.rows() {
         kv(&format!("{k}:"), v);
     }
-    if s.warnings.is_empty() {
-        kv("Noise:", "no warning".into());
-    }
 }
 
 /// Scaling curves with human units: per testcase and context, tasks down,
@@ -1350,7 +1366,11 @@ impl<'a> Sections<'a> {
             && rev != self.revision
         {
             let head = format!("revision {r}");
-            let _ = writeln!(o, "{head}\n{}\n", "=".repeat(head.chars().count().min(WIDTH)));
+            let _ = writeln!(
+                o,
+                "{head}\n{}\n",
+                "=".repeat(head.chars().count().min(WIDTH))
+            );
         }
         self.revision = rev;
         let Some(host) = super::table::section_value(t, "host") else {
@@ -1366,7 +1386,11 @@ impl<'a> Sections<'a> {
         };
         let mut hw = String::new();
         if self.shown.contains(&i) {
-            let _ = writeln!(hw, "System configuration ({}): as above", self.systems[i].host);
+            let _ = writeln!(
+                hw,
+                "System configuration ({}): as above",
+                self.systems[i].host
+            );
         } else {
             system_text(&mut hw, &self.systems[i]);
             self.shown.push(i);
