@@ -649,11 +649,16 @@ fn run_report(
         }
         _ => run,
     };
-    // A plan with a `[report]` layout prints it (text only: the JSON
-    // report keeps every cell's statistics).
+    // A plan with a `[report]` layout prints it; the JSON report keeps
+    // every cell's statistics and adds the layout's tables.
     match &plan.layout {
-        Some(l) if !json && l.table != crate::plan::report::TableKind::Ministat => {
+        Some(l) if l.table != crate::plan::report::TableKind::Ministat => {
             let doc = report::table::build(std::slice::from_ref(&r), l, false);
+            if json {
+                let v = report::json::reports(std::slice::from_ref(&r), Some(&doc))?;
+                out(&format!("{v:#}\n"))?;
+                return Ok(());
+            }
             print(&Document::Tables(&doc), format)?;
             eprintln!(
                 "kbench: the ministat tables of every cell: `kbench report {run_id} --table ministat`"
@@ -869,8 +874,22 @@ fn report(db: &store::Locator, a: &crate::cli::ReportArgs) -> anyhow::Result<Exi
     } else {
         None
     };
+    // JSON has one shape: every cell's statistics, and the layout's
+    // tables when one is asked for.
+    let text = if format == Format::Json {
+        let tables = (layout.table != TableKind::Ministat).then(|| {
+            let mut doc = report::table::build(&reports, &layout, a.unicode);
+            doc.comparability = comparability.clone();
+            doc
+        });
+        let mut v = report::json::reports(&reports, tables.as_ref())?;
+        // What differs between the runs, whatever the layout.
+        if let Some(k) = &comparability {
+            v["comparability"] = serde_json::to_value(k)?;
+        }
+        format!("{v:#}\n")
     // will-it-scale's CSV is the stored scaling series, whatever the layout.
-    let text = if format == Format::WisCsv
+    } else if format == Format::WisCsv
         || (layout.table == TableKind::Ministat
             && !matches!(format, Format::Markdown | Format::Html))
     {
@@ -1319,7 +1338,8 @@ fn fleet(db: &store::Locator, command: FleetCommand) -> anyhow::Result<ExitCode>
             let hs = fleet::hosts::load(std::path::Path::new(&hosts))?;
             let s = fleet::status(db, std::path::Path::new(&plan), &hs)?;
             if json {
-                out(&(serde_json::to_string_pretty(&s)? + "\n"))?;
+                let v = report::json::document("fleet_status", serde_json::to_value(&s)?);
+                out(&format!("{v:#}\n"))?;
             } else {
                 out(&fleet::status_text(&s))?;
             }

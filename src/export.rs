@@ -124,6 +124,14 @@ pub fn run_document(
             let doc = crate::report::table::build(std::slice::from_ref(r), &layout, false);
             render(&Document::Tables(&doc), format)
         }
+        // The JSON report: the cells, and the plan layout's tables.
+        Format::Json => {
+            let tables = layout
+                .filter(|l| l.table != TableKind::Ministat)
+                .map(|l| crate::report::table::build(std::slice::from_ref(r), l, false));
+            let v = crate::report::json::reports(std::slice::from_ref(r), tables.as_ref())?;
+            Ok(format!("{v:#}\n"))
+        }
         _ => render(&Document::Reports(std::slice::from_ref(r)), format),
     }
 }

@@ -474,7 +474,7 @@ fn git_bisect_run_on_a_range_without_a_regression_names_no_commit() {
     assert!(e.contains("nothing to bisect"), "{e}");
     let runs = common::stdout(kbench(dir).args(["runs", "--json"]));
     let runs: serde_json::Value = serde_json::from_str(&runs).unwrap();
-    assert_eq!(runs.as_array().unwrap().len(), 1, "{runs:#}");
+    assert_eq!(runs["runs"].as_array().unwrap().len(), 1, "{runs:#}");
 
     // A whole bisection of it says so too, and names no commit.
     let out = kbench(dir)

@@ -467,7 +467,8 @@ fn list_shows_benchmarks_with_params_and_direction() {
             .stdout,
     );
     assert!(
-        v.as_array()
+        v["benches"]
+            .as_array()
             .unwrap()
             .iter()
             .any(|b| b["name"] == "null-syscall")

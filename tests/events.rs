@@ -64,8 +64,8 @@ fn an_ingested_stream_reports_like_the_run_and_twice_adds_nothing() {
         .success()
         .stderr(predicate::str::contains("0 new sample(s) stored"));
     let runs = json(stdout(kbench(other.path()).args(["runs", "--json"])).as_bytes());
-    assert_eq!(runs.as_array().unwrap().len(), 1);
-    assert_eq!(runs[0]["samples"], 6);
+    assert_eq!(runs["runs"].as_array().unwrap().len(), 1);
+    assert_eq!(runs["runs"][0]["samples"], 6);
     assert_eq!(report_cells(other.path()), direct);
 }
 
@@ -93,7 +93,7 @@ fn a_malformed_stream_names_its_line_and_stores_nothing() {
         .code(2)
         .stderr(predicate::str::contains("bad.jsonl:1: event for run x"));
     let runs = json(stdout(kbench(dir.path()).args(["runs", "--json"])).as_bytes());
-    assert_eq!(runs.as_array().unwrap().len(), 0);
+    assert_eq!(runs["runs"].as_array().unwrap().len(), 0);
     kbench(dir.path())
         .args(["run", "getppid", "--json", "--events", "jsonl"])
         .assert()
@@ -133,5 +133,5 @@ fn a_closed_event_pipe_leaves_no_running_run() {
     let status = child.wait().unwrap();
     assert!(status.code().is_some(), "no crash: {status:?}");
     let runs = json(stdout(kbench(dir.path()).args(["runs", "--json"])).as_bytes());
-    assert_eq!(runs[0]["status"], "interrupted", "{runs}");
+    assert_eq!(runs["runs"][0]["status"], "interrupted", "{runs}");
 }

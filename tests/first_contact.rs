@@ -202,7 +202,7 @@ fn list_is_one_line_per_benchmark_by_family_within_80_columns() {
             .unwrap()
             .stdout,
     );
-    let names: Vec<&str> = v
+    let names: Vec<&str> = v["benches"]
         .as_array()
         .unwrap()
         .iter()

@@ -108,6 +108,13 @@ fn a_will_it_scale_csv_imports_and_reprints() {
     assert!(s.contains("getppid1"), "{s}");
     assert!(s.contains("processes") && s.contains("threads"), "{s}");
     assert!(s.contains("imported from will-it-scale"), "{s}");
+    // kbench never saw the machine: its facts are unknown, not zeros.
+    assert!(s.contains("Memory:     unknown (imported)"), "{s}");
+    assert!(s.contains("Noise:      unknown (imported)"), "{s}");
+    assert!(!s.contains("0.0 GiB") && !s.contains("0 socket(s)"), "{s}");
+    let r = stdout(kbench(d).args(["report", "1"]));
+    assert!(r.contains("CPUs unknown") && !r.contains("GiB"), "{r}");
+    assert!(!r.contains("warmup 0"), "{r}");
     // Malformed rows: file and line, nothing stored.
     let bad = d.join("bad.csv");
     std::fs::write(&bad, format!("{WIS}8,1,2,3\n")).unwrap();
@@ -205,4 +212,27 @@ fn an_import_is_whole_or_nothing_and_the_same_file_twice_adds_nothing() {
     );
     let listed = stdout(kbench(d).args(["runs"]));
     assert_eq!(listed.lines().count(), 2, "{listed}");
+}
+
+/// hyperfine's mean user and system time and exit codes survive the
+/// import, as the cell's readings.
+#[test]
+fn hyperfine_user_system_and_exit_codes_are_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(
+        d.join("h.json"),
+        r#"{"results":[{"command":"make -s","mean":1.1,"times":[1.0,1.1,1.2],
+        "user":0.75,"system":0.125,"exit_codes":[0,0,0]}]}"#,
+    )
+    .unwrap();
+    kbench(d)
+        .args(["import", "h.json", "--from", "hyperfine"])
+        .assert()
+        .success();
+    let v = common::json(stdout(kbench(d).args(["report", "1", "--json"])).as_bytes());
+    let r = &v["cells"][0]["readings"];
+    assert_eq!(r["hyperfine.user_s"], "0.75", "{v:#}");
+    assert_eq!(r["hyperfine.system_s"], "0.125");
+    assert_eq!(r["hyperfine.exit_codes"], "0 x3");
 }

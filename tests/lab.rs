@@ -87,7 +87,7 @@ fn copy_sqlite_to_postgres_and_back_keeps_every_cell() {
     assert!(err.contains("0 new run(s)"), "{err}");
     let (runs, _) = ok(d, &url, &["runs", "--json"]);
     let runs: Value = serde_json::from_str(&runs).unwrap();
-    assert_eq!(runs.as_array().unwrap().len(), 1);
+    assert_eq!(runs["runs"].as_array().unwrap().len(), 1);
     // The campaign resumes from PostgreSQL: nothing is left to run.
     let (_, err) = ok(d, &url, &["run", "-q", plan]);
     assert!(err.contains("nothing to run here"), "{err}");
@@ -513,7 +513,7 @@ fn lab_throughput() {
     let secs = t.elapsed().as_secs_f64();
     let (runs, _) = ok(d, &url, &["runs", "--json"]);
     let runs: Value = serde_json::from_str(&runs).unwrap();
-    let total: i64 = runs
+    let total: i64 = runs["runs"]
         .as_array()
         .unwrap()
         .iter()

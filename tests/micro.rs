@@ -58,7 +58,7 @@ fn list_shows_every_benchmark_with_its_default_placement() {
         .assert()
         .success();
     let v = json(&out.get_output().stdout);
-    let list = v.as_array().unwrap();
+    let list = v["benches"].as_array().unwrap();
     for name in MICRO {
         let b = list
             .iter()

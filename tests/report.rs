@@ -119,8 +119,14 @@ fn the_plan_layout_the_flags_and_every_format() {
             .unwrap()
             .stdout,
     );
-    assert_eq!(j["kind"], "improvement");
-    assert_eq!(j["tables"][0]["rows"].as_array().unwrap().len(), 2);
+    // JSON: the cells, and the layout's tables beside them.
+    assert_eq!(j["kind"], "report");
+    assert_eq!(j["cells"].as_array().unwrap().len(), 4);
+    assert_eq!(j["tables"]["layout"], "improvement");
+    assert_eq!(
+        j["tables"]["tables"][0]["rows"].as_array().unwrap().len(),
+        2
+    );
 }
 
 #[test]

@@ -150,7 +150,8 @@ fn getppid1_scales_with_processes_and_threads_work() {
 fn scale_names(tmp: &Path) -> Vec<String> {
     let out = kbench(tmp).args(["list", "--json"]).output().unwrap();
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    v.as_array()
+    v["benches"]
+        .as_array()
         .unwrap()
         .iter()
         .filter(|b| b["kind"] == "scale")

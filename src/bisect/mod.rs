@@ -638,7 +638,8 @@ fn bisect(db: &store::Locator, a: &BisectArgs) -> anyhow::Result<ExitCode> {
     drop(steps);
     drop(writer);
     if a.json {
-        crate::cmd::out(&(serde_json::to_string_pretty(&result)? + "\n"))?;
+        let v = crate::report::json::document("bisect", serde_json::to_value(&result)?);
+        crate::cmd::out(&format!("{v:#}\n"))?;
     } else {
         crate::cmd::out(&text::render(&result))?;
     }

@@ -117,7 +117,10 @@ fn derived(
 pub fn render(b: &Bisection, format: Format) -> anyhow::Result<Option<String>> {
     Ok(match format {
         Format::Text => Some(super::text::render(b)),
-        Format::Json => Some(serde_json::to_string_pretty(b)? + "\n"),
+        Format::Json => Some(format!(
+            "{:#}\n",
+            crate::report::json::document("bisect", serde_json::to_value(b)?)
+        )),
         Format::Markdown => Some(markdown(b)),
         Format::Html => Some(html(b)),
         Format::Csv | Format::WisCsv => None,

@@ -315,7 +315,11 @@ pub fn of_table(t: &Table, panel: Panel, cell: &dyn Fn(&Value, &Column) -> Strin
     }
     let mut col_head = Vec::new();
     for _ in &t.groups {
-        col_head.extend(t.cols.iter().map(|c| c.label.clone()));
+        // A column printed in one unit says it once, in its heading.
+        col_head.extend(t.cols.iter().map(|c| match &c.shown_unit {
+            Some(u) => format!("{} ({u})", c.label),
+            None => c.label.clone(),
+        }));
     }
     Grid {
         row_head: t.row_dims.clone(),

@@ -383,18 +383,24 @@ fn label_series(all: &mut [Series]) {
         }
     }
     for s in all.iter_mut() {
-        s.label = varying
+        // Only what the series sets: an ad hoc run has no factor, and
+        // `pti=-, pcid=-` would read as values.
+        let set: Vec<String> = varying
             .iter()
-            .map(|(f, k)| {
+            .filter_map(|(f, k)| {
                 let v = if *f {
                     s.factors.get(k)
                 } else {
                     s.params.get(k)
                 };
-                format!("{k}={}", v.map_or("-", |v| v.as_str()))
+                v.map(|v| format!("{k}={v}"))
             })
-            .collect::<Vec<_>>()
-            .join(", ");
+            .collect();
+        s.label = if set.is_empty() {
+            "ad hoc runs".into()
+        } else {
+            set.join(", ")
+        };
     }
 }
 
@@ -683,6 +689,17 @@ fn runs_text(p: &Point, sep: &str) -> String {
     runs.join(sep)
 }
 
+/// The runs of a point for a reader (`run 7`, `runs 3, 4`): a bare id
+/// next to the `n` column reads like a count.
+fn runs_named(p: &Point) -> String {
+    let ids = runs_text(p, ", ");
+    if p.runs.len() == 1 {
+        format!("run {ids}")
+    } else {
+        format!("runs {ids}")
+    }
+}
+
 fn step_text(p: &Point) -> String {
     match &p.step {
         Some(s) if s.change.is_finite() => {
@@ -896,7 +913,7 @@ pub fn markdown(h: &History) -> String {
                 if cp { " ⟂" } else { "" },
                 e(&p.label),
                 date(p.time),
-                runs_text(p, ", "),
+                runs_named(p),
                 p.n,
                 human::value(p.mean, &s.unit, half(p), unicode),
                 ci,
@@ -1037,7 +1054,7 @@ pub fn html(h: &History) -> String {
                 p.index + 1,
                 esc(&p.label),
                 esc(&date(p.time)),
-                esc(&runs_text(p, ", ")),
+                esc(&runs_named(p)),
                 p.n,
                 esc(&human::value(p.mean, &s.unit, half(p), unicode)),
                 esc(&ci),
@@ -1417,6 +1434,21 @@ mod tests {
         let h = build(&q, obs).unwrap();
         assert_eq!(h.series.len(), 1);
         assert_eq!(h.series[0].label, "");
+    }
+
+    #[test]
+    fn ad_hoc_runs_are_named_so_not_by_missing_factors() {
+        // Two runs of a campaign with pti set, two ad hoc ones without.
+        let mut obs = runs(4, |_| 100.0, None);
+        for o in obs.iter_mut().take(2) {
+            o.cell.0.info.factors.insert("pti".into(), "on".into());
+        }
+        let h = build(&query(Order::Time), obs).unwrap();
+        let labels: Vec<&str> = h.series.iter().map(|s| s.label.as_str()).collect();
+        assert_eq!(labels, ["pti=on", "ad hoc runs"]);
+        // The runs column names runs, not bare ids beside `n`.
+        let md = markdown(&h);
+        assert!(md.contains("| run 3 |"), "{md}");
     }
 
     #[test]

@@ -511,7 +511,10 @@ fn html_table(o: &mut String, t: &Table, panel: Panel) {
     }
     for _ in &t.groups {
         for c in &t.cols {
-            let _ = write!(o, "<th>{}</th>", esc(&c.label));
+            let _ = match &c.shown_unit {
+                Some(u) => write!(o, "<th>{} ({})</th>", esc(&c.label), esc(u)),
+                None => write!(o, "<th>{}</th>", esc(&c.label)),
+            };
         }
     }
     o.push_str("</tr>\n");
@@ -578,8 +581,9 @@ fn table(o: &mut String, t: &Table) {
     for d in &t.diffs {
         let _ = writeln!(
             o,
-            "<p>{}: {} vs {}</p><pre>{}</pre>",
+            "<p>{} ({}): {} vs {}</p><pre>{}</pre>",
             esc(&d.metric),
+            esc(&d.unit),
             esc(&d.baseline),
             esc(&d.contender),
             esc(&difference_block(Version::FreeBsdMain, d.a, d.b, d.level))
@@ -741,43 +745,8 @@ fn system(o: &mut String, s: &SystemBlock) {
             esc(&v)
         );
     };
-    kv("OS", s.os.clone());
-    kv("Kernel", s.kernel.clone());
-    kv(
-        "Memory",
-        format!("{:.1} GiB", s.memory_bytes as f64 / (1u64 << 30) as f64),
-    );
-    kv(
-        "CPUs",
-        format!(
-            "{} socket(s), {} core(s), {} thread(s), SMT {}",
-            s.sockets,
-            s.cores,
-            s.threads,
-            s.smt.as_deref().unwrap_or("unknown")
-        ),
-    );
-    kv("CPU model", s.cpu_model.clone().unwrap_or_default());
-    for (state, m) in &s.microcode {
-        kv(
-            "Microcode",
-            if state.is_empty() {
-                m.clone()
-            } else {
-                format!("{m} ({state})")
-            },
-        );
-    }
-    kv(
-        "Date",
-        format!(
-            "{} .. {}",
-            super::text::fmt_time(s.first),
-            super::text::fmt_time(s.last)
-        ),
-    );
-    for w in &s.warnings {
-        kv("Noise", w.clone());
+    for (k, v) in s.rows() {
+        kv(k, v);
     }
     o.push_str("</table>\n");
 }

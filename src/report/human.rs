@@ -87,6 +87,39 @@ pub fn value(v: f64, unit: &str, half: Option<f64>, unicode: bool) -> String {
     }
 }
 
+/// The one prefixed unit a column of values in `unit` is printed in: the
+/// prefix of its smallest value (`ns` for 166 and 432 ns, never `ns` in
+/// one row and `us` in the next).
+pub fn column_unit(values: &[f64], unit: &str, unicode: bool) -> String {
+    let min = values
+        .iter()
+        .map(|v| v.abs())
+        .filter(|v| *v > 0.0 && v.is_finite())
+        .fold(f64::INFINITY, f64::min);
+    if min.is_finite() {
+        scale(min, unit, None, unicode).1
+    } else {
+        unit.to_string()
+    }
+}
+
+/// `v` (in `unit`) as a bare number in the prefixed unit `shown` (from
+/// `column_unit`), with the digits `half` justifies.
+pub fn number_in(v: f64, unit: &str, half: Option<f64>, shown: &str, unicode: bool) -> String {
+    let k = family(unit, unicode)
+        .and_then(|(base, steps)| {
+            steps
+                .iter()
+                .find(|(_, u)| u == shown)
+                .map(|(div, _)| base / div)
+        })
+        .unwrap_or(1.0);
+    let (x, h) = (v * k, half.map(|h| h * k));
+    let d = decimals_for(h).unwrap_or_else(|| default_decimals(x));
+    let d = clamp_decimals(x, d);
+    format!("{x:.d$}")
+}
+
 /// The value scaled to its prefix, the prefixed unit, and the half-width
 /// in that scale.
 pub fn scale(v: f64, unit: &str, half: Option<f64>, unicode: bool) -> (f64, String, Option<f64>) {
@@ -213,6 +246,16 @@ mod tests {
         assert_eq!(value(12.5, "lines", None, false), "12.5 lines");
         // A wide interval still leaves two significant digits.
         assert_eq!(value(0.42, "x", Some(3.0), false), "0.42 x");
+    }
+
+    #[test]
+    fn a_column_shares_one_unit() {
+        let u = column_unit(&[165.9, 432.0, 1250.0], "ns", false);
+        assert_eq!(u, "ns");
+        assert_eq!(number_in(1250.0, "ns", Some(4.0), &u, false), "1250");
+        assert_eq!(column_unit(&[1427.4, 40795.9], "s", false), "s");
+        assert_eq!(number_in(0.5, "s", None, "ms", false), "500");
+        assert_eq!(column_unit(&[], "s", false), "s");
     }
 
     #[test]

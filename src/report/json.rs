@@ -4,30 +4,67 @@
 //! `cells`, `scaling`, `stop`, `verdict` and `failures`; a campaign report
 //! has `campaign`, `runs`, `states` and `pending` in place of `run`.
 
+//!
+//! Every document is one object that names its model: `schema` (the
+//! version, [`SCHEMA`]) and `kind` (`report`, `compare`, `status`, ...),
+//! described by `schemas/report.schema.json` in the repository (one
+//! `$defs` entry per kind). A report has the same shape with or without a
+//! plan's `[report]` layout: the layout's tables are its `tables` member
+//! (`null` without one); several reports are a `reports` document.
+
 use serde_json::{Value, json};
 
+use super::table::TableDoc;
 use super::{Document, Report, Subject};
+
+/// The version of the JSON document model; a change that removes or
+/// retypes a member takes the next number.
+pub const SCHEMA: &str = "kbench/report/1";
+
+/// `v` as a document of `kind`: an object gains `schema` and `kind`; a
+/// list, or an object with a `kind` of its own (a benchmark's), becomes
+/// `{schema, kind, <kind>: v}`.
+pub fn document(kind: &str, v: Value) -> Value {
+    match v {
+        Value::Object(mut m) if !m.contains_key("kind") => {
+            m.insert("schema".into(), json!(SCHEMA));
+            m.insert("kind".into(), json!(kind));
+            Value::Object(m)
+        }
+        other => json!({ "schema": SCHEMA, "kind": kind, kind: other }),
+    }
+}
 
 pub fn render(doc: &Document<'_>) -> anyhow::Result<Value> {
     Ok(match doc {
-        Document::Reports(rs) => {
-            let mut v: Vec<Value> = rs.iter().map(report).collect();
-            if v.len() == 1 {
-                v.pop().expect("one")
-            } else {
-                Value::Array(v)
-            }
-        }
-        Document::Runs(rows) => serde_json::to_value(rows)?,
-        Document::Compare(c) => serde_json::to_value(c)?,
-        Document::Status(s) => serde_json::to_value(s)?,
-        Document::Sysinfo(s) => serde_json::to_value(s)?,
-        Document::Benches(b) => serde_json::to_value(b)?,
-        Document::Bench(b) => serde_json::to_value(b)?,
-        Document::Tables(t) => serde_json::to_value(t)?,
-        Document::Samples(t) => serde_json::to_value(t)?,
-        Document::History(h) => serde_json::to_value(h)?,
-        Document::PlanSize(p) => serde_json::to_value(p)?,
+        Document::Reports(rs) => reports(rs, None)?,
+        Document::Runs(rows) => document("runs", serde_json::to_value(rows)?),
+        Document::Compare(c) => document("compare", serde_json::to_value(c)?),
+        Document::Status(s) => document("status", serde_json::to_value(s)?),
+        Document::Sysinfo(s) => document("sysinfo", serde_json::to_value(s)?),
+        Document::Benches(b) => document("benches", serde_json::to_value(b)?),
+        Document::Bench(b) => document("bench", serde_json::to_value(b)?),
+        Document::Tables(t) => document("tables", serde_json::to_value(t)?),
+        Document::Samples(t) => document("samples", serde_json::to_value(t)?),
+        Document::History(h) => document("history", serde_json::to_value(h)?),
+        Document::PlanSize(p) => document("plan_size", serde_json::to_value(p)?),
+    })
+}
+
+/// One report (`kind: report`) or several (`kind: reports`), with the
+/// layout's tables when a layout was asked for.
+pub fn reports(rs: &[Report], tables: Option<&TableDoc>) -> anyhow::Result<Value> {
+    let tables = match tables {
+        Some(t) => document("tables", serde_json::to_value(t)?),
+        None => Value::Null,
+    };
+    let mut v: Vec<Value> = rs.iter().map(|r| document("report", report(r))).collect();
+    Ok(if v.len() == 1 {
+        let mut one = v.pop().expect("one");
+        one["tables"] = tables;
+        one
+    } else {
+        document("reports", json!({ "reports": v, "tables": tables }))
     })
 }
 

@@ -200,8 +200,9 @@ fn table(o: &mut String, t: &Table) {
     for d in &t.diffs {
         let _ = writeln!(
             o,
-            "\n{}: {} vs {}\n",
+            "\n{} ({}): {} vs {}\n",
             md_escape(&d.metric),
+            md_escape(&d.unit),
             md_escape(&d.baseline),
             md_escape(&d.contender)
         );

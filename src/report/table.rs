@@ -30,6 +30,8 @@ pub type Arms = std::sync::Arc<(Vec<Obs>, Vec<Obs>, Direction)>;
 #[derive(Clone, Debug, Serialize)]
 pub struct TableDoc {
     pub title: Vec<String>,
+    /// The layout (`improvement`, `ratio`, ...); `kind` names the document.
+    #[serde(rename = "layout")]
     pub kind: TableKind,
     pub tables: Vec<Table>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -63,6 +65,10 @@ pub struct Column {
     pub direction: Direction,
     /// The dimension values the column stands for.
     pub assign: Vec<(String, String)>,
+    /// The prefixed unit every value of the column is printed in (a
+    /// matrix's metric columns), shown once in the column's heading.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shown_unit: Option<String>,
 }
 
 /// A number a table shows.
@@ -143,6 +149,8 @@ pub struct TableRow {
 #[derive(Clone, Debug, Serialize)]
 pub struct Diff {
     pub metric: String,
+    /// The unit of the block's numbers (the metric's stored unit).
+    pub unit: String,
     pub baseline: String,
     pub contender: String,
     pub a: Moments,
@@ -196,6 +204,9 @@ pub struct SystemBlock {
     pub first: f64,
     pub last: f64,
     pub warnings: Vec<String>,
+    /// Imported results: kbench did not see the machine, so its facts
+    /// are unknown (never zeros).
+    pub imported: bool,
 }
 
 impl SystemBlock {
@@ -203,22 +214,37 @@ impl SystemBlock {
     /// Markdown renderers print (dates as days, one line per microcode
     /// state and per noise warning).
     pub fn rows(&self) -> Vec<(&'static str, String)> {
+        let unknown = || {
+            if self.imported {
+                "unknown (imported)".to_string()
+            } else {
+                "unknown".to_string()
+            }
+        };
         let mut v = vec![
             ("OS", self.os.clone()),
             ("Kernel", self.kernel.clone()),
             (
                 "Memory",
-                format!("{:.1} GiB", self.memory_bytes as f64 / (1u64 << 30) as f64),
+                if self.memory_bytes == 0 {
+                    unknown()
+                } else {
+                    format!("{:.1} GiB", self.memory_bytes as f64 / (1u64 << 30) as f64)
+                },
             ),
             (
                 "CPUs",
-                format!(
-                    "{} socket(s), {} core(s), {} thread(s), SMT {}",
-                    self.sockets,
-                    self.cores,
-                    self.threads,
-                    self.smt.as_deref().unwrap_or("unknown")
-                ),
+                if self.threads == 0 {
+                    unknown()
+                } else {
+                    format!(
+                        "{} socket(s), {} core(s), {} thread(s), SMT {}",
+                        self.sockets,
+                        self.cores,
+                        self.threads,
+                        self.smt.as_deref().unwrap_or("unknown")
+                    )
+                },
             ),
             (
                 "CPU model",
@@ -242,6 +268,15 @@ impl SystemBlock {
         let (a, b) = (day(self.first), day(self.last));
         v.push(("Date", if a == b { a } else { format!("{a} .. {b}") }));
         v.extend(self.warnings.iter().map(|w| ("Noise", w.clone())));
+        if self.warnings.is_empty() {
+            // No warning is a finding only where kbench looked.
+            let none = if self.imported {
+                unknown()
+            } else {
+                "no warning".into()
+            };
+            v.push(("Noise", none));
+        }
         v
     }
 }
@@ -572,9 +607,11 @@ pub fn build(reports: &[Report], layout: &Layout, unicode: bool) -> TableDoc {
                         Err(why) => doc.skipped.push(format!("{} {}: {why}", g.bench, g.metric)),
                     }
                 }
-                if layout.table == TableKind::Ratio {
-                    let summary = ratio_summary(&doc.tables);
-                    doc.tables.extend(summary);
+                if layout.table == TableKind::Ratio
+                    && let Some(normalised) = ratio_summary(&doc.tables)
+                {
+                    doc.tables.extend(values_summary(&doc.tables));
+                    doc.tables.push(normalised);
                 }
             }
             TableKind::Matrix => doc.tables.extend(matrix_tables(r, layout, &hosts, &only)),
@@ -692,7 +729,9 @@ fn adjust_changes(doc: &mut TableDoc, layout: &Layout) {
             continue;
         }
         for l in &mut t.legend {
-            if l.starts_with("* = significant: the ") || l.starts_with("ratio to ") {
+            if l.starts_with("* = significant: the ")
+                || (l.starts_with("normalised to ") && t.metric.is_some())
+            {
                 l.push_str(&format!(
                     " (Holm-adjusted over {family} comparisons: each interval at the level its adjusted p is decided at)"
                 ));
@@ -888,6 +927,7 @@ fn column(cells: &Cells, label: String, metric: &str, dims: &[String], ck: &[Str
         unit: first.unit.clone(),
         direction: first.direction,
         assign: dims.iter().cloned().zip(ck.iter().cloned()).collect(),
+        shown_unit: None,
     }
 }
 
@@ -997,15 +1037,17 @@ fn ratio_table(cells: &Cells, layout: &Layout, bench: &str, metric: &str) -> Res
         section: Vec::new(),
         constant: g.constant,
         legend: {
+            // The words the `normalised to` heading uses: the baseline
+            // column's label, then what it assigns when that differs.
+            let label = &cols[0].1.label;
+            let what = if base_text.is_empty() || base_text == *label {
+                String::new()
+            } else {
+                format!("{base_text}; ")
+            };
             let mut l = vec![format!(
-                "ratio to {} ({}); * = the {}% interval excludes 1",
-                if base_text.is_empty() {
-                    "the baseline".to_string()
-                } else {
-                    base_text
-                },
-                first.direction,
-                layout.confidence
+                "normalised to {label} ({what}{}); * = the {}% interval excludes 1",
+                first.direction, layout.confidence
             )];
             if g.row_keys.len() > 1 {
                 l.push(
@@ -1085,7 +1127,36 @@ fn ratio_summary(tables: &[Table]) -> Option<Table> {
                 .collect(),
         })
         .collect();
-    Some(Table {
+    let legend = {
+        let dirs: Vec<String> = with
+            .iter()
+            .map(|t| {
+                format!(
+                    "{}: {}",
+                    t.metric.as_deref().unwrap_or(""),
+                    t.direction.map(|d| d.to_string()).unwrap_or_default()
+                )
+            })
+            .collect();
+        vec![
+            format!(
+                "normalised to {}: the geometric mean of each metric's ratios",
+                first.cols[0].label
+            ),
+            dirs.join("; "),
+        ]
+    };
+    Some(summary_table(first, legend, first.cols.clone(), rows))
+}
+
+/// A table of the whole document, a row per metric, in `first`'s columns.
+fn summary_table(
+    first: &Table,
+    legend: Vec<String>,
+    cols: Vec<Column>,
+    rows: Vec<TableRow>,
+) -> Table {
+    Table {
         kind: TableKind::Ratio,
         bench: "all benchmarks".into(),
         metric: None,
@@ -1093,33 +1164,77 @@ fn ratio_summary(tables: &[Table]) -> Option<Table> {
         direction: None,
         section: Vec::new(),
         constant: Vec::new(),
-        legend: {
-            let dirs: Vec<String> = with
-                .iter()
-                .map(|t| {
-                    format!(
-                        "{}: {}",
-                        t.metric.as_deref().unwrap_or(""),
-                        t.direction.map(|d| d.to_string()).unwrap_or_default()
-                    )
-                })
-                .collect();
-            vec![
-                format!(
-                    "geometric mean of each metric's ratios to {}",
-                    first.cols[0].label
-                ),
-                dirs.join("; "),
-            ]
-        },
+        legend,
         row_dims: vec!["metric".into()],
         group_dims: first.group_dims.clone(),
         groups: first.groups.clone(),
-        cols: first.cols.clone(),
+        cols,
         rows,
         summary: Vec::new(),
         diffs: Vec::new(),
-    })
+    }
+}
+
+/// The values behind the normalised summary, before it: per metric (its
+/// unit in the row's label) and column, the geometric mean of the rows'
+/// means, as plain numbers in the metric's unit.
+fn values_summary(tables: &[Table]) -> Option<Table> {
+    let with: Vec<&Table> = tables
+        .iter()
+        .filter(|t| t.metric.is_some() && (!t.summary.is_empty() || t.rows.len() == 1))
+        .collect();
+    let first = with.first()?;
+    let mut units: Vec<String> = Vec::new();
+    let rows = with
+        .iter()
+        .map(|t| {
+            let unit = t.unit.as_deref().unwrap_or("");
+            let metric = t.metric.as_deref().unwrap_or("");
+            let n = t.cols.len() * t.groups.len().max(1);
+            let cells = (0..n)
+                .map(|i| {
+                    let means: Vec<f64> = t
+                        .rows
+                        .iter()
+                        .filter_map(|r| match r.cells.get(i) {
+                            Some(Some(Value::Ratio { mean: Some(m), .. })) => Some(*m),
+                            _ => None,
+                        })
+                        .collect();
+                    // A geometric mean over the rows that have a value
+                    // in every column, so the columns stay comparable.
+                    (means.len() == t.rows.len() && means.iter().all(|m| *m > 0.0)).then(|| {
+                        Value::Mean {
+                            mean: (means.iter().map(|m| m.ln()).sum::<f64>() / means.len() as f64)
+                                .exp(),
+                            half: None,
+                            n: means.len(),
+                        }
+                    })
+                })
+                .collect();
+            if !unit.is_empty() && unit != metric {
+                units.push(format!("{metric} in {unit}"));
+            }
+            TableRow {
+                labels: vec![metric.to_string()],
+                cells,
+            }
+        })
+        .collect();
+    let mut legend = "values: the geometric mean of each metric's rows".to_string();
+    if !units.is_empty() {
+        legend.push_str(&format!(" ({})", units.join(", ")));
+    }
+    let cols = first
+        .cols
+        .iter()
+        .map(|c| Column {
+            unit: String::new(),
+            ..c.clone()
+        })
+        .collect();
+    Some(summary_table(first, vec![legend], cols, rows))
 }
 
 fn matrix_tables(
@@ -1188,12 +1303,20 @@ fn matrix_tables(
             };
             let cols: Vec<Column> = metrics
                 .iter()
-                .map(|g| Column {
-                    label: g.metric.clone(),
-                    metric: g.metric.clone(),
-                    unit: g.unit.clone(),
-                    direction: g.direction,
-                    assign: Vec::new(),
+                .map(|g| {
+                    let means: Vec<f64> = in_sec
+                        .iter()
+                        .filter(|(c, _)| c.metric == g.metric)
+                        .map(|(c, _)| c.summary.mean)
+                        .collect();
+                    Column {
+                        label: g.metric.clone(),
+                        metric: g.metric.clone(),
+                        unit: g.unit.clone(),
+                        direction: g.direction,
+                        assign: Vec::new(),
+                        shown_unit: Some(super::human::column_unit(&means, &g.unit, false)),
+                    }
                 })
                 .collect();
             let rows: Vec<TableRow> = row_keys
@@ -1237,6 +1360,7 @@ fn matrix_tables(
                     if let (Some(sa), Some(sb)) = (pick(a), pick(b)) {
                         diffs.push(Diff {
                             metric: c.metric.clone(),
+                            unit: c.unit.clone(),
                             baseline: assign_text(a),
                             contender: assign_text(b),
                             a: Moments::of(&sa),
@@ -1251,7 +1375,14 @@ fn matrix_tables(
             };
             let mut hide: Vec<&str> = section_dims.iter().map(|s| s.as_str()).collect();
             hide.extend(row_dims.iter().map(|s| s.as_str()));
-            let constant = sec_cells.constant(&varying, &hide);
+            let mut constant = sec_cells.constant(&varying, &hide);
+            // The section's revision is its heading: the parameter that
+            // set it (`env.REV=11.1`) would say it a second time.
+            let revision = section_dims
+                .iter()
+                .position(|d| d == "revision")
+                .map(|i| &sk[i]);
+            constant.retain(|(_, v)| Some(v) != revision);
             out.push(Table {
                 kind: TableKind::Matrix,
                 bench: bench.clone(),
@@ -1278,7 +1409,38 @@ fn matrix_tables(
             });
         }
     }
+    by_revision(&mut out, layout);
     out
+}
+
+/// A table's value of a section dimension (`host`, `revision`).
+pub fn section_value<'a>(t: &'a Table, dim: &str) -> Option<&'a str> {
+    t.section
+        .iter()
+        .find(|(k, _)| k == dim)
+        .map(|(_, v)| v.as_str())
+}
+
+/// Revision, then benchmark: the tables of one revision together (in the
+/// plan's order of revisions, else as first seen), each revision's
+/// benchmarks in their order.
+fn by_revision(tables: &mut [Table], layout: &Layout) {
+    let mut seen: Vec<String> = Vec::new();
+    for t in tables.iter() {
+        if let Some(r) = section_value(t, "revision") {
+            push_unique(&mut seen, r.to_string());
+        }
+    }
+    let planned = layout.order.get("revision");
+    tables.sort_by_cached_key(|t| {
+        section_value(t, "revision").map(|r| {
+            let p = planned.and_then(|o| o.iter().position(|x| x == r));
+            (
+                p.unwrap_or(usize::MAX),
+                seen.iter().position(|x| x == r).unwrap_or(usize::MAX),
+            )
+        })
+    });
 }
 
 /// The level of the stored per-cell intervals (`ci95`).
@@ -1325,6 +1487,7 @@ fn system_block(r: &Report) -> Option<SystemBlock> {
         first,
         last,
         warnings: fp.warnings().iter().map(|w| w.to_string()).collect(),
+        imported: fp.os.starts_with("imported from"),
     })
 }
 

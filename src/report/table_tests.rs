@@ -220,16 +220,19 @@ fn a_change_is_new_over_baseline_whatever_the_direction() {
 fn jcc() -> crate::store::RunData {
     let mut cells = Vec::new();
     let mut id = 0;
-    for (bench, metric, base) in [
-        ("compile", "compile_time", 0.276),
-        ("exec", "exec_time", 2.86),
+    // The plan's metric order: the exec benchmark also measures the
+    // binary's size, after its time.
+    for (bench, metric, unit, base, costs) in [
+        ("compile", "compile_time", "s", 0.276, [1.021, 1.0, 1.021]),
+        ("exec", "exec_time", "s", 2.86, [0.995, 1.017, 1.005]),
+        ("exec", "code_size", "B", 3868.0, [1.005, 1.0, 1.005]),
     ] {
         for (k, prog) in ["sieve", "bsearch", "crc32", "collatz"].iter().enumerate() {
             for (sw, mcu, cost) in [
                 ("baseline", "baseline", 1.0),
-                ("sw_prefix", "baseline", 1.021),
-                ("baseline", "hw", 1.017),
-                ("sw_prefix", "hw", 1.005),
+                ("sw_prefix", "baseline", costs[0]),
+                ("baseline", "hw", costs[1]),
+                ("sw_prefix", "hw", costs[2]),
             ] {
                 id += 1;
                 let v = base * (1.0 + k as f64 * 0.3) * cost;
@@ -240,7 +243,7 @@ fn jcc() -> crate::store::RunData {
                     serde_json::json!({"prog": prog}),
                     &[("sw", sw), ("mcu", mcu)],
                     &["prog"],
-                    Metric::new(metric, "s", Direction::Lower),
+                    Metric::new(metric, unit, Direction::Lower),
                     &around_in(v, id),
                 ));
             }
@@ -257,17 +260,36 @@ fn ratio_is_seed_004_with_a_geomean_row() {
         ..Layout::default()
     };
     let d = doc(Report::of_run(jcc()), &l);
-    // Two per-metric tables and the summary of both.
-    assert_eq!(d.tables.len(), 3);
+    // A table per metric, then the summary: values, then normalised.
+    assert_eq!(d.tables.len(), 5);
     let t = &d.tables[0];
     assert_eq!(t.cols[0].label, "baseline,baseline");
+    assert!(
+        t.legend[0].starts_with("normalised to baseline,baseline ("),
+        "{:?}",
+        t.legend
+    );
     assert_eq!(t.summary[0].labels, ["geomean"]);
     let Some(Value::Ratio { ratio, lo, hi, .. }) = &t.summary[0].cells[1] else {
         panic!("a ratio")
     };
     assert!((ratio - 1.021).abs() < 1e-3, "{ratio}");
     assert!(lo.unwrap() <= *ratio && *ratio <= hi.unwrap());
-    let s = &d.tables[2];
+    // In the plan's metric order, raw values first.
+    let raw = &d.tables[3];
+    let names: Vec<&str> = raw.rows.iter().map(|r| r.labels[0].as_str()).collect();
+    assert_eq!(names, ["compile_time", "exec_time", "code_size"]);
+    assert!(raw.legend[0].ends_with("(compile_time in s, exec_time in s, code_size in B)"));
+    let Some(Value::Mean { mean, .. }) = &raw.rows[2].cells[1] else {
+        panic!("a mean")
+    };
+    // The programs' sizes grow by 0.3 a step: their geomean, times 1.005.
+    let gm = (0..4)
+        .map(|k| 1.0 + k as f64 * 0.3)
+        .product::<f64>()
+        .powf(0.25);
+    assert!((mean / (3868.0 * gm * 1.005) - 1.0).abs() < 2e-3, "{mean}");
+    let s = &d.tables[4];
     assert_eq!(s.rows[1].labels, ["exec_time"]);
     let txt = text(&d);
     assert_fits(&txt);
@@ -276,41 +298,47 @@ fn ratio_is_seed_004_with_a_geomean_row() {
     insta::assert_snapshot!("ratio_markdown", md(&d));
 }
 
-/// Seed 000: getppid and a build under pti x pcid.
+/// Seed 000: getppid and a build under pti x pcid, on two revisions (a
+/// factor that sets `env.REV`); getppid's pti=on rows cross into
+/// microseconds on the second.
 fn mitigation() -> crate::store::RunData {
     let mut cells = Vec::new();
     let mut id = 0;
-    for (pti, pcid, ns, real) in [
-        ("off", "off", 165.9, 1427.4),
-        ("off", "on", 166.0, 1423.4),
-        ("on", "off", 432.0, 1435.2),
-        ("on", "on", 366.0, 1418.5),
-    ] {
-        id += 1;
-        cells.push(stored_cell(
-            id,
-            "getppid",
-            Kind::Micro,
-            serde_json::json!({"cpu": 0}),
-            &[("pti", pti), ("pcid", pcid)],
-            &[],
-            Metric::new("ns/op", "ns", Direction::Lower),
-            &around(ns),
-        ));
-        for (m, v) in [("real", real), ("user", real * 28.6), ("sys", real * 2.1)] {
+    for (rev, k) in [("11.1", 1.0), ("stable-11", 3.0)] {
+        for (pti, pcid, ns, real) in [
+            ("off", "off", 165.9, 1427.4),
+            ("off", "on", 166.0, 1423.4),
+            ("on", "off", 432.0, 1435.2),
+            ("on", "on", 366.0, 1418.5),
+        ] {
+            let ns = if pti == "on" { ns * k } else { ns };
+            let f = [("revision", rev), ("pti", pti), ("pcid", pcid)];
             id += 1;
-            let mut c = stored_cell(
+            cells.push(stored_cell(
                 id,
-                "buildworld",
-                Kind::Command,
-                serde_json::json!({}),
-                &[("pti", pti), ("pcid", pcid)],
+                "getppid",
+                Kind::Micro,
+                serde_json::json!({"cpu": 0, "env.REV": rev}),
+                &f,
                 &[],
-                Metric::new(m, "s", Direction::Lower),
-                &around(v),
-            );
-            c.0.info.key = format!("buildworld#{pti}{pcid}");
-            cells.push(c);
+                Metric::new("ns/op", "ns", Direction::Lower),
+                &around(ns),
+            ));
+            for (m, v) in [("real", real), ("user", real * 28.6), ("sys", real * 2.1)] {
+                id += 1;
+                let mut c = stored_cell(
+                    id,
+                    "buildworld",
+                    Kind::Command,
+                    serde_json::json!({"env.REV": rev}),
+                    &f,
+                    &[],
+                    Metric::new(m, "s", Direction::Lower),
+                    &around(v),
+                );
+                c.0.info.key = format!("buildworld#{rev}{pti}{pcid}");
+                cells.push(c);
+            }
         }
     }
     run_data(cells)
@@ -320,6 +348,7 @@ fn mitigation() -> crate::store::RunData {
 fn matrix_is_seed_000_with_difference_blocks() {
     let l = Layout {
         table: TableKind::Matrix,
+        rows: vec!["pti".into(), "pcid".into()],
         // The example plan's pair: pcid on, pti off against on.
         pairs: vec![(
             parse_assign("pti=off,pcid=on").unwrap(),
@@ -328,19 +357,46 @@ fn matrix_is_seed_000_with_difference_blocks() {
         ..Layout::default()
     };
     let d = doc(Report::of_run(mitigation()), &l);
-    assert_eq!(d.tables.len(), 2);
-    assert_eq!(d.tables[0].row_dims, ["pti", "pcid"]);
+    // Revision, then benchmark.
+    let order: Vec<(&str, Option<&str>)> = d
+        .tables
+        .iter()
+        .map(|t| (t.bench.as_str(), table::section_value(t, "revision")))
+        .collect();
     assert_eq!(
-        d.tables[0].section,
-        [("host".to_string(), "lab1".to_string())]
+        order,
+        [
+            ("getppid", Some("11.1")),
+            ("buildworld", Some("11.1")),
+            ("getppid", Some("stable-11")),
+            ("buildworld", Some("stable-11")),
+        ]
     );
+    assert_eq!(d.tables[0].row_dims, ["pti", "pcid"]);
     let b = &d.tables[1];
     let metrics: Vec<&str> = b.cols.iter().map(|c| c.label.as_str()).collect();
     assert_eq!(metrics, ["real", "user", "sys"]);
     assert_eq!(b.diffs.len(), 3);
+    // One unit per column: 166 ns and 1.3 us in the same column are both
+    // in ns.
+    assert_eq!(d.tables[2].cols[0].shown_unit.as_deref(), Some("ns"));
     let txt = text(&d);
     assert_fits(&txt);
     assert!(txt.contains("Difference at 95.0% confidence"), "{txt}");
+    assert!(txt.contains("on   off     1296 +/-0.3%"), "{txt}");
+    assert!(!txt.contains(" us "), "{txt}");
+    // Each revision once, as its section's heading.
+    assert_eq!(txt.matches("11.1").count(), 1, "{txt}");
+    assert!(!txt.contains("env.REV"), "{txt}");
+    // Every difference block says its unit.
+    assert_eq!(txt.matches("real (s): pti=off").count(), 2, "{txt}");
+    assert_eq!(txt.matches("ns/op (ns): pti=off").count(), 2, "{txt}");
+    // The hardware in its first section, referred to after.
+    assert_eq!(txt.matches("System configuration (lab1):\n").count(), 1);
+    assert_eq!(
+        txt.matches("System configuration (lab1): as above").count(),
+        3
+    );
     insta::assert_snapshot!("matrix_text", txt);
     insta::assert_snapshot!("matrix_markdown", md(&d));
 }
@@ -437,7 +493,8 @@ fn the_json_model_holds_numbers() {
     assert_eq!(c["type"], "change");
     assert!(c["pct"].as_f64().unwrap() > 29.0);
     assert!(c["p"].as_f64().unwrap() < 0.05);
-    assert_eq!(v["kind"], "improvement");
+    assert_eq!(v["kind"], "tables");
+    assert_eq!(v["layout"], "improvement");
 }
 
 #[test]
@@ -573,4 +630,30 @@ fn a_pair_with_an_unmeasured_side_says_so() {
         d.tables[0].legend
     );
     assert_fits(&text(&d));
+}
+
+#[test]
+fn an_imported_machine_is_unknown_not_zero() {
+    let s = table::SystemBlock {
+        host: "imported".into(),
+        os: "imported from hyperfine".into(),
+        kernel: "unknown".into(),
+        memory_bytes: 0,
+        sockets: 0,
+        cores: 0,
+        threads: 0,
+        smt: None,
+        cpu_model: None,
+        microcode: Vec::new(),
+        first: 0.0,
+        last: 0.0,
+        warnings: Vec::new(),
+        imported: true,
+    };
+    let rows = s.rows();
+    let get = |k: &str| rows.iter().find(|(n, _)| *n == k).unwrap().1.clone();
+    assert_eq!(get("Memory"), "unknown (imported)");
+    assert_eq!(get("CPUs"), "unknown (imported)");
+    assert_eq!(get("Noise"), "unknown (imported)");
+    assert!(!rows.iter().any(|(_, v)| v.contains("0.0 GiB")));
 }

@@ -156,18 +156,37 @@ pub(crate) fn header(o: &mut String, r: &Report) {
         }
     }
     if let Some(fp) = r.fingerprint() {
+        // An import's machine is unknown: no zeros stand in for it.
+        let cpus = if fp.threads == 0 {
+            "CPUs unknown".to_string()
+        } else {
+            format!("{}s/{}c/{}t", fp.sockets, fp.cores, fp.threads)
+        };
+        let mem = if fp.memory_bytes == 0 {
+            "memory unknown".to_string()
+        } else {
+            gib(fp.memory_bytes)
+        };
         line(format!(
-            "{} {} | {} | {}s/{}c/{}t | {}",
+            "{} {} | {} | {cpus} | {mem}",
             fp.os,
             fp.kernel_release,
             fp.cpu_model.as_deref().unwrap_or("unknown CPU"),
-            fp.sockets,
-            fp.cores,
-            fp.threads,
-            gib(fp.memory_bytes)
         ));
     }
-    if let Some(c) = r.config() {
+    let imported = r
+        .fingerprint()
+        .is_some_and(|fp| fp.os.starts_with("imported from"));
+    if let Some(c) = r.config()
+        && imported
+    {
+        // The other tool's sample time, warm-ups and order are not in
+        // its file: unknown, not 0.
+        line(format!(
+            "samples {} (imported: sample time, warm-ups and order unknown)",
+            c.samples
+        ));
+    } else if let Some(c) = r.config() {
         line(format!(
             "samples {} x {} s, warmup {}, seed {}",
             c.samples, c.sample_time, c.warmup, c.seed
@@ -1092,6 +1111,7 @@ pub(crate) fn comparability(
 use super::grid::{self, Panel};
 use super::human;
 use super::table::{Column, SystemBlock, Table, TableDoc, Value, push_unique};
+use crate::plan::report::TableKind;
 
 /// Widest line of a layout's text.
 pub const WIDTH: usize = 80;
@@ -1100,7 +1120,10 @@ pub const WIDTH: usize = 80;
 pub fn cell_text(v: &Value, c: &Column, panel: Panel, unicode: bool) -> String {
     match v {
         Value::Mean { mean, half, .. } => {
-            let s = human::value(*mean, &c.unit, *half, unicode);
+            let s = match &c.shown_unit {
+                Some(u) => human::number_in(*mean, &c.unit, *half, u, unicode),
+                None => human::value(*mean, &c.unit, *half, unicode),
+            };
             match half {
                 Some(h) if *mean != 0.0 && h.is_finite() => {
                     let pm = if unicode { "±" } else { "+/-" };
@@ -1156,7 +1179,9 @@ fn mark(significant: bool, unmeasured: Option<crate::stats::design::Level>) -> &
     }
 }
 
-fn table_head(o: &mut String, t: &Table) {
+/// A table's heading, then (a matrix's hardware section) its system
+/// block, then the legends.
+fn table_head(o: &mut String, t: &Table, hardware: &str) {
     let mut head = t.bench.clone();
     if let Some(m) = &t.metric {
         head.push_str(": ");
@@ -1167,11 +1192,18 @@ fn table_head(o: &mut String, t: &Table) {
             let _ = write!(head, " [{u}]");
         }
     }
-    if !t.section.is_empty() {
-        let s: Vec<String> = t.section.iter().map(|(k, v)| format!("{k} {v}")).collect();
-        let _ = write!(head, " ({})", s.join(", "));
+    // A matrix's revision heads its section already.
+    let section: Vec<String> = t
+        .section
+        .iter()
+        .filter(|(k, _)| t.kind != TableKind::Matrix || k != "revision")
+        .map(|(k, v)| format!("{k} {v}"))
+        .collect();
+    if !section.is_empty() {
+        let _ = write!(head, " ({})", section.join(", "));
     }
     o.push_str(&grid::wrap(&head, WIDTH, "  "));
+    o.push_str(hardware);
     for l in &t.legend {
         o.push_str(&grid::wrap(l, WIDTH, "  "));
     }
@@ -1183,7 +1215,7 @@ fn table_head(o: &mut String, t: &Table) {
             "  ",
         ));
     }
-    if t.kind == crate::plan::report::TableKind::Matrix {
+    if t.kind == TableKind::Matrix {
         let d: Vec<String> = t
             .cols
             .iter()
@@ -1193,8 +1225,8 @@ fn table_head(o: &mut String, t: &Table) {
     }
 }
 
-fn layout_table(o: &mut String, t: &Table, unicode: bool) {
-    table_head(o, t);
+fn layout_table(o: &mut String, t: &Table, unicode: bool, hardware: &str) {
+    table_head(o, t, hardware);
     o.push('\n');
     let rule = '-';
     if t.kind == crate::plan::report::TableKind::Ratio && t.metric.is_some() {
@@ -1210,7 +1242,12 @@ fn layout_table(o: &mut String, t: &Table, unicode: bool) {
     });
     o.push_str(&g.text(WIDTH, rule));
     for d in &t.diffs {
-        let _ = writeln!(o, "\n{}: {} vs {}", d.metric, d.baseline, d.contender);
+        // ministat's numbers are in the metric's stored unit: say which.
+        let _ = writeln!(
+            o,
+            "\n{} ({}): {} vs {}",
+            d.metric, d.unit, d.baseline, d.contender
+        );
         let _ = writeln!(o, "x {}\n+ {}", d.baseline, d.contender);
         o.push_str(&difference_block(Version::FreeBsdMain, d.a, d.b, d.level));
     }
@@ -1227,9 +1264,6 @@ fn system_text(o: &mut String, s: &SystemBlock) {
     };
     for (k, v) in s.rows() {
         kv(&format!("{k}:"), v);
-    }
-    if s.warnings.is_empty() {
-        kv("Noise:", "no warning".into());
     }
 }
 
@@ -1263,9 +1297,11 @@ fn tables(o: &mut String, d: &TableDoc) {
     for t in &d.title {
         let _ = writeln!(o, "{t}");
     }
+    let mut sections = Sections::of(d);
     for t in &d.tables {
         o.push('\n');
-        layout_table(o, t, d.unicode);
+        let hardware = sections.enter(o, t);
+        layout_table(o, t, d.unicode, &hardware);
     }
     if d.kind == crate::plan::report::TableKind::Scaling || d.tables.is_empty() {
         for s in &d.scaling {
@@ -1284,9 +1320,82 @@ fn tables(o: &mut String, d: &TableDoc) {
         let names: Vec<String> = k.operands.iter().map(|n| format!("{n}:")).collect();
         comparability(o, k, &names);
     }
-    for s in &d.systems {
-        o.push('\n');
-        system_text(o, s);
+    for (i, s) in d.systems.iter().enumerate() {
+        if !sections.shown.contains(&i) {
+            o.push('\n');
+            system_text(o, s);
+        }
+    }
+}
+
+/// A matrix's sections, nested revision -> benchmark -> hardware: a
+/// revision heading where the revision changes, each host's system block
+/// in its first section (later ones refer to it).
+struct Sections<'a> {
+    systems: &'a [SystemBlock],
+    /// Every table's hosts, when they are one: its system is theirs.
+    one_host: bool,
+    revision: Option<&'a str>,
+    shown: Vec<usize>,
+}
+
+impl<'a> Sections<'a> {
+    fn of(d: &'a TableDoc) -> Sections<'a> {
+        let mut hosts: Vec<&str> = Vec::new();
+        for t in &d.tables {
+            if let Some(h) = super::table::section_value(t, "host") {
+                push_unique(&mut hosts, h);
+            }
+        }
+        Sections {
+            systems: &d.systems,
+            one_host: hosts.len() == 1,
+            revision: None,
+            shown: Vec::new(),
+        }
+    }
+
+    /// Print the revision heading `t` starts, if any; the text of its
+    /// hardware block.
+    fn enter(&mut self, o: &mut String, t: &'a Table) -> String {
+        if t.kind != TableKind::Matrix {
+            return String::new();
+        }
+        let rev = super::table::section_value(t, "revision");
+        if let Some(r) = rev
+            && rev != self.revision
+        {
+            let head = format!("revision {r}");
+            let _ = writeln!(
+                o,
+                "{head}\n{}\n",
+                "=".repeat(head.chars().count().min(WIDTH))
+            );
+        }
+        self.revision = rev;
+        let Some(host) = super::table::section_value(t, "host") else {
+            return String::new();
+        };
+        let found = self
+            .systems
+            .iter()
+            .position(|s| s.host == host)
+            .or_else(|| (self.one_host && self.systems.len() == 1).then_some(0));
+        let Some(i) = found else {
+            return String::new();
+        };
+        let mut hw = String::new();
+        if self.shown.contains(&i) {
+            let _ = writeln!(
+                hw,
+                "System configuration ({}): as above",
+                self.systems[i].host
+            );
+        } else {
+            system_text(&mut hw, &self.systems[i]);
+            self.shown.push(i);
+        }
+        hw
     }
 }
 
