@@ -62,10 +62,12 @@ impl Counter {
         format!("{}/op", self.name())
     }
 
-    /// The metric's unit: task-clock counts nanoseconds, the rest events.
+    /// The metric's unit: task-clock counts CPU nanoseconds (its own unit, so
+    /// a geometric mean over wall-clock `ns` rows never mixes it in), the
+    /// rest events.
     pub fn unit(self) -> &'static str {
         match self {
-            Counter::TaskClock => "ns",
+            Counter::TaskClock => "cpu-ns",
             _ => "events",
         }
     }
@@ -153,7 +155,7 @@ mod tests {
     #[test]
     fn metrics_are_per_operation_and_hardware_is_told_apart() {
         assert_eq!(Counter::ContextSwitches.metric(), "context-switches/op");
-        assert_eq!(Counter::TaskClock.unit(), "ns");
+        assert_eq!(Counter::TaskClock.unit(), "cpu-ns");
         assert!(Counter::Cycles.hardware() && !Counter::MajorFaults.hardware());
     }
 }
