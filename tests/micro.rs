@@ -507,3 +507,22 @@ fn an_unknown_counter_is_bad_input() {
     assert_eq!(err.trim_end().lines().count(), 1, "{err}");
     assert!(err.contains("`cycels`"), "{err}");
 }
+
+#[test]
+fn counters_follow_a_cell_into_its_worker_processes() {
+    let _t = common::serial();
+    let dir = tempfile::tempdir().unwrap();
+    let out = kbench(dir.path())
+        .args(["run", "--counters", "minor-faults", "--processes", "2"])
+        .args(["--samples", "2", "--sample-time", "0.02", "--warmup", "1"])
+        .args(["--json", "--quiet", "page-fault"])
+        .assert()
+        .success();
+    let v = json(&out.get_output().stdout);
+    // The pages are touched in the workers, not in kbench: counted there.
+    let faults = cell_median(&v, "page-fault", "minor-faults/op", None);
+    assert!(
+        (0.9..1.5).contains(&faults),
+        "minor faults per page {faults}"
+    );
+}

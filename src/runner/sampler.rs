@@ -19,9 +19,9 @@
 //! run, so the variance between processes is the memory layout's, not
 //! the load's drift. Each warm-up round samples every process once.
 //!
-//! With `--counters` a micro-benchmark arm measured here also opens event
-//! counters (`system::open_counters`) before its instance, so the helpers
-//! the instance starts are counted too; they are enabled only around each
+//! With `--counters` a micro-benchmark arm also opens event counters
+//! (`system::open_counters`) before its instances, so the helpers and
+//! `--processes` workers they start are counted too; they are enabled only around each
 //! sample and stored divided by the sample's operations, as metrics
 //! `<counter>/op`.
 
@@ -273,9 +273,6 @@ impl<'a> Sampler<'a> {
                 let names: Vec<&str> = g.counters().iter().map(|c| c.name()).collect();
                 parts.push(format!("read per operation: {}", names.join(", ")));
             }
-            None if arm.processes.is_some() => {
-                parts.push("not read in --processes workers".into());
-            }
             None => parts.push("could not be opened for this cell".into()),
         }
         parts.extend(self.counters_missing.iter().cloned());
@@ -301,10 +298,10 @@ impl<'a> Sampler<'a> {
             let msg = format!("preparing {}: {e:#}", arm.cell.key);
             return self.fail(arm, self.next_round, msg, true);
         }
-        // Opened before the instance, so the helpers it starts inherit
-        // them; disabled until a sample.
+        // Opened before the instances, so the helpers and worker processes
+        // they start inherit them; disabled until a sample.
         arm.counters = None;
-        if self.counted(arm) && arm.processes.is_none() {
+        if self.counted(arm) {
             arm.counters = system::open_counters(&self.counters).group;
             arm.counts = vec![0.0; arm.counters.as_ref().map_or(0, |g| g.counters().len())];
         }
