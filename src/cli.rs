@@ -295,6 +295,13 @@ pub struct RunArgs {
     /// `processes`].
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub processes: Option<u32>,
+    /// Read event counters around each sample of a micro-benchmark cell
+    /// and store them per operation as metrics (`context-switches/op`):
+    /// a comma list of task-clock, context-switches, cpu-migrations,
+    /// minor-faults, major-faults, cycles, instructions, cache-misses,
+    /// branch-misses; `default` (the software ones), `all`, `none`.
+    #[arg(long, value_name = "LIST")]
+    pub counters: Option<String>,
     /// Make N whole runs, one after another, each in a fresh kbench
     /// process and each holding every cell (interleaved in rounds), so
     /// run-to-run variation is measured and comparisons can use the run

@@ -337,6 +337,14 @@ fn options(a: &RunArgs, plan: &crate::plan::Plan, quick: bool) -> anyhow::Result
         None
     };
     let processes = a.processes.or(plan.processes).filter(|&n| n > 1);
+    let counters: Vec<String> = match &a.counters {
+        Some(list) => crate::system::counters::parse_list(list)
+            .map_err(|e| bad_input!("{e}"))?
+            .iter()
+            .map(|c| c.name().to_string())
+            .collect(),
+        None => Vec::new(),
+    };
     if let Some(n) = processes {
         if stop.is_some() {
             return Err(bad_input!(
@@ -364,6 +372,7 @@ fn options(a: &RunArgs, plan: &crate::plan::Plan, quick: bool) -> anyhow::Result
         argv: store::locator::redact_args(std::env::args()),
         owner: crate::system::owner(),
         processes,
+        counters,
     })
 }
 

@@ -178,6 +178,10 @@ pub struct RunConfig {
     /// processes (absent: one, the runner's own).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub processes: Option<u32>,
+    /// `--counters`: the event counters read around each sample of a
+    /// micro-benchmark cell, by name (absent: none).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub counters: Vec<String>,
 }
 
 /// A process on one boot of one machine: the pid, its start time (so a
@@ -239,6 +243,7 @@ impl RunConfig {
                     argv: old.options.argv,
                     owner: None,
                     processes: None,
+                    counters: Vec::new(),
                 })
             }
         }

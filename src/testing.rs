@@ -94,6 +94,7 @@ pub fn options(samples: u32, warmup: u32) -> RunConfig {
         argv: vec!["kbench".into(), "run".into()],
         owner: None,
         processes: None,
+        counters: Vec::new(),
     }
 }
 
@@ -211,6 +212,7 @@ pub fn run_data(cells: Vec<crate::store::StoredCell>) -> crate::store::RunData {
                 argv: vec![],
                 owner: None,
                 processes: None,
+                counters: Vec::new(),
             },
         },
         cells,

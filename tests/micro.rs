@@ -419,3 +419,110 @@ fn no_child_is_left_behind_after_sigint() {
         .unwrap();
     assert_eq!(st, "interrupted");
 }
+
+/// The value of `metric` of the cell whose placement is `placement` (or,
+/// with `None`, of the only cell of `bench`).
+fn cell_median(v: &serde_json::Value, bench: &str, metric: &str, placement: Option<&str>) -> f64 {
+    let cells = v["cells"].as_array().unwrap();
+    let c = cells
+        .iter()
+        .find(|c| {
+            c["bench"] == bench
+                && c["metric"] == metric
+                && placement.is_none_or(|p| c["placement"].as_str() == Some(p))
+        })
+        .unwrap_or_else(|| panic!("no {bench} {metric} {placement:?} in {v}"));
+    c["median"].as_f64().unwrap()
+}
+
+#[test]
+fn counters_are_stored_per_operation_beside_the_metric() {
+    let _t = common::serial();
+    let dir = tempfile::tempdir().unwrap();
+    let pinned = format!("null-syscall:cpu={}", common::cpu(0));
+    let out = kbench(dir.path())
+        .args(["run", "--counters", "default", "--samples", "3"])
+        .args([
+            "--sample-time",
+            "0.02",
+            "--warmup",
+            "1",
+            "--json",
+            "--quiet",
+        ])
+        .args(["page-fault", &pinned])
+        .assert()
+        .success();
+    let v = json(&out.get_output().stdout);
+    // Every fault of page-fault's timed pages is a minor fault: one per
+    // page, as the benchmark's own getrusage count says.
+    let faults = cell_median(&v, "page-fault", "minor-faults/op", None);
+    assert!(
+        (0.9..1.5).contains(&faults),
+        "minor faults per page {faults}"
+    );
+    // A syscall loop on one CPU: its CPU time per call is at most its
+    // wall time per call, and it neither faults nor moves.
+    let place = format!("cpu {}", common::cpu(0));
+    let ns = cell_median(&v, "null-syscall", "ns/op", Some(&place));
+    let task = cell_median(&v, "null-syscall", "task-clock/op", Some(&place));
+    assert!(
+        task > 0.0 && task < ns * 1.2,
+        "task-clock {task} ns, wall {ns} ns"
+    );
+    for m in ["minor-faults/op", "major-faults/op", "cpu-migrations/op"] {
+        let x = cell_median(&v, "null-syscall", m, Some(&place));
+        assert!(x < 1e-3, "{m} {x}");
+    }
+    let cell = v["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["bench"] == "page-fault");
+    let note = cell.unwrap()["notes"]["counters"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(note.contains("minor-faults"), "{note}");
+    // Stored like any metric: the store holds the samples.
+    let db = common::sqlite(dir.path());
+    let n: i64 = db
+        .query_row(
+            "SELECT count(*) FROM samples WHERE metric = 'context-switches/op'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(n, 6);
+}
+
+#[test]
+fn an_unknown_counter_is_bad_input() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = kbench(dir.path())
+        .args(["run", "--counters", "task-clock,cycels", "null-syscall"])
+        .assert()
+        .code(2);
+    let err = String::from_utf8_lossy(&out.get_output().stderr).to_string();
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    assert!(err.contains("`cycels`"), "{err}");
+}
+
+#[test]
+fn counters_follow_a_cell_into_its_worker_processes() {
+    let _t = common::serial();
+    let dir = tempfile::tempdir().unwrap();
+    let out = kbench(dir.path())
+        .args(["run", "--counters", "minor-faults", "--processes", "2"])
+        .args(["--samples", "2", "--sample-time", "0.02", "--warmup", "1"])
+        .args(["--json", "--quiet", "page-fault"])
+        .assert()
+        .success();
+    let v = json(&out.get_output().stdout);
+    // The pages are touched in the workers, not in kbench: counted there.
+    let faults = cell_median(&v, "page-fault", "minor-faults/op", None);
+    assert!(
+        (0.9..1.5).contains(&faults),
+        "minor faults per page {faults}"
+    );
+}

@@ -199,6 +199,13 @@ pub trait Instance: Send {
     /// Take one sample and push its values. The timed part must not
     /// allocate, log or lock.
     fn sample(&mut self, out: &mut Vec<Measure>) -> anyhow::Result<()>;
+    /// The operations the last sample timed, in the unit its first metric
+    /// is per (iterations, round trips, pages), so counters read around
+    /// the sample are divided per operation; `None` where a sample is not
+    /// a count of operations.
+    fn operations(&self) -> Option<f64> {
+        None
+    }
     /// The CPUs each party actually ran on, e.g. `cpu 0` or
     /// `writer 0, reader 1`; `None` when nothing was pinned.
     fn placement(&self) -> Option<String> {

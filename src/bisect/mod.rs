@@ -319,6 +319,7 @@ fn config(a: &BisectArgs, name: &str) -> RunConfig {
         argv: store::locator::redact_args(std::env::args()),
         owner: crate::system::owner(),
         processes: None,
+        counters: Vec::new(),
     }
 }
 

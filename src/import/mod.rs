@@ -150,6 +150,7 @@ impl ImportedRun {
                 ],
                 owner: None,
                 processes: None,
+                counters: Vec::new(),
             },
             overhead_ns: 0.0,
             planned_cells: self.cells.len(),

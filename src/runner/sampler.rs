@@ -18,13 +18,19 @@
 //! order reshuffled every N rounds: each process measures across the whole
 //! run, so the variance between processes is the memory layout's, not
 //! the load's drift. Each warm-up round samples every process once.
+//!
+//! With `--counters` a micro-benchmark arm also opens event counters
+//! (`system::open_counters`) before its instances, so the helpers and
+//! `--processes` workers they start are counted too; they are enabled only around each
+//! sample and stored divided by the sample's operations, as metrics
+//! `<counter>/op`.
 
 use rand::seq::SliceRandom;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::bench::command::SampleFailure;
-use crate::bench::{Instance, Kind, Measure, RunSettings};
+use crate::bench::{Direction, Instance, Kind, Measure, Metric, RunSettings};
 use crate::event::{
     CellDone, CellPrepared, Event, FailureEvent, NoteEvent, RunBegun, RunEnded, SampleEvent, Sink,
     WarmupEvent,
@@ -33,6 +39,7 @@ use crate::ids::unix_now;
 use crate::plan::Cell;
 use crate::record::{CellStatus, RunStatus};
 use crate::system;
+use crate::system::counters::{Counter, CounterGroup};
 use crate::units::CpuSet;
 
 use super::{guard, worker};
@@ -59,6 +66,10 @@ pub struct Arm {
     pub values: Vec<(u32, f64)>,
     /// Stopped early: precise enough.
     pub done: bool,
+    /// Event counters read around each sample, opened with the instances.
+    counters: Option<Box<dyn CounterGroup>>,
+    /// The last sample's counts, one per opened counter.
+    counts: Vec<f64>,
 }
 
 impl Arm {
@@ -77,6 +88,8 @@ impl Arm {
             failures: 0,
             values: Vec::new(),
             done: false,
+            counters: None,
+            counts: Vec::new(),
         }
     }
 
@@ -130,6 +143,10 @@ pub struct Sampler<'a> {
     next_round: u32,
     /// Measured samples taken (warm-ups not counted).
     pub measured: u64,
+    /// The counters `--counters` asked for that open here.
+    counters: Vec<Counter>,
+    /// Why the others do not, one line each.
+    counters_missing: Vec<String>,
 }
 
 impl<'a> Sampler<'a> {
@@ -141,7 +158,24 @@ impl<'a> Sampler<'a> {
     ) -> anyhow::Result<Sampler<'a>> {
         let run = begun.run.clone();
         let sample_time = begun.config.sample_time;
+        let asked = system::counters::parse_list(&begun.config.counters.join(","))
+            .map_err(|e| crate::error::bad_input!("{e}"))?;
         sink.event(&Event::RunBegun(Box::new(begun)))?;
+        // Which counters open here is learnt once, so every cell declares
+        // the same metrics.
+        let (counters, counters_missing) = if asked.is_empty() {
+            (Vec::new(), Vec::new())
+        } else {
+            let o = system::open_counters(&asked);
+            let opened = o.group.map(|g| g.counters().to_vec()).unwrap_or_default();
+            (opened, o.missing)
+        };
+        for m in &counters_missing {
+            sink.event(&Event::Warning(crate::event::WarningEvent {
+                run: run.clone(),
+                message: m.clone(),
+            }))?;
+        }
         Ok(Sampler {
             sink,
             run,
@@ -151,7 +185,15 @@ impl<'a> Sampler<'a> {
             hz: guard::max_cpu_hz(),
             next_round: 0,
             measured: 0,
+            counters,
+            counters_missing,
         })
+    }
+
+    /// Whether `arm` reads counters: a micro-benchmark (its samples count
+    /// operations) when counters opened here.
+    fn counted(&self, arm: &Arm) -> bool {
+        !self.counters.is_empty() && arm.cell.bench.kind() == Kind::Micro
     }
 
     pub fn emit(&mut self, e: Event) -> anyhow::Result<()> {
@@ -168,7 +210,14 @@ impl<'a> Sampler<'a> {
         arm: &Arm,
         readings: &indexmap::IndexMap<String, String>,
     ) -> anyhow::Result<()> {
-        let cell = super::cell_info(&arm.cell, readings)?;
+        let mut cell = super::cell_info(&arm.cell, readings)?;
+        if self.counted(arm) {
+            cell.metrics.extend(
+                self.counters
+                    .iter()
+                    .map(|c| Metric::new(&c.metric(), c.unit(), Direction::Lower)),
+            );
+        }
         self.emit(Event::CellPrepared(CellPrepared {
             run: self.run.clone(),
             cell,
@@ -204,12 +253,30 @@ impl<'a> Sampler<'a> {
         let Some(inst) = arm.insts.first() else {
             return Ok(());
         };
+        let mut notes: indexmap::IndexMap<String, String> = inst.notes().into_iter().collect();
+        if self.counted(arm) {
+            notes.insert("counters".into(), self.counters_note(arm));
+        }
         self.emit(Event::Note(NoteEvent {
             run: self.run.clone(),
             cell: arm.cell.key.clone(),
             placement: inst.placement(),
-            notes: inst.notes().into_iter().collect(),
+            notes,
         }))
+    }
+
+    /// What the arm's counters were: those read, and why others were not.
+    fn counters_note(&self, arm: &Arm) -> String {
+        let mut parts: Vec<String> = Vec::new();
+        match &arm.counters {
+            Some(g) => {
+                let names: Vec<&str> = g.counters().iter().map(|c| c.name()).collect();
+                parts.push(format!("read per operation: {}", names.join(", ")));
+            }
+            None => parts.push("could not be opened for this cell".into()),
+        }
+        parts.extend(self.counters_missing.iter().cloned());
+        parts.join("; ")
     }
 
     /// Make the arm's instances: one per process of `processes` for a
@@ -230,6 +297,13 @@ impl<'a> Sampler<'a> {
         if let Err(e) = arm.cell.bench.ready() {
             let msg = format!("preparing {}: {e:#}", arm.cell.key);
             return self.fail(arm, self.next_round, msg, true);
+        }
+        // Opened before the instances, so the helpers and worker processes
+        // they start inherit them; disabled until a sample.
+        arm.counters = None;
+        if self.counted(arm) {
+            arm.counters = system::open_counters(&self.counters).group;
+            arm.counts = vec![0.0; arm.counters.as_ref().map_or(0, |g| g.counters().len())];
         }
         for p in indexes {
             // Children a benchmark forks inherit the cell's CPU set.
@@ -255,6 +329,7 @@ impl<'a> Sampler<'a> {
             self.note(arm)?;
         }
         arm.insts.clear();
+        arm.counters = None;
         Ok(())
     }
 
@@ -371,10 +446,16 @@ impl<'a> Sampler<'a> {
     ) -> anyhow::Result<Vec<(String, f64)>> {
         out.clear();
         system::set_affinity(arm.cell.cpus.as_ref().unwrap_or(&self.home))?;
+        if let Some(g) = arm.counters.as_mut() {
+            g.start()?;
+        }
         let res = arm.insts[k].sample(out);
+        if let Some(g) = arm.counters.as_mut() {
+            g.stop()?;
+        }
         system::set_affinity(&self.home)?;
         res?;
-        let values = sample_values(arm, out).map_err(|m| {
+        let mut values = sample_values(arm, out).map_err(|m| {
             anyhow::Error::new(SampleFailure {
                 message: m,
                 keep_going: true,
@@ -392,6 +473,7 @@ impl<'a> Sampler<'a> {
                 keep_going: false,
             }));
         }
+        counter_values(arm, k, &mut values)?;
         Ok(values)
     }
 
@@ -477,6 +559,22 @@ fn instantiate(
         )?)),
         _ => cell.bench.instantiate(&cell.params, &settings),
     }
+}
+
+/// The arm's counts of its last sample, per operation, as values (none
+/// when its instance does not count operations).
+fn counter_values(arm: &mut Arm, k: usize, values: &mut Vec<(String, f64)>) -> anyhow::Result<()> {
+    let Some(g) = arm.counters.as_mut() else {
+        return Ok(());
+    };
+    let Some(ops) = arm.insts[k].operations().filter(|&n| n > 0.0) else {
+        return Ok(());
+    };
+    g.read(&mut arm.counts)?;
+    for (c, n) in g.counters().iter().zip(&arm.counts) {
+        values.push((c.metric(), n / ops));
+    }
+    Ok(())
 }
 
 /// A sample's values by metric name; a value that is not a finite number

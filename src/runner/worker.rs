@@ -57,8 +57,9 @@ pub struct Ready {
 #[serde(rename_all = "lowercase")]
 pub enum Reply {
     Ready(Ready),
-    /// A sample's measures, (metric index, value).
-    Sample(Vec<(usize, f64)>),
+    /// A sample's measures, (metric index, value), and the operations it
+    /// timed (`Instance::operations`).
+    Sample(Vec<(usize, f64)>, Option<f64>),
     /// Preparing or sampling failed.
     Error {
         message: String,
@@ -77,6 +78,8 @@ pub struct Worker {
     stdin: Option<ChildStdin>,
     stdout: BufReader<ChildStdout>,
     ready: Ready,
+    /// The operations the last sample timed, as the worker said.
+    ops: Option<f64>,
 }
 
 impl Worker {
@@ -118,11 +121,12 @@ impl Worker {
                 notes: Vec::new(),
                 pid: 0,
             },
+            ops: None,
         };
         match w.reply()? {
             Reply::Ready(r) => w.ready = r,
             Reply::Error { message, .. } => anyhow::bail!("worker process {process}: {message}"),
-            Reply::Sample(_) => anyhow::bail!("worker process {process}: sample before ready"),
+            Reply::Sample(..) => anyhow::bail!("worker process {process}: sample before ready"),
         }
         Ok(w)
     }
@@ -142,11 +146,12 @@ impl Instance for Worker {
         let stdin = self.stdin.as_mut().expect("open until drop");
         writeln!(stdin, "sample").context("writing to a worker")?;
         match self.reply()? {
-            Reply::Sample(v) => {
+            Reply::Sample(v, ops) => {
                 out.extend(
                     v.into_iter()
                         .map(|(metric, value)| Measure { metric, value }),
                 );
+                self.ops = ops;
                 Ok(())
             }
             Reply::Error {
@@ -158,6 +163,9 @@ impl Instance for Worker {
             })),
             Reply::Ready(_) => anyhow::bail!("worker said ready twice"),
         }
+    }
+    fn operations(&self) -> Option<f64> {
+        self.ops
     }
     fn placement(&self) -> Option<String> {
         self.ready.placement.clone()
@@ -241,7 +249,10 @@ pub fn serve() -> anyhow::Result<()> {
             }
             out.clear();
             let r = match inst.sample(&mut out) {
-                Ok(()) => Reply::Sample(out.iter().map(|m| (m.metric, m.value)).collect()),
+                Ok(()) => Reply::Sample(
+                    out.iter().map(|m| (m.metric, m.value)).collect(),
+                    inst.operations(),
+                ),
                 Err(e) => Reply::Error {
                     keep_going: e
                         .downcast_ref::<SampleFailure>()
@@ -282,6 +293,12 @@ mod tests {
                 keep_going: true,
                 ..
             }
+        ));
+        let r = Reply::Sample(vec![(0, 1.5)], Some(40.0));
+        let s = serde_json::to_string(&r).unwrap();
+        assert!(matches!(
+            serde_json::from_str::<Reply>(&s).unwrap(),
+            Reply::Sample(v, ops) if v == [(0, 1.5)] && ops == Some(40.0)
         ));
         assert_eq!(deeper(5, &mut || 7), 7);
     }

@@ -422,6 +422,7 @@ pub mod suite {
                 argv: vec![],
                 owner: None,
                 processes: None,
+                counters: Vec::new(),
             },
             overhead_ns: 0.3,
         }

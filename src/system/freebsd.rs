@@ -443,6 +443,17 @@ impl Os for FreeBsd {
         })
     }
 
+    fn open_counters(kinds: &[super::counters::Counter]) -> super::counters::Opened {
+        super::counters::Opened {
+            group: None,
+            missing: if kinds.is_empty() {
+                Vec::new()
+            } else {
+                vec!["counters: not available on FreeBSD (no perf_event_open(2); hwpmc is not used yet)".into()]
+            },
+        }
+    }
+
     /// The boot is `kern.boottime` (seconds; a clock step after boot moves
     /// it), the start the process's start in microseconds after boot.
     fn owner(pid: u32) -> Option<crate::record::Owner> {

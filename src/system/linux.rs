@@ -400,6 +400,10 @@ impl Os for Linux {
         None
     }
 
+    fn open_counters(kinds: &[super::counters::Counter]) -> super::counters::Opened {
+        super::perf::open(kinds)
+    }
+
     fn owner(pid: u32) -> Option<crate::record::Owner> {
         let boot_id = read("/proc/sys/kernel/random/boot_id")?;
         let stat = read(&format!("/proc/{pid}/stat"))?;

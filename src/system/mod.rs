@@ -13,6 +13,7 @@
 //! reason, so a benchmark can refuse it as bad input instead of failing in
 //! its timed loop.
 
+pub mod counters;
 mod cpuid;
 #[cfg(target_os = "freebsd")]
 mod freebsd;
@@ -20,6 +21,8 @@ mod freebsd;
 mod freebsd_parse;
 #[cfg(target_os = "linux")]
 mod linux;
+#[cfg(target_os = "linux")]
+mod perf;
 pub mod probe;
 pub mod watchdog;
 
@@ -207,6 +210,9 @@ pub(crate) trait Os {
     fn remedy(h: Hazard) -> &'static str;
     /// Why `f` cannot be used on this OS (one line), or `None`.
     fn unavailable(f: Feature) -> Option<&'static str>;
+    /// Event counters of the calling thread and its future children
+    /// (see [`open_counters`]).
+    fn open_counters(kinds: &[counters::Counter]) -> counters::Opened;
 
     // -- Processes -----------------------------------------------------------
 
@@ -368,6 +374,12 @@ pub fn max_cpu_hz() -> Option<f64> {
 /// Why this OS lacks `f` (one line), or `None` where it has it.
 pub fn unavailable(f: Feature) -> Option<&'static str> {
     Host::unavailable(f)
+}
+
+/// Open `kinds` for the calling thread and the threads and processes it
+/// starts afterwards, disabled; what could not open, one line each.
+pub fn open_counters(kinds: &[counters::Counter]) -> counters::Opened {
+    Host::open_counters(kinds)
 }
 
 // -- Processes -------------------------------------------------------------------

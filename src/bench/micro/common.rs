@@ -225,6 +225,9 @@ impl Instance for WithNotes {
     fn sample(&mut self, out: &mut Vec<Measure>) -> anyhow::Result<()> {
         self.inner.sample(out)
     }
+    fn operations(&self) -> Option<f64> {
+        self.inner.operations()
+    }
     fn placement(&self) -> Option<String> {
         self.inner.placement()
     }

@@ -226,6 +226,11 @@ impl Instance for FaultInstance {
         Ok(())
     }
 
+    fn operations(&self) -> Option<f64> {
+        let pages = self.size.div_ceil(page_size()) as f64;
+        self.rounds.map(|r| r as f64 * pages)
+    }
+
     fn placement(&self) -> Option<String> {
         self.cpu.map(|c| format!("cpu {c}"))
     }
@@ -366,6 +371,9 @@ impl<I: Instance> Instance for BrkInstance<I> {
     fn sample(&mut self, out: &mut Vec<Measure>) -> anyhow::Result<()> {
         single_threaded()?;
         self.0.sample(out)
+    }
+    fn operations(&self) -> Option<f64> {
+        self.0.operations()
     }
     fn placement(&self) -> Option<String> {
         self.0.placement()

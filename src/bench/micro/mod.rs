@@ -116,6 +116,10 @@ impl<F: FnMut() + Send> Instance for LoopInstance<F> {
         Ok(())
     }
 
+    fn operations(&self) -> Option<f64> {
+        self.iters.map(|n| n as f64)
+    }
+
     fn placement(&self) -> Option<String> {
         self.cpu.map(|c| format!("cpu {c}"))
     }

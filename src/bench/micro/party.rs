@@ -745,6 +745,10 @@ impl Instance for PingPong {
         Ok(())
     }
 
+    fn operations(&self) -> Option<f64> {
+        self.iters.map(|n| n as f64 * self.divisor)
+    }
+
     fn placement(&self) -> Option<String> {
         let me = match (self.my_cpu, self.ran_on) {
             (Some(_), Some(c)) => format!("ping (kbench) cpu {c}"),

@@ -1,0 +1,161 @@
+//! Event counters read around a sample's timed interval: what the kernel
+//! counts for kbench's thread and the processes and threads it starts
+//! afterwards (a cell's helpers). The kinds and their names are portable;
+//! opening them is the OS backend's (`perf_event_open(2)` on Linux).
+
+use std::fmt;
+
+/// A counter kbench can read per operation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Counter {
+    TaskClock,
+    ContextSwitches,
+    Migrations,
+    MinorFaults,
+    MajorFaults,
+    Cycles,
+    Instructions,
+    CacheMisses,
+    BranchMisses,
+}
+
+/// Every counter, in the order reports list them.
+pub const ALL: &[Counter] = &[
+    Counter::TaskClock,
+    Counter::ContextSwitches,
+    Counter::Migrations,
+    Counter::MinorFaults,
+    Counter::MajorFaults,
+    Counter::Cycles,
+    Counter::Instructions,
+    Counter::CacheMisses,
+    Counter::BranchMisses,
+];
+
+/// The software counters: every kernel has them, a PMU is not needed.
+pub const SOFTWARE: &[Counter] = &[
+    Counter::TaskClock,
+    Counter::ContextSwitches,
+    Counter::Migrations,
+    Counter::MinorFaults,
+    Counter::MajorFaults,
+];
+
+impl Counter {
+    /// The name `--counters` takes (perf's own spelling).
+    pub fn name(self) -> &'static str {
+        match self {
+            Counter::TaskClock => "task-clock",
+            Counter::ContextSwitches => "context-switches",
+            Counter::Migrations => "cpu-migrations",
+            Counter::MinorFaults => "minor-faults",
+            Counter::MajorFaults => "major-faults",
+            Counter::Cycles => "cycles",
+            Counter::Instructions => "instructions",
+            Counter::CacheMisses => "cache-misses",
+            Counter::BranchMisses => "branch-misses",
+        }
+    }
+
+    /// The metric its per-operation values are stored as.
+    pub fn metric(self) -> String {
+        format!("{}/op", self.name())
+    }
+
+    /// The metric's unit: task-clock counts CPU nanoseconds (its own unit, so
+    /// a geometric mean over wall-clock `ns` rows never mixes it in), the
+    /// rest events.
+    pub fn unit(self) -> &'static str {
+        match self {
+            Counter::TaskClock => "cpu-ns",
+            _ => "events",
+        }
+    }
+
+    /// Counted by the CPU's performance monitoring unit.
+    pub fn hardware(self) -> bool {
+        !SOFTWARE.contains(&self)
+    }
+}
+
+impl fmt::Display for Counter {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// `--counters LIST`: names separated by commas; `default` is the software
+/// set, `all` every counter, `none` nothing. An unknown name is the error,
+/// naming it and the known ones.
+pub fn parse_list(list: &str) -> Result<Vec<Counter>, String> {
+    let mut out: Vec<Counter> = Vec::new();
+    for word in list.split(',').map(str::trim).filter(|w| !w.is_empty()) {
+        let add: &[Counter] = match word {
+            "none" => &[],
+            "default" | "software" => SOFTWARE,
+            "all" => ALL,
+            w => match ALL.iter().find(|c| c.name() == w) {
+                Some(c) => std::slice::from_ref(c),
+                None => {
+                    let known: Vec<&str> = ALL.iter().map(|c| c.name()).collect();
+                    return Err(format!(
+                        "--counters: unknown counter `{w}` (known: {}, default, all, none)",
+                        known.join(", ")
+                    ));
+                }
+            },
+        };
+        for c in add {
+            if !out.contains(c) {
+                out.push(*c);
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Counters opened for one cell: enabled only around each sample's timed
+/// interval, read after it. Reading and enabling never allocate.
+pub trait CounterGroup: Send {
+    /// The counters that opened, in the order `read` fills.
+    fn counters(&self) -> &[Counter];
+    /// Reset to zero and start counting.
+    fn start(&mut self) -> std::io::Result<()>;
+    /// Stop counting.
+    fn stop(&mut self) -> std::io::Result<()>;
+    /// The counts since `start`, one per counter (scaled up when the
+    /// kernel multiplexed a hardware counter).
+    fn read(&mut self, out: &mut [f64]) -> std::io::Result<()>;
+}
+
+/// What opening a cell's counters gave: the group of those that opened,
+/// and one line per counter (or kind of counter) that could not.
+pub struct Opened {
+    pub group: Option<Box<dyn CounterGroup>>,
+    pub missing: Vec<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lists_parse_with_sets_and_without_repeats() {
+        assert_eq!(parse_list("default").unwrap(), SOFTWARE);
+        assert_eq!(parse_list("none").unwrap(), Vec::<Counter>::new());
+        assert_eq!(parse_list("all").unwrap(), ALL);
+        assert_eq!(
+            parse_list("cpu-migrations, task-clock,cpu-migrations").unwrap(),
+            vec![Counter::Migrations, Counter::TaskClock]
+        );
+        let e = parse_list("task-clock,cycels").unwrap_err();
+        assert!(e.contains("`cycels`") && e.contains("cycles"), "{e}");
+    }
+
+    #[test]
+    fn metrics_are_per_operation_and_hardware_is_told_apart() {
+        assert_eq!(Counter::ContextSwitches.metric(), "context-switches/op");
+        assert_eq!(Counter::TaskClock.unit(), "cpu-ns");
+        assert!(Counter::Cycles.hardware() && !Counter::MajorFaults.hardware());
+    }
+}
