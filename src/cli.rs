@@ -105,6 +105,9 @@ pub enum Command {
         /// ministat: higher values are better (default: lower).
         #[arg(long)]
         higher: bool,
+        /// Labels stored with the imported runs, `k=v,...` (repeatable).
+        #[arg(long, value_name = "K=V,...", value_parser = crate::record::parse_labels)]
+        label: Vec<crate::record::Labels>,
     },
     /// Compare recorded results: ministat's table and difference block for
     /// each benchmark, metric and cell, then a summary with a geomean row.
@@ -373,6 +376,12 @@ pub struct RunArgs {
     /// real, user, sys, maxrss, vcsw, ivcsw [default: all].
     #[arg(long, value_name = "NAME,...", value_delimiter = ',')]
     pub metric: Vec<String>,
+    /// Labels stored with the run, `k=v,...` (repeatable), to choose
+    /// baselines by (`kbench check --baseline branch=main`) and group
+    /// reports by. `branch` and `commit` are recorded from the git work
+    /// tree kbench runs in, unless given here.
+    #[arg(long, value_name = "K=V,...", value_parser = crate::record::parse_labels)]
+    pub label: Vec<crate::record::Labels>,
 }
 
 /// Shells `kbench completions` writes a script for.

@@ -92,13 +92,15 @@ pub fn dispatch(args: Vec<OsString>) -> anyhow::Result<ExitCode> {
             column,
             delimiters,
             higher,
+            label,
         } => {
             let o = crate::import::ministat::Options {
                 column,
                 delims: delimiters.as_bytes(),
                 higher,
             };
-            import(db, &files, from, name.as_deref(), &o)
+            let labels = label.into_iter().flatten().collect();
+            import(db, &files, from, name.as_deref(), &o, &labels)
         }
         Command::Compare {
             operands,
@@ -410,6 +412,16 @@ fn owed_teardowns(
     Ok((dir, debts))
 }
 
+/// A run's labels: the git work tree's branch and commit, then the
+/// user's `--label`s (which win).
+fn run_labels(given: &[crate::record::Labels]) -> crate::record::Labels {
+    let mut labels = std::env::current_dir()
+        .map(|d| crate::bisect::head_labels(&d))
+        .unwrap_or_default();
+    labels.extend(given.iter().flatten().map(|(k, v)| (k.clone(), v.clone())));
+    labels
+}
+
 fn run(a: RunArgs, db: &store::Locator) -> anyhow::Result<ExitCode> {
     if a.teardown_only {
         let (_, debts) = owed_teardowns(db)?;
@@ -483,6 +495,12 @@ fn run(a: RunArgs, db: &store::Locator) -> anyhow::Result<ExitCode> {
         sinks.push(l);
     }
     sinks.push(&mut progress);
+    let labels = run_labels(&a.label);
+    let mut tee = event::Tee(sinks);
+    let mut labelled = event::labels::Labelled {
+        labels: &labels,
+        inner: &mut tee,
+    };
     let result = if plan.repeat.runs > 1 {
         let source = match &plan.path {
             Some(p) => runner::repeat::Source::File(p.clone()),
@@ -497,7 +515,7 @@ fn run(a: RunArgs, db: &store::Locator) -> anyhow::Result<ExitCode> {
             &opts,
             campaign.clone(),
             have,
-            &mut event::Tee(sinks),
+            &mut labelled,
         )
     } else {
         runner::run(
@@ -506,9 +524,10 @@ fn run(a: RunArgs, db: &store::Locator) -> anyhow::Result<ExitCode> {
             campaign.clone(),
             &have,
             &fp,
-            &mut event::Tee(sinks),
+            &mut labelled,
         )
     };
+    drop(tee);
     drop(progress);
     let (summary, status) = match result {
         Ok(r) => r,
@@ -940,6 +959,7 @@ fn import(
     from: crate::cli::ImportFormat,
     campaign: Option<&str>,
     ministat: &crate::import::ministat::Options<'_>,
+    labels: &crate::record::Labels,
 ) -> anyhow::Result<ExitCode> {
     use crate::cli::ImportFormat;
     if from != ImportFormat::Ministat
@@ -1027,8 +1047,12 @@ fn import(
             again.push(format!("{} (run {id})", r.source));
             continue;
         }
+        let mut labelled = event::labels::Labelled {
+            labels,
+            inner: &mut sink,
+        };
         for e in r.events() {
-            sink.event(&e)?;
+            labelled.event(&e)?;
         }
         if let Some(id) = sink.run_id(&r.uuid) {
             ids.push(id.to_string());

@@ -196,6 +196,7 @@ pub fn run_data(cells: Vec<crate::store::StoredCell>) -> crate::store::RunData {
             cells: cells.len() as i64,
             samples: cells.iter().map(|(_, s)| s.len() as i64).sum(),
             overhead_ns: 0.31,
+            labels: Default::default(),
         },
         details: crate::store::RunDetails {
             fingerprint: fingerprint(),

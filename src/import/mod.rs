@@ -154,6 +154,7 @@ impl ImportedRun {
             overhead_ns: 0.0,
             planned_cells: self.cells.len(),
             planned_samples: samples,
+            labels: Default::default(),
         }))
     }
 }
