@@ -62,6 +62,7 @@ pub fn dispatch(args: Vec<OsString>) -> anyhow::Result<ExitCode> {
     };
     match cli.command {
         Command::Run(a) => run(a, db),
+        Command::Check(a) => check(a, db),
         Command::List { word, json } => list(word.as_deref(), json),
         Command::Sysinfo { json } => {
             let fingerprint = system::fingerprint();
@@ -509,23 +510,9 @@ fn run(a: RunArgs, db: &store::Locator) -> anyhow::Result<ExitCode> {
             }
             None => runner::repeat::Source::Specs(a.specs.clone()),
         };
-        runner::repeat::runs(
-            &source,
-            &plan,
-            &opts,
-            campaign.clone(),
-            have,
-            &mut labelled,
-        )
+        runner::repeat::runs(&source, &plan, &opts, campaign.clone(), have, &mut labelled)
     } else {
-        runner::run(
-            &plan,
-            &opts,
-            campaign.clone(),
-            &have,
-            &fp,
-            &mut labelled,
-        )
+        runner::run(&plan, &opts, campaign.clone(), &have, &fp, &mut labelled)
     };
     drop(tee);
     drop(progress);
@@ -586,7 +573,7 @@ fn run(a: RunArgs, db: &store::Locator) -> anyhow::Result<ExitCode> {
     };
     let mut r = report::Report::of_run(store::load_run(&*st, run_id)?);
     exports.write(&|f| crate::export::run_document(&*st, run_id, &r, plan.layout.as_ref(), f))?;
-    if lines.is_none() {
+    if lines.is_none() && !a.no_report {
         r.warnings_shown = warnings_shown;
         run_report(&*st, &plan, campaign.as_ref(), run_id, r, a.json)?;
     }
@@ -603,6 +590,86 @@ fn run(a: RunArgs, db: &store::Locator) -> anyhow::Result<ExitCode> {
             ExitCode::from(1)
         }
     })
+}
+
+/// `kbench check`: run the candidate (unless --candidate names stored
+/// runs), choose the baseline, compare and exit by the outcome.
+fn check(a: crate::cli::CheckArgs, db: &store::Locator) -> anyhow::Result<ExitCode> {
+    let mut ra = a.run;
+    let threshold =
+        crate::units::parse_percent(&a.threshold).map_err(|e| bad_input!("--threshold: {e}"))?;
+    let expect_better = a.expect.iter().any(|e| e == "better");
+    let facts: Vec<String> = a
+        .expect
+        .iter()
+        .filter(|e| *e != "better")
+        .cloned()
+        .collect();
+    let expect = report::comparability::parse_expect(&facts).map_err(|e| bad_input!("{e}"))?;
+    let format = a.format.unwrap_or(Format::Text);
+    if !matches!(format, Format::Text | Format::Json) {
+        return Err(bad_input!("--format: `kbench check` prints text or json"));
+    }
+    let host = runner::campaign::this_host();
+    let history = a.baseline_history as usize;
+    // A baseline that names nothing is refused before anything runs.
+    crate::check::baseline_runs(
+        &*store::open(db, store::Access::Read)?,
+        &a.baseline,
+        &host,
+        i64::MAX,
+        history,
+    )?;
+    let candidate = match &a.candidate {
+        Some(sel) => {
+            if !ra.specs.is_empty() {
+                return Err(bad_input!(
+                    "--candidate {sel} names stored runs: give no benchmarks or plan to run"
+                ));
+            }
+            let st = store::open(db, store::Access::Read)?;
+            crate::check::baseline_runs(&*st, sel, &host, i64::MAX, 1).map_err(|e| {
+                bad_input!("{}", format!("{e:#}").replace("--baseline", "--candidate"))
+            })?
+        }
+        None => {
+            let before = store::open(db, store::Access::Write)?
+                .last_run_id()?
+                .unwrap_or(0);
+            ra.no_report = true;
+            ra.quiet = true;
+            // A plan's campaign is measured anew, never resumed.
+            ra.force = true;
+            let code = run(ra, db)?;
+            if code != ExitCode::SUCCESS {
+                eprintln!("kbench: the candidate's run did not finish; nothing checked");
+                return Ok(ExitCode::from(3));
+            }
+            let st = store::open(db, store::Access::Read)?;
+            store::runs(&*st, None)?
+                .into_iter()
+                .filter(|r| r.id > before && r.host == host)
+                .collect()
+        }
+    };
+    let st = store::open(db, store::Access::Read)?;
+    let first = candidate.first().map_or(i64::MAX, |r| r.id);
+    let baseline = crate::check::baseline_runs(&*st, &a.baseline, &host, first, history)?;
+    let o = crate::check::Options {
+        threshold,
+        baseline: a.baseline.clone(),
+        expect_better,
+        expect,
+        confidence: a.confidence,
+    };
+    let c = crate::check::check(&*st, &baseline, &candidate, &o)?;
+    print(&Document::Check(&c), format)?;
+    use crate::report::check::Outcome;
+    Ok(ExitCode::from(match (c.outcome, a.inconclusive) {
+        (Outcome::Inconclusive, Some(crate::cli::Inconclusive::Pass)) => 0,
+        (Outcome::Inconclusive, Some(crate::cli::Inconclusive::Fail)) => 1,
+        (o, _) => o.code(),
+    }))
 }
 
 /// The campaign a run joins and what it already holds on this host: a

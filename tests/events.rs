@@ -206,7 +206,9 @@ fn labels_are_stored_streamed_replayed_and_imported() {
     std::fs::write(&data, "1\n2\n3\n").unwrap();
     kbench(other.path())
         .current_dir(other.path())
-        .args(["import", "old.txt", "--from", "ministat", "--label", "os=bsd"])
+        .args([
+            "import", "old.txt", "--from", "ministat", "--label", "os=bsd",
+        ])
         .assert()
         .success();
     let runs = json(stdout(kbench(other.path()).args(["runs", "--json"])).as_bytes());

@@ -28,6 +28,7 @@ pub fn render(doc: &Document<'_>) -> anyhow::Result<Value> {
         Document::Samples(t) => serde_json::to_value(t)?,
         Document::History(h) => serde_json::to_value(h)?,
         Document::PlanSize(p) => serde_json::to_value(p)?,
+        Document::Check(c) => serde_json::to_value(c)?,
     })
 }
 

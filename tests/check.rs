@@ -1,0 +1,124 @@
+//! `kbench check` end to end: baselines chosen by labels, exit codes 0
+//! pass, 1 regression, 2 bad input, 3 inconclusive, the level the verdict
+//! used, and the JSON document. The benchmark is a command (a script
+//! sleeping 20 ms, then 100 ms: a change far past any threshold here).
+
+mod common;
+
+use common::{json, kbench};
+use predicates::prelude::*;
+use std::path::Path;
+
+const RUN: [&str; 6] = ["--metric", "real", "--samples", "6", "--warmup", "1"];
+
+fn script(dir: &Path, ms: u32) -> String {
+    let f = dir.join("work.sh");
+    std::fs::write(&f, format!("sleep {}\n", f64::from(ms) / 1000.0)).unwrap();
+    format!("sh {}", f.display())
+}
+
+fn check(dir: &Path, cmd: &str, extra: &[&str]) -> (i32, String, String) {
+    let _g = common::serial();
+    let out = kbench(dir)
+        .current_dir(dir)
+        .args(["check", cmd])
+        .args(RUN)
+        .args(extra)
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into(),
+        String::from_utf8_lossy(&out.stderr).into(),
+    )
+}
+
+#[test]
+fn a_gate_passes_the_same_code_fails_a_slower_one_and_says_its_level() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let cmd = script(d, 20);
+    for _ in 0..5 {
+        let _g = common::serial();
+        kbench(d)
+            .current_dir(d)
+            .args(["run", &cmd, "-q", "--label", "branch=main"])
+            .args(RUN)
+            .assert()
+            .success();
+    }
+    // No run carries the labels: bad input.
+    let (code, _, err) = check(d, &cmd, &["--baseline", "branch=nope"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--baseline branch=nope"), "{err}");
+    let (code, _, err) = check(d, &cmd, &["--baseline", "branch=main", "--threshold", "0%"]);
+    assert_eq!(code, 2, "{err}");
+
+    // One run a side: run-to-run variation is not measured.
+    let (code, out, _) = check(
+        d,
+        &cmd,
+        &["--baseline", "branch=main", "--label", "branch=pr"],
+    );
+    assert_eq!(code, 3, "{out}");
+    assert!(out.starts_with("unclear "), "{out}");
+    assert!(out.contains("variation NOT measured"), "{out}");
+    let (code, _, _) = check(
+        d,
+        &cmd,
+        &[
+            "--baseline",
+            "branch=main",
+            "--inconclusive",
+            "pass",
+            "--label",
+            "branch=pr",
+        ],
+    );
+    assert_eq!(code, 0);
+
+    // The same code against five baseline runs: no regression (on a busy
+    // machine the interval may still reach past the threshold).
+    let h = ["--baseline", "branch=main", "--baseline-history", "5"];
+    let (code, out, _) = check(
+        d,
+        &cmd,
+        &[&h[..], &["--threshold", "25%", "--label", "branch=pr"]].concat(),
+    );
+    assert!(code == 0 || code == 3, "{out}");
+    assert!(
+        out.starts_with("ok ") || out.starts_with("unclear "),
+        "{out}"
+    );
+    assert!(out.contains("run-to-run variation measured"), "{out}");
+    assert!(out.contains("candidate run(s)"), "{out}");
+
+    // Five times as slow: a regression, named first; as JSON too.
+    let slow = script(d, 100);
+    assert_eq!(slow, cmd);
+    let (code, out, _err) = check(
+        d,
+        &cmd,
+        &[&h[..], &["--threshold", "10%", "--format", "json"]].concat(),
+    );
+    assert_eq!(code, 1, "{out}\n{_err}");
+    let v = json(out.as_bytes());
+    assert_eq!(v["schema"], 1);
+    assert_eq!(v["outcome"], "regression");
+    assert_eq!(v["baseline_runs"].as_array().unwrap().len(), 5);
+    assert_eq!(v["cells"][0]["verdict"], "regression");
+    let lo = v["cells"][0]["interval"][0].as_f64().unwrap();
+    assert!(lo > 0.1, "{v}");
+    // Required to improve, it is not better.
+    let (code, out, _) = check(d, &cmd, &[&h[..], &["--expect", "better"]].concat());
+    assert_eq!(code, 1, "{out}");
+    assert!(out.starts_with("REGRESSION "), "{out}");
+
+    // Stored runs as the candidate: the latest slow run against the
+    // baseline, without measuring.
+    kbench(d)
+        .args(["check", "--candidate", "999", "--baseline", "branch=main"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("--candidate 999"));
+}
