@@ -610,6 +610,11 @@ fn check(a: crate::cli::CheckArgs, db: &store::Locator) -> anyhow::Result<ExitCo
     if !matches!(format, Format::Text | Format::Json) {
         return Err(bad_input!("--format: `kbench check` prints text or json"));
     }
+    // A plan's `[gate]`, validated before anything runs.
+    let gate = match ra.specs.as_slice() {
+        [p] if p.ends_with(".toml") => crate::plan::load(std::path::Path::new(p))?.gate,
+        _ => None,
+    };
     let host = runner::campaign::this_host();
     let history = a.baseline_history as usize;
     // A baseline that names nothing is refused before anything runs.
@@ -661,6 +666,7 @@ fn check(a: crate::cli::CheckArgs, db: &store::Locator) -> anyhow::Result<ExitCo
         expect_better,
         expect,
         confidence: a.confidence,
+        gate,
     };
     let c = crate::check::check(&*st, &baseline, &candidate, &o)?;
     print(&Document::Check(&c), format)?;

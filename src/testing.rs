@@ -78,6 +78,7 @@ pub fn plan(name: &str, benches: Vec<BenchSpec>) -> Plan {
         benches,
         reboot: None,
         layout: None,
+        gate: None,
     }
 }
 

@@ -122,3 +122,51 @@ fn a_gate_passes_the_same_code_fails_a_slower_one_and_says_its_level() {
         .code(2)
         .stderr(predicate::str::contains("--candidate 999"));
 }
+
+#[test]
+fn a_plans_gate_section_is_validated_and_sets_what_is_gated() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let cmd = script(d, 20);
+    let plan = |gate: &str| {
+        let text = format!(
+            "name = \"gated\"\nsamples = 4\nwarmup = 1\n\n[[bench]]\nname = \"loop\"\ncommand = [\"sh\", \"{}\"]\nmeasure = [\"real\"]\n\n[gate]\n{gate}\n",
+            cmd.trim_start_matches("sh ")
+        );
+        common::plan(d, "gated.toml", &text)
+            .to_str()
+            .unwrap()
+            .to_string()
+    };
+    // A key that names nothing in the plan: file, line and column.
+    let p = plan("thresholds = { nope = \"3%\" }");
+    kbench(d)
+        .args(["check", &p, "--baseline", "branch=main"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("gated.toml:11:16:").and(predicate::str::contains("`nope`")));
+    let p = plan("threshold = \"0%\"");
+    kbench(d)
+        .args(["check", &p, "--baseline", "branch=main"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("gated.toml:11:"));
+    // `real` only reported: five times slower still passes, shown as info.
+    let p = plan("report_only = [\"loop:real\"]");
+    {
+        let _g = common::serial();
+        kbench(d)
+            .args(["run", &p, "-q", "--label", "branch=main"])
+            .assert()
+            .success();
+    }
+    script(d, 100);
+    let _g = common::serial();
+    let out = kbench(d)
+        .args(["check", &p, "--baseline", "branch=main"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(text.starts_with("info "), "{text}");
+}

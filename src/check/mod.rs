@@ -15,6 +15,7 @@
 //! CPU facts differ from the candidate's (and were not declared with
 //! `--expect`) makes the check inconclusive, never failed.
 
+use crate::plan::gate::Policy;
 use crate::record::{Direction, Labels};
 use crate::report::check::{Cell, Check, Outcome, SCHEMA, Verdict, pct};
 use crate::report::comparability;
@@ -49,6 +50,8 @@ pub struct Options {
     /// Facts meant to differ (`--expect kernel.release`).
     pub expect: Vec<String>,
     pub confidence: f64,
+    /// The plan's `[gate]` section.
+    pub gate: Option<crate::plan::gate::Gate>,
 }
 
 /// The baseline runs `selector` names for a candidate on `host` whose
@@ -204,7 +207,18 @@ fn gate(cmp: &Comparison, o: &Options) -> Vec<Cell> {
     let mut out = Vec::new();
     for r in &cmp.rows {
         let Some(v) = r.versus.first() else { continue };
-        let t = o.threshold;
+        let policy = o.gate.as_ref().map_or(Policy::Threshold(o.threshold), |g| {
+            g.policy(&r.bench, &r.metric, o.threshold)
+        });
+        let t = match policy {
+            Policy::Threshold(t) => t,
+            _ => 0.0,
+        };
+        // Deterministic: every value of both sides must be the same.
+        let same = r.stats.windows(2).all(|w| {
+            let (a, b) = (&w[0].summary, &w[1].summary);
+            a.min == a.max && b.min == b.max && a.min == b.min
+        });
         // The change in the worse direction: positive is worse.
         let worse = |x: f64| match r.direction {
             Direction::Lower => x,
@@ -212,6 +226,12 @@ fn gate(cmp: &Comparison, o: &Options) -> Vec<Cell> {
         };
         let unmeasured = v.design.as_ref().and_then(|d| d.unmeasured);
         let (verdict, why) = match (r.direction, v.interval) {
+            _ if policy == Policy::ReportOnly => (Verdict::Info, None),
+            _ if policy == Policy::MustNotChange && same => (Verdict::Ok, None),
+            _ if policy == Policy::MustNotChange => (
+                Verdict::Regression,
+                Some("must not change, and its values differ".to_string()),
+            ),
             (Direction::Info, _) => (Verdict::Info, None),
             // Deterministic and equal on both sides (a code size).
             (_, None) if v.degenerate == Some(Degenerate::BothZero) => (Verdict::Ok, None),
