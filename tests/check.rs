@@ -144,7 +144,9 @@ fn a_plans_gate_section_is_validated_and_sets_what_is_gated() {
         .args(["check", &p, "--baseline", "branch=main"])
         .assert()
         .code(2)
-        .stderr(predicate::str::contains("gated.toml:11:16:").and(predicate::str::contains("`nope`")));
+        .stderr(
+            predicate::str::contains("gated.toml:11:16:").and(predicate::str::contains("`nope`")),
+        );
     let p = plan("threshold = \"0%\"");
     kbench(d)
         .args(["check", &p, "--baseline", "branch=main"])
