@@ -433,9 +433,20 @@ pub struct CheckArgs {
     /// adjustment across the cells).
     #[arg(long, default_value_t = 95.0, value_name = "PCT")]
     pub confidence: f64,
-    /// Output format: text or json [default: text].
-    #[arg(long, value_enum, value_name = "FORMAT")]
-    pub format: Option<crate::report::Format>,
+    /// Output format: text, json, markdown (a pull-request comment) or
+    /// junit (XML, one test case per cell). With GITHUB_STEP_SUMMARY set,
+    /// the Markdown is appended to that file too.
+    #[arg(long, value_enum, value_name = "FORMAT", default_value = "text")]
+    pub format: CheckFormat,
+}
+
+/// `kbench check --format`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum CheckFormat {
+    Text,
+    Json,
+    Markdown,
+    Junit,
 }
 
 /// What an inconclusive `kbench check` exits with.

@@ -606,10 +606,6 @@ fn check(a: crate::cli::CheckArgs, db: &store::Locator) -> anyhow::Result<ExitCo
         .cloned()
         .collect();
     let expect = report::comparability::parse_expect(&facts).map_err(|e| bad_input!("{e}"))?;
-    let format = a.format.unwrap_or(Format::Text);
-    if !matches!(format, Format::Text | Format::Json) {
-        return Err(bad_input!("--format: `kbench check` prints text or json"));
-    }
     // A plan's `[gate]`, validated before anything runs.
     let gate = match ra.specs.as_slice() {
         [p] if p.ends_with(".toml") => crate::plan::load(std::path::Path::new(p))?.gate,
@@ -669,7 +665,24 @@ fn check(a: crate::cli::CheckArgs, db: &store::Locator) -> anyhow::Result<ExitCo
         gate,
     };
     let c = crate::check::check(&*st, &baseline, &candidate, &o)?;
-    print(&Document::Check(&c), format)?;
+    use crate::cli::CheckFormat;
+    let doc = Document::Check(&c);
+    match a.format {
+        CheckFormat::Text => out(&report::render(&doc, Format::Text)?)?,
+        CheckFormat::Json => out(&report::render(&doc, Format::Json)?)?,
+        CheckFormat::Markdown => out(&report::render(&doc, Format::Markdown)?)?,
+        CheckFormat::Junit => out(&report::check::junit(&c))?,
+    }
+    // GitHub Actions shows this file on the run's page.
+    if let Some(path) = std::env::var_os("GITHUB_STEP_SUMMARY").filter(|p| !p.is_empty()) {
+        let md = report::render(&doc, Format::Markdown)?;
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+            .and_then(|mut f| f.write_all(md.as_bytes()))
+            .map_err(|e| bad_input!("GITHUB_STEP_SUMMARY {}: {e}", path.to_string_lossy()))?;
+    }
     use crate::report::check::Outcome;
     Ok(ExitCode::from(match (c.outcome, a.inconclusive) {
         (Outcome::Inconclusive, Some(crate::cli::Inconclusive::Pass)) => 0,

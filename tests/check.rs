@@ -172,3 +172,101 @@ fn a_plans_gate_section_is_validated_and_sets_what_is_gated() {
     assert_eq!(out.status.code(), Some(0), "{text}");
     assert!(text.starts_with("info "), "{text}");
 }
+
+#[test]
+fn junit_and_markdown_are_read_by_real_readers() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let cmd = script(d, 20);
+    let run = |label: &str| {
+        let _g = common::serial();
+        kbench(d)
+            .current_dir(d)
+            .args(["run", &cmd, "-q", "--label", label])
+            .args(RUN)
+            .assert()
+            .success();
+    };
+    run("branch=main");
+    run("branch=main");
+    script(d, 100);
+    run("branch=pr");
+    // Stored runs: every format reads the same numbers.
+    let gate = |format: &str, summary: Option<&Path>| {
+        let mut c = kbench(d);
+        c.args([
+            "check",
+            "--candidate",
+            "branch=pr",
+            "--baseline",
+            "branch=main",
+        ])
+        .args([
+            "--baseline-history",
+            "2",
+            "--threshold",
+            "10%",
+            "--format",
+            format,
+        ]);
+        match summary {
+            Some(p) => c.env("GITHUB_STEP_SUMMARY", p),
+            None => c.env_remove("GITHUB_STEP_SUMMARY"),
+        };
+        let out = c.output().unwrap();
+        let code = out.status.code().unwrap();
+        assert!(code == 1 || code == 3, "{out:?}");
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let v = json(gate("json", None).as_bytes());
+    let verdict = v["cells"][0]["verdict"].as_str().unwrap().to_string();
+    assert!(verdict == "regression" || verdict == "unclear", "{v}");
+
+    let xml = d.join("check.xml");
+    std::fs::write(&xml, gate("junit", None)).unwrap();
+    let read = std::process::Command::new("python3")
+        .arg("-c")
+        .arg(
+            "import sys, junitparser\n\
+             x = junitparser.JUnitXml.fromfile(sys.argv[1])\n\
+             for s in x: print(s.tests, s.failures, s.skipped, s.errors)",
+        )
+        .arg(&xml)
+        .output()
+        .expect("python3 with junitparser (.ci/run installs it)");
+    assert!(read.status.success(), "{read:?}");
+    let want = if verdict == "regression" {
+        "1 1 0 0"
+    } else {
+        "1 0 1 0"
+    };
+    assert_eq!(String::from_utf8_lossy(&read.stdout).trim(), want);
+
+    let summary = d.join("summary.md");
+    std::fs::write(&summary, "before\n").unwrap();
+    let md = gate("markdown", Some(&summary));
+    assert!(md.len() < 65_000);
+    let appended = std::fs::read_to_string(&summary).unwrap();
+    assert_eq!(appended, format!("before\n{md}"));
+    let mut render = std::process::Command::new("cmark-gfm")
+        .args(["--extension", "table"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("cmark-gfm (.ci/run installs it)");
+    use std::io::Write;
+    render
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(md.as_bytes())
+        .unwrap();
+    let html = String::from_utf8(render.wait_with_output().unwrap().stdout).unwrap();
+    assert!(html.contains("<table>"), "{html}");
+    let word = if verdict == "regression" {
+        "REGRESSION"
+    } else {
+        "unclear"
+    };
+    assert!(html.contains(&format!("<td>{word}</td>")), "{html}");
+}

@@ -147,15 +147,10 @@ pub fn text(c: &Check) -> String {
     for u in &c.unpaired {
         let _ = writeln!(o, "{:<10} {u}: in one side only", "unpaired");
     }
-    let ids = |v: &[i64]| v.iter().map(i64::to_string).collect::<Vec<_>>().join(",");
     let _ = writeln!(
         o,
         "\ncheck: {} (threshold {}): baseline `{}` run(s) {}, candidate run(s) {}",
-        match c.outcome {
-            Outcome::Pass => "PASS",
-            Outcome::Regression => "REGRESSION",
-            Outcome::Inconclusive => "INCONCLUSIVE",
-        },
+        outcome_word(c),
         pct(c.threshold),
         c.baseline_selector,
         ids(&c.baseline_runs),
@@ -174,5 +169,152 @@ pub fn text(c: &Check) -> String {
             let _ = writeln!(o, "warning: {w}");
         }
     }
+    o
+}
+
+/// The most a pull-request comment holds (GitHub's limit is 65,536).
+const MARKDOWN_LIMIT: usize = 65_000;
+
+/// Rows shown before the rest are folded in `<details>`.
+const SHOWN: usize = 10;
+
+fn outcome_word(c: &Check) -> &'static str {
+    match c.outcome {
+        Outcome::Pass => "PASS",
+        Outcome::Regression => "REGRESSION",
+        Outcome::Inconclusive => "INCONCLUSIVE",
+    }
+}
+
+/// A pull-request comment: the outcome, the worst cells in a table, the
+/// rest folded in `<details>`, under [`MARKDOWN_LIMIT`] characters.
+pub fn markdown(c: &Check) -> String {
+    let cell = |s: &str| s.replace('|', "\\|").replace('\n', " ");
+    let row = |x: &Cell| {
+        format!(
+            "| {} | {} | {} | {} | {} |\n",
+            x.verdict.word(),
+            cell(&x.bench),
+            cell(&x.metric),
+            cell(&x.cell),
+            change_words(x)
+        )
+    };
+    let head =
+        "| verdict | benchmark | metric | cell | change [interval] |\n|---|---|---|---|---|\n";
+    let mut o = format!(
+        "### kbench check: {} (threshold {})\n\nBaseline `{}`: run(s) {}; candidate run(s) {}.  \nLevel: {}\n\n",
+        outcome_word(c),
+        pct(c.threshold),
+        cell(&c.baseline_selector),
+        ids(&c.baseline_runs),
+        ids(&c.candidate_runs),
+        c.level
+    );
+    for i in &c.inconclusive {
+        let _ = writeln!(o, "- inconclusive: {}", cell(i));
+    }
+    if !c.inconclusive.is_empty() {
+        o.push('\n');
+    }
+    o.push_str(head);
+    for x in c.cells.iter().take(SHOWN) {
+        o.push_str(&row(x));
+    }
+    let rest = c.cells.len().saturating_sub(SHOWN);
+    if rest > 0 {
+        let _ = write!(
+            o,
+            "\n<details><summary>{rest} more cell(s)</summary>\n\n{head}"
+        );
+        let end = "\n</details>\n";
+        let mut left = 0;
+        for (i, x) in c.cells.iter().enumerate().skip(SHOWN) {
+            let r = row(x);
+            if o.len() + r.len() + end.len() + 80 > MARKDOWN_LIMIT {
+                left = c.cells.len() - i;
+                break;
+            }
+            o.push_str(&r);
+        }
+        if left > 0 {
+            let _ = write!(
+                o,
+                "\n{left} more cell(s) left out (the comment's size limit)\n"
+            );
+        }
+        o.push_str(end);
+    }
+    o
+}
+
+fn ids(v: &[i64]) -> String {
+    v.iter().map(i64::to_string).collect::<Vec<_>>().join(",")
+}
+
+fn xml(s: &str) -> String {
+    s.chars()
+        .filter(|c| !c.is_control() || *c == '\n' || *c == '\t')
+        .map(|c| match c {
+            '&' => "&amp;".to_string(),
+            '<' => "&lt;".to_string(),
+            '>' => "&gt;".to_string(),
+            '"' => "&quot;".to_string(),
+            '\'' => "&apos;".to_string(),
+            c => c.to_string(),
+        })
+        .collect()
+}
+
+/// JUnit XML: one test case per gated cell; a regression is a failure
+/// with its interval in the message, an unclear cell is skipped.
+pub fn junit(c: &Check) -> String {
+    use Verdict as V;
+    let failures = c
+        .cells
+        .iter()
+        .filter(|x| matches!(x.verdict, V::Regression | V::NotBetter))
+        .count();
+    let skipped = c.cells.iter().filter(|x| x.verdict == V::Unclear).count();
+    let n = c.cells.len();
+    let mut o = format!(
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"kbench check\" tests=\"{n}\" failures=\"{failures}\" skipped=\"{skipped}\" errors=\"0\">\n<testsuite name=\"kbench check\" tests=\"{n}\" failures=\"{failures}\" skipped=\"{skipped}\" errors=\"0\">\n"
+    );
+    for x in &c.cells {
+        let name = if x.cell.is_empty() {
+            x.metric.clone()
+        } else {
+            format!("{} [{}]", x.metric, x.cell)
+        };
+        let _ = write!(
+            o,
+            "  <testcase classname=\"{}\" name=\"{}\">",
+            xml(&x.bench),
+            xml(&name)
+        );
+        let msg = format!(
+            "{}: {} (threshold {}){}",
+            x.verdict.word(),
+            change_words(x),
+            pct(x.threshold),
+            x.why
+                .as_deref()
+                .map(|w| format!("; {w}"))
+                .unwrap_or_default()
+        );
+        match x.verdict {
+            V::Regression | V::NotBetter => {
+                let _ = write!(o, "<failure message=\"{}\"/>", xml(&msg));
+            }
+            V::Unclear => {
+                let _ = write!(o, "<skipped message=\"{}\"/>", xml(&msg));
+            }
+            _ => {
+                let _ = write!(o, "<system-out>{}</system-out>", xml(&msg));
+            }
+        }
+        o.push_str("</testcase>\n");
+    }
+    o.push_str("</testsuite>\n</testsuites>\n");
     o
 }
