@@ -218,7 +218,25 @@ fn junit_and_markdown_are_read_by_real_readers() {
         assert!(code == 1 || code == 3, "{out:?}");
         String::from_utf8(out.stdout).unwrap()
     };
-    let v = json(gate("json", None).as_bytes());
+    let doc = gate("json", None);
+    let v = json(doc.as_bytes());
+    // The document follows its published schema.
+    let file = d.join("check.json");
+    std::fs::write(&file, &doc).unwrap();
+    let schema = Path::new(env!("CARGO_MANIFEST_DIR")).join("schemas/check.schema.json");
+    let valid = std::process::Command::new("python3")
+        .arg("-c")
+        .arg(
+            "import sys, json, jsonschema\n\
+             s = json.load(open(sys.argv[1])); d = json.load(open(sys.argv[2]))\n\
+             jsonschema.Draft202012Validator.check_schema(s)\n\
+             jsonschema.Draft202012Validator(s).validate(d)",
+        )
+        .arg(&schema)
+        .arg(&file)
+        .output()
+        .expect("python3 with jsonschema (.ci/run installs it)");
+    assert!(valid.status.success(), "{valid:?}");
     let verdict = v["cells"][0]["verdict"].as_str().unwrap().to_string();
     assert!(verdict == "regression" || verdict == "unclear", "{v}");
 
