@@ -105,6 +105,9 @@ pub enum Command {
         /// ministat: higher values are better (default: lower).
         #[arg(long)]
         higher: bool,
+        /// Labels stored with the imported runs, `k=v,...` (repeatable).
+        #[arg(long, value_name = "K=V,...", value_parser = crate::record::parse_labels)]
+        label: Vec<crate::record::Labels>,
     },
     /// Compare recorded results: ministat's table and difference block for
     /// each benchmark, metric and cell, then a summary with a geomean row.
@@ -145,6 +148,17 @@ pub enum Command {
         #[command(flatten)]
         exports: crate::export::Exports,
     },
+    /// A regression gate for CI: run the candidate (or take stored runs
+    /// with --candidate), compare it with a baseline chosen from the store
+    /// by its labels (--baseline branch=main), and exit 0 pass, 1
+    /// regression, 2 bad input, 3 inconclusive. A cell regresses only when
+    /// the whole Holm-adjusted interval of its change lies past
+    /// --threshold on the worse side; it is unclear when the interval
+    /// reaches past the threshold or a level of variation is not measured
+    /// (one run a side: use --baseline-history N), and a baseline whose
+    /// kernel or CPU facts differ makes the check inconclusive. Prints one
+    /// line per cell, the verdict first, worst first.
+    Check(CheckArgs),
     /// How many samples per side a comparison needs to detect a change of
     /// --margin with 80% power, from the spread a pilot run or campaign
     /// measured, counting the level that dominates it (runs when the
@@ -380,6 +394,75 @@ pub struct RunArgs {
     /// real, user, sys, maxrss, vcsw, ivcsw [default: all].
     #[arg(long, value_name = "NAME,...", value_delimiter = ',')]
     pub metric: Vec<String>,
+    /// Labels stored with the run, `k=v,...` (repeatable), to choose
+    /// baselines by (`kbench check --baseline branch=main`) and group
+    /// reports by. `branch` and `commit` are recorded from the git work
+    /// tree kbench runs in, unless given here.
+    #[arg(long, value_name = "K=V,...", value_parser = crate::record::parse_labels)]
+    pub label: Vec<crate::record::Labels>,
+    /// Set by `kbench check`: store the run, print no report.
+    #[arg(skip)]
+    pub no_report: bool,
+}
+
+/// `kbench check`: the candidate's run settings, then the gate's.
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    #[command(flatten)]
+    pub run: RunArgs,
+    /// The baseline: labels its runs carry (`branch=main`, `k=v,...`) for
+    /// the latest finished runs with them on this host, or a run id.
+    #[arg(long, value_name = "SELECTOR")]
+    pub baseline: String,
+    /// Use the last N comparable baseline runs, so run-to-run variation
+    /// is measured from the history (one run a side cannot measure it)
+    /// [default: 1].
+    #[arg(long, value_name = "N", default_value_t = 1,
+          value_parser = clap::value_parser!(u32).range(1..=100))]
+    pub baseline_history: u32,
+    /// Compare stored runs instead of running: a run id, or labels for
+    /// the latest finished run with them on this host.
+    #[arg(long, value_name = "SELECTOR")]
+    pub candidate: Option<String>,
+    /// The change a regression must exceed with its whole interval.
+    #[arg(long, default_value = "2%", value_name = "PCT")]
+    pub threshold: String,
+    /// What an inconclusive check exits with: 3 [default], or `fail` (1)
+    /// or `pass` (0).
+    #[arg(long, value_enum, value_name = "HOW")]
+    pub inconclusive: Option<Inconclusive>,
+    /// `better`: every gated cell must improve past the threshold; or a
+    /// recorded fact meant to differ from the baseline (kernel.release,
+    /// ...), which then does not make the check inconclusive.
+    #[arg(long, value_name = "better|FACT", value_delimiter = ',')]
+    pub expect: Vec<String>,
+    /// Confidence level of the intervals, percent (before the Holm
+    /// adjustment across the cells).
+    #[arg(long, default_value_t = 95.0, value_name = "PCT")]
+    pub confidence: f64,
+    /// Output format: text, json, markdown (a pull-request comment) or
+    /// junit (XML, one test case per cell). With GITHUB_STEP_SUMMARY set,
+    /// the Markdown is appended to that file too.
+    #[arg(long, value_enum, value_name = "FORMAT", default_value = "text")]
+    pub format: CheckFormat,
+}
+
+/// `kbench check --format`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum CheckFormat {
+    Text,
+    Json,
+    Markdown,
+    Junit,
+}
+
+/// What an inconclusive `kbench check` exits with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Inconclusive {
+    /// Exit 1, as a regression.
+    Fail,
+    /// Exit 0.
+    Pass,
 }
 
 /// Shells `kbench completions` writes a script for.

@@ -62,6 +62,7 @@ pub fn dispatch(args: Vec<OsString>) -> anyhow::Result<ExitCode> {
     };
     match cli.command {
         Command::Run(a) => run(a, db),
+        Command::Check(a) => check(a, db),
         Command::List { word, json } => list(word.as_deref(), json),
         Command::Sysinfo { json } => {
             let fingerprint = system::fingerprint();
@@ -92,13 +93,15 @@ pub fn dispatch(args: Vec<OsString>) -> anyhow::Result<ExitCode> {
             column,
             delimiters,
             higher,
+            label,
         } => {
             let o = crate::import::ministat::Options {
                 column,
                 delims: delimiters.as_bytes(),
                 higher,
             };
-            import(db, &files, from, name.as_deref(), &o)
+            let labels = label.into_iter().flatten().collect();
+            import(db, &files, from, name.as_deref(), &o, &labels)
         }
         Command::Compare {
             operands,
@@ -419,6 +422,16 @@ fn owed_teardowns(
     Ok((dir, debts))
 }
 
+/// A run's labels: the git work tree's branch and commit, then the
+/// user's `--label`s (which win).
+fn run_labels(given: &[crate::record::Labels]) -> crate::record::Labels {
+    let mut labels = std::env::current_dir()
+        .map(|d| crate::bisect::head_labels(&d))
+        .unwrap_or_default();
+    labels.extend(given.iter().flatten().map(|(k, v)| (k.clone(), v.clone())));
+    labels
+}
+
 fn run(a: RunArgs, db: &store::Locator) -> anyhow::Result<ExitCode> {
     if a.teardown_only {
         let (_, debts) = owed_teardowns(db)?;
@@ -492,6 +505,12 @@ fn run(a: RunArgs, db: &store::Locator) -> anyhow::Result<ExitCode> {
         sinks.push(l);
     }
     sinks.push(&mut progress);
+    let labels = run_labels(&a.label);
+    let mut tee = event::Tee(sinks);
+    let mut labelled = event::labels::Labelled {
+        labels: &labels,
+        inner: &mut tee,
+    };
     let result = if plan.repeat.runs > 1 {
         let source = match &plan.path {
             Some(p) => runner::repeat::Source::File(p.clone()),
@@ -500,24 +519,11 @@ fn run(a: RunArgs, db: &store::Locator) -> anyhow::Result<ExitCode> {
             }
             None => runner::repeat::Source::Specs(a.specs.clone()),
         };
-        runner::repeat::runs(
-            &source,
-            &plan,
-            &opts,
-            campaign.clone(),
-            have,
-            &mut event::Tee(sinks),
-        )
+        runner::repeat::runs(&source, &plan, &opts, campaign.clone(), have, &mut labelled)
     } else {
-        runner::run(
-            &plan,
-            &opts,
-            campaign.clone(),
-            &have,
-            &fp,
-            &mut event::Tee(sinks),
-        )
+        runner::run(&plan, &opts, campaign.clone(), &have, &fp, &mut labelled)
     };
+    drop(tee);
     drop(progress);
     let (summary, status) = match result {
         Ok(r) => r,
@@ -576,7 +582,7 @@ fn run(a: RunArgs, db: &store::Locator) -> anyhow::Result<ExitCode> {
     };
     let mut r = report::Report::of_run(store::load_run(&*st, run_id)?);
     exports.write(&|f| crate::export::run_document(&*st, run_id, &r, plan.layout.as_ref(), f))?;
-    if lines.is_none() {
+    if lines.is_none() && !a.no_report {
         r.warnings_shown = warnings_shown;
         run_report(&*st, &plan, campaign.as_ref(), run_id, r, a.json)?;
     }
@@ -593,6 +599,105 @@ fn run(a: RunArgs, db: &store::Locator) -> anyhow::Result<ExitCode> {
             ExitCode::from(1)
         }
     })
+}
+
+/// `kbench check`: run the candidate (unless --candidate names stored
+/// runs), choose the baseline, compare and exit by the outcome.
+fn check(a: crate::cli::CheckArgs, db: &store::Locator) -> anyhow::Result<ExitCode> {
+    let mut ra = a.run;
+    let threshold =
+        crate::units::parse_percent(&a.threshold).map_err(|e| bad_input!("--threshold: {e}"))?;
+    let expect_better = a.expect.iter().any(|e| e == "better");
+    let facts: Vec<String> = a
+        .expect
+        .iter()
+        .filter(|e| *e != "better")
+        .cloned()
+        .collect();
+    let expect = report::comparability::parse_expect(&facts).map_err(|e| bad_input!("{e}"))?;
+    // A plan's `[gate]`, validated before anything runs.
+    let gate = match ra.specs.as_slice() {
+        [p] if p.ends_with(".toml") => crate::plan::load(std::path::Path::new(p))?.gate,
+        _ => None,
+    };
+    let host = runner::campaign::this_host();
+    let history = a.baseline_history as usize;
+    // A baseline that names nothing is refused before anything runs.
+    crate::check::baseline_runs(
+        &*store::open(db, store::Access::Read)?,
+        &a.baseline,
+        &host,
+        i64::MAX,
+        history,
+    )?;
+    let candidate = match &a.candidate {
+        Some(sel) => {
+            if !ra.specs.is_empty() {
+                return Err(bad_input!(
+                    "--candidate {sel} names stored runs: give no benchmarks or plan to run"
+                ));
+            }
+            let st = store::open(db, store::Access::Read)?;
+            crate::check::baseline_runs(&*st, sel, &host, i64::MAX, 1).map_err(|e| {
+                bad_input!("{}", format!("{e:#}").replace("--baseline", "--candidate"))
+            })?
+        }
+        None => {
+            let before = store::open(db, store::Access::Write)?
+                .last_run_id()?
+                .unwrap_or(0);
+            ra.no_report = true;
+            ra.quiet = true;
+            // A plan's campaign is measured anew, never resumed.
+            ra.force = true;
+            let code = run(ra, db)?;
+            if code != ExitCode::SUCCESS {
+                eprintln!("kbench: the candidate's run did not finish; nothing checked");
+                return Ok(ExitCode::from(3));
+            }
+            let st = store::open(db, store::Access::Read)?;
+            store::runs(&*st, None)?
+                .into_iter()
+                .filter(|r| r.id > before && r.host == host)
+                .collect()
+        }
+    };
+    let st = store::open(db, store::Access::Read)?;
+    let first = candidate.first().map_or(i64::MAX, |r| r.id);
+    let baseline = crate::check::baseline_runs(&*st, &a.baseline, &host, first, history)?;
+    let o = crate::check::Options {
+        threshold,
+        baseline: a.baseline.clone(),
+        expect_better,
+        expect,
+        confidence: a.confidence,
+        gate,
+    };
+    let c = crate::check::check(&*st, &baseline, &candidate, &o)?;
+    use crate::cli::CheckFormat;
+    let doc = Document::Check(&c);
+    match a.format {
+        CheckFormat::Text => out(&report::render(&doc, Format::Text)?)?,
+        CheckFormat::Json => out(&report::render(&doc, Format::Json)?)?,
+        CheckFormat::Markdown => out(&report::render(&doc, Format::Markdown)?)?,
+        CheckFormat::Junit => out(&report::check::junit(&c))?,
+    }
+    // GitHub Actions shows this file on the run's page.
+    if let Some(path) = std::env::var_os("GITHUB_STEP_SUMMARY").filter(|p| !p.is_empty()) {
+        let md = report::render(&doc, Format::Markdown)?;
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+            .and_then(|mut f| f.write_all(md.as_bytes()))
+            .map_err(|e| bad_input!("GITHUB_STEP_SUMMARY {}: {e}", path.to_string_lossy()))?;
+    }
+    use crate::report::check::Outcome;
+    Ok(ExitCode::from(match (c.outcome, a.inconclusive) {
+        (Outcome::Inconclusive, Some(crate::cli::Inconclusive::Pass)) => 0,
+        (Outcome::Inconclusive, Some(crate::cli::Inconclusive::Fail)) => 1,
+        (o, _) => o.code(),
+    }))
 }
 
 /// The campaign a run joins and what it already holds on this host: a
@@ -968,6 +1073,7 @@ fn import(
     from: crate::cli::ImportFormat,
     campaign: Option<&str>,
     ministat: &crate::import::ministat::Options<'_>,
+    labels: &crate::record::Labels,
 ) -> anyhow::Result<ExitCode> {
     use crate::cli::ImportFormat;
     if from != ImportFormat::Ministat
@@ -1055,8 +1161,12 @@ fn import(
             again.push(format!("{} (run {id})", r.source));
             continue;
         }
+        let mut labelled = event::labels::Labelled {
+            labels,
+            inner: &mut sink,
+        };
         for e in r.events() {
-            sink.event(&e)?;
+            labelled.event(&e)?;
         }
         if let Some(id) = sink.run_id(&r.uuid) {
             ids.push(id.to_string());

@@ -9,6 +9,7 @@
 
 mod bench;
 mod bisect;
+mod check;
 mod cli;
 mod cmd;
 mod error;

@@ -250,9 +250,62 @@ impl RunConfig {
     }
 }
 
+/// A run's labels (`branch=main,commit=abc`): what the user or the
+/// repository it ran in says about it, for choosing baselines and
+/// grouping reports. Sorted by key; stored with the run.
+pub type Labels = std::collections::BTreeMap<String, String>;
+
+/// Parse `k=v,k2=v2` (a value may hold commas: `cpus=0,1`). A key is
+/// letters, digits, `_`, `-` or `.`; a value is non-empty, printable and
+/// at most 200 characters. The error names the bad piece.
+pub fn parse_labels(text: &str) -> Result<Labels, String> {
+    let mut out = Labels::new();
+    for (k, v) in crate::units::split_assignments(text)? {
+        check_label(&k, &v)?;
+        out.insert(k, v);
+    }
+    Ok(out)
+}
+
+/// Whether `k=v` may be a label (see [`parse_labels`]).
+pub fn check_label(k: &str, v: &str) -> Result<(), String> {
+    let key_ok = |c: char| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.');
+    if k.is_empty() || !k.chars().all(key_ok) {
+        return Err(format!(
+            "label key `{k}`: use letters, digits, `_`, `-` or `.`"
+        ));
+    }
+    if v.is_empty() || v.chars().count() > 200 || v.chars().any(char::is_control) {
+        return Err(format!(
+            "label `{k}`: the value must be 1 to 200 printable characters"
+        ));
+    }
+    Ok(())
+}
+
+/// Whether a run with `labels` matches every `k=v` of `want`.
+pub fn labels_match(labels: &Labels, want: &Labels) -> bool {
+    want.iter().all(|(k, v)| labels.get(k) == Some(v))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn labels_parse_check_and_match() {
+        let l = parse_labels("branch=main,cpus=0,1,commit=abc").unwrap();
+        assert_eq!(l.get("cpus").map(String::as_str), Some("0,1"));
+        assert_eq!(l.len(), 3);
+        assert!(labels_match(&l, &parse_labels("branch=main").unwrap()));
+        assert!(!labels_match(&l, &parse_labels("branch=dev").unwrap()));
+        assert!(!labels_match(&l, &parse_labels("os=linux").unwrap()));
+        assert!(parse_labels("a b=1").unwrap_err().contains("`a b`"));
+        assert!(parse_labels("k=").unwrap_err().contains("`k`"));
+        assert!(parse_labels("x").unwrap_err().contains("expected k=v"));
+        assert!(parse_labels("k=1,k=2").unwrap_err().contains("twice"));
+        assert_eq!(parse_labels("").unwrap(), Labels::new());
+    }
 
     #[test]
     fn version_1_settings_are_read() {

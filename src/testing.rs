@@ -78,6 +78,7 @@ pub fn plan(name: &str, benches: Vec<BenchSpec>) -> Plan {
         benches,
         reboot: None,
         layout: None,
+        gate: None,
     }
 }
 
@@ -197,6 +198,7 @@ pub fn run_data(cells: Vec<crate::store::StoredCell>) -> crate::store::RunData {
             cells: cells.len() as i64,
             samples: cells.iter().map(|(_, s)| s.len() as i64).sum(),
             overhead_ns: 0.31,
+            labels: Default::default(),
         },
         details: crate::store::RunDetails {
             fingerprint: fingerprint(),

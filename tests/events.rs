@@ -135,3 +135,89 @@ fn a_closed_event_pipe_leaves_no_running_run() {
     let runs = json(stdout(kbench(dir.path()).args(["runs", "--json"])).as_bytes());
     assert_eq!(runs["runs"][0]["status"], "interrupted", "{runs}");
 }
+
+/// `git` in `dir`, which must succeed.
+fn git(dir: &std::path::Path, args: &[&str]) -> String {
+    let out = std::process::Command::new("git")
+        .current_dir(dir)
+        .args(["-c", "user.name=t", "-c", "user.email=t@t"])
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "git {args:?}: {out:?}");
+    String::from_utf8(out.stdout).unwrap().trim().to_string()
+}
+
+#[test]
+fn labels_are_stored_streamed_replayed_and_imported() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = dir.path().join("repo");
+    std::fs::create_dir(&repo).unwrap();
+    git(&repo, &["init", "-q", "-b", "trunk"]);
+    git(&repo, &["commit", "-q", "--allow-empty", "-m", "one"]);
+    let head = git(&repo, &["rev-parse", "HEAD"]);
+    // Inside a work tree: its branch and commit, the user's labels on top.
+    let events = stdout(
+        kbench(dir.path())
+            .current_dir(&repo)
+            .args(["run", "getppid", "--samples", "2", "--sample-time", "0.01"])
+            .args(["--warmup", "0", "--events", "jsonl", "-q"])
+            .args(["--label", "os=debian 12,cpus=0,1", "--label", "tag=a"]),
+    );
+    let begun = json(events.lines().next().unwrap().as_bytes());
+    let want = serde_json::json!({
+        "branch": "trunk", "commit": head, "cpus": "0,1", "os": "debian 12", "tag": "a"
+    });
+    assert_eq!(begun["labels"], want);
+    let runs = json(stdout(kbench(dir.path()).args(["runs", "--json"])).as_bytes());
+    assert_eq!(runs[0]["labels"], want);
+    let text = stdout(kbench(dir.path()).arg("runs"));
+    assert!(
+        text.contains(&format!("branch=trunk commit={} cpus=0,1", &head[..12])),
+        "{text}"
+    );
+    // A label given wins over the repository's; outside a work tree there
+    // are only the given ones.
+    kbench(dir.path())
+        .current_dir(&repo)
+        .args(["run", "getppid", "--samples", "2", "--sample-time", "0.01"])
+        .args(["--warmup", "0", "-q", "--label", "branch=main"])
+        .assert()
+        .success();
+    let runs = json(stdout(kbench(dir.path()).args(["runs", "--json"])).as_bytes());
+    assert_eq!(runs[1]["labels"]["branch"], "main");
+    assert_eq!(runs[1]["labels"]["commit"], head.as_str());
+
+    // Replayed into another store, twice: the same labels, one run.
+    let other = tempfile::tempdir().unwrap();
+    for _ in 0..2 {
+        kbench(other.path())
+            .args(["ingest", "-"])
+            .write_stdin(events.clone())
+            .assert()
+            .success();
+    }
+    let runs = json(stdout(kbench(other.path()).args(["runs", "--json"])).as_bytes());
+    assert_eq!(runs.as_array().unwrap().len(), 1);
+    assert_eq!(runs[0]["labels"], want);
+
+    // Imported results carry only the labels given.
+    let data = other.path().join("old.txt");
+    std::fs::write(&data, "1\n2\n3\n").unwrap();
+    kbench(other.path())
+        .current_dir(other.path())
+        .args([
+            "import", "old.txt", "--from", "ministat", "--label", "os=bsd",
+        ])
+        .assert()
+        .success();
+    let runs = json(stdout(kbench(other.path()).args(["runs", "--json"])).as_bytes());
+    assert_eq!(runs[1]["labels"], serde_json::json!({"os": "bsd"}));
+
+    // A bad label is bad input naming it.
+    kbench(dir.path())
+        .args(["run", "getppid", "--label", "bad key=1"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("label key `bad key`"));
+}

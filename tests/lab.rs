@@ -64,7 +64,7 @@ fn copy_sqlite_to_postgres_and_back_keeps_every_cell() {
     let plan = plan.to_str().unwrap();
     let a = d.join("a.db");
     let a = a.to_str().unwrap();
-    ok(d, a, &["run", "-q", plan]);
+    ok(d, a, &["run", "-q", plan, "--label", "os=debian 12"]);
     let (_, err) = ok(d, a, &["store", "copy", "--from", a, "--to", &url]);
     assert!(
         err.contains("1 new run(s) of 1 campaign(s), 6 new sample(s)"),
@@ -87,7 +87,13 @@ fn copy_sqlite_to_postgres_and_back_keeps_every_cell() {
     assert!(err.contains("0 new run(s)"), "{err}");
     let (runs, _) = ok(d, &url, &["runs", "--json"]);
     let runs: Value = serde_json::from_str(&runs).unwrap();
-    assert_eq!(runs["runs"].as_array().unwrap().len(), 1);
+    let runs = &runs["runs"];
+    assert_eq!(runs.as_array().unwrap().len(), 1);
+    // The run's labels travel with it, both ways.
+    assert_eq!(runs[0]["labels"]["os"], "debian 12");
+    let (back, _) = ok(d, b, &["runs", "--json"]);
+    let back: Value = serde_json::from_str(&back).unwrap();
+    assert_eq!(back["runs"][0]["labels"], runs[0]["labels"]);
     // The campaign resumes from PostgreSQL: nothing is left to run.
     let (_, err) = ok(d, &url, &["run", "-q", plan]);
     assert!(err.contains("nothing to run here"), "{err}");

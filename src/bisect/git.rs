@@ -29,6 +29,34 @@ impl Commit {
     }
 }
 
+/// The branch and commit of the git work tree `dir` is in, as run labels
+/// (`branch`, `commit`); nothing outside a work tree or without git. On a
+/// detached HEAD (a CI checkout) the branch is the one the CI names
+/// (`GITHUB_HEAD_REF`, `GITHUB_REF_NAME`, `CI_COMMIT_REF_NAME`), if any.
+pub fn head_labels(dir: &Path) -> crate::record::Labels {
+    let r = Repo {
+        dir: dir.to_path_buf(),
+    };
+    let mut out = crate::record::Labels::new();
+    let Ok(commit) = r.git(&["rev-parse", "--verify", "-q", "HEAD"]) else {
+        return out;
+    };
+    let branch = r
+        .git(&["symbolic-ref", "--short", "-q", "HEAD"])
+        .ok()
+        .or_else(|| {
+            ["GITHUB_HEAD_REF", "GITHUB_REF_NAME", "CI_COMMIT_REF_NAME"]
+                .iter()
+                .find_map(|v| std::env::var(v).ok().filter(|b| !b.is_empty()))
+        });
+    for (k, v) in [("branch", branch), ("commit", Some(commit))] {
+        if let Some(v) = v.filter(|v| crate::record::check_label(k, v).is_ok()) {
+            out.insert(k.to_string(), v);
+        }
+    }
+    out
+}
+
 impl Repo {
     /// The repository containing `dir`; not a git work tree is bad input.
     pub fn open(dir: &Path) -> anyhow::Result<Repo> {

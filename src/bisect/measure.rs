@@ -292,6 +292,7 @@ impl<'a> Steps<'a> {
             fingerprint: self.fingerprint.clone(),
             planned_cells: arms.len(),
             planned_samples: arms.len() as u64 * u64::from(self.max + self.config.warmup),
+            labels: Default::default(),
         };
         let mut s = Sampler::begin(&mut *self.sink, begun, Arc::clone(&self.stop))?;
         let no_readings = IndexMap::new();

@@ -24,6 +24,7 @@
 mod build;
 mod decide;
 mod git;
+pub use git::head_labels;
 mod measure;
 pub mod report;
 mod text;

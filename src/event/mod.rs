@@ -18,7 +18,8 @@
 //!
 //! ```text
 //! {"event":"run_begun","schema":1,"run":"UUID","campaign":{"name":..,"plan_hash":..,"generation":1,"plan_text":..}|null,
-//!  "host":..,"started":UNIX_S,"fingerprint":{..},"config":{"version":2,..},"overhead_ns":0.3,"planned_cells":N,"planned_samples":N}
+//!  "host":..,"started":UNIX_S,"fingerprint":{..},"config":{"version":2,..},"overhead_ns":0.3,"planned_cells":N,"planned_samples":N,
+//!  "labels":{"branch":"main","commit":"0ee5562..."}}
 //! {"event":"cell_prepared","run":"UUID","cell":{"key":..,"bench":..,"source":..,"kind":"micro","params":{..},
 //!  "factors":{..},"label_params":[..],"metrics":[{"name":"ns/op","unit":"ns","direction":"lower"}],"readings":{..}}}
 //! {"event":"sample","run":"UUID","cell":KEY,"round":0,"t":UNIX_S,"values":[["ns/op",197.2]]}
@@ -37,17 +38,19 @@
 //! comparison uses; with `--processes`, `process` says which worker of
 //! the cell took it, and the run's boot is its settings' `owner.boot_id`.
 //! A `verdict` (sent by `kbench bisect`) is a decision made from the
-//! run's samples, its `body` shaped by its `kind`. A
-//! sample's `values` are `[metric, value]` pairs, in the order measured: a
+//! run's samples, its `body` shaped by its `kind`. A run's `labels`
+//! (absent when it has none) are what `--label` and the git repository it
+//! ran in said about it. A sample's `values` are `[metric, value]` pairs, in the order measured: a
 //! sample may hold several values of one metric (a scale cell with
 //! `intervals = 2` gives two ops/s values per sample).
 
 pub mod jsonl;
+pub mod labels;
 
 use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
 
-use crate::record::{CampaignKey, CellInfo, CellStatus, RunConfig, RunStatus};
+use crate::record::{CampaignKey, CellInfo, CellStatus, Labels, RunConfig, RunStatus};
 use crate::system::Fingerprint;
 
 /// Version of the wire format; a reader refuses a newer one.
@@ -86,6 +89,9 @@ pub struct RunBegun {
     /// What the run means to do, for progress displays.
     pub planned_cells: usize,
     pub planned_samples: u64,
+    /// The run's labels (`branch`, `commit`, the user's `--label`s).
+    #[serde(default, skip_serializing_if = "Labels::is_empty")]
+    pub labels: Labels,
 }
 
 /// A cell is part of this run. Sent once per cell, before its benchmark is

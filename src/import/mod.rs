@@ -155,6 +155,7 @@ impl ImportedRun {
             overhead_ns: 0.0,
             planned_cells: self.cells.len(),
             planned_samples: samples,
+            labels: Default::default(),
         }))
     }
 }

@@ -73,6 +73,7 @@
 //! exact) are documented in `system/probe.rs`; campaign rules (resume,
 //! `--force`, states) in `runner/campaign.rs`.
 
+pub mod gate;
 pub mod report;
 mod validate;
 
@@ -108,6 +109,8 @@ struct PlanFile {
     bench: Vec<Spanned<BenchFile>>,
     /// Report layout (`report.rs`).
     report: Option<report::ReportFile>,
+    /// `kbench check`'s policy (`gate.rs`).
+    gate: Option<gate::GateFile>,
     /// How to arm the next boot for a pending system state (printed by
     /// `kbench status`).
     reboot: Option<Spanned<RebootFile>>,
@@ -281,6 +284,8 @@ pub struct Plan {
     pub reboot: Option<String>,
     /// `[report]`: the layout of the campaign's report.
     pub layout: Option<report::Layout>,
+    /// `[gate]`: what `kbench check` gates, and by how much.
+    pub gate: Option<gate::Gate>,
 }
 
 /// The levels above the round a campaign replicates: each cell takes its

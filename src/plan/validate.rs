@@ -243,6 +243,11 @@ pub(super) fn validate(file: PlanFile, src: &Source) -> anyhow::Result<Plan> {
         }
         None => None,
     };
+    let gate = file
+        .gate
+        .as_ref()
+        .map(|g| super::gate::validate(g, src, &benches))
+        .transpose()?;
     let plan = Plan {
         name,
         path: None,
@@ -258,6 +263,7 @@ pub(super) fn validate(file: PlanFile, src: &Source) -> anyhow::Result<Plan> {
         benches,
         reboot,
         layout,
+        gate,
     };
     // Expanding resolves every cell's parameters: the benchmark's own
     // cross-checks run now, before anything is measured.
@@ -1118,6 +1124,7 @@ pub fn adhoc_plan(benches: Vec<(String, BenchSpec)>) -> anyhow::Result<Plan> {
         benches: specs,
         reboot: None,
         layout: None,
+        gate: None,
     })
 }
 

@@ -1271,6 +1271,7 @@ mod tests {
             cells: 1,
             samples: 5,
             overhead_ns: 0.3,
+            labels: Default::default(),
         }
     }
 

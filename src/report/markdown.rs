@@ -17,6 +17,7 @@ pub fn render(doc: &Document<'_>) -> String {
         Document::Tables(t) => tables(t),
         Document::History(h) => super::history::markdown(h),
         Document::Compare(c) => compare(c),
+        Document::Check(c) => super::check::markdown(c),
         other => format!("```\n{}```\n", super::text::render(other)),
     }
 }

@@ -4,6 +4,7 @@
 //! format; they never compute a statistic, and no command decides on a
 //! format anywhere else.
 
+pub mod check;
 pub mod comparability;
 pub mod compare;
 pub mod csv;
@@ -92,6 +93,8 @@ pub enum Document<'a> {
     History(&'a history::History),
     /// `kbench plan-size`: samples needed for a margin (`plan_size.rs`).
     PlanSize(&'a plan_size::PlanSize),
+    /// `kbench check`: a regression gate's verdicts (`check.rs`).
+    Check(&'a check::Check),
 }
 
 /// Render a document; the text ends with a newline. Text and Markdown,

@@ -43,6 +43,7 @@ pub fn render(doc: &Document<'_>) -> String {
         Document::Tables(t) => tables(&mut o, t),
         Document::History(h) => o.push_str(&super::history::text(h)),
         Document::PlanSize(p) => super::plan_size::text(&mut o, p),
+        Document::Check(c) => o.push_str(&super::check::text(c)),
         Document::Samples(t) => {
             o.push_str(&super::csv::render(doc).unwrap_or_else(|_| super::csv::header(t)))
         }
@@ -579,6 +580,32 @@ fn runs(o: &mut String, rows: &[RunRow]) {
             r.samples,
             r.status
         );
+        if !r.labels.is_empty() {
+            let _ = writeln!(o, "{}", labels_line(&r.labels));
+        }
+    }
+}
+
+/// A run's labels under its row of `kbench runs`: `k=v` pairs, a commit
+/// shortened to 12 digits, the line cut at 80 columns.
+fn labels_line(labels: &crate::record::Labels) -> String {
+    let pairs: Vec<String> = labels
+        .iter()
+        .map(|(k, v)| {
+            let v = if k == "commit" && v.len() > 12 && v.is_ascii() {
+                &v[..12]
+            } else {
+                v.as_str()
+            };
+            format!("{k}={v}")
+        })
+        .collect();
+    let line = format!("       {}", pairs.join(" "));
+    if line.chars().count() > 80 {
+        let cut: String = line.chars().take(77).collect();
+        format!("{cut}...")
+    } else {
+        line
     }
 }
 

@@ -232,6 +232,7 @@ pub fn run(
         fingerprint: fp.clone(),
         planned_cells: arms.len(),
         planned_samples: arms.iter().map(|a| u64::from(a.want) + warmups).sum(),
+        labels: Default::default(),
     };
     let mut s = Sampler::begin(sink, begun, stop)?;
     for a in &arms {

@@ -119,6 +119,7 @@ pub fn copy_with(
             fingerprint: details.fingerprint,
             config: details.config,
             overhead_ns: run.overhead_ns,
+            labels: run.labels.clone(),
         })?;
         if !existed {
             done.runs += 1;

@@ -232,6 +232,7 @@ impl StoreWrite for MemoryStore {
                 cells: 0,
                 samples: 0,
                 overhead_ns: run.overhead_ns,
+                labels: run.labels.clone(),
             },
             campaign_id: run.campaign,
             details: RunDetails {

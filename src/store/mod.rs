@@ -29,7 +29,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use crate::error::bad_input;
-use crate::record::{CampaignKey, CellInfo, CellStatus, RunConfig, RunStatus};
+use crate::record::{CampaignKey, CellInfo, CellStatus, Labels, RunConfig, RunStatus};
 use crate::system::Fingerprint;
 
 /// The store went away in the middle of a run (its server killed or
@@ -60,6 +60,8 @@ pub struct NewRun {
     pub config: RunConfig,
     /// ns per iteration of an empty timed loop on this machine.
     pub overhead_ns: f64,
+    /// `branch`, `commit` and the user's `--label`s.
+    pub labels: Labels,
 }
 
 /// A cell as stored: its description plus what it learnt while running.
@@ -132,6 +134,8 @@ pub struct RunRow {
     pub cells: i64,
     pub samples: i64,
     pub overhead_ns: f64,
+    /// The run's labels (`branch=main`, `commit=...`, `--label k=v`).
+    pub labels: Labels,
 }
 
 /// A run's fingerprint and settings, parsed.
@@ -425,6 +429,7 @@ pub mod suite {
                 counters: Vec::new(),
             },
             overhead_ns: 0.3,
+            labels: Labels::new(),
         }
     }
 
@@ -524,8 +529,19 @@ pub mod suite {
             })
             .unwrap();
         assert_ne!(c1, c2);
-        let run = s.begin_run(&new_run("u1", Some(c1))).unwrap();
+        let labels: Labels = [("branch", "main"), ("os", "debian 12")]
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        let labelled = NewRun {
+            labels: labels.clone(),
+            ..new_run("u1", Some(c1))
+        };
+        let run = s.begin_run(&labelled).unwrap();
+        // A replay keeps the labels first stored.
         assert_eq!(s.begin_run(&new_run("u1", Some(c1))).unwrap(), run);
+        assert_eq!(s.run(run).unwrap().unwrap().labels, labels);
+        assert_eq!(s.runs(None).unwrap()[0].labels, labels);
         assert_eq!(s.run_id("u1").unwrap(), Some(run));
         assert_eq!(s.run_id("nope").unwrap(), None);
         let a = s.add_cell(run, &cell_info("a", &[("smt", "on")])).unwrap();

@@ -109,6 +109,11 @@ CREATE TABLE verdicts (
     UNIQUE (run_id, kind)
 );
 "#,
+    // 4: a run's labels (`branch`, `commit`, `--label k=v`), as a JSON
+    // object: baselines are chosen by them.
+    r#"
+ALTER TABLE runs ADD COLUMN labels TEXT NOT NULL DEFAULT '{}';
+"#,
 ];
 
 /// The advisory lock every kbench migration takes ("kbench" in ASCII).
@@ -687,8 +692,8 @@ impl PgStore {
 
     fn raw_begin_run(&mut self, run: &NewRun) -> anyhow::Result<i64> {
         self.conn.get_mut().execute(
-            "INSERT INTO runs (uuid, campaign_id, host, started, status, fingerprint, config, overhead_ns)
-             VALUES ($1, $2, $3, $4, 'running', $5, $6, $7)
+            "INSERT INTO runs (uuid, campaign_id, host, started, status, fingerprint, config, overhead_ns, labels)
+             VALUES ($1, $2, $3, $4, 'running', $5, $6, $7, $8)
              ON CONFLICT (uuid) DO NOTHING",
             &[
                 &run.uuid,
@@ -698,6 +703,7 @@ impl PgStore {
                 &sql::json_text(&run.fingerprint),
                 &sql::json_text(&run.config),
                 &run.overhead_ns,
+                &sql::json_text(&run.labels),
             ],
         )?;
         self.run_id(&run.uuid)?

@@ -181,6 +181,7 @@ impl Sink for StoreSink<'_> {
                     fingerprint: b.fingerprint.clone(),
                     config: b.config.clone(),
                     overhead_ns: b.overhead_ns,
+                    labels: b.labels.clone(),
                 })?;
                 self.runs.insert(
                     b.run.clone(),

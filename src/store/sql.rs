@@ -18,7 +18,7 @@ use crate::record::{CellInfo, CellStatus, Kind, RunStatus};
 pub const RUN_SELECT: &str = "SELECT r.id, r.uuid, c.name, r.host, r.started, r.ended, r.status,
     (SELECT COUNT(*) FROM cells WHERE run_id = r.id),
     (SELECT COUNT(*) FROM samples WHERE run_id = r.id),
-    r.overhead_ns
+    r.overhead_ns, r.labels
     FROM runs r LEFT JOIN campaigns c ON c.id = r.campaign_id";
 
 /// Campaigns, for [`campaign_row`].
@@ -160,6 +160,7 @@ pub fn run_row(r: &impl Row) -> anyhow::Result<RunRow> {
         cells: r.i64_at(7)?,
         samples: r.i64_at(8)?,
         overhead_ns: r.f64_at(9)?,
+        labels: r.json_at(10)?,
     })
 }
 

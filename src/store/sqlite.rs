@@ -139,6 +139,11 @@ CREATE TABLE verdicts (
     UNIQUE (run_id, kind)
 );
 "#,
+    // 6: a run's labels (`branch`, `commit`, `--label k=v`), as a JSON
+    // object: baselines are chosen by them.
+    r#"
+ALTER TABLE runs ADD COLUMN labels TEXT NOT NULL DEFAULT '{}';
+"#,
 ];
 
 /// Whether new files can be made in `path`'s directory (SQLite's `-wal`
@@ -881,8 +886,8 @@ impl StoreWrite for SqliteStore {
     fn begin_run(&mut self, run: &NewRun) -> anyhow::Result<i64> {
         self.write(|c| {
             c.execute(
-                "INSERT INTO runs (uuid, campaign_id, host, started, status, fingerprint, config, overhead_ns)
-                 VALUES (?1, ?2, ?3, ?4, 'running', ?5, ?6, ?7)
+                "INSERT INTO runs (uuid, campaign_id, host, started, status, fingerprint, config, overhead_ns, labels)
+                 VALUES (?1, ?2, ?3, ?4, 'running', ?5, ?6, ?7, ?8)
                  ON CONFLICT (uuid) DO NOTHING",
                 params![
                     run.uuid,
@@ -891,7 +896,8 @@ impl StoreWrite for SqliteStore {
                     run.started,
                     sql::json_text(&run.fingerprint),
                     sql::json_text(&run.config),
-                    run.overhead_ns
+                    run.overhead_ns,
+                    sql::json_text(&run.labels)
                 ],
             )
         })?;

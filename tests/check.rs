@@ -1,0 +1,291 @@
+//! `kbench check` end to end: baselines chosen by labels, exit codes 0
+//! pass, 1 regression, 2 bad input, 3 inconclusive, the level the verdict
+//! used, and the JSON document. The benchmark is a command (a script
+//! sleeping 20 ms, then 100 ms: a change far past any threshold here).
+
+mod common;
+
+use common::{json, kbench};
+use predicates::prelude::*;
+use std::path::Path;
+
+const RUN: [&str; 6] = ["--metric", "real", "--samples", "6", "--warmup", "1"];
+
+fn script(dir: &Path, ms: u32) -> String {
+    let f = dir.join("work.sh");
+    std::fs::write(&f, format!("sleep {}\n", f64::from(ms) / 1000.0)).unwrap();
+    format!("sh {}", f.display())
+}
+
+fn check(dir: &Path, cmd: &str, extra: &[&str]) -> (i32, String, String) {
+    let _g = common::serial();
+    let out = kbench(dir)
+        .current_dir(dir)
+        .args(["check", cmd])
+        .args(RUN)
+        .args(extra)
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into(),
+        String::from_utf8_lossy(&out.stderr).into(),
+    )
+}
+
+#[test]
+fn a_gate_passes_the_same_code_fails_a_slower_one_and_says_its_level() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let cmd = script(d, 20);
+    for _ in 0..5 {
+        let _g = common::serial();
+        kbench(d)
+            .current_dir(d)
+            .args(["run", &cmd, "-q", "--label", "branch=main"])
+            .args(RUN)
+            .assert()
+            .success();
+    }
+    // No run carries the labels: bad input.
+    let (code, _, err) = check(d, &cmd, &["--baseline", "branch=nope"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--baseline branch=nope"), "{err}");
+    let (code, _, err) = check(d, &cmd, &["--baseline", "branch=main", "--threshold", "0%"]);
+    assert_eq!(code, 2, "{err}");
+
+    // One run a side: run-to-run variation is not measured.
+    let (code, out, _) = check(
+        d,
+        &cmd,
+        &["--baseline", "branch=main", "--label", "branch=pr"],
+    );
+    assert_eq!(code, 3, "{out}");
+    assert!(out.starts_with("unclear "), "{out}");
+    assert!(out.contains("variation NOT measured"), "{out}");
+    let (code, _, _) = check(
+        d,
+        &cmd,
+        &[
+            "--baseline",
+            "branch=main",
+            "--inconclusive",
+            "pass",
+            "--label",
+            "branch=pr",
+        ],
+    );
+    assert_eq!(code, 0);
+
+    // The same code against five baseline runs: no regression (on a busy
+    // machine the interval may still reach past the threshold).
+    let h = ["--baseline", "branch=main", "--baseline-history", "5"];
+    let (code, out, _) = check(
+        d,
+        &cmd,
+        &[&h[..], &["--threshold", "25%", "--label", "branch=pr"]].concat(),
+    );
+    assert!(code == 0 || code == 3, "{out}");
+    assert!(
+        out.starts_with("ok ") || out.starts_with("unclear "),
+        "{out}"
+    );
+    assert!(out.contains("run-to-run variation measured"), "{out}");
+    assert!(out.contains("candidate run(s)"), "{out}");
+
+    // Five times as slow: a regression, named first; as JSON too.
+    let slow = script(d, 100);
+    assert_eq!(slow, cmd);
+    let (code, out, _err) = check(
+        d,
+        &cmd,
+        &[&h[..], &["--threshold", "10%", "--format", "json"]].concat(),
+    );
+    assert_eq!(code, 1, "{out}\n{_err}");
+    let v = json(out.as_bytes());
+    assert_eq!(v["schema"], "kbench/report/1");
+    assert_eq!(v["kind"], "check");
+    assert_eq!(v["outcome"], "regression");
+    assert_eq!(v["baseline_runs"].as_array().unwrap().len(), 5);
+    assert_eq!(v["cells"][0]["verdict"], "regression");
+    let lo = v["cells"][0]["interval"][0].as_f64().unwrap();
+    assert!(lo > 0.1, "{v}");
+    // Required to improve, it is not better.
+    let (code, out, _) = check(d, &cmd, &[&h[..], &["--expect", "better"]].concat());
+    assert_eq!(code, 1, "{out}");
+    assert!(out.starts_with("REGRESSION "), "{out}");
+
+    // Stored runs as the candidate: the latest slow run against the
+    // baseline, without measuring.
+    kbench(d)
+        .args(["check", "--candidate", "999", "--baseline", "branch=main"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("--candidate 999"));
+}
+
+#[test]
+fn a_plans_gate_section_is_validated_and_sets_what_is_gated() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let cmd = script(d, 20);
+    let plan = |gate: &str| {
+        let text = format!(
+            "name = \"gated\"\nsamples = 4\nwarmup = 1\n\n[[bench]]\nname = \"loop\"\ncommand = [\"sh\", \"{}\"]\nmeasure = [\"real\"]\n\n[gate]\n{gate}\n",
+            cmd.trim_start_matches("sh ")
+        );
+        common::plan(d, "gated.toml", &text)
+            .to_str()
+            .unwrap()
+            .to_string()
+    };
+    // A key that names nothing in the plan: file, line and column.
+    let p = plan("thresholds = { nope = \"3%\" }");
+    kbench(d)
+        .args(["check", &p, "--baseline", "branch=main"])
+        .assert()
+        .code(2)
+        .stderr(
+            predicate::str::contains("gated.toml:11:16:").and(predicate::str::contains("`nope`")),
+        );
+    let p = plan("threshold = \"0%\"");
+    kbench(d)
+        .args(["check", &p, "--baseline", "branch=main"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("gated.toml:11:"));
+    // `real` only reported: five times slower still passes, shown as info.
+    let p = plan("report_only = [\"loop:real\"]");
+    {
+        let _g = common::serial();
+        kbench(d)
+            .args(["run", &p, "-q", "--label", "branch=main"])
+            .assert()
+            .success();
+    }
+    script(d, 100);
+    let _g = common::serial();
+    let out = kbench(d)
+        .args(["check", &p, "--baseline", "branch=main"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(text.starts_with("info "), "{text}");
+}
+
+#[test]
+fn junit_and_markdown_are_read_by_real_readers() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let cmd = script(d, 20);
+    let run = |label: &str| {
+        let _g = common::serial();
+        kbench(d)
+            .current_dir(d)
+            .args(["run", &cmd, "-q", "--label", label])
+            .args(RUN)
+            .assert()
+            .success();
+    };
+    run("branch=main");
+    run("branch=main");
+    script(d, 100);
+    run("branch=pr");
+    // Stored runs: every format reads the same numbers.
+    let gate = |format: &str, summary: Option<&Path>| {
+        let mut c = kbench(d);
+        c.args([
+            "check",
+            "--candidate",
+            "branch=pr",
+            "--baseline",
+            "branch=main",
+        ])
+        .args([
+            "--baseline-history",
+            "2",
+            "--threshold",
+            "10%",
+            "--format",
+            format,
+        ]);
+        match summary {
+            Some(p) => c.env("GITHUB_STEP_SUMMARY", p),
+            None => c.env_remove("GITHUB_STEP_SUMMARY"),
+        };
+        let out = c.output().unwrap();
+        let code = out.status.code().unwrap();
+        assert!(code == 1 || code == 3, "{out:?}");
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let doc = gate("json", None);
+    let v = json(doc.as_bytes());
+    // The document follows its published schema.
+    let file = d.join("check.json");
+    std::fs::write(&file, &doc).unwrap();
+    let schema = Path::new(env!("CARGO_MANIFEST_DIR")).join("schemas/report.schema.json");
+    let valid = std::process::Command::new("python3")
+        .arg("-c")
+        .arg(
+            "import sys, json, jsonschema\n\
+             s = json.load(open(sys.argv[1])); d = json.load(open(sys.argv[2]))\n\
+             jsonschema.Draft202012Validator.check_schema(s)\n\
+             jsonschema.Draft202012Validator(s).validate(d)",
+        )
+        .arg(&schema)
+        .arg(&file)
+        .output()
+        .expect("python3 with jsonschema (.ci/run installs it)");
+    assert!(valid.status.success(), "{valid:?}");
+    let verdict = v["cells"][0]["verdict"].as_str().unwrap().to_string();
+    assert!(verdict == "regression" || verdict == "unclear", "{v}");
+
+    let xml = d.join("check.xml");
+    std::fs::write(&xml, gate("junit", None)).unwrap();
+    let read = std::process::Command::new("python3")
+        .arg("-c")
+        .arg(
+            "import sys, junitparser\n\
+             x = junitparser.JUnitXml.fromfile(sys.argv[1])\n\
+             for s in x: print(s.tests, s.failures, s.skipped, s.errors)",
+        )
+        .arg(&xml)
+        .output()
+        .expect("python3 with junitparser (.ci/run installs it)");
+    assert!(read.status.success(), "{read:?}");
+    let want = if verdict == "regression" {
+        "1 1 0 0"
+    } else {
+        "1 0 1 0"
+    };
+    assert_eq!(String::from_utf8_lossy(&read.stdout).trim(), want);
+
+    let summary = d.join("summary.md");
+    std::fs::write(&summary, "before\n").unwrap();
+    let md = gate("markdown", Some(&summary));
+    assert!(md.len() < 65_000);
+    let appended = std::fs::read_to_string(&summary).unwrap();
+    assert_eq!(appended, format!("before\n{md}"));
+    let mut render = std::process::Command::new("cmark-gfm")
+        .args(["--extension", "table"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("cmark-gfm (.ci/run installs it)");
+    use std::io::Write;
+    render
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(md.as_bytes())
+        .unwrap();
+    let html = String::from_utf8(render.wait_with_output().unwrap().stdout).unwrap();
+    assert!(html.contains("<table>"), "{html}");
+    let word = if verdict == "regression" {
+        "REGRESSION"
+    } else {
+        "unclear"
+    };
+    assert!(html.contains(&format!("<td>{word}</td>")), "{html}");
+}
