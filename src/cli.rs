@@ -135,6 +135,15 @@ pub enum Command {
         /// (false discovery rate) instead of Holm (family-wise error rate).
         #[arg(long)]
         fdr: bool,
+        /// The metrics compared, comma-separated (each metric's tests are
+        /// one family) [default: each benchmark's primary metric, e.g. a
+        /// command's `real`].
+        #[arg(long, value_name = "NAME,...", value_delimiter = ',')]
+        metric: Vec<String>,
+        /// Compare every recorded metric (each metric's tests are one
+        /// family).
+        #[arg(long, conflicts_with = "metric")]
+        all_metrics: bool,
         /// Print JSON instead of text (same as `--format json`).
         #[arg(long)]
         json: bool,
@@ -373,6 +382,10 @@ pub struct RunArgs {
     /// real, user, sys, maxrss, vcsw, ivcsw [default: all].
     #[arg(long, value_name = "NAME,...", value_delimiter = ',')]
     pub metric: Vec<String>,
+    /// Two or more variants: a table for every metric recorded, not only
+    /// the summary of the primary one.
+    #[arg(long)]
+    pub all_metrics: bool,
 }
 
 /// Shells `kbench completions` writes a script for.
@@ -449,6 +462,10 @@ pub struct ReportArgs {
     /// Print `µ` and `±` in text instead of ASCII `us` and `+/-`.
     #[arg(long)]
     pub unicode: bool,
+    /// Two or more variants: a table for every metric recorded, not only
+    /// the summary of the primary one.
+    #[arg(long)]
+    pub all_metrics: bool,
     /// A recorded fact the reported runs are meant to differ in
     /// (kernel.release, cpu.microcode, ...; repeat or separate by commas):
     /// listed, but no warning.

@@ -19,6 +19,7 @@ pub mod scale;
 pub mod summary;
 pub mod table;
 pub mod text;
+pub mod verdict;
 pub mod wis_csv;
 
 #[cfg(test)]
@@ -290,6 +291,9 @@ pub struct Report {
     /// The run's noise warnings were printed on this terminal before it
     /// began: the text report does not print them a second time.
     pub warnings_shown: bool,
+    /// With a summary: a table for every metric, not only the summary of
+    /// the primary one (`--all-metrics`).
+    pub all_metrics: bool,
 }
 
 /// The failed samples of one cell.
@@ -361,6 +365,7 @@ impl Report {
             states: Vec::new(),
             pending: Vec::new(),
             warnings_shown: false,
+            all_metrics: false,
         }
     }
 
@@ -387,6 +392,7 @@ impl Report {
             overhead_ns: d.runs.last().map_or(0.0, |r| r.overhead_ns),
             summary: summary::of_groups(&groups),
             warnings_shown: false,
+            all_metrics: false,
             groups,
             verdict: None,
             scaling: scale::build(&merged),
