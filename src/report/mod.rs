@@ -172,6 +172,9 @@ pub struct CellSummary {
     /// The benchmark it runs (registry name or command name), for labels.
     #[serde(skip)]
     pub source: String,
+    /// A command, a micro-benchmark, ...
+    #[serde(skip)]
+    pub kind: crate::record::Kind,
     /// Resolved parameters.
     pub params: serde_json::Map<String, serde_json::Value>,
     /// Factor name -> value label.
@@ -530,6 +533,7 @@ fn groups(
             g.rows.push(CellSummary {
                 bench: c.bench.clone(),
                 source: c.source.clone(),
+                kind: c.kind,
                 params: c.params.clone(),
                 factors: c.factors.clone(),
                 metric: m.name.clone(),

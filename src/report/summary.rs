@@ -30,6 +30,11 @@ pub struct RunSummary {
     pub variants: Vec<Variant>,
     /// Each contender against the baseline, in words and numbers.
     pub verdicts: Vec<super::verdict::VerdictLine>,
+    /// The variants are what was put side by side (commands, or variants
+    /// of one benchmark): the text shows this summary in place of the
+    /// tables unless every metric is asked for.
+    #[serde(skip)]
+    pub stands_for_tables: bool,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -116,7 +121,10 @@ pub fn of_groups(groups: &[Group]) -> Option<RunSummary> {
     } else {
         Vec::new()
     };
+    let stands_for_tables =
+        firsts.len() == 1 || rows.iter().all(|r| r.kind == crate::record::Kind::Command);
     Some(RunSummary {
+        stands_for_tables,
         metric: head.metric.clone(),
         unit: head.unit.clone(),
         direction: head.direction,
@@ -174,7 +182,7 @@ pub fn text(o: &mut String, s: &RunSummary) {
     let names: Vec<String> = s
         .variants
         .iter()
-        .map(|v| super::grid::clip(&v.name, room))
+        .map(|v| clip_tail(&v.name, room))
         .collect();
     let nw = names.iter().map(|n| n.chars().count()).max().unwrap_or(0);
     let row = |o: &mut String, name: &str, cols: &[String]| {
@@ -190,9 +198,32 @@ pub fn text(o: &mut String, s: &RunSummary) {
     }
 }
 
+/// A variant's name within `room` columns, keeping its end: variants
+/// differ at the end (`spin:work=1000`, `.../ten.txt`), not at the start.
+fn clip_tail(name: &str, room: usize) -> String {
+    let n = name.chars().count();
+    if n <= room {
+        return name.to_string();
+    }
+    let tail: String = name.chars().skip(n + 3 - room.max(4)).collect();
+    format!("...{tail}")
+}
+
 /// The verdict of each contender against the baseline, one sentence each.
 pub fn verdicts(o: &mut String, s: &RunSummary) {
     for v in &s.verdicts {
         o.push_str(&super::grid::wrap(&v.sentence, super::text::WIDTH, "  "));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn clipped_names_keep_the_end_that_tells_variants_apart() {
+        assert_eq!(
+            super::clip_tail("ministat:file=/tmp/x/ten.txt", 12),
+            "...x/ten.txt"
+        );
+        assert_eq!(super::clip_tail("sleep 0.01", 12), "sleep 0.01");
     }
 }

@@ -71,7 +71,7 @@ fn report(o: &mut String, r: &Report) {
     let mut noted = std::collections::HashSet::new();
     // Two or more variants: their primary metric's summary stands for the
     // tables unless every metric is asked for.
-    let compact = r.summary.is_some() && !r.all_metrics;
+    let compact = r.summary.as_ref().is_some_and(|s| s.stands_for_tables) && !r.all_metrics;
     for g in r.groups.iter().filter(|_| !compact) {
         o.push('\n');
         // A benchmark's notes are per cell: print them under its first
@@ -1512,14 +1512,17 @@ fn summary_lines(o: &mut String, c: &Comparison) {
     }
 }
 
-/// The families p is adjusted over: `a family of 4 tests`, or one per
-/// metric.
+/// The families p is adjusted over: `a family of 4 tests`, or the
+/// primary metrics' and one per other metric.
 pub(crate) fn families(c: &Comparison) -> String {
-    let first = c.rows.first().map(|r| r.metric.as_str());
-    if c.rows.iter().all(|r| Some(r.metric.as_str()) == first) {
+    let keys = super::compare::family_keys(&c.rows);
+    if keys.iter().all(|k| k.is_empty()) {
         format!("a family of {} tests", c.family)
     } else {
-        format!("each metric's tests as one family (at most {})", c.family)
+        format!(
+            "a family per metric (the primary metrics one; at most {} tests)",
+            c.family
+        )
     }
 }
 
