@@ -30,9 +30,9 @@ pub struct RunSummary {
     pub variants: Vec<Variant>,
     /// Each contender against the baseline, in words and numbers.
     pub verdicts: Vec<super::verdict::VerdictLine>,
-    /// The variants are what was put side by side (commands, or variants
-    /// of one benchmark): the text shows this summary in place of the
-    /// tables unless every metric is asked for.
+    /// The variants are commands, or record metrics beyond the primary
+    /// one: the text shows this summary in place of the tables unless
+    /// every metric is asked for.
     #[serde(skip)]
     pub stands_for_tables: bool,
 }
@@ -121,8 +121,10 @@ pub fn of_groups(groups: &[Group]) -> Option<RunSummary> {
     } else {
         Vec::new()
     };
+    // Commands, or a benchmark with metrics beyond the primary one: the
+    // tables of those are what `--all-metrics` adds.
     let stands_for_tables =
-        firsts.len() == 1 || rows.iter().all(|r| r.kind == crate::record::Kind::Command);
+        rows.iter().all(|r| r.kind == crate::record::Kind::Command) || groups.len() > firsts.len();
     Some(RunSummary {
         stands_for_tables,
         metric: head.metric.clone(),
