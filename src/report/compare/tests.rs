@@ -566,27 +566,13 @@ fn a_command_compares_its_primary_metric_and_each_other_metric_is_its_own_family
         let real: Vec<f64> = (0..8).map(|i| scale * (1.0 + i as f64 * 0.01)).collect();
         let user: Vec<f64> = real.iter().map(|x| x / 2.0).collect();
         let f = [("variant", variant)];
-        let m = |n| Metric::new(n, "s", Direction::Lower);
-        let (mut c, mut s) = testing::stored_cell(
-            id,
-            "cmd",
-            Kind::Command,
-            serde_json::json!({}),
-            &f,
-            &[],
-            m("real"),
-            &real,
-        );
-        let (u, us) = testing::stored_cell(
-            id,
-            "cmd",
-            Kind::Command,
-            serde_json::json!({}),
-            &f,
-            &[],
-            m("user"),
-            &user,
-        );
+        let one = |name, v: &[f64]| {
+            let m = Metric::new(name, "s", Direction::Lower);
+            let params = serde_json::json!({});
+            testing::stored_cell(id, "cmd", Kind::Command, params, &f, &[], m, v)
+        };
+        let (mut c, mut s) = one("real", &real);
+        let (u, us) = one("user", &user);
         c.info.metrics.extend(u.info.metrics);
         s.extend(us);
         (c, s)
