@@ -138,6 +138,15 @@ pub enum Command {
         /// (false discovery rate) instead of Holm (family-wise error rate).
         #[arg(long)]
         fdr: bool,
+        /// The metrics compared, comma-separated (each metric's tests are
+        /// one family) [default: each benchmark's primary metric, e.g. a
+        /// command's `real`].
+        #[arg(long, value_name = "NAME,...", value_delimiter = ',')]
+        metric: Vec<String>,
+        /// Compare every recorded metric (each metric's tests are one
+        /// family).
+        #[arg(long, conflicts_with = "metric")]
+        all_metrics: bool,
         /// Print JSON instead of text (same as `--format json`).
         #[arg(long)]
         json: bool,
@@ -403,6 +412,10 @@ pub struct RunArgs {
     /// Set by `kbench check`: store the run, print no report.
     #[arg(skip)]
     pub no_report: bool,
+    /// Two or more variants: a table for every metric recorded, not only
+    /// the summary of the primary one.
+    #[arg(long)]
+    pub all_metrics: bool,
 }
 
 /// `kbench check`: the candidate's run settings, then the gate's.
@@ -539,6 +552,10 @@ pub struct ReportArgs {
     /// Print `µ` and `±` in text instead of ASCII `us` and `+/-`.
     #[arg(long)]
     pub unicode: bool,
+    /// Two or more variants: a table for every metric recorded, not only
+    /// the summary of the primary one.
+    #[arg(long)]
+    pub all_metrics: bool,
     /// A recorded fact the reported runs are meant to differ in
     /// (kernel.release, cpu.microcode, ...; repeat or separate by commas):
     /// listed, but no warning.

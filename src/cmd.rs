@@ -110,6 +110,8 @@ pub fn dispatch(args: Vec<OsString>) -> anyhow::Result<ExitCode> {
             margin,
             expect,
             fdr,
+            metric,
+            all_metrics,
             json,
             format,
             exports,
@@ -128,6 +130,11 @@ pub fn dispatch(args: Vec<OsString>) -> anyhow::Result<ExitCode> {
                     margin: &margin,
                     expect: &expect,
                     adjust,
+                    metrics: match (all_metrics, metric.is_empty()) {
+                        (true, _) => report::compare::Metrics::All,
+                        (false, true) => report::compare::Metrics::Primary,
+                        (false, false) => report::compare::Metrics::Named(metric),
+                    },
                 },
                 compare_format(json, format)?,
                 &exports,
@@ -584,6 +591,7 @@ fn run(a: RunArgs, db: &store::Locator) -> anyhow::Result<ExitCode> {
     exports.write(&|f| crate::export::run_document(&*st, run_id, &r, plan.layout.as_ref(), f))?;
     if lines.is_none() && !a.no_report {
         r.warnings_shown = warnings_shown;
+        r.all_metrics = a.all_metrics;
         run_report(&*st, &plan, campaign.as_ref(), run_id, r, a.json)?;
     }
     Ok(match status {
@@ -759,6 +767,7 @@ fn run_report(
             );
             let mut r = report::Report::of_campaign(store::load_campaign(st, c.id)?);
             r.warnings_shown = run.warnings_shown;
+            r.all_metrics = run.all_metrics;
             r
         }
         _ => run,
@@ -857,10 +866,13 @@ fn report(db: &store::Locator, a: &crate::cli::ReportArgs) -> anyhow::Result<Exi
     {
         return write_out(a.output.as_deref(), &text);
     }
-    let reports: Vec<report::Report> = ops
+    let mut reports: Vec<report::Report> = ops
         .iter()
         .map(|op| select::report(&*st, op))
         .collect::<anyhow::Result<_>>()?;
+    for r in &mut reports {
+        r.all_metrics = a.all_metrics;
+    }
     // The layout: the first campaign's `[report]`, then the flags.
     let mut layout = reports
         .iter()
@@ -1233,6 +1245,7 @@ struct CompareHow<'a> {
     margin: &'a str,
     expect: &'a [String],
     adjust: crate::stats::multiple::Adjust,
+    metrics: report::compare::Metrics,
 }
 
 /// `compare --json` / `--format`: text, JSON, Markdown or CSV.
@@ -1266,6 +1279,7 @@ fn compare(
         margin,
         expect,
         adjust,
+        metrics,
     } = how;
     let expect = report::comparability::parse_expect(expect).map_err(|e| bad_input!("{e}"))?;
     if !(80.0..=99.5).contains(&confidence) {
@@ -1287,7 +1301,8 @@ fn compare(
             std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
             std::collections::hash_map::Entry::Vacant(e) => e.insert(st.cells(op.scope)?),
         };
-        let cells = select::narrow(&op, cells.clone())?;
+        let mut cells = select::narrow(&op, cells.clone())?;
+        report::compare::keep_metrics(&mut cells, &metrics)?;
         report::compare::RunBlocks::read(&*st, &cells, &mut runs)?;
         sels.push(report::compare::Selection {
             name: spec.clone(),

@@ -407,7 +407,8 @@ fn outliers_are_flagged_only_from_ten_samples_on() {
             .output()
             .unwrap(),
     );
-    let text = common::stdout(kbench(dir.path()).arg("report"));
+    // Two variants: the tables (and their flags) are `--all-metrics`'s.
+    let text = common::stdout(kbench(dir.path()).args(["report", "--all-metrics"]));
     let flagged: Vec<&str> = text.lines().filter(|l| l.contains("outliers [")).collect();
     assert_eq!(flagged.len(), 1, "{text}");
     assert!(flagged[0].contains("sample #10 of 10"), "{text}");
@@ -423,6 +424,138 @@ fn outliers_are_flagged_only_from_ten_samples_on() {
         .map(|c| c["outliers"].to_string())
         .collect();
     assert_eq!(outliers, ["[9]", "[]"]);
+}
+
+// --- the verdict line ----------------------------------------------------
+
+/// The report of `kbench run 'A' 'B'` without the noise warnings (which
+/// depend on the machine), as a user reads it.
+fn without_warnings(text: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut skipping = false;
+    for l in text.lines() {
+        if l == "noise warnings:" {
+            // The blank line before the block goes with it.
+            if out.last() == Some(&"") {
+                out.pop();
+            }
+            skipping = true;
+            continue;
+        }
+        if skipping && (l.starts_with("  ") || l.is_empty()) {
+            skipping = !l.is_empty();
+            if l.is_empty() {
+                out.push(l);
+            }
+            continue;
+        }
+        skipping = false;
+        out.push(l);
+    }
+    out
+}
+
+/// Whether a value reads `0 ns` (a zero time scaled to a prefix).
+fn zero_ns(text: &str) -> bool {
+    let words: Vec<&str> = text.split_whitespace().collect();
+    words.windows(2).any(|w| w == ["0", "ns"])
+}
+
+#[test]
+fn two_commands_end_in_one_verdict_line_within_12_lines_and_json_says_the_same() {
+    let dir = tempfile::tempdir().unwrap();
+    let _t = common::serial();
+    // 1 ms against 30 ms of sleep: slower under any load on this machine.
+    let out = kbench(dir.path())
+        .args([
+            "run",
+            "sleep 0.001",
+            "sleep 0.03",
+            "--samples",
+            "10",
+            "--warmup",
+            "1",
+        ])
+        .arg("--export-json")
+        .arg(dir.path().join("r.json"))
+        .output()
+        .unwrap();
+    common::assert_ok(&out);
+    let text = String::from_utf8(out.stdout).unwrap();
+    let lines = without_warnings(&text);
+    assert!(lines.len() <= 12, "{} lines: {text}", lines.len());
+    assert!(
+        text.contains("also recorded: user, sys, maxrss, vcsw, ivcsw (`--all-metrics`)"),
+        "{text}"
+    );
+    assert!(!text.contains("NaN") && !zero_ns(&text), "{text}");
+    let last = lines.last().unwrap();
+    // `sleep 0.03 is 2750% slower than sleep 0.001 [+2600%, +2900%]`
+    let rest = last
+        .strip_prefix("sleep 0.03 is ")
+        .unwrap_or_else(|| panic!("{text}"));
+    let (pct, rest) = rest.split_once("% slower than sleep 0.001 [").unwrap();
+    let pct: f64 = pct.parse().unwrap();
+    let (lo, hi) = rest.trim_end_matches("%]").split_once("%, ").unwrap();
+    let (lo, hi): (f64, f64) = (lo.parse().unwrap(), hi.parse().unwrap());
+    assert!(lo > 0.0 && lo <= pct && pct <= hi, "{last}");
+    let json = common::json(&std::fs::read(dir.path().join("r.json")).unwrap());
+    let v = &json["summary"]["verdicts"][0];
+    assert_eq!(v["sentence"], *last);
+    assert_eq!(v["outcome"], "slower");
+    let change = v["change"].as_f64().unwrap();
+    assert!(
+        (change * 100.0 - pct).abs() <= 0.5 + pct * 0.01,
+        "{change} {pct}"
+    );
+    // Every metric's table on request.
+    let all = common::stdout(kbench(dir.path()).args(["report", "--all-metrics"]));
+    assert!(all.contains("sleep 0.03: maxrss [KiB]"), "{all}");
+    assert!(all.ends_with(&format!("{last}\n")), "{all}");
+}
+
+#[test]
+fn compare_says_the_change_once_in_words_on_the_primary_metric() {
+    let dir = tempfile::tempdir().unwrap();
+    let _t = common::serial();
+    for _ in 0..2 {
+        common::run_json(
+            dir.path(),
+            &["sleep 0.001", "--samples", "4", "--warmup", "0"],
+        );
+    }
+    let text = common::stdout(kbench(dir.path()).args(["compare", "1", "2"]));
+    // The primary metric only, and no second spelling of the change.
+    assert!(text.contains("sleep 0.001 real ("), "{text}");
+    assert!(!text.contains(" user ("), "{text}");
+    assert!(
+        !text.contains(" worse") && !text.contains(" better ("),
+        "{text}"
+    );
+    // One run a side: not judged, and how to get a verdict, at the end.
+    let tail = text.rsplit("\n\n").next().unwrap().replace("\n  ", " ");
+    assert!(
+        tail.starts_with("2 vs 1: not judged: run-to-run variation is not measured")
+            && tail.contains("kbench run --repeat N"),
+        "{text}"
+    );
+    let json = common::json(
+        common::stdout(kbench(dir.path()).args(["compare", "1", "2", "--json"])).as_bytes(),
+    );
+    assert_eq!(json["rows"].as_array().unwrap().len(), 1, "{json}");
+    assert_eq!(json["verdicts"][0]["sentence"], tail.trim_end());
+    assert_eq!(json["verdicts"][0]["outcome"], "not-judged");
+    let md = common::stdout(kbench(dir.path()).args(["compare", "1", "2", "--format", "markdown"]));
+    assert!(md.contains("**verdict**: 2 vs 1: not judged"), "{md}");
+    let all = common::stdout(kbench(dir.path()).args(["compare", "1", "2", "--all-metrics"]));
+    assert!(all.contains("sleep 0.001 user ("), "{all}");
+    assert!(!all.contains("NaN") && !zero_ns(&all), "{all}");
+    let e = error_line(dir.path(), &["compare", "1", "2", "--metric", "rael"]);
+    assert!(e.contains("did you mean `real`"), "{e}");
+}
+
+fn json_run_id(path: &std::path::Path) -> String {
+    common::json(&std::fs::read(path).unwrap())["run"]["id"].to_string()
 }
 
 // --- exports in the same invocation --------------------------------------
@@ -455,9 +588,11 @@ fn run_and_compare_export_json_markdown_and_csv_beside_the_text() {
     common::assert_ok(&out);
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(
-        text.contains("spin: ns/op"),
+        text.contains("ns/op (lower is better), the baseline first:"),
         "the text still goes to stdout: {text}"
     );
+    let run = json_run_id(&f("r.json"));
+    let text = common::stdout(kbench(dir.path()).args(["report", &run, "--all-metrics"]));
     let json = common::json(&std::fs::read(f("r.json")).unwrap());
     let cells = common::cells(&json);
     assert_eq!(cells.len(), 2);

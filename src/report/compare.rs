@@ -97,6 +97,49 @@ impl RunBlocks {
     }
 }
 
+/// Which metrics a comparison holds.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Metrics {
+    /// Each benchmark's first metric (a command's `real`).
+    Primary,
+    /// These, where a cell records them.
+    Named(Vec<String>),
+    All,
+}
+
+/// Keep the metrics `which` asks for in `cells` (and drop cells left with
+/// none); a named metric no cell records is an error naming the nearest.
+pub fn keep_metrics(cells: &mut Vec<StoredCell>, which: &Metrics) -> anyhow::Result<()> {
+    let keep = |c: &crate::record::CellInfo, name: &str| match which {
+        Metrics::All => true,
+        Metrics::Primary => c.metrics.first().is_some_and(|m| m.name == name),
+        Metrics::Named(n) => n.iter().any(|x| x == name),
+    };
+    if let Metrics::Named(names) = which {
+        let mut known: Vec<&str> = Vec::new();
+        for (c, _) in cells.iter() {
+            for m in &c.info.metrics {
+                if !known.contains(&m.name.as_str()) {
+                    known.push(&m.name);
+                }
+            }
+        }
+        if let Some(n) = names.iter().find(|n| !known.contains(&n.as_str())) {
+            return Err(bad_input!(
+                "--metric {n}: no compared cell records it{}",
+                crate::suggest::hint(n, &known, "")
+            ));
+        }
+    }
+    for (c, samples) in cells.iter_mut() {
+        let info = c.info.clone();
+        samples.retain(|s| keep(&info, &s.metric));
+        c.info.metrics.retain(|m| keep(&info, &m.name));
+    }
+    cells.retain(|(c, _)| !c.info.metrics.is_empty());
+    Ok(())
+}
+
 /// Numbers for boot ids, shared by every operand of a comparison (0 is
 /// "unknown").
 #[derive(Default)]
@@ -315,6 +358,9 @@ pub struct Row {
     /// Each operand's numbers, the baseline first.
     pub stats: Vec<Stat>,
     pub versus: Vec<Versus>,
+    /// The size of the family this row's tests were adjusted in: the
+    /// benchmarks' primary metrics, or one other metric.
+    pub family: usize,
 }
 
 /// The geometric mean of one contender's ratios over the rows of one unit
@@ -357,8 +403,13 @@ pub struct Comparison {
     pub comparability: Option<super::comparability::Comparability>,
     /// How the p-values are adjusted across the family.
     pub adjust: Adjust,
-    /// The family: every contender-versus-baseline test with a p-value.
+    /// The largest family: the contender-versus-baseline tests with a
+    /// p-value of the primary metrics are one family, of each other metric
+    /// another (`Row::family`).
     pub family: usize,
+    /// One verdict per contender, in words (`verdict.rs`): the
+    /// comparison's one row, or the geomean of the first unit's rows.
+    pub verdicts: Vec<super::verdict::VerdictLine>,
 }
 
 /// Most operands: ministat's symbols.
@@ -393,18 +444,82 @@ pub fn compare_adjusted(
     if sels.len() > MAX_OPERANDS {
         return Err(bad_input!("at most {MAX_OPERANDS} operands"));
     }
-    let conf = Confidence::percent(confidence);
     let links = links(sels);
     let mut boots = BootIds::default();
     let all: Vec<_> = sels
         .iter()
         .map(|s| observations(s, &links, &mut boots))
         .collect();
+    let names: Vec<String> = sels.iter().map(|s| s.name.clone()).collect();
+    let how = How {
+        test,
+        confidence,
+        margin,
+        adjust,
+        level,
+    };
+    of_observations(&names, &all, how)
+}
+
+/// The variants of one run, each one cell's samples of one metric, the
+/// baseline first, compared as `kbench compare` compares them (Welch's t
+/// for the ministat-style block, Holm over the contenders): the numbers
+/// of a run's verdict line.
+pub fn of_variants(
+    names: &[String],
+    metric: &str,
+    unit: &str,
+    direction: Direction,
+    obs: &[Vec<Obs>],
+    confidence: f64,
+) -> anyhow::Result<Comparison> {
+    let key: PairKey = (names[0].clone(), metric.to_string(), String::new());
+    let all: Vec<Observed> = obs
+        .iter()
+        .map(|o| IndexMap::from([(key.clone(), (unit.to_string(), direction, o.clone()))]))
+        .collect();
+    let how = How {
+        test: Test::Welch,
+        confidence,
+        margin: DEFAULT_MARGIN,
+        adjust: Adjust::Holm,
+        level: None,
+    };
+    of_observations(names, &all, how)
+}
+
+/// The margin of equivalence a comparison uses unless told (`--margin`).
+pub const DEFAULT_MARGIN: f64 = 0.01;
+
+/// Every value per pairing key of one operand.
+type Observed = IndexMap<PairKey, (String, Direction, Vec<Obs>)>;
+
+/// How to compare: the settings of `kbench compare`.
+#[derive(Clone, Copy)]
+struct How {
+    test: Test,
+    confidence: f64,
+    margin: f64,
+    adjust: Adjust,
+    /// ministat's level index for `Test::Student`.
+    level: Option<usize>,
+}
+
+/// Compare every operand's observations with the first's, key by key.
+fn of_observations(names: &[String], all: &[Observed], how: How) -> anyhow::Result<Comparison> {
+    let How {
+        test,
+        confidence,
+        margin,
+        adjust,
+        level,
+    } = how;
+    let conf = Confidence::percent(confidence);
     let mut rows = Vec::new();
     let mut unpaired = Vec::new();
     // The arms of each test in row order, for the adjusted intervals once
     // the family is known.
-    let mut arms: Vec<(Vec<Obs>, Vec<Obs>, Direction)> = Vec::new();
+    let mut arms: Vec<Arms> = Vec::new();
     for (key, (unit, dir, base)) in &all[0] {
         let others: Vec<Option<&Vec<Obs>>> =
             all[1..].iter().map(|m| m.get(key).map(|e| &e.2)).collect();
@@ -429,7 +544,7 @@ pub fn compare_adjusted(
             stats.push(Stat::of(&b));
             let detail = one_test(test, &a, &b, conf, level);
             let d = design::compare(base, o, *dir, conf);
-            versus.push(versus_of(&sels[j + 1].name, &a, &b, d, detail, margin));
+            versus.push(versus_of(&names[j + 1], &a, &b, d, detail, margin));
             arms.push((base.clone(), o.clone(), *dir));
         }
         rows.push(Row {
@@ -442,18 +557,19 @@ pub fn compare_adjusted(
             mean: a.mean(),
             stats,
             versus,
+            family: 0,
         });
     }
     if rows.is_empty() {
         return Err(bad_input!(
             "no cell of `{}` has a partner in every other operand (compare like with like, e.g. `campaign:factor=value`)",
-            sels[0].name
+            names[0]
         ));
     }
-    let geomean = geomeans(&rows, &arms, sels, conf);
+    let geomean = geomeans(&rows, &arms, names, conf);
     let family = adjust_family(&mut rows, &arms, adjust, conf, margin);
-    Ok(Comparison {
-        operands: sels.iter().map(|s| s.name.clone()).collect(),
+    let mut c = Comparison {
+        operands: names.to_vec(),
         test,
         confidence,
         margin,
@@ -463,7 +579,52 @@ pub fn compare_adjusted(
         comparability: None,
         adjust,
         family,
-    })
+        verdicts: Vec::new(),
+    };
+    c.verdicts = verdicts(&c);
+    Ok(c)
+}
+
+/// One verdict per contender: its row when the comparison has one for
+/// the first row's unit, else the geomean of those rows.
+fn verdicts(c: &Comparison) -> Vec<super::verdict::VerdictLine> {
+    use super::verdict::{Judged, line};
+    let Some(first) = c.rows.first() else {
+        return Vec::new();
+    };
+    let same = |r: &&Row| r.unit == first.unit && r.direction == first.direction;
+    let mut out = Vec::new();
+    for name in &c.operands[1..] {
+        let mine: Vec<(&Row, &Versus)> = c
+            .rows
+            .iter()
+            .filter(same)
+            .flat_map(|r| {
+                r.versus
+                    .iter()
+                    .filter(|v| v.name == *name)
+                    .map(move |v| (r, v))
+            })
+            .collect();
+        let judged = match mine.as_slice() {
+            [(_, v)] => Some(Judged::row(v)),
+            _ => c
+                .geomean
+                .iter()
+                .find(|g| g.name == *name && g.unit == first.unit && g.direction == first.direction)
+                .map(Judged::geomean),
+        };
+        if let Some(j) = judged {
+            out.push(line(
+                &c.operands[0],
+                &j,
+                &first.metric,
+                &first.unit,
+                first.direction,
+            ));
+        }
+    }
+    out
 }
 
 /// A contender's result from its design (or the words for data without
@@ -516,7 +677,7 @@ fn versus_of(
 fn geomeans(
     rows: &[Row],
     arms: &[(Vec<Obs>, Vec<Obs>, Direction)],
-    sels: &[Selection],
+    names: &[String],
     conf: Confidence,
 ) -> Vec<GeoRow> {
     // (unit, direction) -> per contender index -> cells
@@ -525,9 +686,9 @@ fn geomeans(
     for r in rows {
         let per = groups
             .entry((r.unit.clone(), r.direction))
-            .or_insert_with(|| vec![Vec::new(); sels.len()]);
+            .or_insert_with(|| vec![Vec::new(); names.len()]);
         for v in &r.versus {
-            let j = sels.iter().position(|s| s.name == v.name).unwrap_or(0);
+            let j = names.iter().position(|s| *s == v.name).unwrap_or(0);
             if v.design.is_some() {
                 per[j].push(i);
             }
@@ -553,7 +714,7 @@ fn geomeans(
             };
             let ratio = g.log_ratio.exp();
             out.push(GeoRow {
-                name: sels[j].name.clone(),
+                name: names[j].clone(),
                 unit: unit.clone(),
                 direction,
                 k: cells.len(),
@@ -568,29 +729,82 @@ fn geomeans(
     out
 }
 
-/// Adjust the p-values of every test across the family and take each
-/// test's interval at the level its adjusted p is decided at, so the mark
-/// and the interval agree (a family of one keeps its own level); state
-/// the power of each result that shows no difference. `arms` holds each
-/// test's observations in row order. Returns the family's size.
+/// Each test's arms: the baseline's and the contender's observations.
+type Arms = (Vec<Obs>, Vec<Obs>, Direction);
+
+/// Adjust the p-values of each family of tests ([`family_keys`]: a
+/// command's `real` is not diluted by the `maxrss` nobody asked about), as
+/// [`adjust_tests`] does. `arms` holds each test's observations in row
+/// order. Sets each row's family size and returns the largest.
 fn adjust_family(
     rows: &mut [Row],
-    arms: &[(Vec<Obs>, Vec<Obs>, Direction)],
+    arms: &[Arms],
+    adjust: Adjust,
+    conf: Confidence,
+    margin: f64,
+) -> usize {
+    let keys = family_keys(rows);
+    let mut distinct: Vec<&str> = Vec::new();
+    for k in &keys {
+        if !distinct.contains(&k.as_str()) {
+            distinct.push(k);
+        }
+    }
+    let mut largest = 0;
+    for m in distinct {
+        let mut tests = Vec::new();
+        let mut at = 0;
+        for (r, k) in rows.iter_mut().zip(&keys) {
+            let n = r.versus.len();
+            if k == m {
+                tests.extend(r.versus.iter_mut().zip(&arms[at..at + n]));
+            }
+            at += n;
+        }
+        let family = adjust_tests(tests, adjust, conf, margin);
+        for (r, _) in rows.iter_mut().zip(&keys).filter(|(_, k)| *k == m) {
+            r.family = family;
+        }
+        largest = largest.max(family);
+    }
+    largest
+}
+
+/// The family of each row: every benchmark's primary metric (the first
+/// its rows show) is one family, and each other metric its own.
+pub(crate) fn family_keys(rows: &[Row]) -> Vec<String> {
+    let mut primary: IndexMap<&str, &str> = IndexMap::new();
+    for r in rows {
+        primary.entry(&r.bench).or_insert(&r.metric);
+    }
+    rows.iter()
+        .map(|r| {
+            if primary[r.bench.as_str()] == r.metric {
+                String::new()
+            } else {
+                r.metric.clone()
+            }
+        })
+        .collect()
+}
+
+/// Adjust the p-values of one family of tests and take each test's
+/// interval at the level its adjusted p is decided at, so the mark and
+/// the interval agree (a family of one keeps its own level); state the
+/// power of each result that shows no difference. Returns the family's
+/// size.
+fn adjust_tests(
+    mut tests: Vec<(&mut Versus, &Arms)>,
     adjust: Adjust,
     conf: Confidence,
     margin: f64,
 ) -> usize {
     let member = |v: &Versus| v.p.filter(|_| v.too_few.is_none());
-    let family = rows
-        .iter()
-        .flat_map(|r| r.versus.iter())
-        .filter(|v| member(v).is_some())
-        .count();
+    let family = tests.iter().filter(|(v, _)| member(v).is_some()).count();
     // Each test's method chosen for the family's strictest level, so its
     // p and its adjusted interval come from one test.
     let strictest = conf.alpha() / family.max(1) as f64;
-    let versus = rows.iter_mut().flat_map(|r| r.versus.iter_mut());
-    for (v, (a, b, dir)) in versus.zip(arms) {
+    for (v, (a, b, dir)) in tests.iter_mut() {
         if v.design.is_some()
             && let Ok(d) = design::compare_in(a, b, *dir, conf, strictest)
         {
@@ -598,15 +812,10 @@ fn adjust_family(
             v.design = Some(d);
         }
     }
-    let ps: Vec<Option<f64>> = rows
-        .iter()
-        .flat_map(|r| r.versus.iter())
-        .map(member)
-        .collect();
+    let ps: Vec<Option<f64>> = tests.iter().map(|(v, _)| member(v)).collect();
     let adjusted = multiple::adjust(&ps, adjust);
     let levels = multiple::levels(&ps, &adjusted, conf.alpha());
-    let versus = rows.iter_mut().flat_map(|r| r.versus.iter_mut());
-    for (((v, padj), level), (a, b, dir)) in versus.zip(adjusted).zip(levels).zip(arms) {
+    for (((v, (a, b, dir)), padj), level) in tests.into_iter().zip(adjusted).zip(levels) {
         v.p_adjusted = padj;
         let at = match level {
             Some(g) if family > 1 => Confidence::percent(100.0 * (1.0 - g)),

@@ -127,6 +127,11 @@ pub fn scale(v: f64, unit: &str, half: Option<f64>, unicode: bool) -> (f64, Stri
         return (v, unit.to_string(), half);
     };
     let x = v.abs() * base;
+    // Zero has no scale: `0 s` stays in its own unit (`0 ns` for a time
+    // stored in seconds reads as a measured nanosecond figure).
+    if x == 0.0 {
+        return (v, unit.to_string(), half);
+    }
     let (div, u) = steps
         .iter()
         .find(|(d, _)| x >= *d * 0.9995)
@@ -168,69 +173,15 @@ pub fn ratio(r: f64, half: Option<f64>) -> String {
     format!("{r:.d$}")
 }
 
-/// The words of a change (new/baseline - 1): `worse` or `better` by the
-/// metric's direction (none for an informational one), and hyperfine's
-/// factor, `1.08x slower`: slower/faster for times and rates,
-/// larger/smaller for anything else.
-pub fn change_words(change: f64, direction: crate::record::Direction, unit: &str) -> String {
-    use crate::record::Direction;
-    let pct = format!("{:+.2}%", change * 100.0);
-    let pct = if pct == "-0.00%" {
-        "+0.00%".to_string()
-    } else {
-        pct
-    };
-    let word = match direction {
-        _ if change == 0.0 => " (no change)",
-        Direction::Lower if change > 0.0 => " worse",
-        Direction::Higher if change < 0.0 => " worse",
-        Direction::Lower | Direction::Higher => " better",
-        Direction::Info => "",
-    };
-    let r = 1.0 + change;
-    if change == 0.0 || r.is_nan() || r <= 0.0 {
-        return format!("{pct}{word}");
-    }
-    let time = matches!(unit, "s" | "ms" | "us" | "µs" | "ns" | "cycles");
-    let rate = unit.ends_with("/s");
-    let how = match (time, rate, r > 1.0) {
-        (true, _, true) | (_, true, false) => "slower",
-        (true, _, false) | (_, true, true) => "faster",
-        (false, false, true) => "larger",
-        (false, false, false) => "smaller",
-    };
-    format!("{pct}{word} ({:.2}x {how})", r.max(1.0 / r))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn changes_in_words() {
-        use crate::record::Direction::{Higher, Info, Lower};
-        assert_eq!(
-            change_words(3.1167, Lower, "ns"),
-            "+311.67% worse (4.12x slower)"
-        );
-        assert_eq!(
-            change_words(-0.5, Lower, "s"),
-            "-50.00% better (2.00x faster)"
-        );
-        assert_eq!(
-            change_words(-0.1, Higher, "B/s"),
-            "-10.00% worse (1.11x slower)"
-        );
-        assert_eq!(
-            change_words(0.08, Higher, "ops/s"),
-            "+8.00% better (1.08x faster)"
-        );
-        assert_eq!(
-            change_words(0.08, Lower, "B"),
-            "+8.00% worse (1.08x larger)"
-        );
-        assert_eq!(change_words(0.08, Info, "%"), "+8.00% (1.08x larger)");
-        assert_eq!(change_words(0.0, Lower, "ns"), "+0.00% (no change)");
+    fn zero_keeps_its_stored_unit() {
+        assert_eq!(value(0.0, "s", None, false), "0 s");
+        assert_eq!(value(0.0, "ns", None, false), "0 ns");
+        assert_eq!(value(0.0, "B/s", None, false), "0 B/s");
     }
 
     #[test]

@@ -39,7 +39,7 @@ fn compare(c: &super::compare::Comparison) -> String {
         },
         c.confidence,
         if adjusted {
-            format!("; p adjusted over a family of {}", c.family)
+            format!("; p adjusted over {}", super::text::families(c))
         } else {
             String::new()
         }
@@ -95,6 +95,9 @@ fn compare(c: &super::compare::Comparison) -> String {
         for w in &k.warnings {
             let _ = writeln!(o, "\n> warning: {}", md_escape(&w.to_string()));
         }
+    }
+    for v in &c.verdicts {
+        let _ = writeln!(o, "\n**verdict**: {}", md_escape(&v.sentence));
     }
     o
 }

@@ -20,6 +20,7 @@ pub mod scale;
 pub mod summary;
 pub mod table;
 pub mod text;
+pub mod verdict;
 pub mod wis_csv;
 
 #[cfg(test)]
@@ -174,6 +175,9 @@ pub struct CellSummary {
     /// The benchmark it runs (registry name or command name), for labels.
     #[serde(skip)]
     pub source: String,
+    /// A command, a micro-benchmark, ...
+    #[serde(skip)]
+    pub kind: crate::record::Kind,
     /// Resolved parameters.
     pub params: serde_json::Map<String, serde_json::Value>,
     /// Factor name -> value label.
@@ -293,6 +297,9 @@ pub struct Report {
     /// The run's noise warnings were printed on this terminal before it
     /// began: the text report does not print them a second time.
     pub warnings_shown: bool,
+    /// With a summary: a table for every metric, not only the summary of
+    /// the primary one (`--all-metrics`).
+    pub all_metrics: bool,
 }
 
 /// The failed samples of one cell.
@@ -364,6 +371,7 @@ impl Report {
             states: Vec::new(),
             pending: Vec::new(),
             warnings_shown: false,
+            all_metrics: false,
         }
     }
 
@@ -390,6 +398,7 @@ impl Report {
             overhead_ns: d.runs.last().map_or(0.0, |r| r.overhead_ns),
             summary: summary::of_groups(&groups),
             warnings_shown: false,
+            all_metrics: false,
             groups,
             verdict: None,
             scaling: scale::build(&merged),
@@ -527,6 +536,7 @@ fn groups(
             g.rows.push(CellSummary {
                 bench: c.bench.clone(),
                 source: c.source.clone(),
+                kind: c.kind,
                 params: c.params.clone(),
                 factors: c.factors.clone(),
                 metric: m.name.clone(),

@@ -4,10 +4,11 @@
 //! baseline) first, so the answer to "which is faster" is at the end of
 //! the output where a hyperfine user looks for it.
 //!
-//! It holds only what the report's tables already hold (each cell's median
-//! of its first metric); the verdict of each contender against the
-//! baseline, with its interval, belongs to the design-aware analysis of
-//! `stats/` and joins this model from there, never from a second path.
+//! It holds what the report's tables already hold (each cell's median of
+//! its first metric), and the verdict of each contender against the
+//! baseline in words: the numbers of `kbench compare` of the same cells
+//! (`compare::of_variants`, the design-aware analysis), never a second
+//! path.
 
 use serde::Serialize;
 
@@ -27,6 +28,13 @@ pub struct RunSummary {
     pub direction: Direction,
     /// In the order given: the first is the baseline.
     pub variants: Vec<Variant>,
+    /// Each contender against the baseline, in words and numbers.
+    pub verdicts: Vec<super::verdict::VerdictLine>,
+    /// The variants are commands, or record metrics beyond the primary
+    /// one: the text shows this summary in place of the tables unless
+    /// every metric is asked for.
+    #[serde(skip)]
+    pub stands_for_tables: bool,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -35,6 +43,10 @@ pub struct Variant {
     pub name: String,
     pub n: usize,
     pub median: f64,
+    pub mean: f64,
+    pub stddev: f64,
+    pub min: f64,
+    pub max: f64,
 }
 
 /// The summary of a report's tables: every cell's first metric, when
@@ -58,6 +70,7 @@ pub fn of_groups(groups: &[Group]) -> Option<RunSummary> {
     {
         return None;
     }
+    let rows: Vec<&super::CellSummary> = firsts.iter().flat_map(|g| &g.rows).collect();
     let variants: Vec<Variant> = firsts
         .iter()
         .flat_map(|g| {
@@ -77,42 +90,142 @@ pub fn of_groups(groups: &[Group]) -> Option<RunSummary> {
                     },
                     n: r.summary.n,
                     median: r.summary.median,
+                    mean: r.summary.mean,
+                    stddev: r.summary.stddev,
+                    min: r.summary.min,
+                    max: r.summary.max,
                 }
             })
         })
         .collect();
-    (2..=MAX_VARIANTS)
-        .contains(&variants.len())
-        .then(|| RunSummary {
-            metric: head.metric.clone(),
-            unit: head.unit.clone(),
-            direction: head.direction,
-            variants,
-        })
+    if !(2..=MAX_VARIANTS).contains(&variants.len()) {
+        return None;
+    }
+    let names: Vec<String> = variants.iter().map(|v| v.name.clone()).collect();
+    let obs: Vec<Vec<crate::stats::design::Obs>> = rows.iter().map(|r| r.obs.clone()).collect();
+    // Two variants of one name cannot be told apart in words.
+    let distinct = names
+        .iter()
+        .all(|n| names.iter().filter(|m| *m == n).count() == 1);
+    let verdicts = if distinct {
+        super::compare::of_variants(
+            &names,
+            &head.metric,
+            &head.unit,
+            head.direction,
+            &obs,
+            CONFIDENCE,
+        )
+        .map(|c| c.verdicts)
+        .unwrap_or_default()
+    } else {
+        Vec::new()
+    };
+    // Commands, or a benchmark with metrics beyond the primary one: the
+    // tables of those are what `--all-metrics` adds.
+    let stands_for_tables =
+        rows.iter().all(|r| r.kind == crate::record::Kind::Command) || groups.len() > firsts.len();
+    Some(RunSummary {
+        stands_for_tables,
+        metric: head.metric.clone(),
+        unit: head.unit.clone(),
+        direction: head.direction,
+        variants,
+        verdicts,
+    })
 }
 
-/// The section in plain text, within 80 columns.
+/// Confidence of the verdicts' intervals, percent (`kbench compare`'s
+/// default).
+pub const CONFIDENCE: f64 = 95.0;
+
+/// The section in plain text, within 80 columns: one row per variant in
+/// human units, the baseline first.
 pub fn text(o: &mut String, s: &RunSummary) {
     use std::fmt::Write;
+    let unit = if s.metric == s.unit || s.metric.split('/').any(|p| p == s.unit) {
+        String::new()
+    } else {
+        format!(" [{}]", s.unit)
+    };
     let _ = writeln!(
         o,
-        "summary: {} ({}), median of each, the baseline first:",
+        "{}{unit} ({}), the baseline first:",
         s.metric, s.direction
     );
-    let values: Vec<String> = s
+    let head = ["N", "median", "mean", "stddev", "min", "max"];
+    let cells: Vec<Vec<String>> = s
         .variants
         .iter()
-        .map(|v| super::human::value(v.median, &s.unit, None, false))
+        .map(|v| {
+            let h = |x: f64| super::human::value(x, &s.unit, None, false);
+            vec![
+                v.n.to_string(),
+                h(v.median),
+                h(v.mean),
+                h(v.stddev),
+                h(v.min),
+                h(v.max),
+            ]
+        })
         .collect();
-    let vw = values.iter().map(|v| v.len()).max().unwrap_or(0);
-    let room = super::text::WIDTH.saturating_sub(vw + 20);
+    let widths: Vec<usize> = (0..head.len())
+        .map(|i| {
+            cells
+                .iter()
+                .map(|c| c[i].chars().count())
+                .chain([head[i].len()])
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let table: usize = widths.iter().map(|w| w + 2).sum();
+    let room = super::text::WIDTH.saturating_sub(table).max(8);
     let names: Vec<String> = s
         .variants
         .iter()
-        .map(|v| super::grid::clip(&v.name, room))
+        .map(|v| clip_tail(&v.name, room))
         .collect();
     let nw = names.iter().map(|n| n.chars().count()).max().unwrap_or(0);
-    for ((v, name), value) in s.variants.iter().zip(&names).zip(&values) {
-        let _ = writeln!(o, "  {name:<nw$}  {value:>vw$}  ({} samples)", v.n);
+    let row = |o: &mut String, name: &str, cols: &[String]| {
+        let mut line = format!("{name:<nw$}");
+        for (c, w) in cols.iter().zip(&widths) {
+            let _ = write!(line, "  {c:>w$}");
+        }
+        let _ = writeln!(o, "{}", line.trim_end());
+    };
+    row(o, "", &head.map(String::from));
+    for (name, c) in names.iter().zip(&cells) {
+        row(o, name, c);
+    }
+}
+
+/// A variant's name within `room` columns, keeping its end: variants
+/// differ at the end (`spin:work=1000`, `.../ten.txt`), not at the start.
+fn clip_tail(name: &str, room: usize) -> String {
+    let n = name.chars().count();
+    if n <= room {
+        return name.to_string();
+    }
+    let tail: String = name.chars().skip(n + 3 - room.max(4)).collect();
+    format!("...{tail}")
+}
+
+/// The verdict of each contender against the baseline, one sentence each.
+pub fn verdicts(o: &mut String, s: &RunSummary) {
+    for v in &s.verdicts {
+        o.push_str(&super::grid::wrap(&v.sentence, super::text::WIDTH, "  "));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn clipped_names_keep_the_end_that_tells_variants_apart() {
+        assert_eq!(
+            super::clip_tail("ministat:file=/tmp/x/ten.txt", 12),
+            "...x/ten.txt"
+        );
+        assert_eq!(super::clip_tail("sleep 0.01", 12), "sleep 0.01");
     }
 }

@@ -70,7 +70,10 @@ fn direction_text(d: Direction) -> String {
 fn report(o: &mut String, r: &Report) {
     header(o, r);
     let mut noted = std::collections::HashSet::new();
-    for g in &r.groups {
+    // Two or more variants: their primary metric's summary stands for the
+    // tables unless every metric is asked for.
+    let compact = r.summary.as_ref().is_some_and(|s| s.stands_for_tables) && !r.all_metrics;
+    for g in r.groups.iter().filter(|_| !compact) {
         o.push('\n');
         // A benchmark's notes are per cell: print them under its first
         // metric's table only.
@@ -113,14 +116,41 @@ fn report(o: &mut String, r: &Report) {
             r.pending.len()
         );
     }
+    if let Some(s) = &r.summary {
+        o.push('\n');
+        super::summary::text(o, s);
+        if compact {
+            also_recorded(o, r);
+        }
+    }
     if let Some(fp) = r.fingerprint()
         && !r.warnings_shown
     {
         warnings(o, &fp.warnings());
     }
-    if let Some(s) = &r.summary {
+    if let Some(s) = r.summary.as_ref().filter(|s| !s.verdicts.is_empty()) {
         o.push('\n');
-        super::summary::text(o, s);
+        super::summary::verdicts(o, s);
+    }
+}
+
+/// The metrics a compact report leaves out, and how to see them.
+fn also_recorded(o: &mut String, r: &Report) {
+    let mut firsts: Vec<&str> = Vec::new();
+    let mut others: Vec<&str> = Vec::new();
+    for g in &r.groups {
+        if !firsts.contains(&g.bench.as_str()) {
+            firsts.push(&g.bench);
+        } else if !others.contains(&g.metric.as_str()) {
+            others.push(&g.metric);
+        }
+    }
+    if !others.is_empty() {
+        o.push_str(&wrapped(
+            "",
+            &format!("also recorded: {} (`--all-metrics`)", others.join(", ")),
+            "  ",
+        ));
     }
 }
 
@@ -872,7 +902,7 @@ fn status(o: &mut String, st: &Status) {
 const SYMBOL: [char; super::compare::MAX_OPERANDS] = ['x', '+', '*', '%', '#', '@', 'O'];
 
 fn pct(x: f64) -> String {
-    format!("{:+.2}%", x * 100.0)
+    super::verdict::signed(x)
 }
 
 /// How a comparison's design counted its units: `paired by round, 12
@@ -907,7 +937,7 @@ fn design_words(v: &super::compare::Versus, r: &Row, family: usize, adjust: &str
     let Some(d) = &v.design else {
         return String::new();
     };
-    let words = super::human::change_words(d.change(), r.direction, &r.unit);
+    let words = super::verdict::phrase(d.change(), r.direction, &r.metric, &r.unit);
     if let Some(level) = d.unmeasured {
         let within = d
             .within
@@ -1046,7 +1076,7 @@ fn compare_block(o: &mut String, c: &Comparison, r: &Row) {
         } else {
             String::new()
         };
-        let words = design_words(v, r, c.family, c.adjust.label());
+        let words = design_words(v, r, r.family, c.adjust.label());
         if !words.is_empty() {
             o.push_str(&grid::wrap(&format!("design{vs}: {words}"), WIDTH, "    "));
         }
@@ -1063,7 +1093,7 @@ fn compare(o: &mut String, c: &Comparison) {
         o.push_str("\ngeomean per unit (change = new/baseline - 1):\n");
     }
     for g in &c.geomean {
-        let words = super::human::change_words(g.change, g.direction, &g.unit);
+        let words = super::verdict::phrase(g.change, g.direction, &g.unit, &g.unit);
         let d = &g.design;
         let tail = if let Some(level) = d.unmeasured {
             format!("; not judged: {}", level.unmeasured())
@@ -1110,6 +1140,12 @@ fn compare(o: &mut String, c: &Comparison) {
             .map(|s| s.to_string())
             .collect();
         comparability(o, k, &symbols);
+    }
+    if !c.verdicts.is_empty() {
+        o.push('\n');
+    }
+    for v in &c.verdicts {
+        o.push_str(&grid::wrap(&v.sentence, WIDTH, "  "));
     }
 }
 
@@ -1495,14 +1531,7 @@ fn summary_lines(o: &mut String, c: &Comparison) {
         };
         for v in &r.versus {
             // Fewer digits for large changes: the row stays within 80.
-            let short = |x: f64| {
-                let p = x * 100.0;
-                if p.abs() >= 100.0 {
-                    format!("{p:+.0}%")
-                } else {
-                    format!("{p:+.1}%")
-                }
-            };
+            let short = super::verdict::signed;
             let vs = if contenders {
                 format!(" vs {}", v.name)
             } else {
@@ -1588,10 +1617,10 @@ fn summary_lines(o: &mut String, c: &Comparison) {
     if adjusted {
         o.push_str(&grid::wrap(
             &format!(
-                "p adjusted ({}, {}) over a family of {} tests; each interval is taken at the level its adjusted p is decided at, so `~` and the interval agree",
+                "p adjusted ({}, {}) over {}; each interval is taken at the level its adjusted p is decided at, so `~` and the interval agree",
                 c.adjust.label(),
                 c.adjust.controls(),
-                c.family
+                families(c)
             ),
             WIDTH,
             "  ",
@@ -1616,6 +1645,20 @@ fn summary_lines(o: &mut String, c: &Comparison) {
                 "  ",
             ));
         }
+    }
+}
+
+/// The families p is adjusted over: `a family of 4 tests`, or the
+/// primary metrics' and one per other metric.
+pub(crate) fn families(c: &Comparison) -> String {
+    let keys = super::compare::family_keys(&c.rows);
+    if keys.iter().all(|k| k.is_empty()) {
+        format!("a family of {} tests", c.family)
+    } else {
+        format!(
+            "a family per metric (the primary metrics one; at most {} tests)",
+            c.family
+        )
     }
 }
 

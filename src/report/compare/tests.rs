@@ -79,9 +79,22 @@ fn the_geomean_is_per_unit_and_a_gain_is_positive_in_both_directions() {
         );
     }
     let text = render(&Document::Compare(&c), Format::Text).unwrap();
-    assert!(text.contains("-10.00% better (1.11x faster)"), "{text}");
-    assert!(text.contains("+10.00% better (1.10x faster)"), "{text}");
-    assert!(!text.contains("worse"), "{text}");
+    // One spelling of each change: words, then the signed interval.
+    assert!(text.contains("10.0% faster [-10.0%, -10.0%]"), "{text}");
+    assert!(
+        text.contains("10.0% more bytes/s [+10.0%, +10.0%]"),
+        "{text}"
+    );
+    assert!(
+        !text.contains("worse") && !text.contains("better ("),
+        "{text}"
+    );
+    // The verdict: the first unit's one row, in words, at the end.
+    assert_eq!(c.verdicts.len(), 1);
+    assert!(
+        text.ends_with("1:variant=2 is 10.0% faster than 1:variant=1 [-10.0%, -10.0%]\n"),
+        "{text}"
+    );
     insta::assert_snapshot!("compare_student", text);
 }
 
@@ -459,8 +472,8 @@ fn one_sign_convention_and_no_impossible_bound() {
     ];
     let c = compare(&sels, Test::Welch, 95.0, 0.01).unwrap();
     let text = render(&Document::Compare(&c), Format::Text).unwrap();
-    assert!(text.contains("+311.67% worse"), "{text}");
-    assert!(text.contains("4.12x slower"), "{text}");
+    assert!(text.contains("312% slower [+312%, +312%]"), "{text}");
+    assert_eq!(c.verdicts[0].outcome, "slower");
     // The improvement table says the same change.
     let d = crate::report::table::build(
         &[crate::report::Report::of_run(testing::run_data(vec![
@@ -541,4 +554,59 @@ fn an_all_zero_baseline_gets_words_not_nan() {
             assert!(text.contains(words), "{test:?} {b:?}:\n{text}");
         }
     }
+}
+
+#[test]
+fn a_command_compares_its_primary_metric_and_each_other_metric_is_its_own_family() {
+    // Found: two commands compared six metrics as one family of tests,
+    // diluting `real`, which nobody had asked to share its level.
+    use crate::bench::{Direction, Metric};
+    use crate::record::Kind;
+    let cell = |id, variant: &str, scale: f64| {
+        let real: Vec<f64> = (0..8).map(|i| scale * (1.0 + i as f64 * 0.01)).collect();
+        let user: Vec<f64> = real.iter().map(|x| x / 2.0).collect();
+        let f = [("variant", variant)];
+        let one = |name, v: &[f64]| {
+            let m = Metric::new(name, "s", Direction::Lower);
+            let params = serde_json::json!({});
+            testing::stored_cell(id, "cmd", Kind::Command, params, &f, &[], m, v)
+        };
+        let (mut c, mut s) = one("real", &real);
+        let (u, us) = one("user", &user);
+        c.info.metrics.extend(u.info.metrics);
+        s.extend(us);
+        (c, s)
+    };
+    let sels = |which: &super::Metrics| -> Vec<super::Selection> {
+        [("a", 1.0), ("b", 1.2)]
+            .iter()
+            .enumerate()
+            .map(|(i, (v, scale))| {
+                let mut cells = vec![cell(i as i64 + 1, v, *scale)];
+                super::keep_metrics(&mut cells, which).unwrap();
+                super::Selection {
+                    name: format!("x:variant={v}"),
+                    fixed: vec!["variant".into()],
+                    cells,
+                    runs: Default::default(),
+                }
+            })
+            .collect()
+    };
+    let c = compare(&sels(&super::Metrics::Primary), Test::Welch, 95.0, 0.01).unwrap();
+    let metrics: Vec<&str> = c.rows.iter().map(|r| r.metric.as_str()).collect();
+    assert_eq!(metrics, ["real"]);
+    assert_eq!(c.verdicts.len(), 1);
+    let c = compare(&sels(&super::Metrics::All), Test::Welch, 95.0, 0.01).unwrap();
+    assert_eq!(c.rows.len(), 2);
+    // Each metric alone: a family of one, its interval at 95%.
+    for r in &c.rows {
+        assert_eq!(r.family, 1, "{}", r.metric);
+        assert_eq!(r.versus[0].interval_confidence, Some(95.0), "{}", r.metric);
+    }
+    let mut cells = vec![cell(1, "a", 1.0)];
+    let e = super::keep_metrics(&mut cells, &super::Metrics::Named(vec!["usr".into()]))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("did you mean `user`"), "{e}");
 }
