@@ -1,0 +1,155 @@
+//! Whose data a row holds: the host a run measured on, the file an
+//! imported run came from, the run itself when asked. These are report
+//! dimensions like factors (`--groups host`, `--rows import`,
+//! `--groups run`), and a campaign's cells of different origin are kept
+//! apart (two operating systems' curves are never averaged into one)
+//! unless the reader asks for them pooled (`--pool`).
+
+use std::collections::HashMap;
+
+use indexmap::IndexMap;
+
+use crate::store::{RunDetails, RunRow, StoredCell};
+
+/// How a campaign's runs are merged into rows.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Pooling {
+    /// Runs of one origin (host, or imported file) merge; others stay
+    /// apart.
+    #[default]
+    ByOrigin,
+    /// Every run apart (a `run` dimension).
+    ByRun,
+    /// Every run merged, whatever its origin (`--pool`).
+    All,
+}
+
+/// A run's origin as dimensions, `name -> value`, in display order.
+pub type Origin = Vec<(String, String)>;
+
+/// The prefix of an imported run's plan field (`import:FILE`).
+const IMPORTED: &str = "import:";
+
+/// The origin of one run: its host, or for an import the file it came
+/// from (an import has no host kbench saw), and its id when runs are
+/// kept apart.
+pub fn of_run(run: &RunRow, details: Option<&RunDetails>, pooling: Pooling) -> Origin {
+    let mut o = Origin::new();
+    if pooling == Pooling::All {
+        return o;
+    }
+    match details.and_then(|d| d.config.plan.strip_prefix(IMPORTED)) {
+        Some(file) => o.push(("import".into(), file.to_string())),
+        None => o.push(("host".into(), run.host.clone())),
+    }
+    if pooling == Pooling::ByRun {
+        o.push(("run".into(), run.id.to_string()));
+    }
+    o
+}
+
+/// The origin of every run, from the runs alone (imports read by host).
+pub fn by_host(runs: &[RunRow], pooling: Pooling) -> HashMap<i64, Origin> {
+    runs.iter()
+        .map(|r| (r.id, of_run(r, None, pooling)))
+        .collect()
+}
+
+/// `name=value, ...`: the origin as a label.
+pub fn text(o: &Origin) -> String {
+    o.iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The origin dimensions whose value differs between `origins`.
+pub fn varying(origins: &[Origin]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for o in origins {
+        for (k, v) in o {
+            let differs = origins
+                .iter()
+                .any(|x| x.iter().find(|(j, _)| j == k).map(|(_, w)| w) != Some(v));
+            if differs && !out.contains(k) {
+                out.push(k.clone());
+            }
+        }
+    }
+    out
+}
+
+/// A campaign's cells merged across its runs: one entry per cell key,
+/// probe readings and origin (a cell measured under two system states,
+/// or on two hosts, appears twice, each with only its own samples), with
+/// the ids of the runs that measured each and its origin.
+pub fn merge(
+    cells: &[StoredCell],
+    origins: &HashMap<i64, Origin>,
+) -> (Vec<StoredCell>, Vec<Vec<i64>>, Vec<Origin>) {
+    type Entry = (StoredCell, Vec<i64>, Origin);
+    let mut merged: IndexMap<(String, String, String), Entry> = IndexMap::new();
+    for (c, samples) in cells {
+        let origin = origins.get(&c.run_id).cloned().unwrap_or_default();
+        let k = (c.info.key.clone(), c.info.readings_text(), text(&origin));
+        let ((cell, smp), runs, _) = merged
+            .entry(k)
+            .or_insert_with(|| ((c.clone(), Vec::new()), Vec::new(), origin));
+        if cell.placement.is_none() {
+            cell.placement = c.placement.clone();
+        }
+        smp.extend(samples.iter().cloned());
+        if !samples.is_empty() {
+            runs.push(c.run_id);
+        }
+    }
+    let mut out = (Vec::new(), Vec::new(), Vec::new());
+    for (c, r, o) in merged.into_values() {
+        out.0.push(c);
+        out.1.push(r);
+        out.2.push(o);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::{Direction, Kind, Metric};
+    use crate::testing::stored_cell;
+
+    fn cell(id: i64, run: i64, vals: &[f64]) -> StoredCell {
+        let mut c = stored_cell(
+            id,
+            "brk1",
+            Kind::Scale,
+            serde_json::json!({"mode": "processes", "tasks": 1}),
+            &[],
+            &["tasks"],
+            Metric::new("ops/s", "ops/s", Direction::Higher),
+            vals,
+        );
+        c.0.run_id = run;
+        c.0.info.key = "brk1:tasks=1".into();
+        c
+    }
+
+    #[test]
+    fn cells_of_two_origins_stay_apart_unless_pooled() {
+        let cells = vec![cell(1, 10, &[1.0, 1.1]), cell(2, 11, &[2.5, 2.6])];
+        let apart: HashMap<i64, Origin> = [
+            (10, vec![("import".into(), "fbsd.csv".into())]),
+            (11, vec![("import".into(), "linux.csv".into())]),
+        ]
+        .into();
+        let (m, runs, o) = merge(&cells, &apart);
+        assert_eq!(m.len(), 2);
+        assert_eq!(runs, vec![vec![10], vec![11]]);
+        assert_eq!(text(&o[1]), "import=linux.csv");
+        let pooled: HashMap<i64, Origin> = [(10, vec![]), (11, vec![])].into();
+        let (m, runs, _) = merge(&cells, &pooled);
+        assert_eq!(m.len(), 1);
+        assert_eq!(m[0].1.len(), 4);
+        assert_eq!(runs, vec![vec![10, 11]]);
+    }
+}
