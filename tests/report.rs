@@ -297,20 +297,28 @@ fn texts(html: &str, class: &str) -> Vec<String> {
     re.captures_iter(html).map(|c| c[1].to_string()).collect()
 }
 
-/// Every label a round number (`0`, `2.5 Mops/s`, `-50`): at most three
-/// significant digits, and the reference value among them.
+/// Every label a round number: linear ticks one round step apart (1, 2
+/// or 5 times a power of ten), log ticks 1, 2 or 5 times one; the
+/// reference value among them.
 fn assert_round(labels: &[String], reference: Option<f64>) {
     assert!(labels.len() >= 2, "{labels:?}");
-    let mut nums = Vec::new();
-    for l in labels {
-        let n = l.split(' ').next().unwrap().trim_end_matches('%');
-        let v: f64 = n
-            .parse()
-            .unwrap_or_else(|_| panic!("tick {l:?} is no number"));
-        let digits = n.trim_start_matches('-').replace('.', "");
-        let sig = digits.trim_start_matches('0').trim_end_matches('0');
-        assert!(sig.len() <= 2, "tick {l:?} is not round: {labels:?}");
-        nums.push(v);
+    let nums: Vec<f64> = labels
+        .iter()
+        .map(|l| {
+            let n = l.split(' ').next().unwrap().trim_end_matches('%');
+            n.parse()
+                .unwrap_or_else(|_| panic!("tick {l:?} is no number"))
+        })
+        .collect();
+    let nice = |x: f64| {
+        let m = x / 10f64.powf(x.log10().floor());
+        [1.0, 2.0, 5.0, 10.0].iter().any(|k| (m - k).abs() < 1e-6)
+    };
+    let steps: Vec<f64> = nums.windows(2).map(|w| w[1] - w[0]).collect();
+    if steps.iter().all(|s| (s - steps[0]).abs() < 1e-9) {
+        assert!(nice(steps[0]), "step {}: {labels:?}", steps[0]);
+    } else {
+        assert!(nums.iter().all(|v| nice(*v)), "{labels:?}");
     }
     if let Some(r) = reference {
         assert!(nums.iter().any(|v| *v == r), "no tick at {r}: {labels:?}");

@@ -84,6 +84,18 @@ impl Axis {
         }
     }
 
+    /// A linear axis over `lo..hi` with no reference value: round ticks
+    /// at whole multiples of the step (a history's raw values).
+    pub fn span(lo: f64, hi: f64) -> Axis {
+        let step = nice_step((hi - lo).abs() / TARGET_TICKS);
+        let reference = if lo.is_finite() {
+            (lo / step).floor() * step
+        } else {
+            0.0
+        };
+        Axis::linear(lo, hi, clean(reference, step))
+    }
+
     /// A logarithmic axis over `lo..hi` (both > 0): ticks at the powers of
     /// `base` (2 or 10) it spans, with 2 and 5 times them when it spans
     /// less than two decades of ten.
@@ -200,33 +212,57 @@ fn clean(v: f64, step: f64) -> f64 {
 pub mod tests {
     use super::*;
 
-    /// Every label of `a` is a round number: `reference + k * step` shown
-    /// with no more digits than the step has, and the reference is a tick
-    /// whose label is its value. Charts' tests call this on the ticks
-    /// they drew.
+    /// Every label is a round number: a linear axis' ticks are one
+    /// round step apart (1, 2 or 5 times a power of ten) and show no more
+    /// digits than the step has; a log axis' ticks are 1, 2 or 5 times a
+    /// power of ten, or powers of two. With a reference, it is a tick
+    /// whose label is its value. Charts' tests call this on the ticks they
+    /// drew.
     pub fn assert_round(labels: &[String], reference: Option<f64>) {
         assert!(labels.len() >= 2, "{labels:?}");
-        let nums: Vec<f64> = labels
+        let num = |l: &String| -> (f64, usize) {
+            let n = l.split(' ').next().unwrap_or(l).trim_end_matches('%');
+            let v = n
+                .parse::<f64>()
+                .unwrap_or_else(|_| panic!("tick label {l:?} is not a number"));
+            (v, n.split('.').nth(1).map_or(0, str::len))
+        };
+        let nums: Vec<(f64, usize)> = labels.iter().map(num).collect();
+        let steps: Vec<f64> = nums.windows(2).map(|w| w[1].0 - w[0].0).collect();
+        let nice = |x: f64| {
+            let m = x / 10f64.powf(x.log10().floor());
+            [1.0, 2.0, 5.0, 10.0].iter().any(|k| (m - k).abs() < 1e-6)
+        };
+        if steps
             .iter()
-            .map(|l| {
-                let n = l.split(' ').next().unwrap_or(l);
-                n.trim_end_matches('%')
-                    .parse::<f64>()
-                    .unwrap_or_else(|_| panic!("tick label {l:?} is not a number"))
-            })
-            .collect();
-        for l in labels {
-            let n = l.split(' ').next().unwrap_or(l);
-            let digits = n.trim_start_matches('-').replace('.', "");
-            let significant = digits.trim_start_matches('0').trim_end_matches('0');
+            .all(|s| (s - steps[0]).abs() <= steps[0].abs() * 1e-6)
+        {
             assert!(
-                significant.len() <= 3,
-                "tick {l:?} is not round: {labels:?}"
+                steps[0] > 0.0 && nice(steps[0]),
+                "step {}: {labels:?}",
+                steps[0]
             );
+            let d = decimals_of(steps[0]);
+            for ((v, digits), l) in nums.iter().zip(labels) {
+                assert!(
+                    *digits <= d.max(1),
+                    "tick {l:?} has more digits than its step: {labels:?}"
+                );
+                let k = (v - nums[0].0) / steps[0];
+                assert!(
+                    (k - k.round()).abs() < 1e-6,
+                    "tick {l:?} is off the step: {labels:?}"
+                );
+            }
+        } else {
+            for ((v, _), l) in nums.iter().zip(labels) {
+                let pow2 = v.log2().fract().abs() < 1e-9;
+                assert!(nice(*v) || pow2, "log tick {l:?} is not round: {labels:?}");
+            }
         }
         if let Some(r) = reference {
             assert!(
-                nums.iter().any(|n| (n - r).abs() < 1e-12),
+                nums.iter().any(|(n, _)| (n - r).abs() < 1e-12),
                 "no tick at the reference {r}: {labels:?}"
             );
         }
@@ -244,7 +280,7 @@ pub mod tests {
         assert_round(&l, Some(1.0));
         assert!(l.contains(&"1.00".to_string()), "{l:?}");
         // History-like raw values: 85..640.
-        let a = Axis::linear(85.0, 640.0, 85.0);
+        let a = Axis::span(85.0, 640.0);
         let l: Vec<String> = a.ticks.iter().map(|t| a.label(*t)).collect();
         assert_round(&l, None);
         // A degenerate range still gets ticks.

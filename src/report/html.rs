@@ -61,23 +61,6 @@ pub fn page(title: &str, body: &str) -> String {
     )
 }
 
-/// An axis label with the digits the axis span needs.
-fn tick(v: f64, span: f64) -> String {
-    let d = if span >= 20.0 {
-        0
-    } else if span >= 2.0 {
-        1
-    } else {
-        3
-    };
-    let s = format!("{v:.d$}");
-    // `-0` is zero.
-    match s.strip_prefix('-') {
-        Some(z) if z.chars().all(|c| c == '0' || c == '.') => z.to_string(),
-        _ => s,
-    }
-}
-
 /// One bar: value, optional interval.
 type Bar = Option<(f64, Option<(f64, f64)>)>;
 
@@ -105,13 +88,9 @@ fn bar_chart(
             }
         }
     }
-    if hi <= lo {
-        hi = lo + 1.0;
-    }
-    let pad = (hi - lo) * 0.05;
-    let (lo, hi) = (lo - pad, hi + pad);
+    let axis = super::axis::Axis::linear(lo, hi, base);
     let plot_h = h - bottom - top;
-    let y = |v: f64| top + plot_h * (hi - v) / (hi - lo);
+    let y = |v: f64| top + plot_h * (1.0 - axis.at(v));
     let plot_w = w - left - 10.0;
     let cat_w = plot_w / cats.len().max(1) as f64;
     let bar_w = (cat_w * 0.8) / series.len().max(1) as f64;
@@ -119,17 +98,17 @@ fn bar_chart(
         "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{}\" class=\"chart\" role=\"img\">",
         h + 20.0 * ((series.len() as f64) / 4.0).ceil()
     );
-    // Axis, ticks and the reference line.
-    for k in 0..=4 {
-        let v = lo + (hi - lo) * k as f64 / 4.0;
+    // Axis, round ticks and the reference line (a tick labelled with its
+    // value).
+    for v in &axis.ticks {
         let _ = write!(
             o,
-            "<line x1=\"{left}\" x2=\"{}\" y1=\"{y:.1}\" y2=\"{y:.1}\" stroke=\"#eee\"/><text x=\"{}\" y=\"{:.1}\" font-size=\"11\" text-anchor=\"end\">{}</text>",
+            "<line x1=\"{left}\" x2=\"{}\" y1=\"{y:.1}\" y2=\"{y:.1}\" stroke=\"#eee\"/><text class=\"ytick\" x=\"{}\" y=\"{:.1}\" font-size=\"11\" text-anchor=\"end\">{}</text>",
             w - 10.0,
             left - 4.0,
-            y(v) + 4.0,
-            esc(&tick(v, hi - lo)),
-            y = y(v)
+            y(*v) + 4.0,
+            esc(&axis.label(*v)),
+            y = y(*v)
         );
     }
     let _ = write!(
@@ -338,29 +317,24 @@ fn sweep_chart(t: &Table) -> Option<String> {
             }
         }
     }
-    if hi <= lo {
-        hi = lo + 1.0;
-    }
-    let pad = (hi - lo) * 0.05;
-    let (lo, hi) = (lo - pad, hi + pad);
+    let axis = super::axis::Axis::linear(lo, hi, base);
     let (w, h, left, right, top, bottom) = (900.0, 320.0, 70.0, 20.0, 20.0, 50.0);
     let x = |v: f64| left + (w - left - right) * (fx(v) - x0) / (x1 - x0);
-    let y = |v: f64| top + (h - top - bottom) * (hi - v) / (hi - lo);
+    let y = |v: f64| top + (h - top - bottom) * (1.0 - axis.at(v));
     let rows_of_legend = series.len().div_ceil(4) as f64;
     let mut o = format!(
         "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{}\" class=\"chart sweep\" role=\"img\">",
         h + 20.0 * rows_of_legend
     );
-    for k in 0..=4 {
-        let v = lo + (hi - lo) * k as f64 / 4.0;
+    for v in &axis.ticks {
         let _ = write!(
             o,
-            "<line x1=\"{left}\" x2=\"{}\" y1=\"{yy:.1}\" y2=\"{yy:.1}\" stroke=\"#eee\"/><text x=\"{}\" y=\"{:.1}\" font-size=\"11\" text-anchor=\"end\">{}</text>",
+            "<line x1=\"{left}\" x2=\"{}\" y1=\"{yy:.1}\" y2=\"{yy:.1}\" stroke=\"#eee\"/><text class=\"ytick\" x=\"{}\" y=\"{:.1}\" font-size=\"11\" text-anchor=\"end\">{}</text>",
             w - right,
             left - 4.0,
-            y(v) + 4.0,
-            esc(&tick(v, hi - lo)),
-            yy = y(v)
+            y(*v) + 4.0,
+            esc(&axis.label(*v)),
+            yy = y(*v)
         );
     }
     let _ = write!(
