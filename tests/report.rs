@@ -321,7 +321,7 @@ fn assert_round(labels: &[String], reference: Option<f64>) {
         assert!(nums.iter().all(|v| nice(*v)), "{labels:?}");
     }
     if let Some(r) = reference {
-        assert!(nums.iter().any(|v| *v == r), "no tick at {r}: {labels:?}");
+        assert!(nums.contains(&r), "no tick at {r}: {labels:?}");
     }
 }
 

@@ -589,6 +589,9 @@ fn scaling(o: &mut String, s: &Scaling, log_y: bool) {
         let _ = write!(head, " ({})", s.context.join(", "));
     }
     let _ = writeln!(o, "<h2>{}</h2>", esc(&head));
+    for w in &s.warnings {
+        let _ = writeln!(o, "<p class=\"warning\"><b>warning:</b> {}</p>", esc(w));
+    }
     let mut ts: Vec<u32> = s
         .series
         .iter()

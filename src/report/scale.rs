@@ -65,6 +65,9 @@ pub struct Scaling {
     /// Other factor values and parameters, `name=value`.
     pub context: Vec<String>,
     pub series: Vec<Series>,
+    /// What the cells warned of (more tasks than allowed CPUs), once each.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
 }
 
 impl Scaling {
@@ -83,6 +86,7 @@ impl Scaling {
                     bench: self.bench.clone(),
                     context,
                     series: vec![curve],
+                    warnings: self.warnings.clone(),
                 }),
             }
         }
@@ -96,8 +100,10 @@ pub fn build(cells: &[StoredCell], origins: &[super::origin::Origin]) -> Vec<Sca
     // (bench, context) -> (origin, mode) -> tasks -> values
     type Curves = IndexMap<(super::origin::Origin, String), IndexMap<u32, (Vec<f64>, Vec<f64>)>>;
     let mut acc: IndexMap<(String, Vec<String>), Curves> = IndexMap::new();
+    let mut warned: IndexMap<(String, Vec<String>), Vec<String>> = IndexMap::new();
     for (i, (cell, samples)) in cells.iter().enumerate() {
         let origin = origins.get(i).cloned().unwrap_or_default();
+        let warning = cell.notes.get("warning").cloned();
         let cell = &cell.info;
         if cell.kind != Kind::Scale {
             continue;
@@ -130,6 +136,14 @@ pub fn build(cells: &[StoredCell], origins: &[super::origin::Origin]) -> Vec<Sca
             .iter()
             .filter(|s| &*s.metric == "idle")
             .map(|s| s.value);
+        if let Some(w) = warning {
+            super::table::push_unique(
+                warned
+                    .entry((cell.bench.clone(), context.clone()))
+                    .or_default(),
+                w,
+            );
+        }
         let point = acc
             .entry((cell.bench.clone(), context))
             .or_default()
@@ -142,6 +156,10 @@ pub fn build(cells: &[StoredCell], origins: &[super::origin::Origin]) -> Vec<Sca
     }
     let mut out = Vec::new();
     for ((bench, context), curves) in acc {
+        let warnings = warned
+            .get(&(bench.clone(), context.clone()))
+            .cloned()
+            .unwrap_or_default();
         let mut series = Vec::new();
         let order: Vec<super::origin::Origin> = curves.keys().map(|k| k.0.clone()).collect();
         for ((origin, mode), mut by_tasks) in curves {
@@ -199,6 +217,7 @@ pub fn build(cells: &[StoredCell], origins: &[super::origin::Origin]) -> Vec<Sca
             bench,
             context,
             series,
+            warnings,
         });
     }
     out
@@ -279,6 +298,23 @@ mod tests {
         only.0.info.bench = "elided.c".into();
         assert!(build(&[only.clone()], &[]).is_empty());
         assert!(!text(vec![only]).contains("scaling"));
+    }
+
+    #[test]
+    fn an_oversubscribed_cell_warns_once_per_chart() {
+        let mut a = cell(1, "processes", 2, &[100.0]);
+        let mut b = cell(2, "threads", 2, &[100.0]);
+        for c in [&mut a, &mut b] {
+            c.0.notes.insert(
+                "warning".into(),
+                "oversubscribed: 2 tasks on 1 allowed CPU(s)".into(),
+            );
+        }
+        let t = build(&[cell(3, "processes", 1, &[60.0]), a, b], &[]);
+        assert_eq!(
+            t[0].warnings,
+            ["oversubscribed: 2 tasks on 1 allowed CPU(s)"]
+        );
     }
 
     #[test]

@@ -1257,6 +1257,9 @@ fn scaling_text(o: &mut String, s: &super::scale::Scaling, unicode: bool) {
         WIDTH,
         "  ",
     ));
+    for w in &s.warnings {
+        o.push_str(&grid::wrap(&format!("warning: {w}"), WIDTH, "  "));
+    }
 }
 
 fn tables(o: &mut String, d: &TableDoc) {
