@@ -258,6 +258,12 @@ fn two_systems_scaling_curves_share_one_chart() {
     let by_run =
         stdout(kbench(d).args(["report", "wis-os", "--groups", "run", "--table", "ratio"]));
     assert!(!by_run.contains("1.78"), "{by_run}");
+    // Both at once contradict each other: bad input, exit 2.
+    kbench(d)
+        .args(["report", "wis-os", "--groups", "run", "--pool"])
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("--pool merges the runs"));
     for log_y in [false, true] {
         let page = d.join(format!("wis-{log_y}.html"));
         let mut c = kbench(d);

@@ -152,4 +152,34 @@ mod tests {
         assert_eq!(m[0].1.len(), 4);
         assert_eq!(runs, vec![vec![10, 11]]);
     }
+
+    #[test]
+    fn hosts_stay_apart_and_runs_apart_when_asked() {
+        let row = |id: i64, host: &str| RunRow {
+            id,
+            uuid: format!("u{id}"),
+            campaign: Some("c".into()),
+            host: host.into(),
+            started: 0.0,
+            ended: None,
+            status: crate::record::RunStatus::Done,
+            cells: 1,
+            samples: 2,
+            overhead_ns: 0.0,
+        };
+        let runs = [row(10, "beta"), row(11, "alpha"), row(12, "alpha")];
+        let cells = vec![
+            cell(1, 10, &[1.0]),
+            cell(2, 11, &[2.0]),
+            cell(3, 12, &[3.0]),
+        ];
+        let (m, r, o) = merge(&cells, &by_host(&runs, Pooling::ByOrigin));
+        assert_eq!(m.len(), 2, "a row per host");
+        assert_eq!(r, vec![vec![10], vec![11, 12]]);
+        assert_eq!(varying(&o), ["host"]);
+        let (m, _, o) = merge(&cells, &by_host(&runs, Pooling::ByRun));
+        assert_eq!(m.len(), 3);
+        assert_eq!(varying(&o), ["host", "run"]);
+        assert_eq!(merge(&cells, &by_host(&runs, Pooling::All)).0.len(), 1);
+    }
 }
