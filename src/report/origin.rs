@@ -82,7 +82,8 @@ pub fn varying(origins: &[Origin]) -> Vec<String> {
 /// A campaign's cells merged across its runs: one entry per cell key,
 /// probe readings and origin (a cell measured under two system states,
 /// or on two hosts, appears twice, each with only its own samples), with
-/// the ids of the runs that measured each and its origin.
+/// the ids of the runs that measured each and its origin; hosts in name
+/// order.
 pub fn merge(
     cells: &[StoredCell],
     origins: &HashMap<i64, Origin>,
@@ -103,8 +104,19 @@ pub fn merge(
             runs.push(c.run_id);
         }
     }
+    // Hosts in name order, whatever order the store returned their runs
+    // in (PostgreSQL and its SQLite copy read alike); a host's cells keep
+    // their order.
+    let host = |o: &Origin| {
+        o.iter()
+            .find(|(k, _)| k == "host")
+            .map(|(_, v)| v.clone())
+            .unwrap_or_default()
+    };
+    let mut entries: Vec<Entry> = merged.into_values().collect();
+    entries.sort_by_key(|e| host(&e.2));
     let mut out = (Vec::new(), Vec::new(), Vec::new());
-    for (c, r, o) in merged.into_values() {
+    for (c, r, o) in entries {
         out.0.push(c);
         out.1.push(r);
         out.2.push(o);
@@ -175,7 +187,7 @@ mod tests {
         ];
         let (m, r, o) = merge(&cells, &by_host(&runs, Pooling::ByOrigin));
         assert_eq!(m.len(), 2, "a row per host");
-        assert_eq!(r, vec![vec![10], vec![11, 12]]);
+        assert_eq!(r, vec![vec![11, 12], vec![10]], "alpha before beta");
         assert_eq!(varying(&o), ["host"]);
         let (m, _, o) = merge(&cells, &by_host(&runs, Pooling::ByRun));
         assert_eq!(m.len(), 3);
