@@ -540,7 +540,8 @@ pub struct ReportArgs {
     /// The baseline variant, e.g. `pipe_size=4k,zero_copy=copy`.
     #[arg(long, value_name = "DIM=VALUE,...")]
     pub baseline: Option<String>,
-    /// Dimensions (factors, parameters) along the rows, comma-separated.
+    /// Dimensions (factors, parameters, and whose data: `host`, `import`,
+    /// `run`) along the rows, comma-separated.
     #[arg(long, value_name = "DIM,...", value_delimiter = ',')]
     pub rows: Option<Vec<String>>,
     /// Dimensions across the columns.
@@ -549,6 +550,11 @@ pub struct ReportArgs {
     /// Dimensions that group the columns (`2way | UP`).
     #[arg(long, value_name = "DIM,...", value_delimiter = ',')]
     pub groups: Option<Vec<String>>,
+    /// Merge a campaign's runs of different origin (hosts, imported
+    /// files) into one row per cell; by default they stay apart, each
+    /// labelled (`host`, `import`, `run` are dimensions like factors).
+    #[arg(long)]
+    pub pool: bool,
     /// Print `µ` and `±` in text instead of ASCII `us` and `+/-`.
     #[arg(long)]
     pub unicode: bool,
@@ -556,6 +562,10 @@ pub struct ReportArgs {
     /// the summary of the primary one.
     #[arg(long)]
     pub all_metrics: bool,
+    /// HTML: scaling charts on a logarithmic ops/s axis (curves far apart
+    /// in size, e.g. two systems, stay readable).
+    #[arg(long)]
+    pub log_y: bool,
     /// A recorded fact the reported runs are meant to differ in
     /// (kernel.release, cpu.microcode, ...; repeat or separate by commas):
     /// listed, but no warning.
@@ -564,7 +574,7 @@ pub struct ReportArgs {
     /// The history of one benchmark cell across every stored run that
     /// measured it (`BENCH[:param=value,...]`), with its change points;
     /// takes no RUN operands.
-    #[arg(long, value_name = "BENCH[:k=v,...]", conflicts_with_all = ["runs", "table", "baseline", "rows", "cols", "groups"])]
+    #[arg(long, value_name = "BENCH[:k=v,...]", conflicts_with_all = ["runs", "table", "baseline", "rows", "cols", "groups", "pool", "log_y"])]
     pub history: Option<String>,
     /// With --history: the metric [default: the benchmark's first].
     #[arg(long, value_name = "METRIC")]

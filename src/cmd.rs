@@ -866,9 +866,26 @@ fn report(db: &store::Locator, a: &crate::cli::ReportArgs) -> anyhow::Result<Exi
     {
         return write_out(a.output.as_deref(), &text);
     }
+    // Runs of different origin stay apart unless pooled; a layout that
+    // names `run` keeps every run apart.
+    let names_run = [&a.rows, &a.cols, &a.groups]
+        .into_iter()
+        .flatten()
+        .flatten()
+        .any(|d| d.trim() == "run");
+    let pooling = match (a.pool, names_run) {
+        (true, true) => {
+            return Err(bad_input!(
+                "--pool merges the runs that a `run` dimension keeps apart: use one of them"
+            ));
+        }
+        (true, false) => report::origin::Pooling::All,
+        (false, true) => report::origin::Pooling::ByRun,
+        (false, false) => report::origin::Pooling::ByOrigin,
+    };
     let mut reports: Vec<report::Report> = ops
         .iter()
-        .map(|op| select::report(&*st, op))
+        .map(|op| select::report(&*st, op, pooling))
         .collect::<anyhow::Result<_>>()?;
     for r in &mut reports {
         r.all_metrics = a.all_metrics;
@@ -1035,6 +1052,7 @@ fn report(db: &store::Locator, a: &crate::cli::ReportArgs) -> anyhow::Result<Exi
         }
         let mut doc = report::table::build(&reports, &layout, a.unicode);
         doc.comparability = comparability;
+        doc.log_y = a.log_y;
         report::render(&Document::Tables(&doc), format)?
     };
     write_out(a.output.as_deref(), &text)

@@ -161,7 +161,11 @@ pub fn narrow(op: &Operand, cells: Vec<StoredCell>) -> anyhow::Result<Vec<Stored
 }
 
 /// The report of what an operand selects.
-pub fn report(st: &dyn StoreRead, op: &Operand) -> anyhow::Result<crate::report::Report> {
+pub fn report(
+    st: &dyn StoreRead,
+    op: &Operand,
+    pooling: crate::report::origin::Pooling,
+) -> anyhow::Result<crate::report::Report> {
     Ok(match op.scope {
         Scope::Run(id) => {
             let mut d = store::load_run(st, id)?;
@@ -175,9 +179,27 @@ pub fn report(st: &dyn StoreRead, op: &Operand) -> anyhow::Result<crate::report:
             if !op.filters.is_empty() {
                 d.cells = narrow(op, d.cells)?;
             }
-            crate::report::Report::of_campaign(d)
+            campaign_report(st, d, pooling)?
         }
     })
+}
+
+/// A campaign's report, its runs merged by origin as `pooling` says (an
+/// imported run's origin is its file, which only its details hold).
+pub fn campaign_report(
+    st: &dyn StoreRead,
+    d: store::CampaignData,
+    pooling: crate::report::origin::Pooling,
+) -> anyhow::Result<crate::report::Report> {
+    use crate::report::origin;
+    let mut origins = std::collections::HashMap::new();
+    for r in &d.runs {
+        let details = (r.host == "imported")
+            .then(|| st.run_details(r.id))
+            .transpose()?;
+        origins.insert(r.id, origin::of_run(r, details.as_ref(), pooling));
+    }
+    Ok(crate::report::Report::of_campaign_by(d, &origins))
 }
 
 /// The stored cells an operand selects, with the runs they belong to.

@@ -194,15 +194,6 @@ fn the_compare_summary_fits_80_columns_with_p_for_every_row() {
 /// area of the screenshot is not blank.
 #[test]
 fn html_renders_in_headless_chromium_without_errors_or_requests() {
-    let Some(chromium) = ["chromium", "chromium-browser"].into_iter().find(|c| {
-        std::process::Command::new(c)
-            .arg("--version")
-            .output()
-            .is_ok_and(|o| o.status.success())
-    }) else {
-        eprintln!("skipped: no chromium (apt-get install chromium)");
-        return;
-    };
     let (dir, _) = setup();
     let d = dir.path();
     let page = d.join("r.html");
@@ -217,8 +208,174 @@ fn html_renders_in_headless_chromium_without_errors_or_requests() {
         ])
         .assert()
         .success();
+    chromium_renders(&page, "layouts");
+}
+
+/// Two will-it-scale CSVs, one per operating system, imported into one
+/// campaign: one chart with a labelled curve per system and mode, an ideal
+/// line per mode in the legend, round ticks, in headless Chromium.
+#[test]
+fn two_systems_scaling_curves_share_one_chart() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let csv = |sys: &str, procs: [u32; 4], threads: [u32; 4]| {
+        std::fs::create_dir_all(d.join(sys)).unwrap();
+        let mut t = String::from(
+            "tasks,processes,processes_idle,threads,threads_idle,linear\n0,0,100,0,100,0\n",
+        );
+        for (i, n) in [1, 2, 4, 8].iter().enumerate() {
+            t.push_str(&format!("{n},{},90.00,{},90.00,0\n", procs[i], threads[i]));
+        }
+        std::fs::write(d.join(sys).join("brk1.csv"), t).unwrap();
+    };
+    csv(
+        "freebsd",
+        [1050000, 1900000, 3100000, 4000000],
+        [1000000, 1500000, 1700000, 1600000],
+    );
+    csv(
+        "linux",
+        [2510000, 5000000, 9900000, 19500000],
+        [2400000, 4600000, 8000000, 12000000],
+    );
+    kbench(d)
+        .current_dir(d)
+        .args(["import", "freebsd/brk1.csv", "linux/brk1.csv"])
+        .args(["--from", "will-it-scale", "--name", "wis-os"])
+        .assert()
+        .success();
+    // The text table holds both systems, never their average.
+    let text = stdout(kbench(d).args(["report", "wis-os", "--table", "scaling"]));
+    for want in [
+        "freebsd/brk1.csv processes",
+        "linux/brk1.csv threads",
+        "19.5 Mops/s",
+        "1.05 Mops/s",
+    ] {
+        assert!(text.contains(want), "{want}: {text}");
+    }
+    assert!(!text.contains("1.78 Mops/s"), "averaged: {text}");
+    assert!(text.contains("unknown (imported)"), "{text}");
+    // Labelled imports (into a store of their own: the same file is
+    // imported once per store) are named by their labels, not their files.
+    let lab = d.join("lab");
+    std::fs::create_dir(&lab).unwrap();
+    for sys in ["freebsd", "linux"] {
+        kbench(&lab)
+            .current_dir(d)
+            .args([
+                "import",
+                &format!("{sys}/brk1.csv"),
+                "--from",
+                "will-it-scale",
+            ])
+            .args(["--name", "wis-labelled", "--label", &format!("os={sys}")])
+            .assert()
+            .success();
+    }
+    let labelled = stdout(kbench(&lab).args(["report", "wis-labelled", "--table", "scaling"]));
+    for want in ["freebsd processes", "linux threads", "19.5 Mops/s"] {
+        assert!(labelled.contains(want), "{want}: {labelled}");
+    }
+    assert!(!labelled.contains("brk1.csv"), "{labelled}");
+    assert!(!text.contains("agree in every"), "{text}");
+    // Pooled on request: one curve per mode.
+    let pooled = stdout(kbench(d).args(["report", "wis-os", "--table", "scaling", "--pool"]));
+    assert!(pooled.contains("1.78 Mops/s"), "{pooled}");
+    // Split by run on request: the same two curves, named by run.
+    let by_run =
+        stdout(kbench(d).args(["report", "wis-os", "--groups", "run", "--table", "ratio"]));
+    assert!(!by_run.contains("1.78"), "{by_run}");
+    // Both at once contradict each other: bad input, exit 2.
+    kbench(d)
+        .args(["report", "wis-os", "--groups", "run", "--pool"])
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("--pool merges the runs"));
+    for log_y in [false, true] {
+        let page = d.join(format!("wis-{log_y}.html"));
+        let mut c = kbench(d);
+        c.args([
+            "report", "wis-os", "--table", "scaling", "--format", "html", "-o",
+        ])
+        .arg(&page);
+        if log_y {
+            c.arg("--log-y");
+        }
+        c.assert().success();
+        let html = std::fs::read_to_string(&page).unwrap();
+        assert_eq!(html.matches("class=\"curve\"").count(), 4, "{html}");
+        assert_eq!(html.matches("class=\"ideal\"").count(), 2, "{html}");
+        let legend = texts(&html, "legend");
+        assert_eq!(
+            legend,
+            [
+                "freebsd/brk1.csv processes",
+                "freebsd/brk1.csv threads",
+                "linux/brk1.csv processes",
+                "linux/brk1.csv threads",
+                "ideal (processes)",
+                "ideal (threads)"
+            ]
+        );
+        assert_eq!(texts(&html, "xtick"), ["1", "2", "4", "8"]);
+        let y = texts(&html, "ytick");
+        assert_round(&y, (!log_y).then_some(0.0));
+        chromium_renders(&page, &format!("scaling-log-y-{log_y}"));
+    }
+}
+
+/// The text of every `<text class="CLASS">` of a page, in order.
+fn texts(html: &str, class: &str) -> Vec<String> {
+    let re = regex::Regex::new(&format!(r#"<text class="{class}"[^>]*>([^<]*)</text>"#)).unwrap();
+    re.captures_iter(html).map(|c| c[1].to_string()).collect()
+}
+
+/// Every label a round number: linear ticks one round step apart (1, 2
+/// or 5 times a power of ten), log ticks 1, 2 or 5 times one; the
+/// reference value among them.
+fn assert_round(labels: &[String], reference: Option<f64>) {
+    assert!(labels.len() >= 2, "{labels:?}");
+    let nums: Vec<f64> = labels
+        .iter()
+        .map(|l| {
+            let n = l.split(' ').next().unwrap().trim_end_matches('%');
+            n.parse()
+                .unwrap_or_else(|_| panic!("tick {l:?} is no number"))
+        })
+        .collect();
+    let nice = |x: f64| {
+        let m = x / 10f64.powf(x.log10().floor());
+        [1.0, 2.0, 5.0, 10.0].iter().any(|k| (m - k).abs() < 1e-6)
+    };
+    let steps: Vec<f64> = nums.windows(2).map(|w| w[1] - w[0]).collect();
+    if steps.iter().all(|s| (s - steps[0]).abs() < 1e-9) {
+        assert!(nice(steps[0]), "step {}: {labels:?}", steps[0]);
+    } else {
+        assert!(nums.iter().all(|v| nice(*v)), "{labels:?}");
+    }
+    if let Some(r) = reference {
+        assert!(nums.contains(&r), "no tick at {r}: {labels:?}");
+    }
+}
+
+/// Headless Chromium renders `page`: no console error, no network
+/// request, the chart area of the screenshot not blank. The screenshot is
+/// kept (its path printed) for a reader to look at.
+fn chromium_renders(page: &std::path::Path, name: &str) {
+    let Some(chromium) = ["chromium", "chromium-browser"].into_iter().find(|c| {
+        std::process::Command::new(c)
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success())
+    }) else {
+        eprintln!("skipped: no chromium (apt-get install chromium)");
+        return;
+    };
+    let d = tempfile::tempdir().unwrap();
+    let d = d.path();
     let profile = tempfile::tempdir().unwrap();
-    let shot = d.join("shot.png");
+    let shot = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("{name}.png"));
     let netlog = d.join("net.json");
     let out = std::process::Command::new(chromium)
         .args([
@@ -244,6 +401,7 @@ fn html_renders_in_headless_chromium_without_errors_or_requests() {
         .output()
         .unwrap();
     common::assert_ok(&out);
+    println!("screenshot: {}", shot.display());
     let err = String::from_utf8_lossy(&out.stderr);
     // Page console messages are logged as `CONSOLE(line)`.
     assert!(!err.contains("CONSOLE"), "{err}");
@@ -267,7 +425,7 @@ fn html_renders_in_headless_chromium_without_errors_or_requests() {
         "the page was loaded"
     );
     // Decode the screenshot: the chart (below the title, legend) has
-    // coloured bars, not only white and grey.
+    // coloured marks, not only white and grey.
     let decoder = png::Decoder::new(std::fs::File::open(&shot).unwrap());
     let mut reader = decoder.read_info().unwrap();
     let mut buf = vec![0; reader.output_buffer_size()];

@@ -29,7 +29,8 @@ const FACTS: &[Fact] = &[
     Fact {
         name: "host",
         moves: None,
-        read: |f| nonempty(&f.hostname),
+        // An import's host is a placeholder: kbench did not see it.
+        read: |f| nonempty(&f.hostname).filter(|_| !imported(f)),
     },
     Fact {
         name: "os.release",
@@ -97,6 +98,11 @@ const FACTS: &[Fact] = &[
         read: load_level,
     },
 ];
+
+/// Whether the run was imported (its facts were not recorded by kbench).
+fn imported(f: &Fingerprint) -> bool {
+    f.os.starts_with("imported from")
+}
 
 /// The load level when the run began, from the 1-minute load average per
 /// CPU (the thresholds of the noise warning).
@@ -169,6 +175,13 @@ pub struct Comparability {
     pub differences: Vec<Difference>,
     /// `--expect` facts that do not differ after all.
     pub expected_but_same: Vec<String>,
+    /// Facts some operand did not record (an import records none): they
+    /// are not known to agree.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub unknown: Vec<String>,
+    /// Some operand was imported from another tool.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub imported: bool,
     /// One line per difference not declared intended.
     pub warnings: Vec<String>,
 }
@@ -180,8 +193,13 @@ impl Comparability {
     /// then `! fact: x value; + value` per difference.
     pub fn lines<S: AsRef<str>>(&self, symbols: &[S]) -> Vec<String> {
         let mut out = Vec::new();
-        if self.differences.is_empty() {
+        if self.differences.is_empty() && self.unknown.is_empty() {
             out.push("comparability: the operands agree in every recorded fact".to_string());
+        } else if self.differences.is_empty() {
+            out.push(format!(
+                "comparability: no recorded fact differs; {}",
+                self.unknown_text()
+            ));
         } else {
             out.push(format!(
                 "comparability: {} recorded fact(s) differ (! = known to move results):",
@@ -208,10 +226,26 @@ impl Comparability {
                 ));
             }
         }
+        if !self.differences.is_empty() && !self.unknown.is_empty() {
+            out.push(self.unknown_text());
+        }
         for e in &self.expected_but_same {
             out.push(format!("--expect {e}: it does not differ"));
         }
         out
+    }
+
+    /// `unknown (imported): kernel.release, cpu.model, ...`.
+    pub fn unknown_text(&self) -> String {
+        format!(
+            "unknown ({}): {}",
+            if self.imported {
+                "imported"
+            } else {
+                NOT_RECORDED
+            },
+            self.unknown.join(", ")
+        )
     }
 }
 
@@ -219,6 +253,10 @@ impl Comparability {
 /// fingerprints of the runs it draws on).
 pub fn check(operands: &[(String, Vec<&Fingerprint>)], expect: &[String]) -> Comparability {
     let mut differences = Vec::new();
+    // Facts no local run recorded are honestly "not recorded" on both
+    // sides; an import's are unknown, and must not read as agreeing.
+    let imported_any = operands.iter().flat_map(|(_, f)| f).any(|f| imported(f));
+    let mut unknown = Vec::new();
     for f in FACTS {
         let values: Vec<Vec<String>> = operands
             .iter()
@@ -235,6 +273,9 @@ pub fn check(operands: &[(String, Vec<&Fingerprint>)], expect: &[String]) -> Com
             })
             .collect();
         if values.windows(2).all(|w| w[0] == w[1]) {
+            if imported_any && values.iter().any(|v| v.iter().any(|x| x == NOT_RECORDED)) {
+                unknown.push(f.name.to_string());
+            }
             continue;
         }
         differences.push(Difference {
@@ -269,6 +310,8 @@ pub fn check(operands: &[(String, Vec<&Fingerprint>)], expect: &[String]) -> Com
         facts: fact_names().iter().map(|s| s.to_string()).collect(),
         differences,
         expected_but_same,
+        unknown,
+        imported: imported_any,
         warnings,
     }
 }
@@ -296,6 +339,25 @@ mod tests {
         );
         assert!(c.warnings.is_empty());
         assert!(c.lines(&["x", "+"])[0].contains("agree in every recorded fact"));
+    }
+
+    #[test]
+    fn imported_runs_do_not_agree_in_facts_nobody_recorded() {
+        let imp = || Fingerprint {
+            hostname: "imported".into(),
+            os: "imported from will-it-scale".into(),
+            kernel_release: "unknown".into(),
+            ..Fingerprint::default()
+        };
+        let (a, b) = (imp(), imp());
+        let c = check(&[("a".into(), vec![&a]), ("b".into(), vec![&b])], &[]);
+        assert!(c.differences.is_empty(), "{c:?}");
+        let l = c.lines(&["x", "+"]);
+        assert!(!l[0].contains("agree"), "{l:?}");
+        assert!(
+            l[0].contains("unknown (imported): host, os.release, kernel.release"),
+            "{l:?}"
+        );
     }
 
     #[test]

@@ -342,7 +342,7 @@ pub fn of_scaling(s: &super::scale::Scaling, unicode: bool) -> Grid {
     tasks.dedup();
     Grid {
         row_head: vec!["tasks".into()],
-        groups: s.series.iter().map(|x| (x.mode.clone(), 2)).collect(),
+        groups: s.series.iter().map(|x| (x.label(), 2)).collect(),
         col_head: s
             .series
             .iter()

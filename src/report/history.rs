@@ -1119,29 +1119,28 @@ fn chart(s: &Series) -> String {
     if hi <= lo {
         hi = lo + lo.abs().max(1.0) * 0.01;
     }
-    let pad = (hi - lo) * 0.08;
-    let (lo, hi) = (lo - pad, hi + pad);
+    let (scaled_lo, u, _) = human::scale(lo, &s.unit, None, false);
+    let k = if lo != 0.0 { scaled_lo / lo } else { 1.0 };
+    // Round ticks in the scaled unit, the range widened to whole steps.
+    let axis = super::axis::Axis::span(lo * k, hi * k);
     let pw = w - left - right;
     let ph = h - top - bottom;
     let x = |i: f64| left + pw * (i + 0.5) / n.max(1) as f64;
-    let y = |v: f64| top + ph * (hi - v) / (hi - lo);
-    let (scaled_lo, u, _) = human::scale(lo, &s.unit, None, false);
-    let k = if lo != 0.0 { scaled_lo / lo } else { 1.0 };
+    let y = |v: f64| top + ph * (1.0 - axis.at(v * k));
     let mut o = format!(
         "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{h}\" class=\"chart\" role=\"img\"><title>{}</title>",
         esc(&format!("{} history", s.bench))
     );
-    for t in 0..=4 {
-        let v = lo + (hi - lo) * t as f64 / 4.0;
+    for t in &axis.ticks {
+        let yy = top + ph * (1.0 - axis.at(*t));
         let _ = write!(
             o,
             "<line x1=\"{left}\" x2=\"{:.1}\" y1=\"{yy:.1}\" y2=\"{yy:.1}\" stroke=\"#eee\"/>\
-             <text x=\"{:.1}\" y=\"{:.1}\" font-size=\"11\" text-anchor=\"end\">{}</text>",
+             <text class=\"ytick\" x=\"{:.1}\" y=\"{:.1}\" font-size=\"11\" text-anchor=\"end\">{}</text>",
             w - right,
             left - 4.0,
-            y(v) + 4.0,
-            esc(&tick(v * k, (hi - lo) * k)),
-            yy = y(v)
+            yy + 4.0,
+            esc(&axis.label(*t)),
         );
     }
     let _ = write!(
@@ -1237,20 +1236,6 @@ fn chart(s: &Series) -> String {
         b = top + ph
     );
     o
-}
-
-/// An axis label with the digits the axis span needs.
-fn tick(v: f64, span: f64) -> String {
-    let d = if span >= 20.0 {
-        0
-    } else if span >= 2.0 {
-        1
-    } else if span >= 0.2 {
-        2
-    } else {
-        3
-    };
-    format!("{v:.d$}")
 }
 
 #[cfg(test)]
@@ -1511,6 +1496,10 @@ mod tests {
         assert_eq!(page.matches("class=\"change-point\"").count(), 1);
         // A dot per point, a whisker per interval.
         assert_eq!(page.matches("<circle").count(), 12);
+        // Round y ticks, not the range cut in quarters.
+        let ticks = crate::report::table_tests::chart_ticks(&page);
+        assert_eq!(ticks.len(), 1, "{page}");
+        crate::report::axis::tests::assert_round(&ticks[0], None);
         let md = markdown(&h);
         assert!(!md.contains("<script>"), "{md}");
     }

@@ -61,23 +61,6 @@ pub fn page(title: &str, body: &str) -> String {
     )
 }
 
-/// An axis label with the digits the axis span needs.
-fn tick(v: f64, span: f64) -> String {
-    let d = if span >= 20.0 {
-        0
-    } else if span >= 2.0 {
-        1
-    } else {
-        3
-    };
-    let s = format!("{v:.d$}");
-    // `-0` is zero.
-    match s.strip_prefix('-') {
-        Some(z) if z.chars().all(|c| c == '0' || c == '.') => z.to_string(),
-        _ => s,
-    }
-}
-
 /// One bar: value, optional interval.
 type Bar = Option<(f64, Option<(f64, f64)>)>;
 
@@ -105,13 +88,9 @@ fn bar_chart(
             }
         }
     }
-    if hi <= lo {
-        hi = lo + 1.0;
-    }
-    let pad = (hi - lo) * 0.05;
-    let (lo, hi) = (lo - pad, hi + pad);
+    let axis = super::axis::Axis::linear(lo, hi, base);
     let plot_h = h - bottom - top;
-    let y = |v: f64| top + plot_h * (hi - v) / (hi - lo);
+    let y = |v: f64| top + plot_h * (1.0 - axis.at(v));
     let plot_w = w - left - 10.0;
     let cat_w = plot_w / cats.len().max(1) as f64;
     let bar_w = (cat_w * 0.8) / series.len().max(1) as f64;
@@ -119,17 +98,17 @@ fn bar_chart(
         "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{}\" class=\"chart\" role=\"img\">",
         h + 20.0 * ((series.len() as f64) / 4.0).ceil()
     );
-    // Axis, ticks and the reference line.
-    for k in 0..=4 {
-        let v = lo + (hi - lo) * k as f64 / 4.0;
+    // Axis, round ticks and the reference line (a tick labelled with its
+    // value).
+    for v in &axis.ticks {
         let _ = write!(
             o,
-            "<line x1=\"{left}\" x2=\"{}\" y1=\"{y:.1}\" y2=\"{y:.1}\" stroke=\"#eee\"/><text x=\"{}\" y=\"{:.1}\" font-size=\"11\" text-anchor=\"end\">{}</text>",
+            "<line x1=\"{left}\" x2=\"{}\" y1=\"{y:.1}\" y2=\"{y:.1}\" stroke=\"#eee\"/><text class=\"ytick\" x=\"{}\" y=\"{:.1}\" font-size=\"11\" text-anchor=\"end\">{}</text>",
             w - 10.0,
             left - 4.0,
-            y(v) + 4.0,
-            esc(&tick(v, hi - lo)),
-            y = y(v)
+            y(*v) + 4.0,
+            esc(&axis.label(*v)),
+            y = y(*v)
         );
     }
     let _ = write!(
@@ -338,29 +317,24 @@ fn sweep_chart(t: &Table) -> Option<String> {
             }
         }
     }
-    if hi <= lo {
-        hi = lo + 1.0;
-    }
-    let pad = (hi - lo) * 0.05;
-    let (lo, hi) = (lo - pad, hi + pad);
+    let axis = super::axis::Axis::linear(lo, hi, base);
     let (w, h, left, right, top, bottom) = (900.0, 320.0, 70.0, 20.0, 20.0, 50.0);
     let x = |v: f64| left + (w - left - right) * (fx(v) - x0) / (x1 - x0);
-    let y = |v: f64| top + (h - top - bottom) * (hi - v) / (hi - lo);
+    let y = |v: f64| top + (h - top - bottom) * (1.0 - axis.at(v));
     let rows_of_legend = series.len().div_ceil(4) as f64;
     let mut o = format!(
         "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{}\" class=\"chart sweep\" role=\"img\">",
         h + 20.0 * rows_of_legend
     );
-    for k in 0..=4 {
-        let v = lo + (hi - lo) * k as f64 / 4.0;
+    for v in &axis.ticks {
         let _ = write!(
             o,
-            "<line x1=\"{left}\" x2=\"{}\" y1=\"{yy:.1}\" y2=\"{yy:.1}\" stroke=\"#eee\"/><text x=\"{}\" y=\"{:.1}\" font-size=\"11\" text-anchor=\"end\">{}</text>",
+            "<line x1=\"{left}\" x2=\"{}\" y1=\"{yy:.1}\" y2=\"{yy:.1}\" stroke=\"#eee\"/><text class=\"ytick\" x=\"{}\" y=\"{:.1}\" font-size=\"11\" text-anchor=\"end\">{}</text>",
             w - right,
             left - 4.0,
-            y(v) + 4.0,
-            esc(&tick(v, hi - lo)),
-            yy = y(v)
+            y(*v) + 4.0,
+            esc(&axis.label(*v)),
+            yy = y(*v)
         );
     }
     let _ = write!(
@@ -593,84 +567,119 @@ fn table(o: &mut String, t: &Table) {
 
 /// ops/s against tasks, a line per mode, and the ideal line (the first
 /// point scaled by the task count).
-fn scaling(o: &mut String, s: &Scaling) {
+/// The ideal curve of each mode, as will-it-scale's runtest.py draws its
+/// `linear` column: the better first-point value per task among the
+/// mode's curves, times the task count.
+fn ideals(s: &Scaling) -> Vec<(String, f64)> {
+    let mut out: Vec<(String, f64)> = Vec::new();
+    for sr in &s.series {
+        let Some(p) = sr.points.first() else { continue };
+        let per = p.mean / p.tasks.max(1) as f64;
+        match out.iter_mut().find(|(m, _)| *m == sr.mode) {
+            Some((_, best)) => *best = best.max(per),
+            None => out.push((sr.mode.clone(), per)),
+        }
+    }
+    out
+}
+
+/// A scaling chart: ops/s against tasks (log2 x), a labelled curve per
+/// origin and mode, a dashed ideal line per mode, all in the legend; y
+/// from zero, or logarithmic with `log_y`.
+fn scaling(o: &mut String, s: &Scaling, log_y: bool) {
+    use super::axis::Axis;
     let mut head = format!("{}: ops/s by tasks", s.bench);
     if !s.context.is_empty() {
         let _ = write!(head, " ({})", s.context.join(", "));
     }
     let _ = writeln!(o, "<h2>{}</h2>", esc(&head));
-    let (w, h, left, bottom, top) = (700.0, 320.0, 90.0, 50.0, 20.0);
-    let tasks: Vec<u32> = s
+    for w in &s.warnings {
+        let _ = writeln!(o, "<p class=\"warning\"><b>warning:</b> {}</p>", esc(w));
+    }
+    let mut ts: Vec<u32> = s
         .series
         .iter()
         .flat_map(|x| x.points.iter().map(|p| p.tasks))
         .collect();
-    let tmax = tasks.iter().copied().max().unwrap_or(1).max(2) as f64;
-    let tmin = tasks.iter().copied().min().unwrap_or(1) as f64;
-    let ideal: Vec<(f64, f64)> = s
-        .series
-        .first()
-        .and_then(|x| x.points.first())
-        .map(|p| {
-            let per = p.mean / p.tasks as f64;
-            vec![(tmin, per * tmin), (tmax, per * tmax)]
-        })
-        .unwrap_or_default();
-    let ymax = s
-        .series
-        .iter()
-        .flat_map(|x| x.points.iter().map(|p| p.max))
-        .chain(ideal.iter().map(|p| p.1))
-        .fold(1.0, f64::max)
-        * 1.05;
-    let x = |t: f64| left + (w - left - 20.0) * (t - tmin) / (tmax - tmin).max(1.0);
-    let y = |v: f64| top + (h - top - bottom) * (1.0 - v / ymax);
-    let _ = write!(
-        o,
-        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{h}\" class=\"chart\" role=\"img\">"
-    );
-    for k in 0..=4 {
-        let v = ymax * k as f64 / 4.0;
-        let _ = write!(
-            o,
-            "<line x1=\"{left}\" x2=\"{}\" y1=\"{yy:.1}\" y2=\"{yy:.1}\" stroke=\"#eee\"/><text x=\"{}\" y=\"{:.1}\" font-size=\"11\" text-anchor=\"end\">{}</text>",
-            w - 20.0,
-            left - 4.0,
-            y(v) + 4.0,
-            esc(&human::value(v, "ops/s", None, true)),
-            yy = y(v)
-        );
-    }
-    let mut ts = tasks.clone();
     ts.sort_unstable();
     ts.dedup();
+    let tmin = ts.first().copied().unwrap_or(1).max(1) as f64;
+    let tmax = ts.last().copied().unwrap_or(1).max(2) as f64;
+    let xa = Axis::log(tmin, tmax, 2.0);
+    let ideal = ideals(s);
+    // The ideal lines reach the axis only as far as the data goes: sized
+    // to them, the real curves would lie flat on the floor.
+    let vals = || s.series.iter().flat_map(|x| x.points.iter());
+    let top = vals().map(|p| p.max).fold(0.0f64, f64::max);
+    let bottom = vals()
+        .map(|p| p.min)
+        .filter(|v| *v > 0.0)
+        .fold(f64::INFINITY, f64::min);
+    let ya = if log_y {
+        Axis::log(bottom, top, 10.0)
+    } else {
+        Axis::linear(0.0, top, 0.0)
+    }
+    .in_unit("ops/s");
+    let legend_rows = (s.series.len() + ideal.len()).div_ceil(3) as f64;
+    let (w, h, left, right, top_m, bottom_m) = (760.0, 340.0, 100.0, 20.0, 15.0, 45.0);
+    let plot_h = h - top_m - bottom_m;
+    let x = |t: f64| left + (w - left - right) * xa.at(t);
+    let y = |v: f64| top_m + plot_h * (1.0 - ya.at(v));
+    let _ = write!(
+        o,
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{}\" class=\"chart scaling\" role=\"img\">",
+        h + 20.0 * legend_rows
+    );
+    let _ = write!(
+        o,
+        "<clipPath id=\"plot-{id}\"><rect x=\"{left}\" y=\"{top_m}\" width=\"{}\" height=\"{plot_h}\"/></clipPath>",
+        w - left - right,
+        id = clip_id(s)
+    );
+    for v in &ya.ticks {
+        let _ = write!(
+            o,
+            "<line x1=\"{left}\" x2=\"{}\" y1=\"{yy:.1}\" y2=\"{yy:.1}\" stroke=\"#eee\"/><text class=\"ytick\" x=\"{}\" y=\"{:.1}\" font-size=\"11\" text-anchor=\"end\">{}</text>",
+            w - right,
+            left - 4.0,
+            y(*v) + 4.0,
+            esc(&ya.label(*v)),
+            yy = y(*v)
+        );
+    }
     for t in &ts {
         let _ = write!(
             o,
-            "<text x=\"{:.1}\" y=\"{:.1}\" font-size=\"11\" text-anchor=\"middle\">{t}</text>",
-            x(*t as f64),
-            h - bottom + 16.0
+            "<line x1=\"{xx:.1}\" x2=\"{xx:.1}\" y1=\"{top_m}\" y2=\"{:.1}\" stroke=\"#f3f3f3\"/><text class=\"xtick\" x=\"{xx:.1}\" y=\"{:.1}\" font-size=\"11\" text-anchor=\"middle\">{t}</text>",
+            h - bottom_m,
+            h - bottom_m + 16.0,
+            xx = x(*t as f64)
         );
     }
     let _ = write!(
         o,
-        "<text x=\"{:.1}\" y=\"{:.1}\" font-size=\"11\" text-anchor=\"middle\">tasks</text>",
-        (left + w) / 2.0,
-        h - 10.0
+        "<text x=\"{:.1}\" y=\"{:.1}\" font-size=\"11\" text-anchor=\"middle\">tasks (log2 scale)</text>",
+        (left + w - right) / 2.0,
+        h - 8.0
     );
-    if let [a, b] = ideal.as_slice() {
+    let _ = write!(o, "<g clip-path=\"url(#plot-{})\">", clip_id(s));
+    const DASHES: [&str; 3] = ["6 4", "2 3", "8 3 2 3"];
+    for (i, (mode, per)) in ideal.iter().enumerate() {
         let _ = write!(
             o,
-            "<path d=\"M{:.1} {:.1}L{:.1} {:.1}\" stroke=\"#999\" stroke-dasharray=\"4 3\" fill=\"none\"><title>ideal scaling</title></path>",
-            x(a.0),
-            y(a.1),
-            x(b.0),
-            y(b.1)
+            "<path class=\"ideal\" d=\"M{:.1} {:.1}L{:.1} {:.1}\" stroke=\"#888\" stroke-dasharray=\"{}\" fill=\"none\"><title>ideal ({})</title></path>",
+            x(tmin),
+            y(per * tmin),
+            x(tmax),
+            y(per * tmax),
+            DASHES[i % DASHES.len()],
+            esc(mode)
         );
     }
     for (si, sr) in s.series.iter().enumerate() {
         let c = COLOURS[si % COLOURS.len()];
-        let d: Vec<String> = sr
+        let d: String = sr
             .points
             .iter()
             .enumerate()
@@ -685,8 +694,7 @@ fn scaling(o: &mut String, s: &Scaling) {
             .collect();
         let _ = write!(
             o,
-            "<path d=\"{}\" stroke=\"{c}\" stroke-width=\"2\" fill=\"none\"/>",
-            d.join("")
+            "<path class=\"curve\" d=\"{d}\" stroke=\"{c}\" stroke-width=\"2\" fill=\"none\"/>"
         );
         for p in &sr.points {
             let _ = write!(
@@ -696,23 +704,44 @@ fn scaling(o: &mut String, s: &Scaling) {
                 y(p.mean),
                 esc(&format!(
                     "{} {} tasks: {}",
-                    sr.mode,
+                    sr.label(),
                     p.tasks,
                     human::value(p.mean, "ops/s", None, true)
                 ))
             );
         }
+    }
+    o.push_str("</g>");
+    let entries = s
+        .series
+        .iter()
+        .enumerate()
+        .map(|(si, sr)| (sr.label(), COLOURS[si % COLOURS.len()], None))
+        .chain(ideal.iter().enumerate().map(|(i, (m, _))| {
+            (
+                format!("ideal ({m})"),
+                "#888",
+                Some(DASHES[i % DASHES.len()]),
+            )
+        }));
+    for (i, (name, c, dash)) in entries.enumerate() {
+        let (lx, ly) = (
+            left + 220.0 * (i % 3) as f64,
+            h + 14.0 + 20.0 * (i / 3) as f64,
+        );
         let _ = write!(
             o,
-            "<text x=\"{:.1}\" y=\"{:.1}\" font-size=\"12\" fill=\"{c}\">{}</text>",
-            left + 10.0 + 120.0 * si as f64,
-            top + 12.0,
-            esc(&sr.mode)
+            "<path d=\"M{lx} {:.1}h18\" stroke=\"{c}\" stroke-width=\"2\"{}/><text class=\"legend\" x=\"{}\" y=\"{ly:.1}\" font-size=\"11\">{}</text>",
+            ly - 4.0,
+            dash.map(|d| format!(" stroke-dasharray=\"{d}\""))
+                .unwrap_or_default(),
+            lx + 22.0,
+            esc(&name)
         );
     }
     o.push_str("</svg>\n<table><tr><th>tasks</th>");
     for sr in &s.series {
-        let _ = write!(o, "<th>{} ops/s</th><th>eff</th>", esc(&sr.mode));
+        let _ = write!(o, "<th>{} ops/s</th><th>eff</th>", esc(&sr.label()));
     }
     o.push_str("</tr>\n");
     for t in &ts {
@@ -733,6 +762,16 @@ fn scaling(o: &mut String, s: &Scaling) {
         o.push_str("</tr>\n");
     }
     o.push_str("</table>\n");
+}
+
+/// An id for a chart's clip path, unique on the page for each testcase
+/// and context.
+fn clip_id(s: &Scaling) -> String {
+    let mut h: u32 = 2166136261;
+    for b in s.bench.bytes().chain(s.context.join(",").bytes()) {
+        h = (h ^ u32::from(b)).wrapping_mul(16777619);
+    }
+    format!("{h:08x}")
 }
 
 fn system(o: &mut String, s: &SystemBlock) {
@@ -761,7 +800,7 @@ fn tables(d: &TableDoc) -> String {
     }
     if d.kind == TableKind::Scaling || d.tables.is_empty() {
         for s in &d.scaling {
-            scaling(&mut o, s);
+            scaling(&mut o, s, d.log_y);
         }
     }
     for s in &d.skipped {
@@ -788,11 +827,17 @@ fn tables(d: &TableDoc) -> String {
 /// move results), then each warning.
 fn comparability(o: &mut String, k: &super::comparability::Comparability) {
     o.push_str("<h2>Comparability</h2>\n");
-    if k.differences.is_empty() {
+    if k.differences.is_empty() && k.unknown.is_empty() {
         let _ = writeln!(
             o,
             "<p>The runs agree in every recorded fact ({}).</p>",
             esc(&k.facts.join(", "))
+        );
+    } else if k.differences.is_empty() {
+        let _ = writeln!(
+            o,
+            "<p>No recorded fact differs; {}.</p>",
+            esc(&k.unknown_text())
         );
     } else {
         o.push_str("<table><tr><th>fact</th>");
@@ -810,6 +855,9 @@ fn comparability(o: &mut String, k: &super::comparability::Comparability) {
             o.push_str("</tr>\n");
         }
         o.push_str("</table>\n<p class=\"legend\">! = known to move results</p>\n");
+        if !k.unknown.is_empty() {
+            let _ = writeln!(o, "<p>{}</p>", esc(&k.unknown_text()));
+        }
     }
     for e in &k.expected_but_same {
         let _ = writeln!(o, "<p>--expect {}: it does not differ</p>", esc(e));

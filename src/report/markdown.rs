@@ -240,8 +240,8 @@ fn scaling(o: &mut String, s: &super::scale::Scaling) {
         .series
         .iter()
         .map(|x| match x.flattens_at {
-            Some(n) => format!("{} at {n} tasks", md_escape(&x.mode)),
-            None => format!("{} not within the tasks measured", md_escape(&x.mode)),
+            Some(n) => format!("{} at {n} tasks", md_escape(&x.label())),
+            None => format!("{} not within the tasks measured", md_escape(&x.label())),
         })
         .collect();
     let _ = writeln!(

@@ -4,6 +4,7 @@
 //! format; they never compute a statistic, and no command decides on a
 //! format anywhere else.
 
+pub mod axis;
 pub mod check;
 pub mod comparability;
 pub mod compare;
@@ -14,6 +15,7 @@ pub mod html;
 pub mod human;
 pub mod json;
 pub mod markdown;
+pub mod origin;
 pub mod plan_size;
 pub mod samples;
 pub mod scale;
@@ -228,6 +230,10 @@ pub struct CellSummary {
     /// Row label: factor labels then label parameters, in column order.
     #[serde(skip)]
     pub labels: Vec<String>,
+    /// Whose data the row holds (`host`, `import`, `run`) in a campaign
+    /// report whose runs are kept apart by origin.
+    #[serde(skip)]
+    pub origin: origin::Origin,
 }
 
 impl CellSummary {
@@ -356,12 +362,12 @@ impl Report {
             imported: d.details.config.plan.starts_with("import:"),
             run_of: Default::default(),
         };
-        let groups = groups(&d.cells, &[], stop, &design);
+        let groups = groups(&d.cells, &[], &[], stop, &design);
         let verdict = until_verdict(&d.cells, stop);
         Report {
             overhead_ns: d.run.overhead_ns,
             subject: Subject::Run(d.run),
-            scaling: scale::build(&d.cells),
+            scaling: scale::build(&d.cells, &[]),
             details: Some(d.details),
             summary: summary::of_groups(&groups),
             groups,
@@ -378,7 +384,17 @@ impl Report {
     /// The report of a campaign: its cells merged across runs (one row per
     /// cell key and system state), with the fingerprint of its latest run.
     pub fn of_campaign(d: CampaignData) -> Report {
-        let (merged, runs) = merge_campaign(&d.cells);
+        let origins = origin::by_host(&d.runs, origin::Pooling::ByOrigin);
+        Report::of_campaign_by(d, &origins)
+    }
+
+    /// The report of a campaign whose runs merge by `origins` (run id ->
+    /// origin): cells of different origin stay apart.
+    pub fn of_campaign_by(
+        d: CampaignData,
+        origins: &std::collections::HashMap<i64, origin::Origin>,
+    ) -> Report {
+        let (merged, runs, origin) = origin::merge(&d.cells, origins);
         let design = Blocks {
             imported: d
                 .latest
@@ -393,7 +409,7 @@ impl Report {
                 states.push(c.info.readings.clone());
             }
         }
-        let groups = groups(&merged, &runs, stop, &design);
+        let groups = groups(&merged, &runs, &origin, stop, &design);
         Report {
             overhead_ns: d.runs.last().map_or(0.0, |r| r.overhead_ns),
             summary: summary::of_groups(&groups),
@@ -401,7 +417,7 @@ impl Report {
             all_metrics: false,
             groups,
             verdict: None,
-            scaling: scale::build(&merged),
+            scaling: scale::build(&merged, &origin),
             pending: campaign_pending(&d),
             subject: Subject::Campaign {
                 campaign: d.campaign,
@@ -458,15 +474,19 @@ struct Blocks {
 /// disturbance that did not happen.
 pub const OUTLIER_MIN_SAMPLES: usize = 10;
 
-/// One table per benchmark and metric, a row per cell; `runs[i]` (when
-/// given) are the runs whose samples cell `i` holds.
+/// One table per benchmark and metric, a row per cell; `runs[i]` and
+/// `origins[i]` (when given) are the runs whose samples cell `i` holds
+/// and whose data they are.
 fn groups(
     cells: &[StoredCell],
     runs: &[Vec<i64>],
+    origins: &[origin::Origin],
     stop: Option<StopRule>,
     design: &Blocks,
 ) -> Vec<Group> {
     let mut groups: IndexMap<(String, String), Group> = IndexMap::new();
+    // Origins that differ between cells label the rows.
+    let varying = origin::varying(origins);
     for (i, (cell, samples)) in cells.iter().enumerate() {
         let c = &cell.info;
         let mut columns: Vec<String> = c.factors.keys().cloned().collect();
@@ -477,6 +497,12 @@ fn groups(
                 .iter()
                 .map(|p| param_label(&c.source, &c.params, p)),
         );
+        for (k, v) in origins.get(i).into_iter().flatten() {
+            if varying.contains(k) {
+                columns.push(k.clone());
+                labels.push(v.clone());
+            }
+        }
         for m in &c.metrics {
             let values: Vec<f64> = samples
                 .iter()
@@ -566,6 +592,7 @@ fn groups(
                 values,
                 obs,
                 labels: row_labels,
+                origin: origins.get(i).cloned().unwrap_or_default(),
             });
         }
     }
@@ -635,28 +662,6 @@ fn until_verdict(cells: &[StoredCell], stop: Option<StopRule>) -> Option<Look> {
         rule.precision,
         rule.max_samples as usize,
     )
-}
-
-/// A campaign's cells merged across its runs: one entry per cell key and
-/// probe readings (a cell measured under two system states appears twice,
-/// each with only its own samples), with the ids of the runs that measured
-/// each.
-fn merge_campaign(cells: &[StoredCell]) -> (Vec<StoredCell>, Vec<Vec<i64>>) {
-    let mut merged: IndexMap<(String, String), (StoredCell, Vec<i64>)> = IndexMap::new();
-    for (c, samples) in cells {
-        let k = (c.info.key.clone(), c.info.readings_text());
-        let ((cell, smp), runs) = merged
-            .entry(k)
-            .or_insert_with(|| ((c.clone(), Vec::new()), Vec::new()));
-        if cell.placement.is_none() {
-            cell.placement = c.placement.clone();
-        }
-        smp.extend(samples.iter().cloned());
-        if !samples.is_empty() {
-            runs.push(c.run_id);
-        }
-    }
-    merged.into_values().unzip()
 }
 
 /// Cells of the campaign's plan that have no sample yet, with the system

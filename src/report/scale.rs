@@ -39,9 +39,22 @@ pub struct Point {
 #[derive(Clone, Debug, Serialize)]
 pub struct Series {
     pub mode: String,
+    /// Whose data the curve is (`import=fbsd.csv`, `host=alpha`), when
+    /// the curves of one chart differ in it; empty otherwise.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub origin: super::origin::Origin,
     pub points: Vec<Point>,
     /// First task count whose efficiency is below [`FLATTEN_BELOW`].
     pub flattens_at: Option<u32>,
+}
+
+impl Series {
+    /// The curve's name: its origin's values, then the mode.
+    pub fn label(&self) -> String {
+        let mut parts: Vec<&str> = self.origin.iter().map(|(_, v)| v.as_str()).collect();
+        parts.push(&self.mode);
+        parts.join(" ")
+    }
 }
 
 /// All curves of one testcase under one combination of other factors and
@@ -52,14 +65,45 @@ pub struct Scaling {
     /// Other factor values and parameters, `name=value`.
     pub context: Vec<String>,
     pub series: Vec<Series>,
+    /// What the cells warned of (more tasks than allowed CPUs), once each.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
 }
 
-/// The scaling model of every scale benchmark among `cells`.
-pub fn build(cells: &[StoredCell]) -> Vec<Scaling> {
-    // (bench, context) -> mode -> tasks -> values
-    type Curves = IndexMap<String, IndexMap<u32, (Vec<f64>, Vec<f64>)>>;
+impl Scaling {
+    /// One table per origin of its curves, the origin moved to the
+    /// context (a format with a column per mode, e.g. runtest.py's CSV).
+    pub fn by_origin(&self) -> Vec<Scaling> {
+        let mut out: Vec<Scaling> = Vec::new();
+        for x in &self.series {
+            let mut context = self.context.clone();
+            context.extend(x.origin.iter().map(|(k, v)| format!("{k}={v}")));
+            let mut curve = x.clone();
+            curve.origin.clear();
+            match out.iter_mut().find(|t| t.context == context) {
+                Some(t) => t.series.push(curve),
+                None => out.push(Scaling {
+                    bench: self.bench.clone(),
+                    context,
+                    series: vec![curve],
+                    warnings: self.warnings.clone(),
+                }),
+            }
+        }
+        out
+    }
+}
+
+/// The scaling model of every scale benchmark among `cells`; `origins[i]`
+/// (when given) is whose data cell `i` is: a curve per origin and mode.
+pub fn build(cells: &[StoredCell], origins: &[super::origin::Origin]) -> Vec<Scaling> {
+    // (bench, context) -> (origin, mode) -> tasks -> values
+    type Curves = IndexMap<(super::origin::Origin, String), IndexMap<u32, (Vec<f64>, Vec<f64>)>>;
     let mut acc: IndexMap<(String, Vec<String>), Curves> = IndexMap::new();
-    for (cell, samples) in cells {
+    let mut warned: IndexMap<(String, Vec<String>), Vec<String>> = IndexMap::new();
+    for (i, (cell, samples)) in cells.iter().enumerate() {
+        let origin = origins.get(i).cloned().unwrap_or_default();
+        let warning = cell.notes.get("warning").cloned();
         let cell = &cell.info;
         if cell.kind != Kind::Scale {
             continue;
@@ -92,10 +136,18 @@ pub fn build(cells: &[StoredCell]) -> Vec<Scaling> {
             .iter()
             .filter(|s| &*s.metric == "idle")
             .map(|s| s.value);
+        if let Some(w) = warning {
+            super::table::push_unique(
+                warned
+                    .entry((cell.bench.clone(), context.clone()))
+                    .or_default(),
+                w,
+            );
+        }
         let point = acc
             .entry((cell.bench.clone(), context))
             .or_default()
-            .entry(mode)
+            .entry((origin, mode))
             .or_default()
             .entry(tasks as u32)
             .or_default();
@@ -104,8 +156,13 @@ pub fn build(cells: &[StoredCell]) -> Vec<Scaling> {
     }
     let mut out = Vec::new();
     for ((bench, context), curves) in acc {
+        let warnings = warned
+            .get(&(bench.clone(), context.clone()))
+            .cloned()
+            .unwrap_or_default();
         let mut series = Vec::new();
-        for (mode, mut by_tasks) in curves {
+        let order: Vec<super::origin::Origin> = curves.keys().map(|k| k.0.clone()).collect();
+        for ((origin, mode), mut by_tasks) in curves {
             by_tasks.sort_keys();
             let mut points = Vec::new();
             let mut base: Option<f64> = None;
@@ -138,6 +195,7 @@ pub fn build(cells: &[StoredCell]) -> Vec<Scaling> {
             if !points.is_empty() {
                 series.push(Series {
                     mode,
+                    origin,
                     points,
                     flattens_at,
                 });
@@ -146,12 +204,20 @@ pub fn build(cells: &[StoredCell]) -> Vec<Scaling> {
         if series.is_empty() {
             continue;
         }
-        // processes before threads, as in will-it-scale's output.
-        series.sort_by(|a, b| a.mode.cmp(&b.mode));
+        // By origin as first seen, processes before threads within one, as
+        // in will-it-scale's output.
+        series.sort_by_key(|x| (order.iter().position(|o| *o == x.origin), x.mode.clone()));
+        // An origin every curve shares says nothing on the chart.
+        if series.iter().all(|x| x.origin == series[0].origin) {
+            for x in &mut series {
+                x.origin.clear();
+            }
+        }
         out.push(Scaling {
             bench,
             context,
             series,
+            warnings,
         });
     }
     out
@@ -190,7 +256,7 @@ mod tests {
             cell(4, "threads", 1, &[100.0, 100.0]),
             cell(5, "threads", 2, &[200.0, 200.0]),
         ];
-        let t = build(&cells);
+        let t = build(&cells, &[]);
         assert_eq!(t.len(), 1);
         let p = &t[0].series[0];
         assert_eq!(p.mode, "processes");
@@ -220,7 +286,7 @@ mod tests {
         let mut elided = cell(2, "processes", 1, &[]);
         elided.0.info.bench = "elided.c".into();
         let cells = vec![cell(1, "processes", 1, &[100.0, 110.0]), elided];
-        let t = build(&cells);
+        let t = build(&cells, &[]);
         assert_eq!(t.len(), 1);
         assert_eq!(t[0].bench, "getppid1");
         let out = text(cells);
@@ -230,15 +296,32 @@ mod tests {
         // Only failed cells: no scaling section at all.
         let mut only = cell(3, "threads", 2, &[]);
         only.0.info.bench = "elided.c".into();
-        assert!(build(&[only.clone()]).is_empty());
+        assert!(build(&[only.clone()], &[]).is_empty());
         assert!(!text(vec![only]).contains("scaling"));
+    }
+
+    #[test]
+    fn an_oversubscribed_cell_warns_once_per_chart() {
+        let mut a = cell(1, "processes", 2, &[100.0]);
+        let mut b = cell(2, "threads", 2, &[100.0]);
+        for c in [&mut a, &mut b] {
+            c.0.notes.insert(
+                "warning".into(),
+                "oversubscribed: 2 tasks on 1 allowed CPU(s)".into(),
+            );
+        }
+        let t = build(&[cell(3, "processes", 1, &[60.0]), a, b], &[]);
+        assert_eq!(
+            t[0].warnings,
+            ["oversubscribed: 2 tasks on 1 allowed CPU(s)"]
+        );
     }
 
     #[test]
     fn nothing_for_other_kinds() {
         let mut c = cell(1, "processes", 1, &[1.0]);
         c.0.info.kind = Kind::Micro;
-        assert!(build(&[c.clone()]).is_empty());
+        assert!(build(&[c.clone()], &[]).is_empty());
         assert!(!text(vec![c]).contains("scaling"));
     }
 }

@@ -49,6 +49,9 @@ pub struct TableDoc {
     /// Print `µ` and box characters instead of ASCII (text only).
     #[serde(skip)]
     pub unicode: bool,
+    /// Charts: a logarithmic value axis for scaling curves.
+    #[serde(skip)]
+    pub log_y: bool,
     /// With several runs: the recorded facts that differ between them
     /// (`comparability.rs`), set by the caller from the runs'
     /// fingerprints.
@@ -282,7 +285,7 @@ impl SystemBlock {
 }
 
 /// A row's dimensions: factors, then parameters (sizes as `2k`), then
-/// `host` and `revision`.
+/// its origin (`host`, `import`, `run`) and `revision`.
 fn dims_of(r: &CellSummary, host: &str) -> IndexMap<String, String> {
     let mut d = r.factors.clone();
     for k in r.params.keys() {
@@ -292,6 +295,11 @@ fn dims_of(r: &CellSummary, host: &str) -> IndexMap<String, String> {
     }
     if !host.is_empty() {
         d.insert("host".into(), host.to_string());
+    }
+    for (k, v) in &r.origin {
+        if k != "host" {
+            d.insert(k.clone(), v.clone());
+        }
     }
     if !d.contains_key("revision")
         && let Some(k) = r.readings.get("kernel.release")
@@ -579,6 +587,7 @@ pub fn build(reports: &[Report], layout: &Layout, unicode: bool) -> TableDoc {
         methods: Vec::new(),
         plan: None,
         unicode,
+        log_y: false,
         comparability: None,
     };
     for r in reports {
@@ -634,7 +643,13 @@ pub fn build(reports: &[Report], layout: &Layout, unicode: bool) -> TableDoc {
         {
             doc.plan = Some(campaign.plan_text.clone());
         }
-        doc.scaling.extend(r.scaling.iter().cloned());
+        // Several operands: each curve says whose it is.
+        doc.scaling.extend(r.scaling.iter().cloned().map(|mut s| {
+            if reports.len() > 1 {
+                s.context.push(operand_name(r));
+            }
+            s
+        }));
         if let Some(s) = system_block(r) {
             doc.systems.push(s);
         }
@@ -754,6 +769,14 @@ fn title(r: &Report) -> String {
             campaign.name,
             runs.len()
         ),
+    }
+}
+
+/// The operand a report is of, as a label: `run 13`, `campaign 2`.
+fn operand_name(r: &Report) -> String {
+    match &r.subject {
+        Subject::Run(run) => format!("run {}", run.id),
+        Subject::Campaign { campaign, .. } => format!("campaign {}", campaign.id),
     }
 }
 
@@ -1511,7 +1534,7 @@ pub fn known_values(reports: &[Report]) -> IndexMap<String, Vec<String>> {
 /// Every dimension name of the reports' cells (factors, parameters,
 /// `host`, `revision`), for checking a layout given on the command line.
 pub fn known_dims(reports: &[Report]) -> Vec<String> {
-    let mut out: Vec<String> = vec!["host".into(), "revision".into()];
+    let mut out: Vec<String> = vec!["host".into(), "revision".into(), "run".into()];
     for r in reports {
         for g in &r.groups {
             for c in &g.rows {

@@ -575,12 +575,62 @@ fn html_is_one_self_contained_page_with_charts_and_escaped_labels() {
         Format::Html,
     )
     .unwrap();
-    assert!(s.contains("<title>ideal scaling</title>"));
-    assert_eq!(
-        s.matches("stroke-width=\"2\"").count(),
-        2,
-        "a curve per mode"
-    );
+    assert!(s.contains("<title>ideal (processes)</title>"));
+    assert_eq!(s.matches("class=\"curve\"").count(), 2, "a curve per mode");
+}
+
+/// The y tick labels of each chart of a page, chart by chart.
+pub(crate) fn chart_ticks(page: &str) -> Vec<Vec<String>> {
+    let re = regex::Regex::new(r#"<text class="ytick"[^>]*>([^<]*)</text>"#).unwrap();
+    page.split("<svg")
+        .skip(1)
+        .map(|svg| {
+            re.captures_iter(svg)
+                .map(|c| c[1].replace("&#39;", "'"))
+                .collect()
+        })
+        .collect()
+}
+
+#[test]
+fn every_chart_kind_has_round_ticks_through_its_reference() {
+    use crate::report::axis::tests::assert_round;
+    let html = |d: &TableDoc| render(&Document::Tables(d), Format::Html).unwrap();
+    // Improvement: bars and the sweep, both through 0%.
+    let page = html(&doc(Report::of_run(pipes("UP")), &improvement_layout()));
+    let charts = chart_ticks(&page);
+    assert_eq!(charts.len(), 2, "{page}");
+    for t in &charts {
+        assert_round(t, Some(0.0));
+    }
+    // Ratio: through 1.
+    let ratio = Layout {
+        table: TableKind::Ratio,
+        ..improvement_layout()
+    };
+    let page = html(&doc(Report::of_run(pipes("UP")), &ratio));
+    let charts = chart_ticks(&page);
+    assert!(!charts.is_empty(), "{page}");
+    for t in &charts {
+        assert_round(t, Some(1.0));
+    }
+    // Matrix and scaling: round, scaling from zero.
+    let matrix = Layout {
+        table: TableKind::Matrix,
+        ..Layout::default()
+    };
+    let page = html(&doc(Report::of_run(mitigation()), &matrix));
+    for t in chart_ticks(&page) {
+        assert_round(&t, Some(1.0));
+    }
+    let scaling = Layout {
+        table: TableKind::Scaling,
+        ..Layout::default()
+    };
+    let page = html(&doc(Report::of_run(scale_run()), &scaling));
+    let charts = chart_ticks(&page);
+    assert_eq!(charts.len(), 1, "{page}");
+    assert_round(&charts[0], Some(0.0));
 }
 
 #[test]

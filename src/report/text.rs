@@ -502,7 +502,7 @@ fn scaling(o: &mut String, tables: &[Scaling]) {
             let _ = write!(
                 head,
                 " | {:>13} {:>5} {:>5}",
-                format!("{} ops/s", short(&s.mode)),
+                format!("{} ops/s", short(&s.label())),
                 "sd%",
                 "eff"
             );
@@ -569,8 +569,8 @@ fn scaling(o: &mut String, tables: &[Scaling]) {
                     _ => String::new(),
                 };
                 match s.flattens_at {
-                    Some(n) => format!("{} at {n} tasks{base}", s.mode),
-                    None => format!("{} not within {range} tasks{base}", s.mode),
+                    Some(n) => format!("{} at {n} tasks{base}", s.label()),
+                    None => format!("{} not within {range} tasks{base}", s.label()),
                 }
             })
             .collect();
@@ -1345,8 +1345,8 @@ fn scaling_text(o: &mut String, s: &super::scale::Scaling, unicode: bool) {
         .series
         .iter()
         .map(|x| match x.flattens_at {
-            Some(n) => format!("{} at {n} tasks", x.mode),
-            None => format!("{} not within the tasks measured", x.mode),
+            Some(n) => format!("{} at {n} tasks", x.label()),
+            None => format!("{} not within the tasks measured", x.label()),
         })
         .collect();
     o.push_str(&grid::wrap(
@@ -1354,6 +1354,9 @@ fn scaling_text(o: &mut String, s: &super::scale::Scaling, unicode: bool) {
         WIDTH,
         "  ",
     ));
+    for w in &s.warnings {
+        o.push_str(&grid::wrap(&format!("warning: {w}"), WIDTH, "  "));
+    }
 }
 
 fn tables(o: &mut String, d: &TableDoc) {

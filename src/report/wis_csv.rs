@@ -32,9 +32,9 @@ pub fn render(doc: &Document<'_>) -> anyhow::Result<String> {
             "--format wis-csv prints scaling tables of runs and campaigns (kbench report)"
         ));
     };
-    let tables: Vec<&Scaling> = reports
+    let tables: Vec<Scaling> = reports
         .iter()
-        .flat_map(|r: &Report| r.scaling.iter())
+        .flat_map(|r: &Report| r.scaling.iter().flat_map(Scaling::by_origin))
         .collect();
     if tables.is_empty() {
         return Err(bad_input!(

@@ -769,6 +769,16 @@ struct Stats {
     task_max: f64,
 }
 
+/// The warning for more tasks than allowed CPUs: they take turns on a
+/// CPU, so ops/s per task falls for that reason alone.
+fn oversubscribed(tasks: usize, cpus: usize) -> Option<String> {
+    (cpus > 0 && tasks > cpus).then(|| {
+        format!(
+            "oversubscribed: {tasks} tasks on {cpus} allowed CPU(s) take turns; the curve past {cpus} tasks measures the scheduler too"
+        )
+    })
+}
+
 fn now_ns() -> u64 {
     crate::bench::micro::now_ns()
 }
@@ -1155,6 +1165,9 @@ impl ScaleCell {
             // What the tasks inherit from kbench, whatever was asked.
             ("aslr".into(), super::aslr::current().to_string()),
         ];
+        if let Some(w) = oversubscribed(self.ntasks, self.allowed.0.len()) {
+            v.push(("warning".into(), w));
+        }
         if s.intervals > 0 {
             v.push((
                 "interval real length".into(),
@@ -1266,6 +1279,17 @@ mod tests {
     //! another test's thread held; kbench forks while single-threaded).
 
     use super::*;
+
+    #[test]
+    fn more_tasks_than_allowed_cpus_is_a_warning() {
+        assert_eq!(oversubscribed(2, 2), None);
+        assert_eq!(oversubscribed(1, 0), None);
+        let w = oversubscribed(2, 1).unwrap();
+        assert!(
+            w.starts_with("oversubscribed: 2 tasks on 1 allowed CPU(s)"),
+            "{w}"
+        );
+    }
 
     /// 1 ms naps counted as operations, with a napping helper per task.
     struct Nap;
