@@ -73,6 +73,10 @@ impl Counter {
     }
 
     /// Counted by the CPU's performance monitoring unit.
+    #[cfg_attr(
+        not(target_os = "linux"),
+        allow(dead_code, reason = "only the Linux backend counts with the PMU")
+    )]
     pub fn hardware(self) -> bool {
         !SOFTWARE.contains(&self)
     }
