@@ -170,6 +170,7 @@ fn labels_are_stored_streamed_replayed_and_imported() {
     });
     assert_eq!(begun["labels"], want);
     let runs = json(stdout(kbench(dir.path()).args(["runs", "--json"])).as_bytes());
+    let runs = &runs["runs"];
     assert_eq!(runs[0]["labels"], want);
     let text = stdout(kbench(dir.path()).arg("runs"));
     assert!(
@@ -185,6 +186,7 @@ fn labels_are_stored_streamed_replayed_and_imported() {
         .assert()
         .success();
     let runs = json(stdout(kbench(dir.path()).args(["runs", "--json"])).as_bytes());
+    let runs = &runs["runs"];
     assert_eq!(runs[1]["labels"]["branch"], "main");
     assert_eq!(runs[1]["labels"]["commit"], head.as_str());
 
@@ -198,6 +200,7 @@ fn labels_are_stored_streamed_replayed_and_imported() {
             .success();
     }
     let runs = json(stdout(kbench(other.path()).args(["runs", "--json"])).as_bytes());
+    let runs = &runs["runs"];
     assert_eq!(runs.as_array().unwrap().len(), 1);
     assert_eq!(runs[0]["labels"], want);
 
@@ -212,6 +215,7 @@ fn labels_are_stored_streamed_replayed_and_imported() {
         .assert()
         .success();
     let runs = json(stdout(kbench(other.path()).args(["runs", "--json"])).as_bytes());
+    let runs = &runs["runs"];
     assert_eq!(runs[1]["labels"], serde_json::json!({"os": "bsd"}));
 
     // A bad label is bad input naming it.

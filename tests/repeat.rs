@@ -9,7 +9,7 @@ use std::path::Path;
 
 fn runs(dir: &Path) -> Vec<Value> {
     let v: Value = serde_json::from_str(&stdout(kbench(dir).args(["runs", "--json"]))).unwrap();
-    v.as_array().unwrap().clone()
+    v["runs"].as_array().unwrap().clone()
 }
 
 /// The pid of the process that made each run, from the store.
