@@ -259,13 +259,16 @@ fn lab_with(dir: &Path, tag: &str, one_home: bool) -> Lab {
     }
 }
 
+/// `kbench fleet ARGS --hosts FILE [-- RUN ARGS]`.
 fn fleet(lab: &Lab, args: &[&str]) -> std::process::Output {
+    let cut = args.iter().position(|a| *a == "--").unwrap_or(args.len());
     kbench(&lab.dir)
         .env("XDG_STATE_HOME", lab.dir.join("state"))
         .arg("fleet")
-        .args(args)
+        .args(&args[..cut])
         .arg("--hosts")
         .arg(&lab.hosts_file)
+        .args(&args[cut..])
         .output()
         .unwrap()
 }
