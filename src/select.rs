@@ -52,6 +52,10 @@ fn plan_name(path: &str, text: &str) -> anyhow::Result<String> {
     Ok(n.name)
 }
 
+/// What [`campaign`] says of a plan file never run on the store (the
+/// fleet tells it from a real failure of a host's export).
+pub const NO_CAMPAIGN_YET: &str = "no campaign for this plan yet";
+
 /// The campaign a name stands for: `campaign:ID`, a plan file (its latest
 /// campaign of the file's exact text), or a name (its latest campaign).
 pub fn campaign(st: &dyn StoreRead, name: &str) -> anyhow::Result<i64> {
@@ -80,9 +84,7 @@ pub fn campaign(st: &dyn StoreRead, name: &str) -> anyhow::Result<i64> {
             .filter(|c| c.plan_hash == hash)
             .max_by_key(|c| c.generation)
             .map(|c| c.id)
-            .ok_or_else(|| {
-                bad_input!("{name}: no campaign for this plan yet; `kbench run {name}` starts it")
-            });
+            .ok_or_else(|| bad_input!("{name}: {NO_CAMPAIGN_YET}; `kbench run {name}` starts it"));
     }
     st.campaigns(CampaignQuery::Named(name))?
         .last()

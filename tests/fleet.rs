@@ -131,6 +131,12 @@ struct Lab {
 }
 
 fn lab(dir: &Path, tag: &str) -> Lab {
+    lab_with(dir, tag, false)
+}
+
+/// [`lab`], with both hosts' logins sharing one fleet directory when
+/// `one_home` (an NFS home, or two entries reaching one machine).
+fn lab_with(dir: &Path, tag: &str, one_home: bool) -> Lab {
     use std::sync::atomic::{AtomicU32, Ordering};
     static N: AtomicU32 = AtomicU32::new(0);
     let n = N.fetch_add(1, Ordering::SeqCst);
@@ -205,7 +211,7 @@ fn lab(dir: &Path, tag: &str) -> Lab {
             fields.next().unwrap(),
             fields.next().unwrap()
         );
-        let remote = dir.join(format!("remote_{name}"));
+        let remote = dir.join(format!("remote_{}", if one_home { "a" } else { name }));
         std::fs::create_dir_all(&remote).unwrap();
         let auth = dir.join(format!("auth_{name}"));
         std::fs::write(
@@ -253,13 +259,16 @@ fn lab(dir: &Path, tag: &str) -> Lab {
     }
 }
 
+/// `kbench fleet ARGS --hosts FILE [-- RUN ARGS]`.
 fn fleet(lab: &Lab, args: &[&str]) -> std::process::Output {
+    let cut = args.iter().position(|a| *a == "--").unwrap_or(args.len());
     kbench(&lab.dir)
         .env("XDG_STATE_HOME", lab.dir.join("state"))
         .arg("fleet")
-        .args(args)
+        .args(&args[..cut])
         .arg("--hosts")
         .arg(&lab.hosts_file)
+        .args(&args[cut..])
         .output()
         .unwrap()
 }
@@ -451,4 +460,284 @@ fn a_changed_host_key_is_refused_and_the_other_host_proceeds() {
         "{err}"
     );
     assert_eq!(count(d, "a"), 8, "nothing new");
+}
+
+/// Samples per cell of `plan` on `host`, from the coordinator's report.
+fn cells_of(d: &Path, plan: &str, host: &str) -> Vec<i64> {
+    let out = kbench(d)
+        .args(["report", &format!("{plan}:host={host}"), "--json"])
+        .output()
+        .unwrap();
+    if !out.status.success() {
+        return Vec::new();
+    }
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    v["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["n"].as_i64().unwrap())
+        .collect()
+}
+
+fn assert_exact(d: &Path, plan: &str, cells: usize, n: i64, what: &str) {
+    for host in ["a", "b"] {
+        let got = cells_of(d, plan, host);
+        assert_eq!(got, vec![n; cells], "{what}: host {host} of {plan}");
+    }
+}
+
+/// Issue: two hosts whose logins share one home used one remote store
+/// and one temporary binary name; the second host's results were never
+/// taken and `fleet run` still exited 0. Each host now has its own remote
+/// store (per name and machine id) and each run its own temporary names.
+#[test]
+fn two_hosts_sharing_one_home_each_get_their_samples() {
+    if !can_run("two_hosts_sharing_one_home_each_get_their_samples") {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    let lab = lab_with(d, "h", true);
+    let plan = common::plan(d, "fleet.toml", &PLAN.replace("samples = 6", "samples = 3"));
+    let plan = plan.to_str().unwrap();
+    for round in ["first run", "re-run"] {
+        let out = fleet(&lab, &["run", plan]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{round}: {err}");
+        assert!(err.contains("2 of 2 host(s) done"), "{err}");
+        assert_exact(d, "fleet", 4, 3, round);
+    }
+    // One shared binary, two host stores, no temporary file left.
+    let home = d.join("remote_a");
+    let mut names: Vec<String> = std::fs::read_dir(&home)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(names.len(), 2, "{names:?}");
+    assert!(
+        names[0] == "hosts" && names[1].starts_with("kbench-"),
+        "{names:?}"
+    );
+    let stores: Vec<_> = std::fs::read_dir(home.join("hosts"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(stores.len(), 2, "{stores:?}");
+    for s in &stores {
+        let left: Vec<String> = std::fs::read_dir(s)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| !n.starts_with("kbench.db"))
+            .collect();
+        assert!(left.is_empty(), "left behind in {}: {left:?}", s.display());
+    }
+}
+
+/// Issue: a host whose own store was lost measured everything again and
+/// the coordinator stored it twice (600 samples where 300 were planned,
+/// exit 0). The coordinator's store is the truth: a host it holds
+/// complete is not run again, and a partly stored host's re-measured
+/// cells add only what they lack.
+#[test]
+fn a_host_whose_store_was_wiped_ends_with_exactly_the_plan() {
+    if !can_run("a_host_whose_store_was_wiped_ends_with_exactly_the_plan") {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    let lab = lab(d, "w");
+    let plan = common::plan(d, "fleet.toml", &PLAN.replace("samples = 6", "samples = 4"));
+    let plan = plan.to_str().unwrap();
+    let wipe = |host: &str| {
+        for e in std::fs::read_dir(d.join(format!("remote_{host}/hosts"))).unwrap() {
+            for f in std::fs::read_dir(e.unwrap().path()).unwrap() {
+                let f = f.unwrap().path();
+                if f.file_name()
+                    .unwrap()
+                    .to_string_lossy()
+                    .starts_with("kbench.db")
+                {
+                    std::fs::remove_file(f).unwrap();
+                }
+            }
+        }
+    };
+    // Half the plan first, then host a's store is lost.
+    let out = fleet(&lab, &["run", plan, "--", "--samples", "2"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_exact(d, "fleet", 4, 2, "half");
+    wipe("a");
+    let out = fleet(&lab, &["run", plan]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("host a: kept 8 sample(s) out"), "{err}");
+    assert_exact(d, "fleet", 4, 4, "completed after the wipe");
+    // Complete, then wiped: nothing runs, nothing is added.
+    wipe("b");
+    let out = fleet(&lab, &["run", plan]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains("host b: every planned sample is in the coordinator's store"),
+        "{err}"
+    );
+    assert_exact(d, "fleet", 4, 4, "complete, wiped");
+    // The coordinator's store loses host b's last sample of each cell
+    // (b's own store is gone too): b is measured again and the store
+    // takes only the one sample each cell lacks.
+    let c = rusqlite::Connection::open(common::db(d)).unwrap();
+    let gone = c
+        .execute(
+            "DELETE FROM samples WHERE (cell_id, round) IN (
+               SELECT s.cell_id, s.round FROM samples s WHERE s.id IN (
+                 SELECT MAX(s2.id) FROM samples s2 JOIN cells c2 ON c2.id = s2.cell_id
+                 WHERE json_extract(c2.readings, '$.host') = 'b' GROUP BY c2.key))",
+            [],
+        )
+        .unwrap();
+    assert!(gone >= 4, "{gone}");
+    drop(c);
+    assert_eq!(cells_of(d, "fleet", "b"), vec![3; 4]);
+    let out = fleet(&lab, &["run", plan]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("host b: kept 12 sample(s) out"), "{err}");
+    assert_exact(d, "fleet", 4, 4, "refilled");
+}
+
+/// Issue: two fleet runs of different plans at once shared the remote
+/// temporary names and hid the export's failure (298 of 300 samples,
+/// exit 0). Each run now has its own names and every error shows.
+#[test]
+fn two_fleets_of_different_plans_at_once() {
+    if !can_run("two_fleets_of_different_plans_at_once") {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    let lab = lab(d, "t");
+    let p1 = common::plan(d, "fleet.toml", &PLAN.replace("samples = 6", "samples = 3"));
+    let p2 = common::plan(
+        d,
+        "other.toml",
+        &PLAN
+            .replace("name = \"fleet\"", "name = \"other\"")
+            .replace("samples = 6", "samples = 2"),
+    );
+    for round in ["first", "again"] {
+        let children: Vec<_> = [&p1, &p2]
+            .iter()
+            .map(|p| {
+                Command::new(assert_cmd::cargo::cargo_bin("kbench"))
+                    .env("KBENCH_DB", common::db(d))
+                    .env("XDG_CACHE_HOME", d.join("cache"))
+                    .env("XDG_STATE_HOME", d.join("state"))
+                    .env("NO_COLOR", "1")
+                    .args(["fleet", "run"])
+                    .arg(p)
+                    .arg("--hosts")
+                    .arg(&lab.hosts_file)
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::piped())
+                    .spawn()
+                    .unwrap()
+            })
+            .collect();
+        for c in children {
+            let out = c.wait_with_output().unwrap();
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert!(out.status.success(), "{round}: {err}");
+        }
+        assert_exact(d, "fleet", 4, 3, round);
+        assert_exact(d, "other", 4, 2, round);
+    }
+}
+
+/// Issue: only the plan file went to the hosts, so the README's own
+/// mitigation-cost example (`cwd = "src/minibuild"`) failed on every
+/// host. The plan's bundle carries the files it names.
+#[test]
+fn the_readme_mitigation_cost_example_runs_on_two_hosts() {
+    if !can_run("the_readme_mitigation_cost_example_runs_on_two_hosts") {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    let lab = lab(d, "m");
+    let plan = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/mitigation-cost.toml");
+    let plan = plan.to_str().unwrap();
+    let out = fleet(&lab, &["run", plan, "--", "--quick", "--samples", "2"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("2 of 2 host(s) done"), "{err}");
+    for host in ["a", "b"] {
+        let out = kbench(d)
+            .args(["report", &format!("mitigation-cost:host={host}"), "--json"])
+            .output()
+            .unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let cells = v["cells"].as_array().unwrap();
+        // This machine is in one pti/pcid state: both benchmarks ran in it.
+        let mut benches: Vec<&str> = cells
+            .iter()
+            .map(|c| c["bench"].as_str().unwrap_or(""))
+            .collect();
+        benches.dedup();
+        assert_eq!(benches, ["getppid", "minibuild"], "host {host}: {v}");
+        assert!(cells.iter().all(|c| c["n"] == 2), "host {host}: {v}");
+    }
+    // The bundle went once to each fleet directory, and no run directory
+    // is left behind.
+    for host in ["a", "b"] {
+        let home = d.join(format!("remote_{host}"));
+        assert_eq!(std::fs::read_dir(home.join("bundles")).unwrap().count(), 1);
+        for s in std::fs::read_dir(home.join("hosts")).unwrap() {
+            let left: Vec<String> = std::fs::read_dir(s.unwrap().path())
+                .unwrap()
+                .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                .filter(|n| !n.starts_with("kbench.db"))
+                .collect();
+            assert!(left.is_empty(), "{left:?}");
+        }
+    }
+}
+
+/// A file the plan names is checked here, before any host is contacted:
+/// a missing `cwd` is a plan error naming its line (it failed on every
+/// host as `prepare ... cannot run: No such file or directory`).
+#[test]
+fn a_missing_cwd_is_a_plan_error_before_any_host() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    let plan = common::plan(
+        d,
+        "p.toml",
+        "name = \"p\"\n\n[[bench]]\nname = \"b\"\ncommand = [\"true\"]\ncwd = \"src/gone\"\n",
+    );
+    let hosts = common::plan(
+        d,
+        "hosts.toml",
+        "[[host]]\nname = \"a\"\nssh = \"nobody@192.0.2.1\"\n",
+    );
+    let out = kbench(d)
+        .env("XDG_STATE_HOME", d.join("state"))
+        .args(["fleet", "run"])
+        .arg(&plan)
+        .arg("--hosts")
+        .arg(&hosts)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("p.toml:6: `cwd` `src/gone` is not a directory here"),
+        "{err}"
+    );
 }

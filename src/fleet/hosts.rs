@@ -70,6 +70,13 @@ fn line_of(text: &str, offset: usize) -> usize {
     text[..offset.min(text.len())].matches('\n').count() + 1
 }
 
+/// `StrictHostKeyChecking=no` (or `off`), however spelt.
+fn turns_off_key_check(o: &str) -> bool {
+    let (k, v) = o.split_once('=').unwrap_or((o, ""));
+    k.trim().eq_ignore_ascii_case("StrictHostKeyChecking")
+        && ["no", "off"].contains(&v.trim().to_ascii_lowercase().as_str())
+}
+
 pub fn parse(text: &str, name: &str, base: &Path) -> anyhow::Result<Vec<Host>> {
     let f: File = toml::from_str(text).map_err(|e| {
         let line = e.span().map(|s| line_of(text, s.start)).unwrap_or(1);
@@ -126,6 +133,11 @@ pub fn parse(text: &str, name: &str, base: &Path) -> anyhow::Result<Vec<Host>> {
         if let Some(o) = ssh_options.iter().find(|o| !o.contains('=')) {
             return Err(bad_input!(
                 "{name}: host `{hname}`: ssh option `{o}` is not `Key=value`"
+            ));
+        }
+        if let Some(o) = ssh_options.iter().find(|o| turns_off_key_check(o)) {
+            return Err(bad_input!(
+                "{name}: host `{hname}`: ssh option `{o}` is refused: kbench always checks host keys (add the host's key to known_hosts, e.g. with `ssh-keyscan`, or pass --accept-new-host-keys)"
             ));
         }
         let mut labels = d.labels.clone().unwrap_or_default();
@@ -222,6 +234,10 @@ labels = { hardware = "type 2", rack = "r2" }
         bad(
             "[[host]]\nname = \"a\"\nssh = \"a@b\"\nssh_options = [\"BatchMode\"]\n",
             "not `Key=value`",
+        );
+        bad(
+            "[defaults]\nssh_options = [\"stricthostkeychecking = No\"]\n[[host]]\nname = \"a\"\nssh = \"a@b\"\n",
+            "host `a`: ssh option `stricthostkeychecking = No` is refused: kbench always checks host keys",
         );
         bad(
             "[defaults]\nssh = \"x@y\"\n[[host]]\nname = \"a\"\nssh = \"a@b\"\n",

@@ -21,9 +21,14 @@
 //! them (`PLAN:host=old`, `PLAN:hardware=type 2`).
 //!
 //! Remote files live in `$KBENCH_FLEET_DIR` on the host, default
-//! `~/.kbench-fleet` (binary, plans, the host's store `kbench.db`).
+//! `~/.kbench-fleet`, named per host and per run ([`remote`]). The
+//! coordinator's store is the truth: a host is done only when it holds
+//! exactly the plan's samples of every cell of that host ([`count`]).
 
+pub mod bundle;
+mod count;
 pub mod hosts;
+mod remote;
 pub mod ssh;
 
 use indexmap::IndexMap;
@@ -34,12 +39,9 @@ use std::sync::Mutex;
 
 use crate::event::{self, Event, Sink};
 use crate::record::{CellInfo, RunStatus};
-use crate::store;
+use crate::store::{self, StoreRead as _};
 use hosts::Host;
 pub use ssh::HostKeys;
-
-/// The remote directory, as a shell expression.
-const REMOTE_DIR: &str = r#"D="${KBENCH_FLEET_DIR:-$HOME/.kbench-fleet}""#;
 
 /// How one host stands, as `fleet status` shows it.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -149,6 +151,9 @@ pub fn run(plan_path: &Path, hosts: &[Host], o: &RunOptions<'_>) -> anyhow::Resu
     let plan = crate::plan::load_for_hosts(plan_path)?;
     let exe = std::env::current_exe().map_err(|e| anyhow::anyhow!("this kbench's path: {e}"))?;
     let hash = sha256_hex(&exe)?;
+    // Every file the plan names is checked here before any host is
+    // contacted (a missing `cwd` is a plan error naming its line).
+    let bundle = bundle::build(plan_path, &plan.text)?;
     // The coordinator's store must open before any host is contacted.
     drop(store::open(o.db, store::Access::Write)?);
     let path = state_path(&plan);
@@ -163,6 +168,7 @@ pub fn run(plan_path: &Path, hosts: &[Host], o: &RunOptions<'_>) -> anyhow::Resu
         plan: &plan,
         binary: &exe,
         hash: &hash,
+        bundle: &bundle,
         o,
         shared: &shared,
     };
@@ -199,21 +205,25 @@ struct HostCtx<'a> {
     /// This kbench's executable.
     binary: &'a Path,
     hash: &'a str,
+    bundle: &'a bundle::Bundle,
     o: &'a RunOptions<'a>,
     shared: &'a Shared,
 }
 
 impl HostCtx<'_> {
-    /// Everything for one host; the error is one line naming it.
+    /// Everything for one host; the error is one line naming it. Done
+    /// only when the coordinator's store holds every planned sample of
+    /// the host.
     fn host(&self, h: &Host) -> Result<(), String> {
         let keys = self.o.keys;
+        // This fleet run's own remote names: two runs at once, or two
+        // hosts sharing a home, never share a file.
+        let nonce = crate::ids::new_run_uuid();
         self.shared.set(&h.name, "checking", None);
         let probe = ssh::run(
             h,
             keys,
-            &format!(
-                r#"{REMOTE_DIR}; mkdir -p "$D/plans" && uname -s && uname -m && (sha256sum "$D/kbench" 2>/dev/null || echo -)"#
-            ),
+            &remote::probe(h, self.hash, &self.bundle.hash),
             None,
         )?;
         let probe = String::from_utf8_lossy(&probe);
@@ -223,6 +233,7 @@ impl HostCtx<'_> {
             .next()
             .and_then(|l| l.split_whitespace().next())
             .unwrap_or("-");
+        let have_bundle = lines.next() == Some("have");
         if os != "Linux" || arch != std::env::consts::ARCH {
             return Err(format!(
                 "host {}: {os}/{arch}, but this kbench is built for Linux/{}; cannot run there",
@@ -235,53 +246,151 @@ impl HostCtx<'_> {
             ssh::run_file(
                 h,
                 keys,
-                &format!(
-                    r#"{REMOTE_DIR}; cat >"$D/kbench.new" && chmod 755 "$D/kbench.new" && mv "$D/kbench.new" "$D/kbench""#
-                ),
+                &remote::copy_binary(h, self.hash, &nonce),
                 self.binary,
-            )?;
+            )
+            .map_err(|e| format!("{e} (copying kbench to the host)"))?;
         }
-        let remote_plan = format!("$D/plans/{}.toml", self.plan.name);
         ssh::run(
             h,
             keys,
-            &format!(
-                r#"{REMOTE_DIR}; cat >"{remote_plan}.new" && mv "{remote_plan}.new" "{remote_plan}""#
-            ),
-            Some(self.plan.text.as_bytes()),
-        )?;
-        self.catch_up(h, &remote_plan)?;
-        self.shared.set(&h.name, "running", None);
-        self.stream(h, &remote_plan)
+            &remote::unpack(h, &self.bundle.hash, &nonce, !have_bundle),
+            (!have_bundle).then_some(self.bundle.tar.as_slice()),
+        )
+        .map_err(|e| format!("{e} (copying the plan and its files to the host)"))?;
+        let remote_plan = format!("{}/{}", remote::run_dir(&nonce), self.bundle.plan_file);
+        let r = self.measure(h, &nonce, &remote_plan);
+        // The run directory goes however the run went (the run script
+        // removes it too, when the coordinator is gone).
+        if let Err(e) = ssh::run(h, keys, &remote::remove_run(h, &nonce), None)
+            && !self.o.quiet
+        {
+            eprintln!("kbench: {e} (removing this run's directory on the host)");
+        }
+        r
+    }
+
+    /// Catch up, run what the host owes, and check the coordinator's store.
+    fn measure(&self, h: &Host, nonce: &str, remote_plan: &str) -> Result<(), String> {
+        let remote_plan = remote_plan.to_string();
+        let nonce = nonce.to_string();
+        let wants = self.wants(h, &remote_plan)?;
+        self.catch_up(h, &nonce, &remote_plan, &wants)?;
+        let held = self.held(h)?;
+        if count::complete(&wants, &held) {
+            if !self.o.quiet {
+                eprintln!(
+                    "kbench: host {}: every planned sample is in the coordinator's store; nothing to run",
+                    h.name
+                );
+            }
+        } else {
+            self.shared.set(&h.name, "running", None);
+            let cap = count::Cap::new(&wants, &held);
+            self.stream(h, &nonce, &remote_plan, cap)?;
+        }
+        match count::verify(self.o.db, self.plan, &wants, &h.name) {
+            Ok(None) => Ok(()),
+            Ok(Some(why)) => Err(format!("host {}: {why}", h.name)),
+            Err(e) => Err(format!("host {}: the coordinator's store: {e:#}", h.name)),
+        }
+    }
+
+    /// What the host owes: the plan's samples of each cell its system
+    /// state suits (the host's `kbench status`: a `system` factor's other
+    /// states are pending there, as in `kbench run`).
+    fn wants(&self, h: &Host, remote_plan: &str) -> Result<count::Wants, String> {
+        let all = count::wants(self.plan, self.o.run_args).map_err(|e| format!("{e:#}"))?;
+        let out = ssh::run(
+            h,
+            self.o.keys,
+            &remote::status(h, self.hash, remote_plan),
+            None,
+        )
+        .map_err(|e| format!("{e} (reading the plan's status on the host)"))?;
+        let v: serde_json::Value = serde_json::from_slice(&out)
+            .map_err(|e| format!("host {}: its `kbench status`: {e}", h.name))?;
+        let runnable: Vec<bool> = v["cells"]
+            .as_array()
+            .map(|c| c.iter().map(|c| c["runnable"] == true).collect())
+            .unwrap_or_default();
+        if runnable.len() != all.len() {
+            return Err(format!(
+                "host {}: its `kbench status` lists {} cell(s), the plan has {}",
+                h.name,
+                runnable.len(),
+                all.len()
+            ));
+        }
+        let pending = runnable.iter().filter(|r| !**r).count();
+        if pending > 0 && !self.o.quiet {
+            eprintln!(
+                "kbench: host {}: {pending} cell(s) need another system state there (`kbench status` on the host names it)",
+                h.name
+            );
+        }
+        Ok(all
+            .into_iter()
+            .zip(runnable)
+            .filter_map(|(w, r)| r.then_some(w))
+            .collect())
+    }
+
+    /// Samples per cell the coordinator's store holds of the host.
+    fn held(&self, h: &Host) -> Result<std::collections::HashMap<String, u32>, String> {
+        store::open(self.o.db, store::Access::Read)
+            .and_then(|st| count::held(&*st, self.plan, &h.name))
+            .map_err(|e| format!("host {}: the coordinator's store: {e:#}", h.name))
     }
 
     /// Copy what the host's own store holds of the campaign into the
     /// coordinator's (the host exports it with `kbench store copy` into a
-    /// consistent file, sent over ssh).
-    fn catch_up(&self, h: &Host, remote_plan: &str) -> Result<(), String> {
-        let script = format!(
-            r#"{REMOTE_DIR}; rm -f "$D/export.db"; [ -f "$D/kbench.db" ] || exit 0; "$D/kbench" store copy --from "$D/kbench.db" --to "$D/export.db" "{remote_plan}" >/dev/null 2>&1 || exit 0; cat "$D/export.db"; rm -f "$D/export.db""#
-        );
-        let bytes = ssh::run(h, self.o.keys, &script, None)?;
+    /// file of this run, sent over ssh). Copying is by identity (run
+    /// UUID, cell key, round): what the coordinator has is never added.
+    fn catch_up(
+        &self,
+        h: &Host,
+        nonce: &str,
+        remote_plan: &str,
+        wants: &count::Wants,
+    ) -> Result<(), String> {
+        let script = remote::export(h, self.hash, nonce, remote_plan);
+        let bytes = match ssh::run(h, self.o.keys, &script, None) {
+            Ok(b) => b,
+            // The host's store holds other campaigns but not this one.
+            Err(e) if e.contains(crate::select::NO_CAMPAIGN_YET) => Vec::new(),
+            Err(e) => return Err(format!("{e} (exporting the host's store)")),
+        };
         if bytes.is_empty() {
             return Ok(());
         }
         self.shared.set(&h.name, "catching up", None);
         let err = |e: anyhow::Error| format!("host {}: catching up: {e:#}", h.name);
         let tmp = std::env::temp_dir().join(format!(
-            "kbench-fleet-{}-{}-{}.db",
+            "kbench-fleet-{}-{}-{nonce}.db",
             std::process::id(),
             h.name,
-            crate::ids::new_run_uuid()
         ));
         std::fs::write(&tmp, &bytes).map_err(|e| err(e.into()))?;
         let r = (|| -> anyhow::Result<store::copy::Copied> {
             let from = store::sqlite::SqliteStore::open(&tmp, store::Access::Read)?;
             let mut to = store::open(self.o.db, store::Access::Write)?;
-            store::copy::copy_with(&from, to.as_mut(), &[], &|host, cell| match cell {
-                Some(c) => relabel(h, c),
-                None => *host = h.name.clone(),
-            })
+            // No sample beyond the plan: a host whose store was lost once
+            // holds cells measured twice, of which this store kept what
+            // the plan asked.
+            let uuids: Vec<String> = from.runs(None)?.into_iter().map(|r| r.uuid).collect();
+            let held = count::held(&*to, self.plan, &h.name)?;
+            let mut cap = count::Cap::new(wants, &held).holding(count::present(&*to, &uuids)?);
+            store::copy::copy_filtered(
+                &from,
+                to.as_mut(),
+                &[],
+                &|host, cell| match cell {
+                    Some(c) => relabel(h, c),
+                    None => *host = h.name.clone(),
+                },
+                &mut |run, cell, s| cap.admit_sample(run, cell, s.round),
+            )
         })();
         let _ = std::fs::remove_file(&tmp);
         let c = r.map_err(err)?;
@@ -294,13 +403,17 @@ impl HostCtx<'_> {
         Ok(())
     }
 
-    /// Run the plan on the host, storing each event as it arrives.
-    fn stream(&self, h: &Host, remote_plan: &str) -> Result<(), String> {
+    /// Run the plan on the host, storing each event as it arrives (no
+    /// sample beyond the plan: `cap`).
+    fn stream(
+        &self,
+        h: &Host,
+        nonce: &str,
+        remote_plan: &str,
+        mut cap: count::Cap,
+    ) -> Result<(), String> {
         let args: Vec<String> = self.o.run_args.iter().map(|a| ssh::quote(a)).collect();
-        let script = format!(
-            r#"{REMOTE_DIR}; exec "$D/kbench" --db "$D/kbench.db" run "{remote_plan}" --events jsonl -q {}"#,
-            args.join(" ")
-        );
+        let script = remote::run(h, self.hash, nonce, remote_plan, &args.join(" "));
         let mut child = ssh::spawn(h, self.o.keys, &script)
             .map_err(|e| format!("host {}: cannot start ssh: {e}", h.name))?;
         let stderr = child.stderr.take().expect("piped");
@@ -310,16 +423,24 @@ impl HostCtx<'_> {
             .map_err(|e| format!("host {}: the coordinator's store: {e:#}", h.name))?;
         let mut sink = store::sink::StoreSink::new(st.as_mut());
         let mut reader = event::jsonl::Reader::new(stdout, &format!("host {}", h.name));
-        let mut ended = false;
+        let (mut begun, mut ended) = (false, false);
+        let mut failures: Vec<String> = Vec::new();
         let mut broken: Option<String> = None;
         loop {
             match reader.next_event() {
                 Ok(Some(mut e)) => {
                     match &mut e {
-                        Event::RunBegun(b) => b.host = h.name.clone(),
+                        Event::RunBegun(b) => {
+                            b.host = h.name.clone();
+                            begun = true;
+                        }
                         Event::CellPrepared(c) => relabel(h, &mut c.cell),
+                        Event::Failure(f) => failures.push(format!("`{}`: {}", f.cell, f.message)),
                         Event::RunEnded(_) => ended = true,
                         _ => {}
+                    }
+                    if !cap.admit(&e) {
+                        continue;
                     }
                     if let Err(e) = sink.event(&e) {
                         // The coordinator's store failed: stop this host
@@ -343,26 +464,36 @@ impl HostCtx<'_> {
         if !ended {
             let _ = sink.close_open_runs(RunStatus::Interrupted);
         }
+        if cap.dropped > 0 && !self.o.quiet {
+            eprintln!(
+                "kbench: host {}: kept {} sample(s) out of the coordinator's store: their cells already had the plan's samples (the host's own store had lost them)",
+                h.name, cap.dropped
+            );
+        }
         if let Some(b) = broken {
             return Err(b);
         }
-        if !status.success() {
-            let code = status.code();
-            if code == Some(1) && ended {
-                // The run completed with failed cells: the host is fine.
-                let why = stderr
-                    .lines()
-                    .rfind(|l| !l.trim().is_empty())
-                    .unwrap_or("some cells failed");
-                return Err(format!("host {}: {why}", h.name));
-            }
-            let mut e = ssh::explain(h, &stderr, code);
-            if code == Some(255) && sink.added > 0 || !ended && code != Some(255) {
-                e = format!("{e} (connection lost during the run; results so far are stored)");
-            }
-            return Err(e);
+        if status.success() {
+            return Ok(());
         }
-        Ok(())
+        let code = status.code();
+        if code == Some(1) && ended && !failures.is_empty() {
+            // The run completed with failed cells: say which, from the
+            // stream (the host's own messages name its own store).
+            return Err(format!(
+                "host {}: {} failure(s) in the run; first: {}",
+                h.name,
+                failures.len(),
+                failures.first().map_or("-", String::as_str)
+            ));
+        }
+        let mut e = ssh::explain(h, &stderr, code);
+        // Only ssh itself (255) or a kill breaks a connection; any other
+        // code is the remote kbench's own answer.
+        if begun && !ended && matches!(code, Some(255) | None) {
+            e = format!("{e} (connection lost during the run; results so far are stored)");
+        }
+        Err(e)
     }
 }
 

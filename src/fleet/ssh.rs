@@ -22,7 +22,14 @@ pub enum HostKeys {
 /// shell script, passed as one argument).
 pub fn command(host: &Host, keys: HostKeys, script: &str) -> Command {
     let mut c = Command::new(std::env::var_os("KBENCH_SSH").unwrap_or_else(|| "ssh".into()));
-    c.arg("-T").args(["-o", "BatchMode=yes"]);
+    c.arg("-T");
+    // ssh keeps the first value it sees of an option: the user's come
+    // first and override kbench's own (the hosts file refuses turning
+    // the host key check off).
+    for o in &host.ssh_options {
+        c.arg("-o").arg(o);
+    }
+    c.args(["-o", "BatchMode=yes"]);
     c.args([
         "-o",
         match keys {
@@ -44,9 +51,6 @@ pub fn command(host: &Host, keys: HostKeys, script: &str) -> Command {
     if let Some(k) = &host.known_hosts {
         c.arg("-o")
             .arg(format!("UserKnownHostsFile={}", k.display()));
-    }
-    for o in &host.ssh_options {
-        c.arg("-o").arg(o);
     }
     c.arg("--").arg(&host.ssh).arg(script);
     c
@@ -202,6 +206,9 @@ mod tests {
         assert!(strict.contains(&"StrictHostKeyChecking=yes".to_string()));
         assert!(strict.contains(&"UserKnownHostsFile=/k/known".to_string()));
         assert!(strict.contains(&"Compression=no".to_string()));
+        // The user's options come before kbench's (ssh keeps the first).
+        let pos = |a: &[String], s: &str| a.iter().position(|x| x == s).unwrap();
+        assert!(pos(&strict, "Compression=no") < pos(&strict, "ConnectTimeout=10"));
         assert!(strict.ends_with(&["--".into(), "bench@192.0.2.1".into(), "true".into()]));
         let new = args(HostKeys::AcceptNew);
         assert!(new.contains(&"StrictHostKeyChecking=accept-new".to_string()));

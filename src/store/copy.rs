@@ -42,6 +42,18 @@ pub fn copy_with(
     campaigns: &[String],
     relabel: &dyn Fn(&mut String, Option<&mut crate::record::CellInfo>),
 ) -> anyhow::Result<Copied> {
+    copy_filtered(from, to, campaigns, relabel, &mut |_, _, _| true)
+}
+
+/// [`copy_with`], copying only the samples `keep(run UUID, cell key,
+/// sample)` accepts (the fleet copies no sample beyond a plan).
+pub fn copy_filtered(
+    from: &dyn StoreRead,
+    to: &mut dyn StoreWrite,
+    campaigns: &[String],
+    relabel: &dyn Fn(&mut String, Option<&mut crate::record::CellInfo>),
+    keep: &mut dyn FnMut(&str, &str, &super::SampleRec) -> bool,
+) -> anyhow::Result<Copied> {
     let runs = if campaigns.is_empty() {
         from.runs(None)?
     } else {
@@ -135,6 +147,10 @@ pub fn copy_with(
             if let Some(s) = cell.status {
                 to.finish_cell(id, s)?;
             }
+            let samples: Vec<_> = samples
+                .into_iter()
+                .filter(|s| keep(&run.uuid, &cell.info.key, s))
+                .collect();
             for chunk in samples.chunks(BATCH) {
                 let mapped: Vec<_> = chunk
                     .iter()
