@@ -508,17 +508,27 @@ fn two_hosts_sharing_one_home_each_get_their_samples() {
         assert!(err.contains("2 of 2 host(s) done"), "{err}");
         assert_exact(d, "fleet", 4, 3, round);
     }
-    // One shared binary, two host stores, no temporary file left.
+    // One shared binary and plan bundle, two host stores, no temporary
+    // file left.
     let home = d.join("remote_a");
     let mut names: Vec<String> = std::fs::read_dir(&home)
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
     names.sort();
-    assert_eq!(names.len(), 2, "{names:?}");
+    assert_eq!(names.len(), 3, "{names:?}");
     assert!(
-        names[0] == "hosts" && names[1].starts_with("kbench-"),
+        names[0] == "bundles" && names[1] == "hosts" && names[2].starts_with("kbench-"),
         "{names:?}"
+    );
+    let bundles: Vec<String> = std::fs::read_dir(home.join("bundles"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(
+        bundles.len(),
+        1,
+        "one bundle, no temporary file: {bundles:?}"
     );
     let stores: Vec<_> = std::fs::read_dir(home.join("hosts"))
         .unwrap()
