@@ -435,6 +435,16 @@ fn cell_median(v: &serde_json::Value, bench: &str, metric: &str, placement: Opti
     c["median"].as_f64().unwrap()
 }
 
+/// Every fault of page-fault's timed pages is a minor fault: one per
+/// page, as the benchmark's own getrusage count says.
+fn one_minor_fault_per_page(v: &serde_json::Value) {
+    let faults = cell_median(v, "page-fault", "minor-faults/op", None);
+    assert!(
+        (0.9..1.5).contains(&faults),
+        "minor faults per page {faults}"
+    );
+}
+
 #[test]
 fn counters_are_stored_per_operation_beside_the_metric() {
     let _t = common::serial();
@@ -454,13 +464,7 @@ fn counters_are_stored_per_operation_beside_the_metric() {
         .assert()
         .success();
     let v = json(&out.get_output().stdout);
-    // Every fault of page-fault's timed pages is a minor fault: one per
-    // page, as the benchmark's own getrusage count says.
-    let faults = cell_median(&v, "page-fault", "minor-faults/op", None);
-    assert!(
-        (0.9..1.5).contains(&faults),
-        "minor faults per page {faults}"
-    );
+    one_minor_fault_per_page(&v);
     // A syscall loop on one CPU: its CPU time per call is at most its
     // wall time per call, and it neither faults nor moves.
     let place = format!("cpu {}", common::cpu(0));
@@ -520,9 +524,5 @@ fn counters_follow_a_cell_into_its_worker_processes() {
         .success();
     let v = json(&out.get_output().stdout);
     // The pages are touched in the workers, not in kbench: counted there.
-    let faults = cell_median(&v, "page-fault", "minor-faults/op", None);
-    assert!(
-        (0.9..1.5).contains(&faults),
-        "minor faults per page {faults}"
-    );
+    one_minor_fault_per_page(&v);
 }
