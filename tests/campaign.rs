@@ -271,7 +271,7 @@ fn boot_transaction(dir: &Path, name: &str, unit: &str) -> Option<String> {
     Some(String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr))
 }
 
-/// Issue 13: the resume unit must survive systemd's boot transaction.
+/// the resume unit must survive systemd's boot transaction.
 /// kbench starts after multi-user.target (a quiet, fully booted system);
 /// systemd does not add the target's implicit After= on a unit that is
 /// already ordered after it, so there is no cycle and the job stays. The
@@ -309,7 +309,7 @@ fn the_resume_unit_starts_at_boot_in_a_real_systemd() {
     );
 }
 
-/// Issue 13: `kbench report CAMPAIGN` re-read the stored plan relative to
+/// `kbench report CAMPAIGN` re-read the stored plan relative to
 /// the current directory, and so compiled and dlopen()ed a `testcase =
 /// "x.c"` found there. A report never compiles, loads or runs anything.
 #[test]

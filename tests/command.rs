@@ -432,7 +432,7 @@ shell = "sleep {marker} & sleep {marker}; wait"
     assert!(left.is_empty(), "orphans: {left:?}");
 }
 
-/// Issue 13: `kill -9` of kbench used to leave the command's process tree
+/// `kill -9` of kbench used to leave the command's process tree
 /// running. A watchdog now kills it, and exits itself.
 #[test]
 fn sigkill_of_kbench_kills_the_command_and_its_children() {

@@ -1,4 +1,4 @@
-//! Crash safety (issue 13): `kbench run` killed with SIGKILL at 20 moments
+//! Crash safety: `kbench run` killed with SIGKILL at 20 moments
 //! spread over calibration, warm-up, samples, commits and the final report
 //! of a plan with micro and command benchmarks. After each kill: the store
 //! passes `PRAGMA integrity_check`, no process of the run is left, and every
@@ -273,7 +273,7 @@ sweep = { x = ["a", "b", "c", "d"] }
 use = "getppid"
 "#;
 
-/// Issue 13: the store's disk fills during a run. kbench stops with one
+/// the store's disk fills during a run. kbench stops with one
 /// line naming the store and the cause (exit 1), the store passes
 /// `PRAGMA integrity_check`, every sample the run announced is stored, and
 /// once space is freed a second run completes the campaign with exactly
@@ -399,7 +399,7 @@ fn pg_stored(url: &str) -> (BTreeSet<(String, String, u64)>, i64) {
     (set, dup)
 }
 
-/// Issue 13: the PostgreSQL server dies (SIGKILL, as a crash) in the
+/// the PostgreSQL server dies (SIGKILL, as a crash) in the
 /// middle of a run and comes back. kbench stops the run with one line
 /// saying the connection was lost (no password in it), exit 1, without
 /// reconnecting; after the restart every sample it announced is there,

@@ -106,7 +106,7 @@ fn median(rep: &serde_json::Value, bench: &str, metric: &str) -> f64 {
         .unwrap()
 }
 
-/// Issue 13: a command printing 400 MB on stdout cost kbench 399 MB of
+/// a command printing 400 MB on stdout cost kbench 399 MB of
 /// RSS, as the metric read the whole stream into memory. The regex and
 /// JSON metrics now read it in bounded memory, and still find the value
 /// at the very end of 400 MB (and on stderr).

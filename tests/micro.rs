@@ -1,6 +1,6 @@
 //! End-to-end tests of the micro-benchmark catalogue with the real binary:
 //! every benchmark is listed and runs in a sane range, bad parameters exit
-//! 2 with one line, the seed 001 plan is valid, and no child process
+//! 2 with one line, the pipe patches report's plan is valid, and no child process
 //! outlives a run, also when the run is interrupted with SIGINT.
 
 mod common;

@@ -292,7 +292,7 @@ fn limited(kib: u64, script: &str) -> std::process::Output {
         .unwrap()
 }
 
-/// Issue 13: reading endless or huge input under a memory limit. ministat
+/// reading endless or huge input under a memory limit. ministat
 /// itself reads /dev/zero forever (no line holds data); kbench does too,
 /// in bounded memory, instead of aborting on an allocation failure. Too many
 /// points for the memory there is is one line and exit 2.

@@ -1,4 +1,4 @@
-//! Scale benchmarks end to end through the real binary (issue 5): scaling
+//! Scale benchmarks end to end through the real binary: scaling
 //! of getppid1, every testcase in both modes, C testcases written here in
 //! will-it-scale's format, compile errors, plans with `testcase`, and no
 //! process or thread outliving its cell, also after SIGINT.
@@ -744,7 +744,7 @@ fn nothing_outlives_a_sigint() {
     assert_all_gone(&recorded(&marks));
 }
 
-/// Fidelity (issue 5): kbench getppid1, 1 task, vs a C loop of the same
+/// Fidelity: kbench getppid1, 1 task, vs a C loop of the same
 /// body, both on the same CPU (KB_FIDELITY_CPU, default the last one this
 /// test may use), alternately
 /// for KB_FIDELITY_ROUNDS rounds of 1 s (default 10). Prints every round;

@@ -199,7 +199,7 @@ fn four_processes_create_one_store_at_once() {
     }
 }
 
-/// Issue 13: four processes running the same plan on one store at once.
+/// four processes running the same plan on one store at once.
 /// They take turns on the campaign (a lock beside the store), each resuming
 /// from what the others stored: all finish, and every cell holds exactly the
 /// planned samples (before, 4 runs gave 20 of 5).

@@ -69,7 +69,7 @@ pub(crate) fn private_file(path: &std::path::Path) -> std::io::Result<std::fs::F
 
 pub use params::{ParamDef, ParamType, Params, Value};
 
-/// What kind of measurement a benchmark is (DESIGN.md "Concepts").
+/// What kind of measurement a benchmark is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Kind {
@@ -155,6 +155,7 @@ pub struct RunSettings {
     /// With `--processes`: which of the cell's fresh processes this
     /// instance measures in, from 0. Built-in benchmarks measure the same
     /// way in every process; the test fake shifts its values by it.
+    // Read by the test fake only.
     #[cfg_attr(not(test), allow(dead_code))]
     pub process: Option<u32>,
 }
@@ -221,7 +222,6 @@ pub trait Instance: Send {
 /// A benchmark from the static registry or one built at run time (a command
 /// from a plan, a compiled C testcase).
 #[derive(Clone)]
-#[allow(dead_code)] // Owned arrives with command benchmarks (issue 6)
 pub enum BenchRef {
     Static(&'static dyn Bench),
     Owned(Arc<dyn Bench>),

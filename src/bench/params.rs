@@ -10,7 +10,6 @@ use crate::units::{CpuSet, fmt_size, parse_size};
 
 /// The type of a parameter; parsing and validation follow from it.
 #[derive(Clone, Copy, Debug)]
-#[allow(dead_code)] // variants used by the benchmark catalogue (issue 4)
 pub enum ParamType {
     /// Integer in `min..=max`.
     Int {
@@ -32,8 +31,6 @@ pub enum ParamType {
     Choice(&'static [&'static str]),
     /// One online CPU number.
     Cpu,
-    /// A list of online CPUs, `0-1,3`.
-    CpuList,
     /// Where the parties of a multi-party benchmark run: `same` (all on one
     /// CPU), `cross` (each on its own CPU), `none` (the scheduler decides)
     /// or an explicit list `0,1` (party i on the i-th CPU).
@@ -57,7 +54,6 @@ impl ParamType {
             ParamType::Str => "string".into(),
             ParamType::Choice(c) => c.join("|"),
             ParamType::Cpu => "cpu".into(),
-            ParamType::CpuList => "cpu list".into(),
             ParamType::Placement => "same|cross|none|cpu list".into(),
         }
     }
@@ -125,11 +121,6 @@ impl ParamType {
                 let v: usize = text.trim().parse().map_err(|_| expected())?;
                 CpuSet(vec![v]).check_online(&crate::system::online_cpus())?;
                 Ok(Value::Int(v as i64))
-            }
-            ParamType::CpuList => {
-                let set = CpuSet::parse(&text)?;
-                set.check_online(&crate::system::online_cpus())?;
-                Ok(Value::Str(set.to_string()))
             }
             ParamType::Placement => match text.trim() {
                 "same" | "cross" | "none" => Ok(Value::Str(text.trim().into())),
@@ -215,7 +206,7 @@ pub fn unknown(bench: &dyn Bench, name: &str) -> String {
     )
 }
 
-#[allow(dead_code)] // getters for the benchmark catalogue (issues 4-6)
+#[allow(dead_code)] // getters for the benchmark catalogue
 impl Params {
     /// Defaults overlaid with `given`, each parsed against its definition,
     /// then the benchmark's own cross-checks. The error names the parameter.

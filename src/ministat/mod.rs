@@ -109,6 +109,7 @@ impl Env {
         let ws_col = if tty {
             // SAFETY: TIOCGWINSZ fills a winsize we own.
             let mut ws: libc::winsize = unsafe { std::mem::zeroed() };
+            // SAFETY: ws is a winsize we own.
             let r = unsafe { libc::ioctl(libc::STDOUT_FILENO, libc::TIOCGWINSZ, &mut ws) };
             (r != -1).then_some(ws.ws_col)
         } else {

@@ -276,7 +276,6 @@ pub struct Plan {
     /// `repeat = { runs = N, boots = M }` (or `kbench run --repeat N`).
     pub repeat: Repeat,
     pub seed: Option<u64>,
-    #[allow(dead_code)] // adaptive stopping (issue 3)
     pub precision: Option<f64>,
     pub factors: Vec<Factor>,
     pub benches: Vec<BenchSpec>,

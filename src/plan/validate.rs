@@ -1233,7 +1233,7 @@ fn check_inside(bench: &dyn bench::Bench, params: &Params, set: &CpuSet) -> Resu
     for d in bench.params() {
         let named = match (d.ty, params.get(d.name)) {
             (ParamType::Cpu, Some(Value::Int(c))) => vec![*c as usize],
-            (ParamType::CpuList | ParamType::Placement, Some(Value::Str(s))) => {
+            (ParamType::Placement, Some(Value::Str(s))) => {
                 CpuSet::parse(s).map(|c| c.0).unwrap_or_default()
             }
             _ => continue,

@@ -7,7 +7,7 @@
 //! parameter, else the kernel release the samples were taken under).
 //! Cells that differ in anything but the revision (parameters, factors)
 //! are separate series. Each point carries its mean, 95% interval and n,
-//! and Welch's test against the previous point (issue 11's "a comparison
+//! and Welch's test against the previous point ("a comparison
 //! with the previous group is significant"); over the whole series,
 //! E-divisive means ([`crate::stats::changepoint`]) finds the steps, each
 //! reported with its size, direction (better/worse), the two points it

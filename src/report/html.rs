@@ -250,7 +250,7 @@ fn swept_x(label: &str) -> Option<f64> {
 }
 
 /// A sweep line chart for a table whose rows are one numeric parameter
-/// (seed 001's T.S): x = the parameter, on a log scale when its values
+/// (the pipe patches report's T.S): x = the parameter, on a log scale when its values
 /// span a decade or more, a line per group and column with the
 /// interval's whiskers, and the reference line (0% or a ratio of 1).
 fn sweep_chart(t: &Table) -> Option<String> {

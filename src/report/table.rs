@@ -188,8 +188,8 @@ pub struct Table {
     pub diffs: Vec<Diff>,
 }
 
-/// `kbench sysinfo`'s essentials for the reader of a report (seed 004's
-/// "System Configuration").
+/// `kbench sysinfo`'s essentials for the reader of a report (the LLVM
+/// JCC-erratum report's "System Configuration").
 #[derive(Clone, Debug, Serialize)]
 pub struct SystemBlock {
     pub host: String,
@@ -1096,7 +1096,7 @@ fn ratio_table(cells: &Cells, layout: &Layout, bench: &str, metric: &str) -> Res
     })
 }
 
-/// Seed 004's normalised table: a row per metric, its geomean ratio per
+/// The LLVM JCC-erratum report's normalised table: a row per metric, its geomean ratio per
 /// configuration, when the ratio tables share their columns.
 fn ratio_summary(tables: &[Table]) -> Option<Table> {
     let with: Vec<&Table> = tables
@@ -1289,7 +1289,7 @@ fn matrix_tables(
             .map(|s| s.to_string())
             .filter(|d| cells.rows[0].1.contains_key(d))
             .collect();
-        // The rows the layout names stay even when constant (seed 000's
+        // The rows the layout names stay even when constant (the PTI/PCID report's
         // `pti | pcid` columns); other dimensions only when they vary.
         let mut row_dims: Vec<String> = layout
             .rows

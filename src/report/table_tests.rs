@@ -32,7 +32,7 @@ fn around_in(base: f64, id: i64) -> Vec<f64> {
         .collect()
 }
 
-/// Seed 001: pipe-bw over pipe_size x zero_copy x cpus, swept chunk.
+/// The pipe patches report: pipe-bw over pipe_size x zero_copy x cpus, swept chunk.
 fn pipes(cpus_label: &str) -> crate::store::RunData {
     let mut cells = Vec::new();
     let mut id = 0;
@@ -216,7 +216,7 @@ fn a_change_is_new_over_baseline_whatever_the_direction() {
     );
 }
 
-/// Seed 004: programs x (sw x mcu), compile and exec times.
+/// The LLVM JCC-erratum report: programs x (sw x mcu), compile and exec times.
 fn jcc() -> crate::store::RunData {
     let mut cells = Vec::new();
     let mut id = 0;
@@ -298,7 +298,7 @@ fn ratio_is_seed_004_with_a_geomean_row() {
     insta::assert_snapshot!("ratio_markdown", md(&d));
 }
 
-/// Seed 000: getppid and a build under pti x pcid, on two revisions (a
+/// The FreeBSD PTI/PCID report: getppid and a build under pti x pcid, on two revisions (a
 /// factor that sets `env.REV`); getppid's pti=on rows cross into
 /// microseconds on the second.
 fn mitigation() -> crate::store::RunData {

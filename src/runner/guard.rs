@@ -82,7 +82,7 @@ mod tests {
     #[test]
     fn scale_rates_are_per_task() {
         let hz = 2.6e9;
-        // 3.7e9 ops/s by one task: the elided malloc1 of issue 9.
+        // 3.7e9 ops/s by one task: the elided malloc1 once measured here.
         let why = impossible(Kind::Scale, &ops(), &tasks(1), &one(3.7e9), hz).unwrap();
         assert!(why.contains("optimised away?"), "{why}");
         assert!(why.contains("2.60 GHz"), "{why}");

@@ -315,7 +315,7 @@ mod tests {
         );
     }
 
-    /// The acceptance simulation (issue 14): a 5% step in 100 points of CV
+    /// The acceptance simulation: a 5% step in 100 points of CV
     /// 3% is found at its place, and 20 series without a step raise at
     /// most one alarm. The README quotes what this measures.
     #[test]

@@ -40,7 +40,7 @@
 //! confidence it has, `too_few` is set, and [`Paired::against`] and
 //! [`Paired::verdict`] never decide on it.
 //!
-//! On a real bisection under load (see DESIGN.md, Statistics), 26 rounds
+//! On a real bisection under load measured here, 26 rounds
 //! at +6..+11% and four burst rounds at -36%, -33%, -2%, +27% gave a
 //! paired t interval [-0.6%, +14.2%] and this one [+8.1%, +10.7%].
 
@@ -80,8 +80,6 @@ pub enum Method {
 
 /// Where the interval of a change towards worse lies against a threshold
 /// t >= 0 (0.05 = 5%): what `kbench bisect` asks of a revision.
-// Bisect's decisions use it (the sampler's branch); compare does not.
-#[allow(dead_code)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Against {
@@ -218,25 +216,16 @@ pub fn of_log_ratios(
     })
 }
 
-// `ratio`, `worsening`, `against`: bisect's (the sampler's branch).
-#[allow(dead_code)]
 impl Paired {
-    /// The estimated ratio b/a.
-    pub fn ratio(&self) -> f64 {
-        self.log_ratio.exp()
-    }
-
-    /// Its interval (always above 0).
-    pub fn ratio_interval(&self) -> Interval {
-        Interval {
-            lo: self.log_interval.lo.exp(),
-            hi: self.log_interval.hi.exp(),
-        }
-    }
-
     /// The change new/baseline - 1 (0.05 = +5%).
     pub fn change(&self) -> f64 {
         self.log_ratio.exp_m1()
+    }
+
+    /// Whether the interval excludes "no change" (the tests' check).
+    #[cfg(test)]
+    pub fn significant(&self) -> bool {
+        self.too_few.is_none() && !self.log_interval.contains(0.0)
     }
 
     /// Its interval (never below -100%).
@@ -294,11 +283,6 @@ impl Paired {
             return Verdict::TooFew;
         }
         equivalence::verdict(self.change_interval(), margin)
-    }
-
-    /// Whether the interval excludes "no change".
-    pub fn significant(&self) -> bool {
-        self.too_few.is_none() && !self.log_interval.contains(0.0)
     }
 }
 
@@ -631,7 +615,7 @@ mod tests {
         // Every round exactly 2x: a ratio of 2 with no doubt.
         let twice = vec![(5.0, 10.0); 10];
         let r = paired(&twice, Direction::Lower, conf(95.0)).unwrap();
-        assert!((r.ratio() - 2.0).abs() < 1e-12);
+        assert!((r.change() - 1.0).abs() < 1e-12);
         assert!(r.p < 0.01 && r.significant());
     }
 
@@ -660,12 +644,12 @@ mod tests {
             .collect();
         let r = paired(&pairs, Direction::Lower, conf(99.0)).unwrap();
         let c = r.change_interval();
-        assert!(c.lo > -1.0 && r.ratio_interval().lo > 0.0, "{c:?}");
+        assert!(c.lo > -1.0 && r.log_interval.lo.exp() > 0.0, "{c:?}");
     }
 
     #[test]
     fn a_burst_in_one_arm_does_not_hide_a_steady_change() {
-        // DESIGN.md's bisection: 26 rounds at +6..+11%, four burst rounds
+        // A real bisection under load: 26 rounds at +6..+11%, four burst rounds
         // at -36%, -33%, -2%, +27%. The robust interval stays within the
         // steady rounds and excludes 0; a paired t would not.
         let mut d: Vec<f64> = (0..26)

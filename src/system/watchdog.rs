@@ -161,6 +161,7 @@ fn start() -> std::io::Result<OwnedFd> {
     match unsafe { libc::fork() } {
         -1 => Err(std::io::Error::last_os_error()),
         0 => unsafe {
+            // SAFETY: in the forked child only async-signal-safe calls follow, and it never returns.
             // Ctrl-C and hang-ups are for kbench, which cleans up itself;
             // the watchdog must outlive it. (Ignored signals stay ignored
             // across exec.)

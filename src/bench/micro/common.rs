@@ -196,6 +196,7 @@ pub fn fs_type(p: &Path) -> String {
     let c = c_path(p);
     // SAFETY: statfs is plain data; c is NUL-terminated.
     let mut s: libc::statfs = unsafe { std::mem::zeroed() };
+    // SAFETY: c is NUL-terminated and s a statfs we own.
     if unsafe { libc::statfs(c.as_ptr(), &mut s) } != 0 {
         return "unknown".into();
     }

@@ -55,7 +55,7 @@ const MMAP_PARAMS: &[ParamDef] = &[
             max: 1 << 40,
         },
         default: Some("128m"),
-        help: "bytes mapped (seed 003: 128 MiB)",
+        help: "bytes mapped (the will-it-scale report (FreeBSD and Processor Trends): 128 MiB)",
     },
     ParamDef {
         name: "touch",
@@ -156,6 +156,7 @@ struct FaultInstance {
 fn minflt() -> i64 {
     // SAFETY: getrusage fills a plain struct.
     let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: ru is an rusage we own.
     unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut ru) };
     ru.ru_minflt
 }

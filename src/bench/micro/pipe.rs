@@ -1,4 +1,4 @@
-//! Pipe benchmarks: bandwidth (lmbench bw_pipe, with seed 001's knobs:
+//! Pipe benchmarks: bandwidth (lmbench bw_pipe, with the pipe patches report's knobs:
 //! pipe size and zero copy), pipeflex (separate read and write sizes,
 //! several pairs), and the ping-pong latency of `perf bench sched pipe` /
 //! lmbench lat_pipe, plus its one-CPU context-switch variant.
@@ -207,13 +207,13 @@ const PIPEFLEX_PARAMS: &[ParamDef] = &[
         name: "write_size",
         ty: SIZE,
         default: Some("512"),
-        help: "bytes per write (seed 001: 512)",
+        help: "bytes per write (the pipe patches report: 512)",
     },
     ParamDef {
         name: "read_size",
         ty: SIZE,
         default: Some("4k"),
-        help: "bytes per read (seed 001 swept 2k..128k)",
+        help: "bytes per read (the pipe patches report swept 2k..128k)",
     },
     ParamDef {
         name: "copies",
@@ -236,7 +236,7 @@ impl Bench for Pipeflex {
         Kind::Micro
     }
     fn description(&self) -> &str {
-        "pipeflex as seed 001 ran it: `copies` writer/reader pairs, each writer write()s `write_size` pieces (small ones are merged into the pipe's last page) and each reader read()s up to `read_size` at a time, so the number of wake-ups per byte depends on both sizes and the pipe size; zero_copy vmsplice()s every piece as its own pipe buffer (a 512-byte piece then takes a whole slot). Bytes/s summed over pairs. Default placement cross: writer and reader of a pair on different allowed CPUs (pairs round-robin over them)"
+        "pipeflex as the pipe patches report ran it: `copies` writer/reader pairs, each writer write()s `write_size` pieces (small ones are merged into the pipe's last page) and each reader read()s up to `read_size` at a time, so the number of wake-ups per byte depends on both sizes and the pipe size; zero_copy vmsplice()s every piece as its own pipe buffer (a 512-byte piece then takes a whole slot). Bytes/s summed over pairs. Default placement cross: writer and reader of a pair on different allowed CPUs (pairs round-robin over them)"
     }
     fn params(&self) -> &[ParamDef] {
         PIPEFLEX_PARAMS

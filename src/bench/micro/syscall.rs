@@ -65,18 +65,21 @@ syscall_bench!(
     Getppid,
     "getppid",
     "getppid(2) through libc: a full kernel entry and exit that no libc caches; the cost of a system call including mitigations (PTI, retpolines)",
+    // SAFETY: no arguments; no memory is touched.
     unsafe { libc::getppid() }
 );
 syscall_bench!(
     Getpid,
     "getpid",
     "getpid(2) through libc (glibc no longer caches it): kernel entry and exit",
+    // SAFETY: no arguments; no memory is touched.
     unsafe { libc::getpid() }
 );
 syscall_bench!(
     Getuid,
     "getuid",
     "getuid(2) through libc: kernel entry and exit reading the task's credentials",
+    // SAFETY: no arguments; no memory is touched.
     unsafe { libc::getuid() }
 );
 syscall_bench!(
@@ -94,6 +97,7 @@ syscall_bench!(
             tv_sec: 0,
             tv_nsec: 0,
         };
+        // SAFETY: ts is a timespec we own.
         unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
         ts.tv_nsec
     }
@@ -107,6 +111,7 @@ syscall_bench!(
             tv_sec: 0,
             tv_usec: 0,
         };
+        // SAFETY: tv is a timeval we own; no timezone is asked for.
         unsafe { libc::gettimeofday(&mut tv, std::ptr::null_mut()) };
         tv.tv_usec
     }

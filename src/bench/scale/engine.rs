@@ -88,6 +88,7 @@ struct Shared {
 
 // SAFETY: the mapping is only accessed through atomics.
 unsafe impl Send for Shared {}
+// SAFETY: as for Send: only atomics touch the mapping.
 unsafe impl Sync for Shared {}
 
 fn counters_offset() -> usize {
@@ -1228,6 +1229,7 @@ impl Drop for ScaleCell {
                 // SAFETY: waitid with WNOWAIT leaves the zombie in place, so
                 // the group id stays ours for the killpg below.
                 let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+                // SAFETY: info is a siginfo_t we own; WNOWAIT reaps nothing.
                 let r = unsafe {
                     libc::waitid(
                         libc::P_PID,

@@ -251,6 +251,7 @@ testcase!(
                 size += check(n as i64, "write")? as usize;
                 if size >= MB {
                     size = 0;
+                    // SAFETY: our fd; lseek touches no memory.
                     unsafe { libc::lseek(fd, 0, libc::SEEK_SET) };
                 }
                 t.counter.add(1);
@@ -296,6 +297,7 @@ fn writeseek_loop(t: &Task, fd: libc::c_int, off: usize) -> anyhow::Result<Infal
     loop {
         // SAFETY: our fd and a local buffer.
         unsafe { libc::lseek(fd, off as libc::off_t, libc::SEEK_SET) };
+        // SAFETY: buf holds BUF bytes.
         let n = unsafe { libc::write(fd, buf.ptr(), BUF) };
         if n != BUF as isize {
             anyhow::bail!("write returned {n}: {}", std::io::Error::last_os_error());
@@ -343,6 +345,7 @@ fn open_close_loop(t: &Task, p: &Path) -> anyhow::Result<Infallible> {
         if fd < 0 {
             anyhow::bail!("open {}: {}", p.display(), std::io::Error::last_os_error());
         }
+        // SAFETY: closing the fd just opened.
         unsafe { libc::close(fd) };
         t.counter.add(1);
     }
@@ -404,6 +407,7 @@ testcase!(
                 // SAFETY: duplicating and closing our fd.
                 let d = unsafe { libc::dup(fd) };
                 check(d as i64, "dup")?;
+                // SAFETY: d is the fd dup just returned.
                 unsafe { libc::close(d) };
                 t.counter.add(1);
             }
@@ -423,6 +427,7 @@ fn create_unlink_loop(t: &Task, p: &Path) -> anyhow::Result<Infallible> {
                 std::io::Error::last_os_error()
             );
         }
+        // SAFETY: fd was just opened; c is NUL-terminated.
         unsafe {
             libc::close(fd);
             libc::unlink(c.as_ptr());
@@ -468,6 +473,7 @@ fn fallocate_loop(t: &Task, fd: libc::c_int) -> anyhow::Result<Infallible> {
         }
         place += chunk;
         if place >= MB {
+            // SAFETY: our fd; ftruncate touches no memory.
             check(unsafe { libc::ftruncate(fd, 0) } as i64, "ftruncate")?;
             place = 0;
         }
@@ -572,6 +578,7 @@ fn readseek_loop(t: &Task, fd: libc::c_int, off: usize) -> anyhow::Result<Infall
     loop {
         // SAFETY: our fd and a local buffer.
         unsafe { libc::lseek(fd, off as libc::off_t, libc::SEEK_SET) };
+        // SAFETY: buf holds BUF bytes.
         let n = unsafe { libc::read(fd, buf.ptr(), BUF) };
         if n != BUF as isize {
             anyhow::bail!("read returned {n}: {}", std::io::Error::last_os_error());

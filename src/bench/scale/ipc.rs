@@ -71,6 +71,7 @@ testcase!(
             let mut fds = [0; 2];
             // SAFETY: valid out-array.
             check(
+                // SAFETY: fds is a two-element array we own.
                 unsafe { libc::socketpair(libc::AF_UNIX, libc::SOCK_STREAM, 0, fds.as_mut_ptr()) } as i64,
                 "socketpair",
             )?;
@@ -93,6 +94,7 @@ testcase!(
             let (mut to, mut from) = ([0; 2], [0; 2]);
             // SAFETY: valid out-arrays.
             check(unsafe { libc::pipe(to.as_mut_ptr()) } as i64, "pipe")?;
+            // SAFETY: from is a two-element array we own.
             check(unsafe { libc::pipe(from.as_mut_ptr()) } as i64, "pipe")?;
             t.spawn_helper(move || loop {
                 xfer(to[0], false, "partner read")?;

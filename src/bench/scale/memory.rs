@@ -40,6 +40,7 @@ fn sized_file(t: &Task, len: usize) -> anyhow::Result<libc::c_int> {
     let fd = anon_file(t, "map")?;
     // SAFETY: our fd.
     check(
+        // SAFETY: our fd; ftruncate touches no memory.
         unsafe { libc::ftruncate(fd, len as libc::off_t) } as i64,
         "ftruncate",
     )?;

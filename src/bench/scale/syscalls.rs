@@ -142,8 +142,10 @@ testcase!(
             let w: u64 = 1;
             let mut r: u64 = 0;
             loop {
+                // SAFETY: fd is our eventfd; w is 8 bytes we own.
                 let n = unsafe { libc::write(fd, &w as *const u64 as *const _, 8) };
                 check(n as i64, "eventfd write")?;
+                // SAFETY: r is 8 bytes we own.
                 let n = unsafe { libc::read(fd, &mut r as *mut u64 as *mut _, 8) };
                 check(n as i64, "eventfd read")?;
                 t.counter.add(1);
