@@ -521,10 +521,11 @@ fn run(a: RunArgs, db: &store::Locator) -> anyhow::Result<ExitCode> {
     let result = if plan.repeat.runs > 1 {
         let source = match &plan.path {
             Some(p) => runner::repeat::Source::File(p.clone()),
-            None if default_suite => {
-                runner::repeat::Source::Specs(DEFAULT_SUITE.iter().map(|s| s.to_string()).collect())
-            }
-            None => runner::repeat::Source::Specs(a.specs.clone()),
+            None if default_suite => runner::repeat::Source::Specs(
+                DEFAULT_SUITE.iter().map(|s| s.to_string()).collect(),
+                commands,
+            ),
+            None => runner::repeat::Source::Specs(a.specs.clone(), commands),
         };
         runner::repeat::runs(&source, &plan, &opts, campaign.clone(), have, &mut labelled)
     } else {

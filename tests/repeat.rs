@@ -159,3 +159,38 @@ fn sigint_stops_the_current_run_and_the_repeat() {
     assert_eq!(rs.len(), 1, "{rs:#?}");
     assert_eq!(rs[0]["status"], "interrupted");
 }
+
+/// A command named on the command line reaches every run's process with
+/// the options that shape it (`--shell`, `--metric`): each child builds
+/// the same plan as its parent.
+#[test]
+fn repeat_runs_a_command_with_its_options_in_every_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let out = kbench(d)
+        .args(["run", "true", "sleep 0.001", "--repeat", "3"])
+        .args(["--metric", "real,user", "--shell", "bash"])
+        .args(["--samples", "2", "--warmup", "0", "-q", "--json"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let rs = runs(d);
+    assert_eq!(rs.len(), 3, "{rs:#?}");
+    for r in &rs {
+        assert_eq!(r["status"], "done", "{r:#}");
+        assert_eq!(r["cells"], 2, "{r:#}");
+        // 2 cells x 2 samples x 2 metrics.
+        assert_eq!(r["samples"], 8, "{r:#}");
+    }
+    // Every run measured what the parent asked: two metrics, through bash.
+    let db = common::sqlite(d);
+    let metrics: Vec<String> = db
+        .prepare("SELECT DISTINCT metric FROM samples ORDER BY metric")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert_eq!(metrics, ["real", "user"], "{metrics:?}");
+}
