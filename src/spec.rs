@@ -32,7 +32,7 @@ use std::sync::Arc;
 
 use crate::bench::command::{Argv, BUILTINS, CommandBench, CommandSpec, OnFailure, Per};
 use crate::bench::{self, BenchRef};
-use crate::cli::RunArgs;
+use crate::cli::MeasureArgs;
 use crate::error::bad_input;
 use crate::plan::{BenchSpec, Plan};
 
@@ -71,7 +71,7 @@ pub struct CommandOptions {
 }
 
 impl CommandOptions {
-    pub fn of(a: &RunArgs) -> anyhow::Result<CommandOptions> {
+    pub fn of(a: &MeasureArgs) -> anyhow::Result<CommandOptions> {
         let shell = match (a.no_shell, a.shell.as_deref()) {
             (true, _) | (false, Some("none")) => Shell::None,
             (false, None) => Shell::Auto,
