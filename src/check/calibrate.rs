@@ -94,12 +94,27 @@ pub fn text(rows: &[Row], baseline_runs: usize, candidate_runs: usize) -> String
     let p = |x: f64| format!("{:.1}%", 100.0 * x);
     let name = |r: &Row| format!("{} {}", r.bench, r.metric);
     let w = rows.iter().map(|r| name(r).len()).max().unwrap_or(0);
-    let _ = writeln!(o, "{:<10} {:<10} {:<w$}  A/A changes", "threshold", "catches", "");
+    let _ = writeln!(
+        o,
+        "{:<10} {:<10} {:<w$}  A/A changes",
+        "threshold", "catches", ""
+    );
     for r in rows {
-        let seen: Vec<String> = r.changes.iter().map(|c| format!("{:+.1}%", 100.0 * c)).collect();
+        let seen: Vec<String> = r
+            .changes
+            .iter()
+            .map(|c| format!("{:+.1}%", 100.0 * c))
+            .collect();
         match (r.threshold, r.catches) {
             (Some(t), Some(c)) => {
-                let _ = writeln!(o, "{:<10} {:<10} {:<w$}  {}", p(t), p(c), name(r), seen.join(" "));
+                let _ = writeln!(
+                    o,
+                    "{:<10} {:<10} {:<w$}  {}",
+                    p(t),
+                    p(c),
+                    name(r),
+                    seen.join(" ")
+                );
             }
             _ => {
                 let _ = writeln!(
@@ -145,9 +160,15 @@ mod tests {
         ];
         let t = text(&rows, 10, 3);
         let lines: Vec<&str> = t.lines().collect();
-        assert!(lines[1].starts_with("3.1%") && lines[1].contains("6.3%"), "{t}");
+        assert!(
+            lines[1].starts_with("3.1%") && lines[1].contains("6.3%"),
+            "{t}"
+        );
         assert!(lines[1].contains("loop real  +1.2% -0.4%"), "{t}");
-        assert!(lines[2].starts_with("-") && lines[2].contains("not measured"), "{t}");
+        assert!(
+            lines[2].starts_with("-") && lines[2].contains("not measured"),
+            "{t}"
+        );
         assert!(t.contains("10 baseline run(s) against 3"), "{t}");
     }
 }
