@@ -33,20 +33,25 @@ fn check(dir: &Path, cmd: &str, extra: &[&str]) -> (i32, String, String) {
     )
 }
 
+/// `runs` runs of `cmd` labelled `branch=main`.
+fn baseline(dir: &Path, cmd: &str, runs: usize) {
+    for _ in 0..runs {
+        let _g = common::serial();
+        kbench(dir)
+            .current_dir(dir)
+            .args(["run", cmd, "-q", "--label", "branch=main"])
+            .args(RUN)
+            .assert()
+            .success();
+    }
+}
+
 #[test]
 fn a_gate_passes_the_same_code_fails_a_slower_one_and_says_its_level() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let cmd = script(d, 20);
-    for _ in 0..5 {
-        let _g = common::serial();
-        kbench(d)
-            .current_dir(d)
-            .args(["run", &cmd, "-q", "--label", "branch=main"])
-            .args(RUN)
-            .assert()
-            .success();
-    }
+    baseline(d, &cmd, 5);
     // No run carries the labels: bad input.
     let (code, _, err) = check(d, &cmd, &["--baseline", "branch=nope"]);
     assert_eq!(code, 2, "{err}");
@@ -391,15 +396,7 @@ fn calibrate_prints_the_threshold_identical_code_passes() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let cmd = script(d, 20);
-    for _ in 0..3 {
-        let _g = common::serial();
-        kbench(d)
-            .current_dir(d)
-            .args(["run", &cmd, "-q", "--label", "branch=main"])
-            .args(RUN)
-            .assert()
-            .success();
-    }
+    baseline(d, &cmd, 3);
     let base = ["--baseline", "branch=main", "--baseline-history", "3"];
     let (code, out, err) = check(d, &cmd, &[&base[..], &["--calibrate"]].concat());
     assert_eq!(code, 0, "{out}{err}");
