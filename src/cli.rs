@@ -295,8 +295,10 @@ pub enum StoreCommand {
     },
 }
 
-#[derive(Debug, Args)]
-pub struct RunArgs {
+/// What a run measures and how: the settings `kbench run` and `kbench
+/// check` (its candidate) share.
+#[derive(Clone, Debug, Args)]
+pub struct MeasureArgs {
     /// A plan file (PLAN.toml), benchmarks as NAME[:k=v,...], or commands:
     /// a word with a space or `/`, a program on PATH, or `cmd:COMMAND`.
     pub specs: Vec<String>,
@@ -347,14 +349,47 @@ pub struct RunArgs {
     /// With adaptive stopping: at most S seconds for the whole run.
     #[arg(long, value_name = "S")]
     pub max_time: Option<f64>,
-    /// Two variants: stop as soon as their comparison is decided, either a
-    /// difference or equivalence within the precision (default 1%).
-    #[arg(long)]
-    pub until_verdict: bool,
     /// A quick look: at most 5 samples of 0.05 s and 1 warm-up round,
     /// also for a plan that asks for more; explicit flags still win.
     #[arg(long)]
     pub quick: bool,
+    /// Commands: run CMD once before a command's samples (untimed), e.g.
+    /// to build what it runs.
+    #[arg(long, value_name = "CMD")]
+    pub setup: Option<String>,
+    /// Commands: run CMD before every sample (untimed), e.g. to drop
+    /// caches.
+    #[arg(long, value_name = "CMD")]
+    pub prepare: Option<String>,
+    /// Commands: run each through SHELL -c (`bash`, `bash --norc`), or
+    /// `none` for never [default: directly when a command is plain words,
+    /// through `sh -c` when it uses shell syntax].
+    #[arg(long, value_name = "SHELL")]
+    pub shell: Option<String>,
+    /// Commands: never through a shell (`--shell none`).
+    #[arg(short = 'N', conflicts_with = "shell")]
+    pub no_shell: bool,
+    /// Commands: the metrics measured, comma-separated, the first primary:
+    /// real, user, sys, maxrss, vcsw, ivcsw [default: all].
+    #[arg(long, value_name = "NAME,...", value_delimiter = ',')]
+    pub metric: Vec<String>,
+    /// Labels stored with the run, `k=v,...` (repeatable), to choose
+    /// baselines by (`kbench check --baseline branch=main`) and group
+    /// reports by. `branch` and `commit` are recorded from the git work
+    /// tree kbench runs in, unless given here.
+    #[arg(long, value_name = "K=V,...", value_parser = crate::record::parse_labels)]
+    pub label: Vec<crate::record::Labels>,
+}
+
+/// `kbench run`: what to measure, then what to print and how to run.
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    #[command(flatten)]
+    pub measure: MeasureArgs,
+    /// Two variants: stop as soon as their comparison is decided, either a
+    /// difference or equivalence within the precision (default 1%).
+    #[arg(long)]
+    pub until_verdict: bool,
     /// Print the report as JSON.
     #[arg(long)]
     pub json: bool,
@@ -381,34 +416,8 @@ pub struct RunArgs {
     /// unchanged plan over again. The old campaign stays in the store.
     #[arg(long)]
     pub force: bool,
-    /// Commands: run CMD once before a command's samples (untimed), e.g.
-    /// to build what it runs.
-    #[arg(long, value_name = "CMD")]
-    pub setup: Option<String>,
-    /// Commands: run CMD before every sample (untimed), e.g. to drop
-    /// caches.
-    #[arg(long, value_name = "CMD")]
-    pub prepare: Option<String>,
-    /// Commands: run each through SHELL -c (`bash`, `bash --norc`), or
-    /// `none` for never [default: directly when a command is plain words,
-    /// through `sh -c` when it uses shell syntax].
-    #[arg(long, value_name = "SHELL")]
-    pub shell: Option<String>,
-    /// Commands: never through a shell (`--shell none`).
-    #[arg(short = 'N', conflicts_with = "shell")]
-    pub no_shell: bool,
     #[command(flatten)]
     pub exports: crate::export::Exports,
-    /// Commands: the metrics measured, comma-separated, the first primary:
-    /// real, user, sys, maxrss, vcsw, ivcsw [default: all].
-    #[arg(long, value_name = "NAME,...", value_delimiter = ',')]
-    pub metric: Vec<String>,
-    /// Labels stored with the run, `k=v,...` (repeatable), to choose
-    /// baselines by (`kbench check --baseline branch=main`) and group
-    /// reports by. `branch` and `commit` are recorded from the git work
-    /// tree kbench runs in, unless given here.
-    #[arg(long, value_name = "K=V,...", value_parser = crate::record::parse_labels)]
-    pub label: Vec<crate::record::Labels>,
     /// Set by `kbench check`: store the run, print no report.
     #[arg(skip)]
     pub no_report: bool,
@@ -418,11 +427,19 @@ pub struct RunArgs {
     pub all_metrics: bool,
 }
 
+/// The shared settings read as `a.samples` on a run's arguments.
+impl std::ops::Deref for RunArgs {
+    type Target = MeasureArgs;
+    fn deref(&self) -> &MeasureArgs {
+        &self.measure
+    }
+}
+
 /// `kbench check`: the candidate's run settings, then the gate's.
 #[derive(Debug, Args)]
 pub struct CheckArgs {
     #[command(flatten)]
-    pub run: RunArgs,
+    pub run: MeasureArgs,
     /// The baseline: labels its runs carry (`branch=main`, `k=v,...`) for
     /// the latest finished runs with them on this host, or a run id.
     #[arg(long, value_name = "SELECTOR")]
@@ -458,6 +475,12 @@ pub struct CheckArgs {
     /// the Markdown is appended to that file too.
     #[arg(long, value_enum, value_name = "FORMAT", default_value = "text")]
     pub format: CheckFormat,
+    /// Measure the candidate twice with nothing changed (A/A), check each
+    /// against the baseline, and print per benchmark and metric the
+    /// smallest threshold at which at most 5% of checks of identical code
+    /// fail or end inconclusive (the runs are stored).
+    #[arg(long, conflicts_with_all = ["candidate", "format", "expect"])]
+    pub calibrate: bool,
 }
 
 /// `kbench check --format`.

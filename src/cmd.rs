@@ -521,10 +521,11 @@ fn run(a: RunArgs, db: &store::Locator) -> anyhow::Result<ExitCode> {
     let result = if plan.repeat.runs > 1 {
         let source = match &plan.path {
             Some(p) => runner::repeat::Source::File(p.clone()),
-            None if default_suite => {
-                runner::repeat::Source::Specs(DEFAULT_SUITE.iter().map(|s| s.to_string()).collect())
-            }
-            None => runner::repeat::Source::Specs(a.specs.clone()),
+            None if default_suite => runner::repeat::Source::Specs(
+                DEFAULT_SUITE.iter().map(|s| s.to_string()).collect(),
+                commands,
+            ),
+            None => runner::repeat::Source::Specs(a.specs.clone(), commands),
         };
         runner::repeat::runs(&source, &plan, &opts, campaign.clone(), have, &mut labelled)
     } else {
@@ -612,7 +613,6 @@ fn run(a: RunArgs, db: &store::Locator) -> anyhow::Result<ExitCode> {
 /// `kbench check`: run the candidate (unless --candidate names stored
 /// runs), choose the baseline, compare and exit by the outcome.
 fn check(a: crate::cli::CheckArgs, db: &store::Locator) -> anyhow::Result<ExitCode> {
-    let mut ra = a.run;
     let threshold =
         crate::units::parse_percent(&a.threshold).map_err(|e| bad_input!("--threshold: {e}"))?;
     let expect_better = a.expect.iter().any(|e| e == "better");
@@ -624,7 +624,7 @@ fn check(a: crate::cli::CheckArgs, db: &store::Locator) -> anyhow::Result<ExitCo
         .collect();
     let expect = report::comparability::parse_expect(&facts).map_err(|e| bad_input!("{e}"))?;
     // A plan's `[gate]`, validated before anything runs.
-    let gate = match ra.specs.as_slice() {
+    let gate = match a.run.specs.as_slice() {
         [p] if p.ends_with(".toml") => crate::plan::load(std::path::Path::new(p))?.gate,
         _ => None,
     };
@@ -638,9 +638,20 @@ fn check(a: crate::cli::CheckArgs, db: &store::Locator) -> anyhow::Result<ExitCo
         i64::MAX,
         history,
     )?;
+    let o = crate::check::Options {
+        threshold,
+        baseline: a.baseline.clone(),
+        expect_better,
+        expect,
+        confidence: a.confidence,
+        gate,
+    };
+    if a.calibrate {
+        return calibrate(&a, &o, db, &host);
+    }
     let candidate = match &a.candidate {
         Some(sel) => {
-            if !ra.specs.is_empty() {
+            if !a.run.specs.is_empty() {
                 return Err(bad_input!(
                     "--candidate {sel} names stored runs: give no benchmarks or plan to run"
                 ));
@@ -650,37 +661,14 @@ fn check(a: crate::cli::CheckArgs, db: &store::Locator) -> anyhow::Result<ExitCo
                 bad_input!("{}", format!("{e:#}").replace("--baseline", "--candidate"))
             })?
         }
-        None => {
-            let before = store::open(db, store::Access::Write)?
-                .last_run_id()?
-                .unwrap_or(0);
-            ra.no_report = true;
-            ra.quiet = true;
-            // A plan's campaign is measured anew, never resumed.
-            ra.force = true;
-            let code = run(ra, db)?;
-            if code != ExitCode::SUCCESS {
-                eprintln!("kbench: the candidate's run did not finish; nothing checked");
-                return Ok(ExitCode::from(3));
-            }
-            let st = store::open(db, store::Access::Read)?;
-            store::runs(&*st, None)?
-                .into_iter()
-                .filter(|r| r.id > before && r.host == host)
-                .collect()
-        }
+        None => match measure_candidate(&a.run, db, &host)? {
+            Some(runs) => runs,
+            None => return Ok(ExitCode::from(3)),
+        },
     };
     let st = store::open(db, store::Access::Read)?;
     let first = candidate.first().map_or(i64::MAX, |r| r.id);
     let baseline = crate::check::baseline_runs(&*st, &a.baseline, &host, first, history)?;
-    let o = crate::check::Options {
-        threshold,
-        baseline: a.baseline.clone(),
-        expect_better,
-        expect,
-        confidence: a.confidence,
-        gate,
-    };
     let c = crate::check::check(&*st, &baseline, &candidate, &o)?;
     use crate::cli::CheckFormat;
     let doc = Document::Check(&c);
@@ -706,6 +694,69 @@ fn check(a: crate::cli::CheckArgs, db: &store::Locator) -> anyhow::Result<ExitCo
         (Outcome::Inconclusive, Some(crate::cli::Inconclusive::Fail)) => 1,
         (o, _) => o.code(),
     }))
+}
+
+/// Run the candidate of a check (stored, no report, a plan's campaign
+/// measured anew, never resumed); its runs on this host, or `None` when
+/// the run did not finish.
+fn measure_candidate(
+    m: &crate::cli::MeasureArgs,
+    db: &store::Locator,
+    host: &str,
+) -> anyhow::Result<Option<Vec<store::RunRow>>> {
+    let before = store::open(db, store::Access::Write)?
+        .last_run_id()?
+        .unwrap_or(0);
+    let ra = RunArgs {
+        measure: m.clone(),
+        until_verdict: false,
+        json: false,
+        events: None,
+        quiet: true,
+        teardown_only: false,
+        dry_run: false,
+        force: true,
+        exports: Default::default(),
+        no_report: true,
+        all_metrics: false,
+    };
+    if run(ra, db)? != ExitCode::SUCCESS {
+        eprintln!("kbench: the candidate's run did not finish; nothing checked");
+        return Ok(None);
+    }
+    let st = store::open(db, store::Access::Read)?;
+    Ok(Some(
+        store::runs(&*st, None)?
+            .into_iter()
+            .filter(|r| r.id > before && r.host == host)
+            .collect(),
+    ))
+}
+
+/// `kbench check --calibrate`: the candidate measured twice, each
+/// checked against the baseline; the thresholds this design allows.
+fn calibrate(
+    a: &crate::cli::CheckArgs,
+    o: &crate::check::Options,
+    db: &store::Locator,
+    host: &str,
+) -> anyhow::Result<ExitCode> {
+    let mut pairs = Vec::new();
+    for _ in 0..2 {
+        let Some(candidate) = measure_candidate(&a.run, db, host)? else {
+            return Ok(ExitCode::from(3));
+        };
+        let st = store::open(db, store::Access::Read)?;
+        let first = candidate.first().map_or(i64::MAX, |r| r.id);
+        let history = a.baseline_history as usize;
+        let baseline = crate::check::baseline_runs(&*st, &a.baseline, host, first, history)?;
+        pairs.push((baseline, candidate));
+    }
+    let st = store::open(db, store::Access::Read)?;
+    let rows = crate::check::calibrate::calibrate(&*st, &pairs, o)?;
+    let (nb, nc) = (pairs[1].0.len(), pairs[1].1.len());
+    out(&crate::check::calibrate::text(&rows, nb, nc))?;
+    Ok(ExitCode::SUCCESS)
 }
 
 /// The campaign a run joins and what it already holds on this host: a

@@ -26,12 +26,13 @@
 //! hyperfine's options of those names do. The command is taken literally:
 //! braces are not plan placeholders here.
 
+use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::bench::command::{Argv, BUILTINS, CommandBench, CommandSpec, OnFailure, Per};
 use crate::bench::{self, BenchRef};
-use crate::cli::RunArgs;
+use crate::cli::MeasureArgs;
 use crate::error::bad_input;
 use crate::plan::{BenchSpec, Plan};
 
@@ -47,7 +48,7 @@ pub enum Spec {
 }
 
 /// How commands given on the command line run.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum Shell {
     /// Directly when plain words, else through `sh -c`.
     Auto,
@@ -57,8 +58,9 @@ pub enum Shell {
     Program(Vec<String>),
 }
 
-/// The options that shape commands given on the command line.
-#[derive(Clone, Debug)]
+/// The options that shape commands given on the command line (sent to
+/// the processes of a repeat, which build the plan again).
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct CommandOptions {
     pub setup: Option<String>,
     pub prepare: Option<String>,
@@ -69,7 +71,7 @@ pub struct CommandOptions {
 }
 
 impl CommandOptions {
-    pub fn of(a: &RunArgs) -> anyhow::Result<CommandOptions> {
+    pub fn of(a: &MeasureArgs) -> anyhow::Result<CommandOptions> {
         let shell = match (a.no_shell, a.shell.as_deref()) {
             (true, _) | (false, Some("none")) => Shell::None,
             (false, None) => Shell::Auto,

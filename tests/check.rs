@@ -33,20 +33,25 @@ fn check(dir: &Path, cmd: &str, extra: &[&str]) -> (i32, String, String) {
     )
 }
 
+/// `runs` runs of `cmd` labelled `branch=main`.
+fn baseline(dir: &Path, cmd: &str, runs: usize) {
+    for _ in 0..runs {
+        let _g = common::serial();
+        kbench(dir)
+            .current_dir(dir)
+            .args(["run", cmd, "-q", "--label", "branch=main"])
+            .args(RUN)
+            .assert()
+            .success();
+    }
+}
+
 #[test]
 fn a_gate_passes_the_same_code_fails_a_slower_one_and_says_its_level() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let cmd = script(d, 20);
-    for _ in 0..5 {
-        let _g = common::serial();
-        kbench(d)
-            .current_dir(d)
-            .args(["run", &cmd, "-q", "--label", "branch=main"])
-            .args(RUN)
-            .assert()
-            .success();
-    }
+    baseline(d, &cmd, 5);
     // No run carries the labels: bad input.
     let (code, _, err) = check(d, &cmd, &["--baseline", "branch=nope"]);
     assert_eq!(code, 2, "{err}");
@@ -288,4 +293,146 @@ fn junit_and_markdown_are_read_by_real_readers() {
         "unclear"
     };
     assert!(html.contains(&format!("<td>{word}</td>")), "{html}");
+}
+
+/// A deterministic metric under `must_not_change`: the same size passes
+/// (exit 0), one byte more fails (exit 1) and the failing line, first,
+/// names it.
+#[test]
+fn a_metric_that_must_not_change_fails_on_one_byte() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let app = d.join("app");
+    std::fs::write(&app, vec![0u8; 4096]).unwrap();
+    let plan = common::plan(
+        d,
+        "size.toml",
+        "name = \"size\"\nsamples = 3\nwarmup = 0\n\n[[bench]]\nname = \"build\"\ncommand = [\"cat\", \"{plan_dir}/app\"]\nmeasure = [\"real\"]\nmetrics = [{ name = \"code_size\", file = \"{plan_dir}/app\" }]\n\n[gate]\nreport_only = [\"real\"]\nmust_not_change = [\"code_size\"]\n",
+    );
+    let p = plan.to_str().unwrap();
+    {
+        let _g = common::serial();
+        kbench(d)
+            .args(["run", p, "-q", "--label", "branch=main"])
+            .assert()
+            .success();
+    }
+    let gate = |d: &Path| {
+        let _g = common::serial();
+        let out = kbench(d)
+            .args(["check", p, "--baseline", "branch=main"])
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).to_string(),
+        )
+    };
+    // The same size: the gated metric is ok, the time only reported.
+    let (code, text) = gate(d);
+    assert_eq!(code, Some(0), "{text}");
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("ok ") && l.contains("build code_size")),
+        "{text}"
+    );
+    // One byte more: a regression, named on the first line.
+    std::fs::write(&app, vec![0u8; 4097]).unwrap();
+    let (code, text) = gate(d);
+    assert_eq!(code, Some(1), "{text}");
+    let first = text.lines().next().unwrap_or_default();
+    assert!(
+        first.starts_with("REGRESSION") && first.contains("build code_size"),
+        "{text}"
+    );
+    assert!(text.contains("must not change"), "{text}");
+}
+
+/// `kbench check --help` offers what a check uses: the candidate's run
+/// settings and the gate's, not `run`'s printing and campaign flags; those
+/// are refused.
+#[test]
+fn check_help_lists_only_what_a_check_uses() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let help = common::stdout(kbench(d).args(["check", "--help"]));
+    for f in [
+        "--baseline",
+        "--threshold",
+        "--format",
+        "--samples",
+        "--repeat",
+        "--label",
+        "--metric",
+        "--shell",
+    ] {
+        assert!(help.contains(f), "{f} missing:\n{help}");
+    }
+    for f in [
+        "--json",
+        "--events",
+        "--dry-run",
+        "--teardown-only",
+        "--force",
+        "--all-metrics",
+        "--until-verdict",
+        "--export-json",
+        "--quiet",
+    ] {
+        assert!(!help.contains(f), "{f} listed:\n{help}");
+    }
+    kbench(d)
+        .args(["check", "getppid", "--baseline", "branch=main", "--json"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("--json"));
+}
+
+/// `--calibrate`: the candidate measured twice against the baseline; a
+/// threshold per benchmark and metric, in a sane range, and the two A/A
+/// changes it read.
+#[test]
+fn calibrate_prints_the_threshold_identical_code_passes() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let cmd = script(d, 20);
+    baseline(d, &cmd, 3);
+    let base = ["--baseline", "branch=main", "--baseline-history", "3"];
+    let (code, out, err) = check(d, &cmd, &[&base[..], &["--calibrate"]].concat());
+    assert_eq!(code, 0, "{out}{err}");
+    let line = out
+        .lines()
+        .find(|l| l.contains(" real "))
+        .unwrap_or_else(|| panic!("{out}"));
+    let words: Vec<&str> = line.split_whitespace().collect();
+    let pct = |w: &str| w.trim_end_matches('%').parse::<f64>().unwrap();
+    let (t, c) = (pct(words[0]), pct(words[1]));
+    // Positive, finite, and what it catches is the threshold's margin
+    // taken twice on the log scale: (1 + catches) = (1 + threshold)^2.
+    // (A 20 ms sleep between 3 runs and 1 on a loaded machine can need a
+    // threshold of 300%: the range only rules out nonsense.)
+    assert!(t > 0.0 && t < 1000.0, "{out}");
+    let twice = (1.0 + t / 100.0).powi(2);
+    assert!((1.0 + c / 100.0 - twice).abs() < 0.01 * twice, "{out}");
+    // Two A/A changes: one per measurement.
+    assert_eq!(
+        words.iter().filter(|w| w.ends_with('%')).count(),
+        4,
+        "{out}"
+    );
+    assert!(
+        out.contains("3 baseline run(s) against 1 candidate run(s)"),
+        "{out}"
+    );
+    // Two more runs of the candidate are stored.
+    let n = common::stdout(kbench(d).args(["runs", "--json"]));
+    let v: serde_json::Value = serde_json::from_str(&n).unwrap();
+    assert_eq!(v["runs"].as_array().unwrap().len(), 5);
+    // Stored runs are not measured again.
+    let (code, _, err) = check(
+        d,
+        "",
+        &[&base[..], &["--calibrate", "--candidate", "1"]].concat(),
+    );
+    assert_eq!(code, 2, "{err}");
 }

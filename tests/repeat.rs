@@ -12,6 +12,19 @@ fn runs(dir: &Path) -> Vec<Value> {
     v["runs"].as_array().unwrap().clone()
 }
 
+/// The store's runs: `n` of them, each of the `adhoc` campaign, done,
+/// with `cells` cells and `samples` samples.
+fn done_runs(dir: &Path, n: usize, cells: u64, samples: u64) {
+    let rs = runs(dir);
+    assert_eq!(rs.len(), n, "{rs:#?}");
+    for r in &rs {
+        assert_eq!(r["campaign"], "adhoc", "{r:#}");
+        assert_eq!(r["status"], "done", "{r:#}");
+        assert_eq!(r["cells"], cells, "{r:#}");
+        assert_eq!(r["samples"], samples, "{r:#}");
+    }
+}
+
 /// The pid of the process that made each run, from the store.
 fn owners(dir: &Path) -> Vec<i64> {
     let db = common::sqlite(dir);
@@ -36,14 +49,7 @@ fn repeat_makes_whole_runs_in_fresh_processes_in_one_campaign() {
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{err}");
-    let rs = runs(d);
-    assert_eq!(rs.len(), 3, "{rs:#?}");
-    for r in &rs {
-        assert_eq!(r["campaign"], "adhoc", "{r:#}");
-        assert_eq!(r["status"], "done");
-        assert_eq!(r["cells"], 2);
-        assert_eq!(r["samples"], 6);
-    }
+    done_runs(d, 3, 2, 6);
     // Each run was made by a process of its own.
     let mut pids = owners(d);
     pids.sort();
@@ -158,4 +164,33 @@ fn sigint_stops_the_current_run_and_the_repeat() {
     let rs = runs(d);
     assert_eq!(rs.len(), 1, "{rs:#?}");
     assert_eq!(rs[0]["status"], "interrupted");
+}
+
+/// A command named on the command line reaches every run's process with
+/// the options that shape it (`--shell`, `--metric`): each child builds
+/// the same plan as its parent.
+#[test]
+fn repeat_runs_a_command_with_its_options_in_every_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let out = kbench(d)
+        .args(["run", "true", "sleep 0.001", "--repeat", "3"])
+        .args(["--metric", "real,user", "--shell", "bash"])
+        .args(["--samples", "2", "--warmup", "0", "-q", "--json"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    // 2 cells x 2 samples x 2 metrics a run.
+    done_runs(d, 3, 2, 8);
+    // Every run measured what the parent asked: two metrics, through bash.
+    let db = common::sqlite(d);
+    let metrics: Vec<String> = db
+        .prepare("SELECT DISTINCT metric FROM samples ORDER BY metric")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert_eq!(metrics, ["real", "user"], "{metrics:?}");
 }

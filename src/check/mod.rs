@@ -15,6 +15,8 @@
 //! CPU facts differ from the candidate's (and were not declared with
 //! `--expect`) makes the check inconclusive, never failed.
 
+pub mod calibrate;
+
 use crate::plan::gate::Policy;
 use crate::record::{Direction, Labels};
 use crate::report::check::{Cell, Check, Outcome, Verdict, pct};
@@ -122,13 +124,14 @@ fn hard_facts(fp: &crate::system::Fingerprint) -> Vec<Vec<String>> {
         .collect()
 }
 
-/// Compare the candidate's runs with the baseline's and decide.
-pub fn check(
+/// The design-aware comparison of the candidate's runs with the
+/// baseline's, Holm-adjusted across the cells.
+pub(crate) fn compare_sides(
     st: &dyn StoreRead,
     baseline: &[RunRow],
     candidate: &[RunRow],
     o: &Options,
-) -> anyhow::Result<Check> {
+) -> anyhow::Result<Comparison> {
     let sel = |name: &str, runs: &[RunRow]| -> anyhow::Result<Selection> {
         let mut cells = Vec::new();
         for r in runs {
@@ -144,8 +147,17 @@ pub fn check(
         })
     };
     let sels = [sel("baseline", baseline)?, sel("candidate", candidate)?];
-    let cmp =
-        compare::compare_adjusted(&sels, Test::Welch, o.confidence, o.threshold, Adjust::Holm)?;
+    compare::compare_adjusted(&sels, Test::Welch, o.confidence, o.threshold, Adjust::Holm)
+}
+
+/// Compare the candidate's runs with the baseline's and decide.
+pub fn check(
+    st: &dyn StoreRead,
+    baseline: &[RunRow],
+    candidate: &[RunRow],
+    o: &Options,
+) -> anyhow::Result<Check> {
+    let cmp = compare_sides(st, baseline, candidate, o)?;
     let fps = |runs: &[RunRow]| -> anyhow::Result<Vec<crate::system::Fingerprint>> {
         runs.iter()
             .map(|r| Ok(st.run_details(r.id)?.fingerprint))
@@ -200,15 +212,20 @@ pub fn check(
     })
 }
 
+/// How the plan's `[gate]` (or `--threshold`) treats a compared row.
+pub(crate) fn policy(r: &compare::Row, o: &Options) -> Policy {
+    o.gate.as_ref().map_or(Policy::Threshold(o.threshold), |g| {
+        g.policy(&r.bench, &r.metric, o.threshold)
+    })
+}
+
 /// Each compared cell against the threshold, worst first (then by how
 /// far past the threshold).
 fn gate(cmp: &Comparison, o: &Options) -> Vec<Cell> {
     let mut out = Vec::new();
     for r in &cmp.rows {
         let Some(v) = r.versus.first() else { continue };
-        let policy = o.gate.as_ref().map_or(Policy::Threshold(o.threshold), |g| {
-            g.policy(&r.bench, &r.metric, o.threshold)
-        });
+        let policy = policy(r, o);
         let t = match policy {
             Policy::Threshold(t) => t,
             _ => 0.0,

@@ -49,15 +49,16 @@ pub const SUBCOMMAND: &str = "__run";
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub enum Source {
     File(PathBuf),
-    /// Benchmarks as the command line names them.
-    Specs(Vec<String>),
+    /// Benchmarks and commands as the command line names them, with the
+    /// options that shape the commands (`--shell`, `--metric`, ...).
+    Specs(Vec<String>, crate::spec::CommandOptions),
 }
 
 impl Source {
     fn plan(&self, runs: u32) -> anyhow::Result<Plan> {
         let mut plan = match self {
             Source::File(p) => crate::plan::load(p)?,
-            Source::Specs(s) => crate::plan::adhoc(s)?,
+            Source::Specs(s, o) => crate::spec::plan(s, o)?,
         };
         plan.repeat.runs = runs;
         Ok(plan)
