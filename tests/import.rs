@@ -126,6 +126,20 @@ fn a_will_it_scale_csv_imports_and_reprints() {
         1,
     );
     std::fs::write(&bad, "tasks,ops\n1,5\n").unwrap();
+    // A long campaign name wraps in the title: every line within 80.
+    let long = "getppid1-on-the-machine-under-the-desk-with-every-mitigation-off-and-smt-on";
+    let other = d.join("other");
+    std::fs::create_dir(&other).unwrap();
+    kbench(&other)
+        .args(["import", f.to_str().unwrap(), "--from", "will-it-scale"])
+        .args(["--name", long])
+        .assert()
+        .success();
+    let w = stdout(kbench(&other).args(["report", long, "--table", "scaling"]));
+    assert!(w.contains(long), "{w}");
+    for l in w.lines() {
+        assert!(l.chars().count() <= 80, "{l}\n{w}");
+    }
     rejected(
         d,
         &["import", bad.to_str().unwrap(), "--from", "will-it-scale"],

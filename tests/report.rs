@@ -211,6 +211,52 @@ fn html_renders_in_headless_chromium_without_errors_or_requests() {
     chromium_renders(&page, "layouts");
 }
 
+/// A matrix's charts: one per metric, its axis in the metric's unit
+/// (round ticks from 0), the rows named by their factors; a one-row
+/// table gets no chart at all.
+#[test]
+fn matrix_charts_carry_the_unit_and_the_factor_names() {
+    let (dir, _) = setup();
+    let d = dir.path();
+    let page = d.join("m.html");
+    kbench(d)
+        .args(["report", "layouts", "--table", "matrix", "--format", "html"])
+        .arg("-o")
+        .arg(&page)
+        .assert()
+        .success();
+    let html = std::fs::read_to_string(&page).unwrap();
+    let title = regex::Regex::new(r#"<h3 class="chart-title">([^<]*)</h3>"#).unwrap();
+    let titles: Vec<String> = title
+        .captures_iter(&html)
+        .map(|c| c[1].to_string())
+        .collect();
+    assert_eq!(titles.len(), 1, "{html}");
+    assert!(titles[0].starts_with("real ["), "{titles:?}");
+    // The factors along x, by the names the plan gives them.
+    assert!(titles[0].ends_with("by T.S, work"), "{titles:?}");
+    assert!(!html.contains("first row"), "{html}");
+    // Every tick carries a time unit; the ticks are round and hold 0.
+    let y = texts(&html, "ytick");
+    assert!(
+        y.iter()
+            .all(|l| l.ends_with("ms") || l.ends_with(" s") || l.ends_with("µs")),
+        "{y:?}"
+    );
+    assert_round(&y, Some(0.0));
+    // Each bar's category names its factors.
+    let x = texts(&html, "xtick");
+    assert_eq!(x.len(), 4, "{x:?}");
+    for l in &x {
+        assert!(l.contains("work=") && l.contains("T.S="), "{x:?}");
+    }
+    chromium_renders(&page, "matrix");
+    // One row (one size): the table, no chart.
+    let one = stdout(kbench(d).args(["report", "layouts:size=2k", "--format", "html"]));
+    assert!(one.contains("<table"), "{one}");
+    assert!(!one.contains("<svg"), "{one}");
+}
+
 /// Two will-it-scale CSVs, one per operating system, imported into one
 /// campaign: one chart with a labelled curve per system and mode, an ideal
 /// line per mode in the legend, round ticks, in headless Chromium.
