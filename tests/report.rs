@@ -257,6 +257,57 @@ fn matrix_charts_carry_the_unit_and_the_factor_names() {
     assert!(!one.contains("<svg"), "{one}");
 }
 
+/// Two hosts' runs of one campaign in one store (each run under its own
+/// host name, in a UTS namespace): a selector naming one host reports
+/// that host's runs and system, whichever host ran last.
+#[test]
+fn a_selector_naming_one_host_shows_that_hosts_system() {
+    let unshare = |host: &str| {
+        let mut c = std::process::Command::new("unshare");
+        c.args(["--uts", "sh", "-c", "hostname \"$0\" && exec \"$@\"", host]);
+        c
+    };
+    if !unshare("probe")
+        .arg("true")
+        .status()
+        .is_ok_and(|s| s.success())
+    {
+        eprintln!("skipped: no UTS namespace (run as root with unshare(1))");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let p = plan(
+        d,
+        "hosts.toml",
+        "name = \"hosts\"\nsamples = 3\nwarmup = 0\n[[bench]]\nname = \"t\"\nshell = \"true\"\nmeasure = [\"real\"]\n",
+    );
+    for host in ["alpha", "beta"] {
+        let out = unshare(host)
+            .arg(assert_cmd::cargo::cargo_bin("kbench"))
+            .args(["run", "--quiet", "--sample-time", "0.01"])
+            .arg(&p)
+            .env("KBENCH_DB", common::db(d))
+            .env("XDG_CACHE_HOME", d.join("cache"))
+            .env("NO_COLOR", "1")
+            .output()
+            .unwrap();
+        common::assert_ok(&out);
+    }
+    for (host, other) in [("alpha", "beta"), ("beta", "alpha")] {
+        let sel = format!("hosts:host={host}");
+        let text = stdout(kbench(d).args(["report", sel.as_str(), "--table", "matrix"]));
+        assert!(
+            text.contains(&format!("System configuration ({host})")),
+            "{text}"
+        );
+        assert!(!text.contains(other), "{text}");
+        let plain = stdout(kbench(d).args(["report", sel.as_str()]));
+        assert!(plain.contains(&format!(" on {host},")), "{plain}");
+        assert!(plain.contains("1 run(s)"), "{plain}");
+    }
+}
+
 /// Two will-it-scale CSVs, one per operating system, imported into one
 /// campaign: one chart with a labelled curve per system and mode, an ideal
 /// line per mode in the legend, round ticks, in headless Chromium.
