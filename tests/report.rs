@@ -593,3 +593,49 @@ fn a_hyperfine_export_imports_and_compares() {
     let runs = stdout(kbench(d).args(["runs"]));
     assert_eq!(runs.lines().count(), 2, "{runs}");
 }
+
+/// hyperfine's export of a command and kbench's run of the same command
+/// line pair in `kbench compare`: one row, both sides' samples.
+#[test]
+fn a_hyperfine_import_pairs_with_kbench_running_the_same_command() {
+    if std::process::Command::new("hyperfine")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        eprintln!("skipped: no hyperfine (apt-get install hyperfine)");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let h = d.join("h.json");
+    let ok = std::process::Command::new("hyperfine")
+        .args(["-N", "--runs", "10", "--style", "none", "--export-json"])
+        .arg(&h)
+        .arg("sleep 0.01")
+        .output()
+        .unwrap();
+    common::assert_ok(&ok);
+    kbench(d)
+        .args(["import", h.to_str().unwrap(), "--from", "hyperfine"])
+        .assert()
+        .success();
+    kbench(d)
+        .args(["run", "sleep 0.01", "--samples", "10", "--quiet"])
+        .assert()
+        .success();
+    let c = stdout(kbench(d).args(["compare", "1", "2"]));
+    assert!(!c.contains("partner"), "{c}");
+    // One ministat block of both tools' ten times, one summary row.
+    assert!(c.contains("sleep 0.01 real (s, lower is better)"), "{c}");
+    for side in ["x  10 ", "+  10 "] {
+        assert!(c.lines().any(|l| l.starts_with(side)), "{side}: {c}");
+    }
+    let rows: Vec<&str> = c
+        .lines()
+        .filter(|l| l.starts_with("sleep 0.01 real ") && !l.contains("lower is better"))
+        .collect();
+    assert_eq!(rows.len(), 1, "{c}");
+    // Both sides sleep 10 ms: times in ms on the row.
+    assert!(rows[0].contains("ms"), "{}", rows[0]);
+}
