@@ -544,28 +544,11 @@ fn chromium_renders(page: &std::path::Path, name: &str) {
 /// hyperfine's own export, imported, reported and compared.
 #[test]
 fn a_hyperfine_export_imports_and_compares() {
-    if std::process::Command::new("hyperfine")
-        .arg("--version")
-        .output()
-        .is_err()
-    {
-        eprintln!("skipped: no hyperfine (apt-get install hyperfine)");
-        return;
-    }
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let h = d.join("h.json");
-    let ok = std::process::Command::new("hyperfine")
-        .args(["-N", "--runs", "10", "--style", "none", "--export-json"])
-        .arg(&h)
-        .args(["true", "sleep 0.01"])
-        .output()
-        .unwrap();
-    assert!(
-        ok.status.success(),
-        "{}",
-        String::from_utf8_lossy(&ok.stderr)
-    );
+    let Some(h) = hyperfine_export(d, &["true", "sleep 0.01"]) else {
+        return;
+    };
     kbench(d)
         .args(["import", h.to_str().unwrap(), "--from", "hyperfine"])
         .assert()
@@ -598,24 +581,11 @@ fn a_hyperfine_export_imports_and_compares() {
 /// line pair in `kbench compare`: one row, both sides' samples.
 #[test]
 fn a_hyperfine_import_pairs_with_kbench_running_the_same_command() {
-    if std::process::Command::new("hyperfine")
-        .arg("--version")
-        .output()
-        .is_err()
-    {
-        eprintln!("skipped: no hyperfine (apt-get install hyperfine)");
-        return;
-    }
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let h = d.join("h.json");
-    let ok = std::process::Command::new("hyperfine")
-        .args(["-N", "--runs", "10", "--style", "none", "--export-json"])
-        .arg(&h)
-        .arg("sleep 0.01")
-        .output()
-        .unwrap();
-    common::assert_ok(&ok);
+    let Some(h) = hyperfine_export(d, &["sleep 0.01"]) else {
+        return;
+    };
     kbench(d)
         .args(["import", h.to_str().unwrap(), "--from", "hyperfine"])
         .assert()
@@ -638,4 +608,26 @@ fn a_hyperfine_import_pairs_with_kbench_running_the_same_command() {
     assert_eq!(rows.len(), 1, "{c}");
     // Both sides sleep 10 ms: times in ms on the row.
     assert!(rows[0].contains("ms"), "{}", rows[0]);
+}
+
+/// `hyperfine -N --runs 10` of `commands`, exported as JSON into `d`;
+/// `None` (the test skipped) without hyperfine.
+fn hyperfine_export(d: &std::path::Path, commands: &[&str]) -> Option<std::path::PathBuf> {
+    if std::process::Command::new("hyperfine")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        eprintln!("skipped: no hyperfine (apt-get install hyperfine)");
+        return None;
+    }
+    let h = d.join("h.json");
+    let ok = std::process::Command::new("hyperfine")
+        .args(["-N", "--runs", "10", "--style", "none", "--export-json"])
+        .arg(&h)
+        .args(commands)
+        .output()
+        .unwrap();
+    common::assert_ok(&ok);
+    Some(h)
 }
