@@ -10,6 +10,7 @@
 
 use crate::error::bad_input;
 use crate::store::{self, CampaignQuery, Scope, StoreRead, StoredCell};
+use std::collections::HashMap;
 
 /// A parsed and resolved operand.
 #[derive(Clone, Debug, PartialEq)]
@@ -125,8 +126,27 @@ fn value_of(c: &crate::record::CellInfo, key: &str) -> Option<String> {
 /// Keep the cells matching every filter of `op`; a filter no cell knows is
 /// an error naming it, and so is a selection left empty.
 pub fn narrow(op: &Operand, cells: Vec<StoredCell>) -> anyhow::Result<Vec<StoredCell>> {
+    narrow_by(op, cells, &HashMap::new())
+}
+
+/// [`narrow`], where `host` is also the name of the host whose run
+/// measured the cell (run id -> host), for runs not collected by a fleet.
+fn narrow_by(
+    op: &Operand,
+    cells: Vec<StoredCell>,
+    hosts: &HashMap<i64, String>,
+) -> anyhow::Result<Vec<StoredCell>> {
+    let value = |c: &crate::store::CellRec, k: &str| {
+        value_of(&c.info, k).or_else(|| {
+            if k == "host" {
+                hosts.get(&c.run_id).cloned()
+            } else {
+                None
+            }
+        })
+    };
     for (k, _) in &op.filters {
-        if !cells.iter().any(|(c, _)| value_of(&c.info, k).is_some()) {
+        if !cells.iter().any(|(c, _)| value(c, k).is_some()) {
             let mut known: Vec<&str> = Vec::new();
             for (c, _) in &cells {
                 let i = &c.info;
@@ -153,7 +173,7 @@ pub fn narrow(op: &Operand, cells: Vec<StoredCell>) -> anyhow::Result<Vec<Stored
         .filter(|(c, _)| {
             op.filters
                 .iter()
-                .all(|(k, v)| value_of(&c.info, k).is_some_and(|x| &x == v))
+                .all(|(k, v)| value(c, k).is_some_and(|x| &x == v))
         })
         .collect();
     if kept.is_empty() {
@@ -179,11 +199,30 @@ pub fn report(
         Scope::Campaign(id) => {
             let mut d = store::load_campaign(st, id)?;
             if !op.filters.is_empty() {
-                d.cells = narrow(op, d.cells)?;
+                let hosts: HashMap<i64, String> =
+                    d.runs.iter().map(|r| (r.id, r.host.clone())).collect();
+                d.cells = narrow_by(op, d.cells, &hosts)?;
+                keep_selected_runs(st, &mut d)?;
             }
             campaign_report(st, d, pooling)?
         }
     })
+}
+
+/// A narrowed campaign's runs are the ones that measured a kept cell, and
+/// its system (the latest run's fingerprint) is the latest of those: the
+/// report of `C:host=alpha` describes alpha, not the campaign's last host.
+fn keep_selected_runs(st: &dyn StoreRead, d: &mut store::CampaignData) -> anyhow::Result<()> {
+    let kept: std::collections::HashSet<i64> = d.cells.iter().map(|(c, _)| c.run_id).collect();
+    let latest = d.runs.last().map(|r| r.id);
+    d.runs.retain(|r| kept.contains(&r.id));
+    d.failures.retain(|f| kept.contains(&f.run_id));
+    if let Some(last) = d.runs.last()
+        && Some(last.id) != latest
+    {
+        d.latest = Some(st.run_details(last.id)?);
+    }
+    Ok(())
 }
 
 /// A campaign's report, its runs merged by origin as `pooling` says (an
@@ -222,7 +261,8 @@ pub fn cells(
     let cells = if op.filters.is_empty() {
         cells
     } else {
-        narrow(op, cells)?
+        let hosts: HashMap<i64, String> = runs.iter().map(|r| (r.id, r.host.clone())).collect();
+        narrow_by(op, cells, &hosts)?
     };
     Ok((cells, runs))
 }

@@ -88,7 +88,7 @@ const WIS: &str = "tasks,processes,processes_idle,threads,threads_idle,linear
 0,0,100,0,100,0
 1,6420922,50.12,6533985,50.03,6533985
 2,12648102,0.35,12905000,0.40,13067970
-4,24011230,0.10,-1,-1.00,26135940
+4,24011230,0.10,-1,-1,26135940
 ";
 
 #[test]
@@ -101,11 +101,22 @@ fn a_will_it_scale_csv_imports_and_reprints() {
         .args(["import", f.to_str().unwrap(), "--from", "will-it-scale"])
         .assert()
         .success();
-    // The round trip: runtest.py's file, byte for byte.
+    // The round trip: runtest.py's file, byte for byte; the `-1,-1` of
+    // the mode not measured at 4 tasks stays the sentinel.
     let csv = stdout(kbench(d).args(["report", "1", "--format", "wis-csv"]));
     assert_eq!(csv, WIS);
-    // The scaling layout: the benchmark is the file stem, both modes.
+    // The scaling layout: the benchmark is the file stem, both modes; the
+    // sentinel is no measurement (no -1 ops/s, no -1% idle).
     let s = stdout(kbench(d).args(["report", "1", "--table", "scaling"]));
+    let four = s
+        .lines()
+        .find(|l| l.starts_with("4 "))
+        .unwrap_or_else(|| panic!("{s}"));
+    assert!(!four.contains("-1"), "{four}");
+    let j = stdout(kbench(d).args(["report", "1", "--format", "json"]));
+    assert!(!j.contains(":-1,") && !j.contains(":-1.0"), "{j}");
+    let samples = stdout(kbench(d).args(["report", "1", "--format", "csv"]));
+    assert!(!samples.contains(",-1\n"), "{samples}");
     assert!(s.contains("getppid1"), "{s}");
     assert!(s.contains("processes") && s.contains("threads"), "{s}");
     assert!(s.contains("imported from will-it-scale"), "{s}");
@@ -115,6 +126,20 @@ fn a_will_it_scale_csv_imports_and_reprints() {
     assert!(!s.contains("0.0 GiB") && !s.contains("0 socket(s)"), "{s}");
     let r = stdout(kbench(d).args(["report", "1"]));
     assert!(r.contains("CPUs unknown") && !r.contains("GiB"), "{r}");
+    // A long campaign name wraps in the title: every line within 80.
+    let long = "getppid1-on-the-machine-under-the-desk-with-every-mitigation-off-and-smt-on";
+    let other = d.join("other");
+    std::fs::create_dir(&other).unwrap();
+    kbench(&other)
+        .args(["import", f.to_str().unwrap(), "--from", "will-it-scale"])
+        .args(["--name", long])
+        .assert()
+        .success();
+    let w = stdout(kbench(&other).args(["report", long, "--table", "scaling"]));
+    assert!(w.contains(long), "{w}");
+    for l in w.lines() {
+        assert!(l.chars().count() <= 80, "{l}\n{w}");
+    }
     assert!(!r.contains("warmup 0"), "{r}");
     // Malformed rows: file and line, nothing stored.
     let bad = d.join("bad.csv");

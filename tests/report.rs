@@ -211,6 +211,103 @@ fn html_renders_in_headless_chromium_without_errors_or_requests() {
     chromium_renders(&page, "layouts");
 }
 
+/// A matrix's charts: one per metric, its axis in the metric's unit
+/// (round ticks from 0), the rows named by their factors; a one-row
+/// table gets no chart at all.
+#[test]
+fn matrix_charts_carry_the_unit_and_the_factor_names() {
+    let (dir, _) = setup();
+    let d = dir.path();
+    let page = d.join("m.html");
+    kbench(d)
+        .args(["report", "layouts", "--table", "matrix", "--format", "html"])
+        .arg("-o")
+        .arg(&page)
+        .assert()
+        .success();
+    let html = std::fs::read_to_string(&page).unwrap();
+    let title = regex::Regex::new(r#"<h3 class="chart-title">([^<]*)</h3>"#).unwrap();
+    let titles: Vec<String> = title
+        .captures_iter(&html)
+        .map(|c| c[1].to_string())
+        .collect();
+    assert_eq!(titles.len(), 1, "{html}");
+    assert!(titles[0].starts_with("real ["), "{titles:?}");
+    // The factors along x, by the names the plan gives them.
+    assert!(titles[0].ends_with("by T.S, work"), "{titles:?}");
+    assert!(!html.contains("first row"), "{html}");
+    // Every tick carries a time unit; the ticks are round and hold 0.
+    let y = texts(&html, "ytick");
+    assert!(
+        y.iter()
+            .all(|l| l.ends_with("ms") || l.ends_with(" s") || l.ends_with("µs")),
+        "{y:?}"
+    );
+    assert_round(&y, Some(0.0));
+    // Each bar's category names its factors.
+    let x = texts(&html, "xtick");
+    assert_eq!(x.len(), 4, "{x:?}");
+    for l in &x {
+        assert!(l.contains("work=") && l.contains("T.S="), "{x:?}");
+    }
+    chromium_renders(&page, "matrix");
+    // One row (one size): the table, no chart.
+    let one = stdout(kbench(d).args(["report", "layouts:size=2k", "--format", "html"]));
+    assert!(one.contains("<table"), "{one}");
+    assert!(!one.contains("<svg"), "{one}");
+}
+
+/// Two hosts' runs of one campaign in one store (each run under its own
+/// host name, in a UTS namespace): a selector naming one host reports
+/// that host's runs and system, whichever host ran last.
+#[test]
+fn a_selector_naming_one_host_shows_that_hosts_system() {
+    let unshare = |host: &str| {
+        let mut c = std::process::Command::new("unshare");
+        c.args(["--uts", "sh", "-c", "hostname \"$0\" && exec \"$@\"", host]);
+        c
+    };
+    if !unshare("probe")
+        .arg("true")
+        .status()
+        .is_ok_and(|s| s.success())
+    {
+        eprintln!("skipped: no UTS namespace (run as root with unshare(1))");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let p = plan(
+        d,
+        "hosts.toml",
+        "name = \"hosts\"\nsamples = 3\nwarmup = 0\n[[bench]]\nname = \"t\"\nshell = \"true\"\nmeasure = [\"real\"]\n",
+    );
+    for host in ["alpha", "beta"] {
+        let out = unshare(host)
+            .arg(assert_cmd::cargo::cargo_bin("kbench"))
+            .args(["run", "--quiet", "--sample-time", "0.01"])
+            .arg(&p)
+            .env("KBENCH_DB", common::db(d))
+            .env("XDG_CACHE_HOME", d.join("cache"))
+            .env("NO_COLOR", "1")
+            .output()
+            .unwrap();
+        common::assert_ok(&out);
+    }
+    for (host, other) in [("alpha", "beta"), ("beta", "alpha")] {
+        let sel = format!("hosts:host={host}");
+        let text = stdout(kbench(d).args(["report", sel.as_str(), "--table", "matrix"]));
+        assert!(
+            text.contains(&format!("System configuration ({host})")),
+            "{text}"
+        );
+        assert!(!text.contains(other), "{text}");
+        let plain = stdout(kbench(d).args(["report", sel.as_str()]));
+        assert!(plain.contains(&format!(" on {host},")), "{plain}");
+        assert!(plain.contains("1 run(s)"), "{plain}");
+    }
+}
+
 /// Two will-it-scale CSVs, one per operating system, imported into one
 /// campaign: one chart with a labelled curve per system and mode, an ideal
 /// line per mode in the legend, round ticks, in headless Chromium.
@@ -447,28 +544,11 @@ fn chromium_renders(page: &std::path::Path, name: &str) {
 /// hyperfine's own export, imported, reported and compared.
 #[test]
 fn a_hyperfine_export_imports_and_compares() {
-    if std::process::Command::new("hyperfine")
-        .arg("--version")
-        .output()
-        .is_err()
-    {
-        eprintln!("skipped: no hyperfine (apt-get install hyperfine)");
-        return;
-    }
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let h = d.join("h.json");
-    let ok = std::process::Command::new("hyperfine")
-        .args(["-N", "--runs", "10", "--style", "none", "--export-json"])
-        .arg(&h)
-        .args(["true", "sleep 0.01"])
-        .output()
-        .unwrap();
-    assert!(
-        ok.status.success(),
-        "{}",
-        String::from_utf8_lossy(&ok.stderr)
-    );
+    let Some(h) = hyperfine_export(d, &["true", "sleep 0.01"]) else {
+        return;
+    };
     kbench(d)
         .args(["import", h.to_str().unwrap(), "--from", "hyperfine"])
         .assert()
@@ -495,4 +575,59 @@ fn a_hyperfine_export_imports_and_compares() {
     assert!(err.contains("bad.json:2:"), "{err}");
     let runs = stdout(kbench(d).args(["runs"]));
     assert_eq!(runs.lines().count(), 2, "{runs}");
+}
+
+/// hyperfine's export of a command and kbench's run of the same command
+/// line pair in `kbench compare`: one row, both sides' samples.
+#[test]
+fn a_hyperfine_import_pairs_with_kbench_running_the_same_command() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let Some(h) = hyperfine_export(d, &["sleep 0.01"]) else {
+        return;
+    };
+    kbench(d)
+        .args(["import", h.to_str().unwrap(), "--from", "hyperfine"])
+        .assert()
+        .success();
+    kbench(d)
+        .args(["run", "sleep 0.01", "--samples", "10", "--quiet"])
+        .assert()
+        .success();
+    let c = stdout(kbench(d).args(["compare", "1", "2"]));
+    assert!(!c.contains("partner"), "{c}");
+    // One ministat block of both tools' ten times, one summary row.
+    assert!(c.contains("sleep 0.01 real (s, lower is better)"), "{c}");
+    for side in ["x  10 ", "+  10 "] {
+        assert!(c.lines().any(|l| l.starts_with(side)), "{side}: {c}");
+    }
+    let rows: Vec<&str> = c
+        .lines()
+        .filter(|l| l.starts_with("sleep 0.01 real ") && !l.contains("lower is better"))
+        .collect();
+    assert_eq!(rows.len(), 1, "{c}");
+    // Both sides sleep 10 ms: times in ms on the row.
+    assert!(rows[0].contains("ms"), "{}", rows[0]);
+}
+
+/// `hyperfine -N --runs 10` of `commands`, exported as JSON into `d`;
+/// `None` (the test skipped) without hyperfine.
+fn hyperfine_export(d: &std::path::Path, commands: &[&str]) -> Option<std::path::PathBuf> {
+    if std::process::Command::new("hyperfine")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        eprintln!("skipped: no hyperfine (apt-get install hyperfine)");
+        return None;
+    }
+    let h = d.join("h.json");
+    let ok = std::process::Command::new("hyperfine")
+        .args(["-N", "--runs", "10", "--style", "none", "--export-json"])
+        .arg(&h)
+        .args(commands)
+        .output()
+        .unwrap();
+    common::assert_ok(&ok);
+    Some(h)
 }

@@ -123,7 +123,7 @@ mod tests {
     const CSV: &str = "tasks,processes,processes_idle,threads,threads_idle,linear
 0,0,100,0,100,0
 1,6420922,50.12,6533985,50.03,6533985
-2,12648102,0.35,-1,-1.00,13067970
+2,12648102,0.35,-1,-1,13067970
 ";
 
     #[test]

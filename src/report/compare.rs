@@ -213,6 +213,9 @@ fn fixed_with_links(fixed: &[String], bench: &str, links: &Links) -> Vec<String>
 }
 
 fn pair_key(c: &crate::record::CellInfo, metric: &str, fixed: &[String], links: &Links) -> PairKey {
+    if let Some(key) = hyperfine_as_kbench(c, metric, fixed) {
+        return key;
+    }
     let fixed = fixed_with_links(fixed, &c.bench, links);
     let set_by_factor = |k: &String| {
         links
@@ -236,6 +239,30 @@ fn pair_key(c: &crate::record::CellInfo, metric: &str, fixed: &[String], links: 
         }
     }
     (c.bench.clone(), metric.to_string(), parts.join(","))
+}
+
+/// An imported hyperfine result keyed as `kbench run 'CMD'` keys its
+/// cell (the command line as the benchmark, wall time as `real`), so the
+/// two tools' runs of one command pair; not when the operand selects by
+/// `command` (then the command is what the operands differ in).
+fn hyperfine_as_kbench(
+    c: &crate::record::CellInfo,
+    metric: &str,
+    fixed: &[String],
+) -> Option<PairKey> {
+    if c.source != "hyperfine" || fixed.iter().any(|k| k == "command") {
+        return None;
+    }
+    let command = c.factors.get("command")?;
+    let metric = if metric == "time" { "real" } else { metric };
+    let mut parts = Vec::new();
+    for k in c.params.keys().filter(|k| !fixed.contains(k)) {
+        parts.push(format!(
+            "{k}={}",
+            super::param_label(&c.source, &c.params, k)
+        ));
+    }
+    Some((command.clone(), metric.to_string(), parts.join(",")))
 }
 
 /// Every value per pairing key, with the blocks it was measured in.

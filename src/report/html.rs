@@ -71,7 +71,7 @@ fn bar_chart(
     cats: &[String],
     bars: &[Vec<Bar>],
     base: f64,
-    ylabel: &str,
+    (ylabel, unit): (&str, Option<&str>),
 ) -> String {
     let (w, h, left, bottom, top) = (900.0, 300.0, 70.0, 60.0, 20.0);
     let mut lo = base;
@@ -88,7 +88,10 @@ fn bar_chart(
             }
         }
     }
-    let axis = super::axis::Axis::linear(lo, hi, base);
+    let mut axis = super::axis::Axis::linear(lo, hi, base);
+    if let Some(u) = unit {
+        axis = axis.in_unit(u);
+    }
     let plot_h = h - bottom - top;
     let y = |v: f64| top + plot_h * (1.0 - axis.at(v));
     let plot_w = w - left - 10.0;
@@ -139,16 +142,13 @@ fn bar_chart(
                 COLOURS[si % COLOURS.len()],
                 esc(&format!("{} {}: {v:.4}", cat, series[si]))
             );
-            if let Some((l, u)) = iv
-                && l.is_finite()
-                && u.is_finite()
-            {
-                error_bar(&mut o, x + bar_w / 2.0, y(*l), y(*u), "#000");
+            if let Some(iv) = iv {
+                error_bar(&mut o, x + bar_w / 2.0, *iv, (&axis, &y), "#000");
             }
         }
         let _ = write!(
             o,
-            "<text x=\"{:.1}\" y=\"{:.1}\" font-size=\"11\" text-anchor=\"middle\">{}</text>",
+            "<text class=\"xtick\" x=\"{:.1}\" y=\"{:.1}\" font-size=\"11\" text-anchor=\"middle\">{}</text>",
             left + cat_w * (ci as f64 + 0.5),
             h - bottom + 14.0,
             esc(cat)
@@ -161,7 +161,7 @@ fn bar_chart(
         );
         let _ = write!(
             o,
-            "<rect x=\"{lx}\" y=\"{:.1}\" width=\"10\" height=\"10\" fill=\"{}\"/><text x=\"{}\" y=\"{ly:.1}\" font-size=\"11\">{}</text>",
+            "<rect x=\"{lx}\" y=\"{:.1}\" width=\"10\" height=\"10\" fill=\"{}\"/><text class=\"legend\" x=\"{}\" y=\"{ly:.1}\" font-size=\"11\">{}</text>",
             ly - 9.0,
             COLOURS[si % COLOURS.len()],
             lx + 14.0,
@@ -172,74 +172,156 @@ fn bar_chart(
     o
 }
 
-/// The bars of a table: a category per row, a series per group and
-/// column.
-/// An interval's error bar at `cx`: a vertical line from `yl` to `yu`
-/// with a 6-px cap at each end (the bar and sweep charts both draw them).
-fn error_bar(o: &mut String, cx: f64, yl: f64, yu: f64, stroke: &str) {
-    let _ = write!(
-        o,
-        "<path d=\"M{cx:.1} {yl:.1}V{yu:.1}M{:.1} {yl:.1}H{:.1}M{:.1} {yu:.1}H{:.1}\" stroke=\"{stroke}\" fill=\"none\"/>",
-        cx - 3.0,
-        cx + 3.0,
-        cx - 3.0,
-        cx + 3.0
-    );
+/// An interval's error bar at `cx` from `lo` to `hi` (data units) on
+/// `axis`, mapped to pixels by `y`: a vertical line with a 6-px cap at
+/// each end that lies on the axis. An end off the axis (below a log
+/// axis' floor, which holds no value <= 0) is cut at the axis' edge and
+/// gets no cap, so an open end reads as "beyond the scale".
+fn error_bar(
+    o: &mut String,
+    cx: f64,
+    (lo, hi): (f64, f64),
+    (axis, y): (&super::axis::Axis, &dyn Fn(f64) -> f64),
+    stroke: &str,
+) {
+    if !(lo.is_finite() && hi.is_finite()) {
+        return;
+    }
+    let inside = |v: f64| v >= axis.lo && v <= axis.hi && (axis.log.is_none() || v > 0.0);
+    let clamp = |v: f64| {
+        if axis.log.is_some() && v <= 0.0 {
+            axis.lo
+        } else {
+            v.clamp(axis.lo, axis.hi)
+        }
+    };
+    let (yl, yu) = (y(clamp(lo)), y(clamp(hi)));
+    let _ = write!(o, "<path class=\"whisker\" d=\"M{cx:.1} {yl:.1}V{yu:.1}");
+    for (v, yy) in [(lo, yl), (hi, yu)] {
+        if inside(v) {
+            let _ = write!(o, "M{:.1} {yy:.1}H{:.1}", cx - 3.0, cx + 3.0);
+        }
+    }
+    let _ = write!(o, "\" stroke=\"{stroke}\" fill=\"none\"/>");
 }
 
+/// The charts of a table: none for a single row (one bar says nothing
+/// a table does not); a matrix gets a chart per metric, each in its own
+/// unit; changes and ratios one chart on the reference line.
 fn table_chart(t: &Table) -> String {
+    if t.rows.len() < 2 {
+        return String::new();
+    }
+    if t.kind == TableKind::Matrix {
+        return (0..t.cols.len()).map(|ci| metric_chart(t, ci)).collect();
+    }
     let series: Vec<String> = t
         .groups
         .iter()
-        .flat_map(|g| {
-            t.cols.iter().map(move |c| {
-                if g.is_empty() {
-                    c.label.clone()
-                } else {
-                    format!("{g}: {}", c.label)
-                }
-            })
-        })
+        .flat_map(|g| t.cols.iter().map(move |c| series_name(t, g, &c.label)))
         .collect();
     let rows: Vec<&super::table::TableRow> = t.rows.iter().chain(&t.summary).collect();
     let cats: Vec<String> = rows.iter().map(|r| r.labels.join(" ")).collect();
     let (base, ylabel) = match t.kind {
-        TableKind::Improvement => (0.0, "% change over the baseline".to_string()),
-        TableKind::Ratio => (1.0, "ratio to the baseline".to_string()),
-        _ => (0.0, "mean / the column's first row".to_string()),
+        TableKind::Ratio => (1.0, "ratio to the baseline"),
+        _ => (0.0, "% change over the baseline"),
     };
     let bars: Vec<Vec<Bar>> = rows
         .iter()
         .map(|r| {
             r.cells
                 .iter()
-                .enumerate()
-                .map(|(i, c)| match c {
+                .map(|c| match c {
                     Some(Value::Change { pct, lo, hi, .. }) => Some((*pct, lo.zip(*hi))),
                     Some(Value::Ratio { ratio, lo, hi, .. }) => Some((*ratio, lo.zip(*hi))),
-                    // Matrix columns have different units: each relative
-                    // to its first row, so one axis holds them.
-                    Some(Value::Mean { mean, half, .. }) => {
-                        let first = t.rows.iter().find_map(|r| match &r.cells[i] {
-                            Some(Value::Mean { mean, .. }) if *mean != 0.0 => Some(*mean),
-                            _ => None,
-                        })?;
-                        Some((
-                            mean / first,
-                            half.map(|h| ((mean - h) / first, (mean + h) / first)),
-                        ))
-                    }
-                    None => None,
+                    _ => None,
                 })
                 .collect()
         })
         .collect();
-    let base = if t.kind == TableKind::Matrix {
-        1.0
+    // A table of raw means in several units (the values before the
+    // normalised table) has no one axis: the normalised table is charted.
+    if bars.iter().flatten().all(Option::is_none) {
+        return String::new();
+    }
+    bar_chart(&series, &cats, &bars, base, (ylabel, None))
+}
+
+/// A series' name: the group's values named by their factors
+/// (`cpus=2way: pti=on`), then the column's label.
+fn series_name(t: &Table, group: &str, col: &str) -> String {
+    if group.is_empty() {
+        col.to_string()
+    } else if t.group_dims.len() == 1 {
+        format!("{}={group}: {col}", t.group_dims[0])
     } else {
-        base
-    };
-    bar_chart(&series, &cats, &bars, base, &ylabel)
+        format!("{group}: {col}")
+    }
+}
+
+/// A row's category label with its factors' names (`pti=off pcid=on`).
+fn named_labels(t: &Table, labels: &[String]) -> String {
+    if t.row_dims.len() != labels.len() {
+        return labels.join(" ");
+    }
+    t.row_dims
+        .iter()
+        .zip(labels)
+        .map(|(d, l)| format!("{d}={l}"))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// One metric (column `ci`) of a matrix: a bar per row and group, in the
+/// metric's unit from zero, its 95% interval as whiskers, titled with
+/// the metric and the factors along x.
+fn metric_chart(t: &Table, ci: usize) -> String {
+    let col = &t.cols[ci];
+    let series: Vec<String> = t
+        .groups
+        .iter()
+        .map(|g| series_name(t, g, &col.metric))
+        .collect();
+    let cats: Vec<String> = t.rows.iter().map(|r| named_labels(t, &r.labels)).collect();
+    let bars: Vec<Vec<Bar>> = t
+        .rows
+        .iter()
+        .map(|r| {
+            (0..t.groups.len())
+                .map(|gi| match r.cells.get(gi * t.cols.len() + ci)? {
+                    Some(Value::Mean { mean, half, .. }) => {
+                        Some((*mean, half.map(|h| (mean - h, mean + h))))
+                    }
+                    _ => None,
+                })
+                .collect()
+        })
+        .collect();
+    if bars.iter().flatten().all(Option::is_none) {
+        return String::new();
+    }
+    let title = format!(
+        "{} [{}] by {}",
+        col.metric,
+        col.unit,
+        if t.row_dims.is_empty() {
+            "row".to_string()
+        } else {
+            t.row_dims.join(", ")
+        }
+    );
+    let mut o = format!("<h3 class=\"chart-title\">{}</h3>", esc(&title));
+    o.push_str(&bar_chart(
+        &series,
+        &cats,
+        &bars,
+        0.0,
+        (
+            &format!("{} (mean, 95% interval)", col.metric),
+            Some(col.unit.as_str()),
+        ),
+    ));
+    o
 }
 
 /// The x value of a row label when the table's rows are one numeric
@@ -384,11 +466,8 @@ fn sweep_chart(t: &Table) -> Option<String> {
         );
         for (xv, v, iv) in pts {
             let cx = x(*xv);
-            if let Some((l, u)) = iv
-                && l.is_finite()
-                && u.is_finite()
-            {
-                error_bar(&mut o, cx, y(*l), y(*u), c);
+            if let Some(iv) = iv {
+                error_bar(&mut o, cx, *iv, (&axis, &y), c);
             }
             let _ = write!(
                 o,
@@ -611,8 +690,10 @@ fn scaling(o: &mut String, s: &Scaling, log_y: bool) {
     // to them, the real curves would lie flat on the floor.
     let vals = || s.series.iter().flat_map(|x| x.points.iter());
     let top = vals().map(|p| p.max).fold(0.0f64, f64::max);
+    // A stalled interval (0 ops/s) has no place on a log scale: the
+    // floor is the lowest positive value, its whisker cut there.
     let bottom = vals()
-        .map(|p| p.min)
+        .flat_map(|p| [p.min, p.mean])
         .filter(|v| *v > 0.0)
         .fold(f64::INFINITY, f64::min);
     let ya = if log_y {
@@ -621,6 +702,11 @@ fn scaling(o: &mut String, s: &Scaling, log_y: bool) {
         Axis::linear(0.0, top, 0.0)
     }
     .in_unit("ops/s");
+    if vals().any(|p| p.n > 1 && p.max > p.min) {
+        o.push_str(
+            "<p class=\"legend\">whiskers: the slowest and the fastest interval of each point</p>\n",
+        );
+    }
     let legend_rows = (s.series.len() + ideal.len()).div_ceil(3) as f64;
     let (w, h, left, right, top_m, bottom_m) = (760.0, 340.0, 100.0, 20.0, 15.0, 45.0);
     let plot_h = h - top_m - bottom_m;
@@ -696,6 +782,9 @@ fn scaling(o: &mut String, s: &Scaling, log_y: bool) {
             o,
             "<path class=\"curve\" d=\"{d}\" stroke=\"{c}\" stroke-width=\"2\" fill=\"none\"/>"
         );
+        for p in sr.points.iter().filter(|p| p.n > 1 && p.max > p.min) {
+            error_bar(o, x(p.tasks as f64), (p.min, p.max), (&ya, &y), c);
+        }
         for p in &sr.points {
             let _ = write!(
                 o,
@@ -864,5 +953,68 @@ fn comparability(o: &mut String, k: &super::comparability::Comparability) {
     }
     for w in &k.warnings {
         let _ = writeln!(o, "<p class=\"warning\"><b>warning:</b> {}</p>", esc(w));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::scale::{Point, Scaling, Series};
+
+    fn point(tasks: u32, mean: f64, min: f64, max: f64) -> Point {
+        Point {
+            tasks,
+            n: 5,
+            mean,
+            median: mean,
+            stddev: 0.0,
+            min,
+            max,
+            per_task: mean / f64::from(tasks),
+            efficiency: 1.0,
+            idle: None,
+        }
+    }
+
+    /// Whiskers are mapped end by end through the axis: on a log scale
+    /// an interval reaching 0 (a stalled interval) is cut at the floor
+    /// with no cap there, while the ends on the scale get theirs; on a
+    /// linear scale from 0 every end is on the scale.
+    #[test]
+    fn whiskers_on_a_log_scale_are_cut_where_the_scale_ends() {
+        let s = Scaling {
+            bench: "brk1".into(),
+            context: Vec::new(),
+            series: vec![Series {
+                mode: "processes".into(),
+                origin: Vec::new(),
+                points: vec![point(1, 1.0e6, 0.0, 1.2e6), point(2, 2.0e6, 1.8e6, 2.2e6)],
+                flattens_at: None,
+            }],
+            warnings: Vec::new(),
+        };
+        let caps = |html: &str| -> Vec<usize> {
+            let re = regex::Regex::new(r#"<path class="whisker" d="([^"]*)""#).unwrap();
+            re.captures_iter(html)
+                .map(|c| c[1].matches('H').count())
+                .collect()
+        };
+        let mut log = String::new();
+        super::scaling(&mut log, &s, true);
+        assert_eq!(caps(&log), [1, 2], "{log}");
+        let mut lin = String::new();
+        super::scaling(&mut lin, &s, false);
+        assert_eq!(caps(&lin), [2, 2], "{lin}");
+        // Every point's dot lies on the plot (top 15 px, bottom 295 px),
+        // the one whose slowest interval stalled too.
+        let dot = regex::Regex::new(r#"<circle cx="[^"]*" cy="([^"]*)""#).unwrap();
+        for html in [&log, &lin] {
+            let ys: Vec<f64> = dot
+                .captures_iter(html)
+                .map(|c| c[1].parse().unwrap())
+                .collect();
+            assert_eq!(ys.len(), 2);
+            assert!(ys.iter().all(|y| (15.0..=295.0).contains(y)), "{ys:?}");
+        }
+        assert!(log.contains("whiskers: the slowest and the fastest interval"));
     }
 }

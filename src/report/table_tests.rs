@@ -561,7 +561,10 @@ fn html_is_one_self_contained_page_with_charts_and_escaped_labels() {
         "last point at the right: {sweep}"
     );
     assert!(sweep.contains("&lt;script&gt;alert(1)&lt;/script&gt;: ZC"));
-    assert!(h.matches("<path d=\"M").count() >= 12, "a whisker per cell");
+    assert!(
+        h.matches("<path class=\"whisker\"").count() >= 12,
+        "a whisker per cell"
+    );
     assert!(h.contains("<td class=\"sig\">"));
     assert!(h.contains("System configuration (lab1)"));
     assert!(h.contains("<h2>Methods</h2>"));
@@ -619,9 +622,18 @@ fn every_chart_kind_has_round_ticks_through_its_reference() {
         table: TableKind::Matrix,
         ..Layout::default()
     };
+    // A matrix's charts are each in its metric's unit, from 0.
     let page = html(&doc(Report::of_run(mitigation()), &matrix));
-    for t in chart_ticks(&page) {
-        assert_round(&t, Some(1.0));
+    let charts = chart_ticks(&page);
+    assert!(!charts.is_empty(), "{page}");
+    for t in &charts {
+        assert_round(t, Some(0.0));
+        // Every tick carries the metric's unit (`500 ns`, `1500 s`).
+        assert!(
+            t.iter()
+                .all(|l| l.split_once(' ').is_some_and(|(_, u)| !u.is_empty())),
+            "{t:?}"
+        );
     }
     let scaling = Layout {
         table: TableKind::Scaling,

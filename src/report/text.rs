@@ -496,7 +496,7 @@ fn scaling(o: &mut String, tables: &[Scaling]) {
         } else {
             format!(" [{}]", t.context.join(", "))
         };
-        let _ = writeln!(o, "scaling: {}{ctx}", t.bench);
+        o.push_str(&wrapped("scaling: ", &format!("{}{ctx}", t.bench), "  "));
         let mut head = String::from("tasks");
         for s in &t.series {
             let _ = write!(
@@ -1306,12 +1306,17 @@ fn layout_table(o: &mut String, t: &Table, unicode: bool, hardware: &str) {
     o.push_str(&g.text(WIDTH, rule));
     for d in &t.diffs {
         // ministat's numbers are in the metric's stored unit: say which.
-        let _ = writeln!(
-            o,
-            "\n{} ({}): {} vs {}",
-            d.metric, d.unit, d.baseline, d.contender
-        );
-        let _ = writeln!(o, "x {}\n+ {}", d.baseline, d.contender);
+        o.push('\n');
+        o.push_str(&wrapped(
+            "",
+            &format!(
+                "{} ({}): {} vs {}",
+                d.metric, d.unit, d.baseline, d.contender
+            ),
+            "  ",
+        ));
+        o.push_str(&wrapped("x ", &d.baseline, "  "));
+        o.push_str(&wrapped("+ ", &d.contender, "  "));
         o.push_str(&difference_block(Version::FreeBsdMain, d.a, d.b, d.level));
     }
 }
@@ -1361,7 +1366,7 @@ fn scaling_text(o: &mut String, s: &super::scale::Scaling, unicode: bool) {
 
 fn tables(o: &mut String, d: &TableDoc) {
     for t in &d.title {
-        let _ = writeln!(o, "{t}");
+        o.push_str(&wrapped("", t, "  "));
     }
     let mut sections = Sections::of(d);
     for t in &d.tables {

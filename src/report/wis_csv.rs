@@ -11,8 +11,10 @@
 //! ops/s are the mean of the cell's intervals, printed as integers; idle is
 //! the mean idle CPU % of the machine over them (/proc/stat, as runtest.py
 //! reads it), two decimals; `linear` is the better of the two 1-task
-//! figures times the task count. A mode not measured reads -1, as in
-//! runtest.py when a run printed no average (idle then reads -1.00). With
+//! figures times the task count. A mode not measured reads `-1,-1`: the
+//! sentinel runtest.py prints when a run printed no average, with no idle
+//! figure either (a file imported with `-1,-1` rows comes back with the
+//! same rows, not as numbers like `-1.00`). With
 //! several testcases (or contexts) the tables follow each other, each
 //! after a `# testcase [context]` line and a blank line between them; a
 //! report of one testcase is exactly runtest.py's file.
@@ -87,7 +89,7 @@ fn table(out: &mut String, t: &Scaling) {
             (p.mean.round() as i64).to_string(),
             format!("{:.2}", p.idle.unwrap_or(-1.0)),
         ),
-        None => ("-1".into(), "-1.00".into()),
+        None => ("-1".into(), "-1".into()),
     };
     for n in counts {
         let (pv, pi) = cols(at(procs, n));
@@ -151,7 +153,7 @@ mod tests {
         let cells = vec![cell(1, "processes", 1, &[10.0], &[])];
         let r = Report::of_run(run_data(cells));
         let csv = render_doc(&Document::Reports(&[r]), Format::WisCsv).unwrap();
-        assert!(csv.ends_with("\n1,10,-1.00,-1,-1.00,10\n"), "{csv}");
+        assert!(csv.ends_with("\n1,10,-1.00,-1,-1,10\n"), "{csv}");
         let e = render_doc(&Document::Benches(&[]), Format::WisCsv).unwrap_err();
         assert!(e.to_string().contains("wis-csv"), "{e}");
     }
