@@ -492,11 +492,11 @@ impl StoreRead for PgStore {
             [&arg],
         )?;
         let mut names = sql::Names::default();
-        let mut samples = Vec::new();
+        let mut buckets = sql::Buckets::default();
         while let Some(r) = rows.next()? {
-            samples.push(sql::sample_rec(&r, &mut names)?);
+            buckets.push(sql::sample_rec(&r, &mut names)?);
         }
-        Ok(sql::attach(cells, samples))
+        Ok(buckets.attach(cells))
     }
 
     fn failures(&self, scope: Scope) -> anyhow::Result<Vec<FailureRec>> {

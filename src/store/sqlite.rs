@@ -702,15 +702,29 @@ impl SqliteStore {
         params: impl rusqlite::Params,
         mut f: impl FnMut(&rusqlite::Row<'_>) -> anyhow::Result<T>,
     ) -> anyhow::Result<Vec<T>> {
+        let mut out = Vec::new();
+        self.each_row(sql, params, |r| {
+            out.push(f(r)?);
+            Ok(())
+        })?;
+        Ok(out)
+    }
+
+    /// `f` on each row of `sql` as it is read.
+    fn each_row(
+        &self,
+        sql: &str,
+        params: impl rusqlite::Params,
+        mut f: impl FnMut(&rusqlite::Row<'_>) -> anyhow::Result<()>,
+    ) -> anyhow::Result<()> {
         let path = Path::new(self.conn.path().unwrap_or(":memory:"));
         let mut st = self.conn.prepare(sql).map_err(|e| explain(path, e))?;
         let mut rows = st.query(params).map_err(|e| explain(path, e))?;
-        let mut out = Vec::new();
         while let Some(r) = rows.next().map_err(|e| explain(path, e))? {
             // A row that does not decode is damage, named as such.
-            out.push(f(r).map_err(|e| damaged(path, &format!("{e:#}")))?);
+            f(r).map_err(|e| damaged(path, &format!("{e:#}")))?;
         }
-        Ok(out)
+        Ok(())
     }
 }
 
@@ -778,12 +792,16 @@ impl StoreRead for SqliteStore {
         // cells read 20x the table, and `report` took 2-3x longer.
         let (cond, arg) = sql::scope_sql(scope, "s");
         let mut names = sql::Names::default();
-        let samples = self.rows(
+        let mut buckets = sql::Buckets::default();
+        self.each_row(
             &format!("SELECT {SAMPLE_COLUMNS} FROM samples s WHERE {cond} ORDER BY s.run_id, s.id"),
             [arg],
-            |r| sql::sample_rec(r, &mut names),
+            |r| {
+                buckets.push(sql::sample_rec(r, &mut names)?);
+                Ok(())
+            },
         )?;
-        Ok(sql::attach(cells, samples))
+        Ok(buckets.attach(cells))
     }
 
     fn failures(&self, scope: Scope) -> anyhow::Result<Vec<FailureRec>> {
