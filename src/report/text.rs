@@ -1108,10 +1108,19 @@ fn compare_short(o: &mut String, c: &Comparison, r: &Row) {
             o.push_str(&grid::wrap(&format!("design{vs}: {words}"), WIDTH, "    "));
         }
     }
+    compare_tail(o, c, false);
+}
+
+/// The end of a comparison: unpaired cells, comparability (after a blank
+/// line when `gap`), then the verdicts.
+fn compare_tail(o: &mut String, c: &Comparison, gap: bool) {
     for u in &c.unpaired {
         let _ = writeln!(o, "unpaired (not in every operand): {u}");
     }
     if let Some(k) = &c.comparability {
+        if gap {
+            o.push('\n');
+        }
         let symbols: Vec<String> = SYMBOL
             .iter()
             .take(c.operands.len())
@@ -1176,24 +1185,7 @@ fn compare(o: &mut String, c: &Comparison) {
             "    ",
         ));
     }
-    for u in &c.unpaired {
-        let _ = writeln!(o, "unpaired (not in every operand): {u}");
-    }
-    if let Some(k) = &c.comparability {
-        o.push('\n');
-        let symbols: Vec<String> = SYMBOL
-            .iter()
-            .take(c.operands.len())
-            .map(|s| s.to_string())
-            .collect();
-        comparability(o, k, &symbols);
-    }
-    if !c.verdicts.is_empty() {
-        o.push('\n');
-    }
-    for v in &c.verdicts {
-        o.push_str(&grid::wrap(&v.sentence, WIDTH, "  "));
-    }
+    compare_tail(o, c, true);
 }
 
 /// Which recorded facts differ between the operands, and a warning for
