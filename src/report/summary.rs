@@ -196,7 +196,7 @@ pub const CONFIDENCE: f64 = 95.0;
 /// human units, the baseline first.
 pub fn text(o: &mut String, s: &RunSummary) {
     use std::fmt::Write;
-    let unit = if s.metric == s.unit || s.metric.split('/').any(|p| p == s.unit) {
+    let unit = if s.metric.split([' ', '/']).any(|p| p == s.unit) {
         String::new()
     } else {
         format!(" [{}]", s.unit)
