@@ -118,9 +118,11 @@ pub enum Command {
         /// Baseline, then contenders.
         #[arg(required = true, num_args = 2..)]
         operands: Vec<String>,
-        /// Test behind each difference.
-        #[arg(long, value_enum, default_value = "student")]
-        test: crate::report::compare::Test,
+        /// Test behind each difference [default: student]. Naming one
+        /// prints ministat's table and the test's block even for a single
+        /// comparison, which is otherwise a short summary and its verdict.
+        #[arg(long, value_enum)]
+        test: Option<crate::report::compare::Test>,
         /// Confidence level in percent, 80..99.5 (ministat's Student's t
         /// accepts 80, 90, 95, 98, 99, 99.5).
         #[arg(long, default_value_t = 95.0, value_name = "PCT")]

@@ -1309,7 +1309,8 @@ fn ingest(db: &store::Locator, file: &str) -> anyhow::Result<ExitCode> {
 
 /// How `kbench compare` tests: its flags besides the operands.
 struct CompareHow<'a> {
-    test: report::compare::Test,
+    /// `None`: Student's t, and a single comparison printed short.
+    test: Option<report::compare::Test>,
     confidence: f64,
     margin: &'a str,
     expect: &'a [String],
@@ -1380,7 +1381,9 @@ fn compare(
             runs: runs.clone(),
         });
     }
-    let mut c = report::compare::compare_adjusted(&sels, test, confidence, margin, adjust)?;
+    let tested = test.unwrap_or(report::compare::Test::Student);
+    let mut c = report::compare::compare_adjusted(&sels, tested, confidence, margin, adjust)?;
+    c.short = test.is_none() && c.rows.len() == 1;
     // Which recorded facts differ between the runs each operand draws on.
     let mut fps: std::collections::HashMap<i64, system::Fingerprint> = Default::default();
     let mut operands = Vec::new();

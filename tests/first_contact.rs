@@ -514,6 +514,82 @@ fn two_commands_end_in_one_verdict_line_within_12_lines_and_json_says_the_same()
     assert!(all.ends_with(&format!("{last}\n")), "{all}");
 }
 
+/// The lines of a report that are verdicts (`X is 5.0% slower than Y`,
+/// `X vs Y: ...`).
+fn verdict_lines(text: &str) -> Vec<&str> {
+    text.lines()
+        .filter(|l| {
+            [" slower than ", " faster than ", " vs "]
+                .iter()
+                .any(|w| l.contains(w))
+        })
+        .collect()
+}
+
+#[test]
+fn only_variants_of_one_question_get_a_verdict() {
+    let dir = tempfile::tempdir().unwrap();
+    let _t = common::serial();
+    let short = ["--samples", "3", "--sample-time", "0.01", "--warmup", "0"];
+    // Two different benchmarks (the default suite's kind): nothing to
+    // compare, whatever their numbers.
+    let out = common::stdout(
+        kbench(dir.path())
+            .args(["run", "getppid", "getuid"])
+            .args(short),
+    );
+    assert!(verdict_lines(&out).is_empty(), "{out}");
+    assert!(!out.contains("baseline"), "{out}");
+    // One benchmark at two parameter values: one verdict, the second
+    // against the first.
+    let out = common::stdout(
+        kbench(dir.path())
+            .args(["run", "spin:work=1000", "spin:work=1100"])
+            .args(short),
+    );
+    let v = verdict_lines(&out);
+    assert_eq!(v.len(), 1, "{out}");
+    assert!(
+        v[0].starts_with("spin:work=1100 ") && v[0].contains(" spin:work=1000"),
+        "{out}"
+    );
+    // Both kinds in one run: the unrelated benchmark stays out of it.
+    let out = common::stdout(
+        kbench(dir.path())
+            .args(["run", "spin:work=1000", "getppid", "spin:work=1100"])
+            .args(short),
+    );
+    let v = verdict_lines(&out);
+    assert_eq!(v.len(), 1, "{out}");
+    assert!(!v[0].contains("getppid"), "{out}");
+}
+
+#[test]
+fn until_verdict_ends_in_one_verdict() {
+    let dir = tempfile::tempdir().unwrap();
+    let _t = common::serial();
+    let out = common::stdout(kbench(dir.path()).args([
+        "run",
+        "spin:work=1000",
+        "spin:work=1100",
+        "--until-verdict",
+        "--max-samples",
+        "10",
+        "--sample-time",
+        "0.01",
+        "--warmup",
+        "0",
+    ]));
+    let v = verdict_lines(&out);
+    assert_eq!(v.len(), 1, "{out}");
+    // The look that stopped the run, not a fixed-n test of its samples.
+    assert!(
+        out.replace("\n  ", " ").contains("(paired by round, ") || v[0].contains(" vs "),
+        "{out}"
+    );
+    assert!(!out.contains("verdict ("), "{out}");
+}
+
 #[test]
 fn compare_says_the_change_once_in_words_on_the_primary_metric() {
     let dir = tempfile::tempdir().unwrap();
@@ -525,8 +601,15 @@ fn compare_says_the_change_once_in_words_on_the_primary_metric() {
         );
     }
     let text = common::stdout(kbench(dir.path()).args(["compare", "1", "2"]));
-    // The primary metric only, and no second spelling of the change.
-    assert!(text.contains("sleep 0.001 real ("), "{text}");
+    // The primary metric only, and no second spelling of the change: the
+    // one row's summary, its design line and the verdict, in as few lines
+    // as hyperfine's answer (9) allows.
+    assert!(text.contains("sleep 0.001 real [s] ("), "{text}");
+    assert!(text.lines().count() <= 12, "{text}");
+    assert!(
+        !text.contains("geomean") && !text.contains("Stddev"),
+        "{text}"
+    );
     assert!(!text.contains(" user ("), "{text}");
     assert!(
         !text.contains(" worse") && !text.contains(" better ("),
@@ -547,6 +630,12 @@ fn compare_says_the_change_once_in_words_on_the_primary_metric() {
     assert_eq!(json["verdicts"][0]["outcome"], "not-judged");
     let md = common::stdout(kbench(dir.path()).args(["compare", "1", "2", "--format", "markdown"]));
     assert!(md.contains("**verdict**: 2 vs 1: not judged"), "{md}");
+    // A test asked for: ministat's table and the test's block.
+    let full = common::stdout(kbench(dir.path()).args(["compare", "1", "2", "--test", "student"]));
+    assert!(
+        full.contains("Stddev") && full.contains("sleep 0.001 real ("),
+        "{full}"
+    );
     let all = common::stdout(kbench(dir.path()).args(["compare", "1", "2", "--all-metrics"]));
     assert!(all.contains("sleep 0.001 user ("), "{all}");
     assert!(!all.contains("NaN") && !zero_ns(&all), "{all}");

@@ -42,7 +42,13 @@ fn two_ministat_files_import_as_variants_and_compare() {
         .args(["-C", "2", "-d", ",", "--name", "pair"])
         .assert()
         .success();
-    let c = stdout(kbench(d).args(["compare", "1:file=old.csv", "1:file=new.csv"]));
+    let c = stdout(kbench(d).args([
+        "compare",
+        "1:file=old.csv",
+        "1:file=new.csv",
+        "--test",
+        "student",
+    ]));
     let row = c
         .lines()
         .find(|l| l.starts_with("ministat value") && l.contains("5+5"))

@@ -555,7 +555,13 @@ fn a_hyperfine_export_imports_and_compares() {
         .success();
     let text = stdout(kbench(d).args(["report", "1", "--table", "ratio", "--cols", "command"]));
     assert!(text.contains("imported from hyperfine"), "{text}");
-    let c = stdout(kbench(d).args(["compare", "1:command=true", "1:command=sleep 0.01"]));
+    let c = stdout(kbench(d).args([
+        "compare",
+        "1:command=true",
+        "1:command=sleep 0.01",
+        "--test",
+        "student",
+    ]));
     let row = c
         .lines()
         .find(|l| l.starts_with("hyperfine time") && l.contains("10+10"))

@@ -85,6 +85,22 @@ pub struct Look {
     pub more: Option<u64>,
 }
 
+/// A worsening (positive = worse) as the one change every report prints:
+/// revision/baseline - 1 on the metric's own scale (a throughput 10% down
+/// is -10%), with its interval.
+pub fn as_change(worsening: f64, iv: Interval, direction: Direction) -> (f64, Interval) {
+    match direction {
+        Direction::Higher => (
+            -worsening,
+            Interval {
+                lo: -iv.hi,
+                hi: -iv.lo,
+            },
+        ),
+        Direction::Lower | Direction::Info => (worsening, iv),
+    }
+}
+
 /// One arm's values in a step, each with its round.
 pub type Values<'a> = &'a [(u32, f64)];
 

@@ -373,7 +373,6 @@ struct Ctx<'s> {
     a: &'s BisectArgs,
     good: crate::plan::Cell,
     bad: crate::plan::Cell,
-    unit: String,
     direction: Direction,
     about: About,
 }
@@ -433,7 +432,7 @@ impl Ctx<'_> {
             anyhow::bail!("measuring the ends: {f}");
         }
         let step = ends_step(&m, rev, dir, t);
-        self.say(text::step_line(&step, &self.unit));
+        self.say(text::step_line(&step, self.direction));
         Ok((step, m.run))
     }
 
@@ -469,7 +468,7 @@ impl Ctx<'_> {
             anyhow::bail!("measuring an end: {f}");
         }
         let step = candidate_step(&m, rev, d, t);
-        self.say(text::step_line(&step, &self.unit));
+        self.say(text::step_line(&step, self.direction));
         Ok((step, m))
     }
 }
@@ -541,7 +540,7 @@ fn candidate_step(m: &Measured, rev: Rev, direction: Direction, threshold: (f64,
 }
 
 /// Why the bad end cannot be bisected, when the ends' step says so.
-fn ends_refusal(s: &Setup, a: &BisectArgs, ends: &Step) -> Option<String> {
+fn ends_refusal(s: &Setup, a: &BisectArgs, ends: &Step, direction: Direction) -> Option<String> {
     let l = ends.look.as_ref()?;
     match l.call {
         Call::LikeBad => None,
@@ -550,14 +549,14 @@ fn ends_refusal(s: &Setup, a: &BisectArgs, ends: &Step) -> Option<String> {
             s.bad.short(),
             s.good.short(),
             a.threshold,
-            text::change(l)
+            text::change(l, direction)
         )),
         Call::Undecided => Some(format!(
             "cannot tell whether the bad end {} is worse than the good end by more than {} after {} samples each: {}{}",
             s.bad.short(),
             a.threshold,
             a.max_samples,
-            text::change(l),
+            text::change(l, direction),
             text::more(l)
         )),
     }
@@ -578,7 +577,7 @@ fn begin<'s>(s: &'s Setup, a: &'s BisectArgs, builds: &mut Builds<'_>) -> anyhow
         path_len: n,
         bench: a.bench.clone(),
         metric,
-        unit: unit.clone(),
+        unit,
         direction,
         threshold: s.threshold,
     };
@@ -587,7 +586,6 @@ fn begin<'s>(s: &'s Setup, a: &'s BisectArgs, builds: &mut Builds<'_>) -> anyhow
         a,
         good,
         bad,
-        unit,
         direction,
         about,
     })
@@ -617,7 +615,7 @@ fn bisect(db: &store::Locator, a: &BisectArgs) -> anyhow::Result<ExitCode> {
 
     // The ends: the bad one must be "like bad".
     let (ends, ends_run) = cx.ends(&mut steps)?;
-    if let Some(why) = ends_refusal(&s, a, &ends) {
+    if let Some(why) = ends_refusal(&s, a, &ends, cx.direction) {
         return Err(anyhow::anyhow!(why));
     }
     let mut result = Bisection {
@@ -683,7 +681,7 @@ fn search(
                     samples: [0, 0, 0],
                     skipped: Some(format!("build failed: {why} (log: {})", log.display())),
                 };
-                cx.say(text::step_line(&step, &cx.unit));
+                cx.say(text::step_line(&step, cx.direction));
                 b.steps.push(step);
                 skipped.push(c);
                 continue;
@@ -765,7 +763,7 @@ fn decide_one(db: &store::Locator, a: &BisectArgs) -> anyhow::Result<ExitCode> {
         Some(step) => step,
         None => cx.ends(&mut steps)?.0,
     };
-    if let Some(why) = ends_refusal(&s, a, &ends) {
+    if let Some(why) = ends_refusal(&s, a, &ends, cx.direction) {
         return Err(anyhow::anyhow!(
             "{why}; stopping `git bisect run` (exit 128)"
         ));
@@ -784,7 +782,7 @@ fn decide_one(db: &store::Locator, a: &BisectArgs) -> anyhow::Result<ExitCode> {
     };
     let (step, _) = cx.candidate(&mut steps, c, &dir)?;
     if a.quiet {
-        eprintln!("kbench: {}", text::step_line(&step, &cx.unit));
+        eprintln!("kbench: {}", text::step_line(&step, cx.direction));
     }
     Ok(ExitCode::from(match step.call {
         Some(Call::LikeGood) => 0,

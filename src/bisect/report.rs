@@ -16,9 +16,12 @@
 //! `git bisect` concludes it (the revision after the last good one, when
 //! it is the first bad one).
 
+use super::decide::as_change;
 use super::{About, Bisection, Call, ENDS, RESULT, Rev, STEP, Step, StepVerdict};
+use crate::record::Direction;
 use crate::report::Format;
 use crate::report::html::esc;
+use crate::stats::Interval;
 use crate::store::{CampaignQuery, Scope, StoreRead};
 
 /// The bisection stored in campaign `id`, or `None` when it is not a
@@ -132,8 +135,11 @@ fn pct(x: f64) -> String {
 }
 
 /// A step's cells: rounds, vs good, vs bad, call.
-fn cells(s: &Step) -> [String; 4] {
-    let change = |x: f64, lo: f64, hi: f64| format!("{} [{}, {}]", pct(x), pct(lo), pct(hi));
+fn cells(s: &Step, direction: Direction) -> [String; 4] {
+    let change = |x: f64, lo: f64, hi: f64| {
+        let (x, iv) = as_change(x, Interval { lo, hi }, direction);
+        format!("{} [{}, {}]", pct(x), pct(iv.lo), pct(iv.hi))
+    };
     let call = match s.call {
         Some(Call::LikeGood) => "like good",
         Some(Call::LikeBad) => "like bad",
@@ -178,19 +184,20 @@ fn markdown(b: &Bisection) -> String {
     let md = |s: &str| s.replace('|', "\\|");
     let mut o = format!("## {}\n\n", heading(b));
     o += &format!(
-        "`--bench {}`, metric {} ({}, {}); a revision is bad when worse than \
-         the good end by more than {}. Each step compares the revision with \
+        "`--bench {}`, metric {} ({}, {}); a revision is bad when {} \
+         than the good end by more than {}. Each step compares the revision with \
          both ends measured in the same rounds, paired by round.\n\n",
         md(&b.about.bench),
         md(&b.about.metric),
         md(&b.about.unit),
         b.about.direction,
+        super::text::worse_words(&b.about.metric, &b.about.unit, b.about.direction),
         pct(b.about.threshold).trim_start_matches('+')
     );
-    o += "| revision | subject | rounds | vs good (+ = worse) | vs bad | call |\n";
+    o += "| revision | subject | rounds | vs good | vs bad | call |\n";
     o += "|---|---|--:|--:|--:|---|\n";
     for s in &b.steps {
-        let [n, g, v, c] = cells(s);
+        let [n, g, v, c] = cells(s, b.about.direction);
         o += &format!(
             "| {} | {} | {n} | {g} | {v} | {c} |\n",
             s.rev.label,
@@ -204,18 +211,24 @@ fn markdown(b: &Bisection) -> String {
     o
 }
 
-/// Each step's regression from the good end as an interval on one axis,
+/// Each step's change from the good end as an interval on one axis,
 /// with the threshold: where the calls came from, at a glance.
 fn chart(b: &Bisection) -> String {
-    let looks: Vec<(&Step, &super::decide::Look)> = b
+    let d = b.about.direction;
+    let looks: Vec<(&Step, (f64, Interval))> = b
         .steps
         .iter()
-        .filter_map(|s| s.look.as_ref().map(|l| (s, l)))
+        .filter_map(|s| {
+            s.look
+                .as_ref()
+                .map(|l| (s, as_change(l.regression, l.interval, d)))
+        })
         .collect();
-    let (mut lo, mut hi) = (0.0f64, b.about.threshold);
-    for (_, l) in &looks {
-        lo = lo.min(l.interval.lo);
-        hi = hi.max(l.interval.hi);
+    let threshold = as_change(b.about.threshold, Interval { lo: 0.0, hi: 0.0 }, d).0;
+    let (mut lo, mut hi) = (threshold.min(0.0), threshold.max(0.0));
+    for (_, (_, iv)) in &looks {
+        lo = lo.min(iv.lo);
+        hi = hi.max(iv.hi);
     }
     let pad = (hi - lo).max(0.01) * 0.05;
     let (lo, hi) = (lo - pad, hi + pad);
@@ -224,9 +237,9 @@ fn chart(b: &Bisection) -> String {
     let h = row * looks.len() as f64 + 30.0;
     let mut o = format!(
         "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{h}\" role=\"img\">\
-         <title>regression from the good end per step</title>"
+         <title>change from the good end per step</title>"
     );
-    for (v, label, dash) in [(0.0, "0", ""), (b.about.threshold, "threshold", "4 3")] {
+    for (v, label, dash) in [(0.0, "0", ""), (threshold, "threshold", "4 3")] {
         o += &format!(
             "<line x1=\"{0:.1}\" x2=\"{0:.1}\" y1=\"0\" y2=\"{1:.1}\" stroke=\"#888\" stroke-dasharray=\"{dash}\"/>\
              <text x=\"{0:.1}\" y=\"{2:.1}\" font-size=\"11\" text-anchor=\"middle\">{label}</text>",
@@ -235,7 +248,7 @@ fn chart(b: &Bisection) -> String {
             h - 4.0
         );
     }
-    for (i, (s, l)) in looks.iter().enumerate() {
+    for (i, (s, (c, iv))) in looks.iter().enumerate() {
         let y = row * i as f64 + row / 2.0;
         let colour = match s.call {
             Some(Call::LikeBad) => "#e15759",
@@ -248,9 +261,9 @@ fn chart(b: &Bisection) -> String {
              <circle cx=\"{:.1}\" cy=\"{y:.1}\" r=\"4\" fill=\"{colour}\"/>",
             y + 4.0,
             esc(&s.rev.label),
-            x(l.interval.lo),
-            x(l.interval.hi),
-            x(l.regression)
+            x(iv.lo),
+            x(iv.hi),
+            x(*c)
         );
     }
     o + "</svg>"
@@ -260,19 +273,20 @@ fn html(b: &Bisection) -> String {
     let mut o = format!("<h1>{}</h1>\n", esc(&heading(b)));
     o += &format!(
         "<p class=\"legend\"><code>--bench {}</code>, metric {} ({}, {}); a revision is bad \
-         when worse than the good end by more than {}. Each step compares the revision with \
+         when {} than the good end by more than {}. Each step compares the revision with \
          both ends measured in the same rounds, paired by round.</p>\n",
         esc(&b.about.bench),
         esc(&b.about.metric),
         esc(&b.about.unit),
         b.about.direction,
+        super::text::worse_words(&b.about.metric, &b.about.unit, b.about.direction),
         pct(b.about.threshold).trim_start_matches('+')
     );
     o += &chart(b);
     o += "\n<table><tr><th>revision</th><th>subject</th><th>rounds</th>\
-          <th>vs good (+ = worse)</th><th>vs bad</th><th>call</th></tr>\n";
+          <th>vs good</th><th>vs bad</th><th>call</th></tr>\n";
     for s in &b.steps {
-        let [n, g, v, c] = cells(s);
+        let [n, g, v, c] = cells(s, b.about.direction);
         o += &format!(
             "<tr><td>{}</td><td>{}</td><td>{n}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
             esc(&s.rev.label),

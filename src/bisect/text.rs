@@ -2,23 +2,36 @@
 //! (stderr) and the summary (stdout), within 80 columns. Numbers come from
 //! `decide.rs` and the model in `mod.rs`; nothing is computed here.
 
-use super::decide::{Call, Look};
+use super::decide::{Call, Look, as_change};
 use super::{Bisection, Step};
+use crate::record::Direction;
 use crate::report::human;
+use crate::stats::Interval;
 
 fn pct(x: f64) -> String {
     format!("{:+.1}%", x * 100.0)
 }
 
-/// `+10.2% [+8.1%, +12.5%]`: the regression (positive = worse) and its
-/// interval.
-pub fn change(l: &Look) -> String {
-    format!(
-        "{} [{}, {}]",
-        pct(l.regression),
-        pct(l.interval.lo),
-        pct(l.interval.hi)
-    )
+/// `+10.2% [+8.1%, +12.5%]`: the change from the good end
+/// (revision/good - 1, as every report prints it) and its interval.
+pub fn change(l: &Look, direction: Direction) -> String {
+    spelled(l.regression, l.interval, direction)
+}
+
+/// A worsening as the change and its interval: `+10.2% [+8.1%, +12.5%]`.
+fn spelled(worsening: f64, iv: Interval, direction: Direction) -> String {
+    let (c, iv) = as_change(worsening, iv, direction);
+    format!("{} [{}, {}]", pct(c), pct(iv.lo), pct(iv.hi))
+}
+
+/// The worse side of a metric in words, `slower` or `has less ops/s`: a
+/// revision is bad when it is this by more than the threshold.
+pub fn worse_words(metric: &str, unit: &str, direction: Direction) -> String {
+    let up = direction != Direction::Higher;
+    match crate::report::verdict::words(up, direction, unit) {
+        ("has", w) => format!("has {w} {metric}"),
+        (_, w) => w.to_string(),
+    }
 }
 
 /// `; about N more samples each would decide it`, or why none would.
@@ -60,19 +73,14 @@ fn level(c: f64) -> String {
 /// One step as a line: `12-abcdef0 commit 13: +10.1% [..] vs good,
 /// -0.2% [..] vs bad (99.44%, 10 rounds), 10 samples (10 good, 10 bad): like
 /// bad`.
-pub fn step_line(s: &Step, _unit: &str) -> String {
+pub fn step_line(s: &Step, direction: Direction) -> String {
     let head = format!("{} {}", s.rev.label, cut(&s.rev.commit.subject, 30));
     match (&s.look, &s.skipped) {
         (Some(l), skipped) => format!(
             "{head}: {} vs good{} ({}%, {} rounds), {} samples ({} good, {} bad): {}{}",
-            change(l),
+            change(l, direction),
             l.vs_bad
-                .map(|b| format!(
-                    ", {} [{}, {}] vs bad",
-                    pct(b.regression),
-                    pct(b.interval.lo),
-                    pct(b.interval.hi)
-                ))
+                .map(|b| format!(", {} vs bad", spelled(b.regression, b.interval, direction)))
                 .unwrap_or_default(),
             level(l.confidence),
             l.n,
@@ -90,8 +98,10 @@ pub fn step_line(s: &Step, _unit: &str) -> String {
     }
 }
 
-/// `+10.1% [+8.0,+12.0]`: a change and its interval, compact.
-fn compact(x: f64, iv: crate::stats::Interval) -> String {
+/// `+10.1% [+8.0,+12.0]`: a worsening as the change and its interval,
+/// compact.
+fn compact(x: f64, iv: Interval, direction: Direction) -> String {
+    let (x, iv) = as_change(x, iv, direction);
     format!("{} [{:+.1},{:+.1}]", pct(x), iv.lo * 100.0, iv.hi * 100.0)
 }
 
@@ -116,25 +126,27 @@ pub fn render(b: &Bisection) -> String {
         .iter()
         .find_map(|s| s.look.map(|l| level(l.confidence)))
         .unwrap_or_else(|| "99".into());
+    let a = &b.about;
     o += &format!(
-        "a revision is bad when worse than good by more than {}; each step\n\
-         compares it with both ends, paired by round ({conf}%)\n\n",
-        pct(b.about.threshold).trim_start_matches('+')
+        "a revision is bad when {} than good by more than {}; each\n\
+         step compares it with both ends, paired by round ({conf}%)\n\n",
+        worse_words(&a.metric, &a.unit, a.direction),
+        pct(a.threshold).trim_start_matches('+')
     );
     o += &format!(
         "{:<10} {:>6}  {:<20} {:<19}  {}\n",
-        "revision", "rounds", "vs good (+ = worse)", "vs bad", "call"
+        "revision", "rounds", "vs good", "vs bad", "call"
     );
     for (i, s) in b.steps.iter().enumerate() {
         let vs = s
             .look
             .as_ref()
-            .map(|l| compact(l.regression, l.interval))
+            .map(|l| compact(l.regression, l.interval, a.direction))
             .unwrap_or_else(|| "-".into());
         let vb = s
             .look
             .and_then(|l| l.vs_bad)
-            .map(|c| compact(c.regression, c.interval))
+            .map(|c| compact(c.regression, c.interval, a.direction))
             .unwrap_or_else(|| "-".into());
         let mut c = call(s.call).to_string();
         if i == 0 {
@@ -164,18 +176,23 @@ pub fn render(b: &Bisection) -> String {
             o += &format!("first bad commit: {} {}\n", r.commit.id, r.commit.subject);
             if let Some(e) = &b.effect {
                 let half = (e.interval.hi - e.interval.lo) / 2.0 * e.good_mean;
+                let (c, iv) = as_change(e.regression, e.interval, a.direction);
+                let (verb, _) = crate::report::verdict::words(c > 0.0, a.direction, &a.unit);
                 o += &format!(
-                    "effect: {} [{}, {}] ({}%, paired) vs the good end: {} -> {}\n",
-                    pct(e.regression),
-                    pct(e.interval.lo),
-                    pct(e.interval.hi),
-                    e.confidence,
-                    human::value(e.good_mean, &b.about.unit, Some(half), false),
-                    human::value(e.mean, &b.about.unit, Some(half), false),
+                    "effect: it {} {} than the good end: {} -> {}\n",
+                    verb,
+                    crate::report::verdict::phrase(c, a.direction, &a.metric, &a.unit),
+                    human::value(e.good_mean, &a.unit, Some(half), false),
+                    human::value(e.mean, &a.unit, Some(half), false),
                 );
                 o += &format!(
-                    "        (measured interleaved: {} samples of each, {} rounds paired)\n",
-                    e.n, e.rounds
+                    "        [{}, {}] at {}%, paired by round (measured interleaved:\n\
+                     \x20       {} samples of each, {} rounds paired)\n",
+                    pct(iv.lo),
+                    pct(iv.hi),
+                    e.confidence,
+                    e.n,
+                    e.rounds
                 );
             }
         }
@@ -338,7 +355,7 @@ mod tests {
         insta::assert_snapshot!("bisect_found_text", tail.join("\n"));
         assert!(text.lines().all(|l| l.len() <= 80), "{text}");
         assert_eq!(
-            step_line(&one.steps[2], "s"),
+            step_line(&one.steps[2], Direction::Lower),
             "06-ddddddd commit 7: +5.0% [+1.0%, +9.0%] vs good (99%, 30 rounds), 30 samples (30 good, 30 bad): undecided (skip); about 40 more rounds would decide it"
         );
     }

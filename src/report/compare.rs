@@ -437,6 +437,11 @@ pub struct Comparison {
     /// One verdict per contender, in words (`verdict.rs`): the
     /// comparison's one row, or the geomean of the first unit's rows.
     pub verdicts: Vec<super::verdict::VerdictLine>,
+    /// One row and no test asked for: the text is the row's summary, its
+    /// design line and the verdict (a hyperfine-sized answer), not
+    /// ministat's blocks, a summary table and a geomean that repeat it.
+    #[serde(skip)]
+    pub short: bool,
 }
 
 /// Most operands: ministat's symbols.
@@ -608,6 +613,7 @@ fn of_observations(names: &[String], all: &[Observed], how: How) -> anyhow::Resu
         adjust,
         family,
         verdicts: Vec::new(),
+        short: false,
     };
     c.verdicts = verdicts(&c);
     Ok(c)

@@ -364,12 +364,16 @@ impl Report {
         };
         let groups = groups(&d.cells, &[], &[], stop, &design);
         let verdict = until_verdict(&d.cells, stop);
+        let mut summary = summary::of_groups(&groups);
+        if let (Some(s), Some(look), Some(rule)) = (summary.as_mut(), &verdict, stop) {
+            s.sequential(look, rule.max_samples as usize);
+        }
         Report {
             overhead_ns: d.run.overhead_ns,
             subject: Subject::Run(d.run),
             scaling: scale::build(&d.cells, &[]),
             details: Some(d.details),
-            summary: summary::of_groups(&groups),
+            summary,
             groups,
             verdict,
             failed: failed_cells(&d.cells, &d.failures),

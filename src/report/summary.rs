@@ -35,6 +35,10 @@ pub struct RunSummary {
     /// every metric is asked for.
     #[serde(skip)]
     pub stands_for_tables: bool,
+    /// How the variants group into comparisons, for the heading: `the
+    /// baseline first` when they are one comparison.
+    #[serde(skip)]
+    pub order: &'static str,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -47,6 +51,21 @@ pub struct Variant {
     pub stddev: f64,
     pub min: f64,
     pub max: f64,
+}
+
+impl Variant {
+    /// A variant named `name` with the statistics of `s`.
+    pub fn of(name: &str, s: &crate::stats::Summary) -> Variant {
+        Variant {
+            name: name.to_string(),
+            n: s.n,
+            median: s.median,
+            mean: s.mean,
+            stddev: s.stddev,
+            min: s.min,
+            max: s.max,
+        }
+    }
 }
 
 /// The summary of a report's tables: every cell's first metric, when
@@ -82,19 +101,12 @@ pub fn of_groups(groups: &[Group]) -> Option<RunSummary> {
                     .filter(|(_, l)| *l != "-")
                     .map(|(c, l)| format!("{c}={l}"))
                     .collect();
-                Variant {
-                    name: if named.is_empty() {
-                        g.bench.clone()
-                    } else {
-                        format!("{}:{}", g.bench, named.join(","))
-                    },
-                    n: r.summary.n,
-                    median: r.summary.median,
-                    mean: r.summary.mean,
-                    stddev: r.summary.stddev,
-                    min: r.summary.min,
-                    max: r.summary.max,
-                }
+                let name = if named.is_empty() {
+                    g.bench.clone()
+                } else {
+                    format!("{}:{}", g.bench, named.join(","))
+                };
+                Variant::of(&name, &r.summary)
             })
         })
         .collect();
@@ -107,32 +119,73 @@ pub fn of_groups(groups: &[Group]) -> Option<RunSummary> {
     let distinct = names
         .iter()
         .all(|n| names.iter().filter(|m| *m == n).count() == 1);
-    let verdicts = if distinct {
-        super::compare::of_variants(
+    let mut verdicts = Vec::new();
+    let families = families(&rows);
+    let order = match families.iter().filter(|f| f.len() > 1).count() {
+        0 => "",
+        _ if families.len() == 1 => ", the baseline first",
+        _ => ", each benchmark's baseline first",
+    };
+    for family in families.iter().filter(|f| f.len() > 1 && distinct) {
+        let pick = |i: &usize| names[*i].clone();
+        let obs: Vec<_> = family.iter().map(|i| obs[*i].clone()).collect();
+        let names: Vec<String> = family.iter().map(pick).collect();
+        let c = super::compare::of_variants(
             &names,
             &head.metric,
             &head.unit,
             head.direction,
             &obs,
             CONFIDENCE,
-        )
-        .map(|c| c.verdicts)
-        .unwrap_or_default()
-    } else {
-        Vec::new()
-    };
+        );
+        verdicts.extend(c.map(|c| c.verdicts).unwrap_or_default());
+    }
     // Commands, or a benchmark with metrics beyond the primary one: the
     // tables of those are what `--all-metrics` adds.
     let stands_for_tables =
         rows.iter().all(|r| r.kind == crate::record::Kind::Command) || groups.len() > firsts.len();
     Some(RunSummary {
         stands_for_tables,
+        order,
         metric: head.metric.clone(),
         unit: head.unit.clone(),
         direction: head.direction,
         variants,
         verdicts,
     })
+}
+
+impl RunSummary {
+    /// The verdict of a run stopped by `--until-verdict` (capped at `max`
+    /// rounds): the sequential look that stopped it, in place of a fixed-n
+    /// verdict of the same samples (one verdict, at the level it holds).
+    pub fn sequential(&mut self, look: &crate::runner::adaptive::Look, max: usize) {
+        let [a, b] = &self.variants[..] else {
+            return;
+        };
+        let level = crate::runner::adaptive::look_confidence(max);
+        let what = (self.metric.as_str(), self.unit.as_str(), self.direction);
+        self.verdicts = vec![super::verdict::of_look(&a.name, &b.name, look, what, level)];
+    }
+}
+
+/// The variants that are one question, by their index in `rows`, the
+/// baseline of each first: commands given together are variants of one
+/// another, and so are the cells of one benchmark (parameter values, factor
+/// levels, labels); two different benchmarks (`getppid`, `getuid`) are not,
+/// and get no verdict.
+fn families(rows: &[&super::CellSummary]) -> Vec<Vec<usize>> {
+    if rows.iter().all(|r| r.kind == crate::record::Kind::Command) {
+        return vec![(0..rows.len()).collect()];
+    }
+    let mut out: Vec<(&str, Vec<usize>)> = Vec::new();
+    for (i, r) in rows.iter().enumerate() {
+        match out.iter_mut().find(|(b, _)| *b == r.bench) {
+            Some((_, f)) => f.push(i),
+            None => out.push((&r.bench, vec![i])),
+        }
+    }
+    out.into_iter().map(|(_, f)| f).collect()
 }
 
 /// Confidence of the verdicts' intervals, percent (`kbench compare`'s
@@ -143,16 +196,12 @@ pub const CONFIDENCE: f64 = 95.0;
 /// human units, the baseline first.
 pub fn text(o: &mut String, s: &RunSummary) {
     use std::fmt::Write;
-    let unit = if s.metric == s.unit || s.metric.split('/').any(|p| p == s.unit) {
+    let unit = if s.metric.split([' ', '/']).any(|p| p == s.unit) {
         String::new()
     } else {
         format!(" [{}]", s.unit)
     };
-    let _ = writeln!(
-        o,
-        "{}{unit} ({}), the baseline first:",
-        s.metric, s.direction
-    );
+    let _ = writeln!(o, "{}{unit} ({}){}:", s.metric, s.direction, s.order);
     let head = ["N", "median", "mean", "stddev", "min", "max"];
     let cells: Vec<Vec<String>> = s
         .variants

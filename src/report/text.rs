@@ -83,22 +83,9 @@ fn report(o: &mut String, r: &Report) {
             precision_lines(o, g, rule.precision);
         }
     }
-    if let Some(v) = &r.verdict {
-        let names: Vec<String> = r
-            .groups
-            .iter()
-            .flat_map(|g| g.rows.iter().map(|x| x.labels.join(" | ")))
-            .collect();
-        let level = r.stop().map_or(String::new(), |rule| {
-            let c = crate::runner::adaptive::look_confidence(rule.max_samples as usize);
-            format!(" {c:.2}%")
-        });
-        let _ = writeln!(
-            o,
-            "\nverdict ({} vs {}, paired by round,{level} at each look): {v}",
-            names.first().map_or("A", |s| s.as_str()),
-            names.get(1).map_or("B", |s| s.as_str())
-        );
+    if let (Some(v), None) = (&r.verdict, &r.summary) {
+        // Two cells whose metrics differ have no summary to word it in.
+        let _ = writeln!(o, "\nverdict (paired by round): {v}");
     }
     scaling(o, &r.scaling);
     failed(o, &r.failed);
@@ -1083,7 +1070,76 @@ fn compare_block(o: &mut String, c: &Comparison, r: &Row) {
     }
 }
 
+/// A comparison of one row with no test asked for: the operands' summary
+/// of that row, each contender's design line, then the verdict; ministat's
+/// blocks come with `--test`.
+fn compare_short(o: &mut String, c: &Comparison, r: &Row) {
+    let cell = if r.cell.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", r.cell)
+    };
+    let s = super::summary::RunSummary {
+        metric: format!("{} {}{cell}", r.bench, r.metric),
+        unit: r.unit.clone(),
+        direction: r.direction,
+        variants: c
+            .operands
+            .iter()
+            .zip(&r.stats)
+            .zip(SYMBOL)
+            .map(|((name, st), sym)| {
+                super::summary::Variant::of(&format!("{sym} {name}"), &st.summary)
+            })
+            .collect(),
+        verdicts: Vec::new(),
+        stands_for_tables: false,
+        order: ", the baseline first",
+    };
+    super::summary::text(o, &s);
+    for (j, v) in r.versus.iter().enumerate() {
+        let vs = if c.operands.len() > 2 {
+            format!(" {}", c.operands[j + 1])
+        } else {
+            String::new()
+        };
+        let words = design_words(v, r, r.family, c.adjust.label());
+        if !words.is_empty() {
+            o.push_str(&grid::wrap(&format!("design{vs}: {words}"), WIDTH, "    "));
+        }
+    }
+    compare_tail(o, c, false);
+}
+
+/// The end of a comparison: unpaired cells, comparability (after a blank
+/// line when `gap`), then the verdicts.
+fn compare_tail(o: &mut String, c: &Comparison, gap: bool) {
+    for u in &c.unpaired {
+        let _ = writeln!(o, "unpaired (not in every operand): {u}");
+    }
+    if let Some(k) = &c.comparability {
+        if gap {
+            o.push('\n');
+        }
+        let symbols: Vec<String> = SYMBOL
+            .iter()
+            .take(c.operands.len())
+            .map(|s| s.to_string())
+            .collect();
+        comparability(o, k, &symbols);
+    }
+    if !c.verdicts.is_empty() {
+        o.push('\n');
+    }
+    for v in &c.verdicts {
+        o.push_str(&grid::wrap(&v.sentence, WIDTH, "  "));
+    }
+}
+
 fn compare(o: &mut String, c: &Comparison) {
+    if let (true, [r]) = (c.short, &c.rows[..]) {
+        return compare_short(o, c, r);
+    }
     for r in &c.rows {
         compare_block(o, c, r);
         o.push('\n');
@@ -1129,24 +1185,7 @@ fn compare(o: &mut String, c: &Comparison) {
             "    ",
         ));
     }
-    for u in &c.unpaired {
-        let _ = writeln!(o, "unpaired (not in every operand): {u}");
-    }
-    if let Some(k) = &c.comparability {
-        o.push('\n');
-        let symbols: Vec<String> = SYMBOL
-            .iter()
-            .take(c.operands.len())
-            .map(|s| s.to_string())
-            .collect();
-        comparability(o, k, &symbols);
-    }
-    if !c.verdicts.is_empty() {
-        o.push('\n');
-    }
-    for v in &c.verdicts {
-        o.push_str(&grid::wrap(&v.sentence, WIDTH, "  "));
-    }
+    compare_tail(o, c, true);
 }
 
 /// Which recorded facts differ between the operands, and a warning for

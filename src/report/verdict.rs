@@ -66,7 +66,7 @@ pub fn signed(x: f64) -> String {
 /// higher): slower/faster for a time (or a rate, which is better higher),
 /// more/less for throughput and counts that are better higher,
 /// larger/smaller for other costs.
-fn words(up: bool, direction: Direction, unit: &str) -> (&'static str, &'static str) {
+pub fn words(up: bool, direction: Direction, unit: &str) -> (&'static str, &'static str) {
     let rate = unit.ends_with("/s");
     match (is_time(unit), rate, direction, up) {
         (true, _, _, true) => ("is", "slower"),
@@ -197,6 +197,68 @@ pub fn line(
     )
 }
 
+/// The verdict of a sequential comparison (`--until-verdict`): the paired
+/// look that stopped the run, at its own level, worded as every verdict.
+/// It replaces the fixed-n verdict of the same samples, which would not
+/// hold its error rate after looking at them round by round.
+pub fn of_look(
+    baseline: &str,
+    contender: &str,
+    look: &crate::runner::adaptive::Look,
+    (metric, unit, direction): (&str, &str, Direction),
+    level: f64,
+) -> VerdictLine {
+    use crate::stats::equivalence::Verdict as V;
+    let (lo, hi) = (look.interval.lo, look.interval.hi);
+    let how = format!("paired by round, {level:.2}% at each look");
+    let (outcome, sentence) = match look.verdict {
+        V::Different | V::DifferentWithinMargin => {
+            let (verb, word) = words(look.delta > 0.0, direction, unit);
+            let small = if look.verdict == V::Different {
+                String::new()
+            } else {
+                format!(", within the +/-{} margin", magnitude(look.margin))
+            };
+            let said = format!(
+                "{contender} {verb} {} than {baseline} [{}, {}]{small} ({how})",
+                phrase(look.delta, direction, metric, unit),
+                signed(lo),
+                signed(hi)
+            );
+            (word, said)
+        }
+        V::Equivalent => (
+            "no-difference",
+            format!(
+                "{contender} vs {baseline}: no difference found (within +/-{}, {how})",
+                magnitude(look.margin)
+            ),
+        ),
+        V::Inconclusive => (
+            "not-judged",
+            format!(
+                "{contender} vs {baseline}: undecided at the cap [{}, {}] \
+                 reaches beyond +/-{}; allow more with `--max-samples N`",
+                signed(lo),
+                signed(hi),
+                magnitude(look.margin)
+            ),
+        ),
+        V::TooFew => (
+            "not-judged",
+            format!("{contender} vs {baseline}: not judged: too few rounds"),
+        ),
+    };
+    VerdictLine {
+        baseline: baseline.to_string(),
+        contender: contender.to_string(),
+        outcome: outcome.into(),
+        change: Some(look.delta),
+        interval: Some([lo, hi]),
+        sentence,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -229,5 +291,38 @@ mod tests {
         assert_eq!(phrase(0.08, Info, "util", "%"), "8.0% higher");
         assert_eq!(phrase(0.0, Lower, "ns/op", "ns"), "no change");
         assert_eq!(phrase(-0.0035, Lower, "ns/op", "ns"), "0.35% faster");
+    }
+
+    #[test]
+    fn a_sequential_look_is_worded_as_every_verdict() {
+        use crate::runner::adaptive::Look;
+        use crate::stats::{Interval, equivalence::Verdict as V};
+        let look = |verdict, delta, lo, hi| Look {
+            verdict,
+            delta,
+            interval: Interval { lo, hi },
+            margin: 0.01,
+        };
+        let m = ("ns/op", "ns", Direction::Lower);
+        let v = of_look("a", "b", &look(V::Different, 0.05, 0.03, 0.07), m, 99.44);
+        assert_eq!(
+            v.sentence,
+            "b is 5.0% slower than a [+3.0%, +7.0%] (paired by round, 99.44% at each look)"
+        );
+        assert_eq!(v.outcome, "slower");
+        let v = of_look(
+            "a",
+            "b",
+            &look(V::Equivalent, 0.001, -0.005, 0.006),
+            m,
+            99.0,
+        );
+        assert_eq!(v.outcome, "no-difference");
+        assert!(
+            v.sentence
+                .starts_with("b vs a: no difference found (within +/-1.0%")
+        );
+        let v = of_look("a", "b", &look(V::Inconclusive, 0.0, -0.02, 0.03), m, 99.0);
+        assert_eq!(v.outcome, "not-judged");
     }
 }
