@@ -212,7 +212,7 @@ fn fixed_with_links(fixed: &[String], bench: &str, links: &Links) -> Vec<String>
     out
 }
 
-fn pair_key(c: &crate::record::CellInfo, metric: &str, fixed: &[String], links: &Links) -> PairKey {
+pub(crate) fn pair_key(c: &crate::record::CellInfo, metric: &str, fixed: &[String], links: &Links) -> PairKey {
     let fixed = fixed_with_links(fixed, &c.bench, links);
     let set_by_factor = |k: &String| {
         links
