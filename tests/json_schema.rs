@@ -138,7 +138,12 @@ fn every_json_document_matches_the_shipped_schema() {
     );
     let e = get(
         "explain",
-        &["explain", "shapes:work=light", "shapes:work=heavy", "--json"],
+        &[
+            "explain",
+            "shapes:work=light",
+            "shapes:work=heavy",
+            "--json",
+        ],
     );
     assert_eq!(e["kind"], "explain");
     validate(d, &docs);

@@ -496,3 +496,59 @@ fn a_hyperfine_export_imports_and_compares() {
     let runs = stdout(kbench(d).args(["runs"]));
     assert_eq!(runs.lines().count(), 2, "{runs}");
 }
+
+/// `run --profile` of a program whose variant b spends more time in one
+/// function: `explain --format html` draws the differential flame graph
+/// (the function red, its values on hover) and `report --format html`
+/// each cell's flame graph; both render in Chromium, fetching nothing.
+#[test]
+fn profile_flame_graphs_render_in_chromium() {
+    let _t = kbench::test_support::timing_lock();
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let src = d.join("prog.c");
+    std::fs::write(&src, include_str!("../scripts/explain/prog.c")).unwrap();
+    let bin = d.join("prog");
+    let st = std::process::Command::new("cc")
+        .args(["-O1", "-g", "-fno-omit-frame-pointer", "-o"])
+        .arg(&bin)
+        .arg(&src)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let p = common::plan(
+        d,
+        "fl.toml",
+        &format!(
+            "name = \"fl\"\nsamples = 4\nwarmup = 0\n[factors]\n\
+             variant = {{ apply = \"env\", var = \"VARIANT\", values = [\"a\", \"b\"] }}\n\
+             [[bench]]\nname = \"prog\"\ncommand = [\"{}\"]\n",
+            bin.display()
+        ),
+    );
+    common::assert_ok(
+        &kbench(d)
+            .args(["run", p.to_str().unwrap(), "--profile", "-q"])
+            .output()
+            .unwrap(),
+    );
+    let html = stdout(kbench(d).args([
+        "explain",
+        "fl:variant=a",
+        "fl:variant=b",
+        "--format",
+        "html",
+    ]));
+    assert!(html.contains("<svg class=\"flame\""), "{html}");
+    assert!(html.contains("<title>named_hotspot\n"), "{html}");
+    assert!(!html.contains("<script"));
+    let page = d.join("explain.html");
+    std::fs::write(&page, &html).unwrap();
+    chromium_renders(&page, "explain-flame");
+
+    let rep = stdout(kbench(d).args(["report", "fl", "--format", "html"]));
+    assert_eq!(rep.matches("<svg class=\"flame\"").count(), 2, "{rep}");
+    let page = d.join("report.html");
+    std::fs::write(&page, &rep).unwrap();
+    chromium_renders(&page, "report-flame");
+}

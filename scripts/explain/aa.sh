@@ -32,7 +32,7 @@ plan aa a a2
 flagged=0
 for i in $(seq 1 "$n"); do
     "$kbench" run "$dir/aa.toml" --force --profile -q > /dev/null
-    run=$("$kbench" runs --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["runs"][-1]["id"])')
+    run=$("$kbench" runs --json | python3 -c 'import json,sys; print(max(r["id"] for r in json.load(sys.stdin)["runs"]))')
     c=$(changed "$run:variant=a" "$run:variant=a2")
     echo "A/A pair $i (run $run): $c symbols changed; load $(cut -d' ' -f1-3 /proc/loadavg)"
     [ "$c" -gt 0 ] && flagged=$((flagged + 1))

@@ -184,7 +184,9 @@ fn explain_cell(name: &str, a: &Side, b: &Side, ask: &Ask<'_>) -> CellExplain {
         .flat_map(|(s, v)| {
             [
                 (v[0].max(v[2]) >= MIN_SHARE).then_some((*s, true)),
-                (v[1].max(v[3]) >= MIN_SHARE && v[1].max(v[3]) < 0.999 && (v[1], v[3]) != (v[0], v[2]))
+                (v[1].max(v[3]) >= MIN_SHARE
+                    && v[1].max(v[3]) < 0.999
+                    && (v[1], v[3]) != (v[0], v[2]))
                     .then_some((*s, false)),
             ]
         })
@@ -214,7 +216,9 @@ fn explain_cell(name: &str, a: &Side, b: &Side, ask: &Ask<'_>) -> CellExplain {
     symbols.sort_by(|x, y| {
         (y.changed.cmp(&x.changed)).then(y.diff.mean.abs().total_cmp(&x.diff.mean.abs()))
     });
-    let shown = symbols.len().min(ask.top.max(symbols.iter().filter(|s| s.changed).count()));
+    let shown = symbols
+        .len()
+        .min(ask.top.max(symbols.iter().filter(|s| s.changed).count()));
     symbols.truncate(shown);
     CellExplain {
         cell: name.to_string(),
@@ -225,11 +229,13 @@ fn explain_cell(name: &str, a: &Side, b: &Side, ask: &Ask<'_>) -> CellExplain {
         family,
         counters: counters(&pairs, ask.confidence),
         symbols,
-        merged: prof.iter().fold(Default::default(), |(mut x, mut y), (a, b)| {
-            x.merge(a);
-            y.merge(b);
-            (x, y)
-        }),
+        merged: prof
+            .iter()
+            .fold(Default::default(), |(mut x, mut y), (a, b)| {
+                x.merge(a);
+                y.merge(b);
+                (x, y)
+            }),
     }
 }
 
@@ -262,13 +268,18 @@ fn counters(pairs: &[(&Round, &Round)], confidence: f64) -> Vec<CounterChange> {
             })
         })
         .collect();
-    out.sort_by(|x, y| (y.changed.cmp(&x.changed)).then(y.diff.mean.abs().total_cmp(&x.diff.mean.abs())));
+    out.sort_by(|x, y| {
+        (y.changed.cmp(&x.changed)).then(y.diff.mean.abs().total_cmp(&x.diff.mean.abs()))
+    });
     out
 }
 
 /// Each profiled cell of `ops` with its profiles over all rounds merged,
 /// named by its key (and run, with several runs).
-pub fn flames(st: &dyn StoreRead, ops: &[select::Operand]) -> anyhow::Result<Vec<(String, Folded)>> {
+pub fn flames(
+    st: &dyn StoreRead,
+    ops: &[select::Operand],
+) -> anyhow::Result<Vec<(String, Folded)>> {
     let mut out = Vec::new();
     for op in ops {
         let (cells, runs) = select::cells(st, op)?;

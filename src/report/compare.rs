@@ -212,7 +212,12 @@ fn fixed_with_links(fixed: &[String], bench: &str, links: &Links) -> Vec<String>
     out
 }
 
-pub(crate) fn pair_key(c: &crate::record::CellInfo, metric: &str, fixed: &[String], links: &Links) -> PairKey {
+pub(crate) fn pair_key(
+    c: &crate::record::CellInfo,
+    metric: &str,
+    fixed: &[String],
+    links: &Links,
+) -> PairKey {
     let fixed = fixed_with_links(fixed, &c.bench, links);
     let set_by_factor = |k: &String| {
         links

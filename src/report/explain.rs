@@ -150,7 +150,11 @@ pub fn text(e: &Explain) -> String {
             }
         }
         if c.symbols.is_empty() {
-            let _ = writeln!(o, "  no symbol reaches {:.0}% of samples", 100.0 * e.min_share);
+            let _ = writeln!(
+                o,
+                "  no symbol reaches {:.0}% of samples",
+                100.0 * e.min_share
+            );
             continue;
         }
         let _ = writeln!(
@@ -193,7 +197,11 @@ pub fn markdown(e: &Explain) -> String {
             o,
             "{} rounds {}; {} / {} samples; {:.0}% intervals simultaneous over {} shares.\n",
             c.rounds,
-            if c.paired_by_round { "paired by round" } else { "paired in order" },
+            if c.paired_by_round {
+                "paired by round"
+            } else {
+                "paired in order"
+            },
             c.samples_a,
             c.samples_b,
             100.0 * e.confidence,
@@ -215,7 +223,9 @@ pub fn markdown(e: &Explain) -> String {
             }
             o.push('\n');
         }
-        o.push_str("| symbol | of | A | B | change (points) | interval |\n|---|---|--:|--:|--:|---|\n");
+        o.push_str(
+            "| symbol | of | A | B | change (points) | interval |\n|---|---|--:|--:|--:|---|\n",
+        );
         for s in &c.symbols {
             let ch = signed(s.diff.mean);
             let _ = writeln!(
@@ -225,7 +235,11 @@ pub fn markdown(e: &Explain) -> String {
                 s.measure,
                 s.share_a,
                 s.share_b,
-                if s.changed { format!("**{ch}**") } else { format!("{ch} ~") },
+                if s.changed {
+                    format!("**{ch}**")
+                } else {
+                    format!("{ch} ~")
+                },
                 interval(&s.diff)
             );
         }
@@ -248,7 +262,11 @@ pub fn html(e: &Explain) -> String {
         let _ = writeln!(o, "<h2>{}</h2>", esc(&c.cell));
         let mut t = String::new();
         header(&mut t, e, c);
-        let _ = writeln!(o, "<p class=\"legend\">{}</p>", esc(t.lines().skip(1).collect::<Vec<_>>().join(" ").trim()));
+        let _ = writeln!(
+            o,
+            "<p class=\"legend\">{}</p>",
+            esc(t.lines().skip(1).collect::<Vec<_>>().join(" ").trim())
+        );
         let moved: Vec<_> = c.counters.iter().filter(|k| k.changed).collect();
         if !moved.is_empty() {
             o.push_str("<table><tr><th class=\"l\">counter</th><th>A</th><th>B</th><th>change</th><th class=\"l\">interval</th></tr>\n");

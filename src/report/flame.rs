@@ -1,5 +1,7 @@
 //! Flame graphs as inline SVG (no script, nothing fetched): one frame per
-//! box, the root at the bottom, a box's width its share of the samples.
+//! box, the root at the top (an icicle: deep kernel stacks do not push the
+//! program's own frames out of view), a box's width its share of the
+//! samples.
 //! A differential graph draws the contender's stacks and colours each box
 //! by how its inclusive share changed from the baseline's (red: more of
 //! the samples, blue: fewer, pale: about the same); hovering a box shows
@@ -33,7 +35,10 @@ impl Node {
             self.n += n;
         }
         if let Some((f, rest)) = frames.split_first() {
-            self.kids.entry(f.to_string()).or_default().add(rest, n, base);
+            self.kids
+                .entry(f.to_string())
+                .or_default()
+                .add(rest, n, base);
         }
     }
 
@@ -84,7 +89,7 @@ pub fn svg(this: &Folded, base: Option<&Folded>, id: &str) -> String {
         tree(b, true, &mut root);
     }
     let depth = root.depth().max(1);
-    let h = ROW * (depth as f64 + 1.0);
+    let h = ROW * depth as f64;
     let mut o = String::new();
     let _ = writeln!(
         o,
@@ -96,7 +101,6 @@ pub fn svg(this: &Folded, base: Option<&Folded>, id: &str) -> String {
         total,
         base_total,
         diff: base.is_some(),
-        h,
         id,
     };
     let mut x = 0.0;
@@ -111,7 +115,6 @@ struct Ctx<'a> {
     total: u64,
     base_total: u64,
     diff: bool,
-    h: f64,
     id: &'a str,
 }
 
@@ -121,7 +124,7 @@ fn draw(o: &mut String, c: &Ctx<'_>, name: &str, node: &Node, depth: usize, x: f
     if node.n == 0 || w < MIN_PX {
         return x + w;
     }
-    let y = c.h - ROW * (depth as f64 + 1.0);
+    let y = ROW * depth as f64;
     let share = 100.0 * node.n as f64 / c.total as f64;
     let (fill, title) = if c.diff {
         let was = 100.0 * node.base as f64 / c.base_total.max(1) as f64;
@@ -131,7 +134,10 @@ fn draw(o: &mut String, c: &Ctx<'_>, name: &str, node: &Node, depth: usize, x: f
             format!("{name}\n{share:.2}% of samples (baseline {was:.2}%, {d:+.2} points)"),
         )
     } else {
-        (warm(name), format!("{name}\n{share:.2}% of samples ({} samples)", node.n))
+        (
+            warm(name),
+            format!("{name}\n{share:.2}% of samples ({} samples)", node.n),
+        )
     };
     let clip = format!("{}-{}-{}", c.id, depth, (x * 10.0) as u64);
     let _ = write!(
@@ -176,8 +182,8 @@ mod tests {
         let b = Folded(vec![("main;f".into(), 50), ("main;g".into(), 50)]);
         let a = Folded(vec![("main;f".into(), 75), ("main;g<x>".into(), 25)]);
         let s = svg(&a, Some(&b), "t");
-        // main spans the width, f three quarters of it.
-        assert!(s.contains("x=\"0.00\" y=\"32.0\" width=\"1000.00\""), "{s}");
+        // main, on top, spans the width; f three quarters of it.
+        assert!(s.contains("x=\"0.00\" y=\"0.0\" width=\"1000.00\""), "{s}");
         assert!(s.contains("width=\"750.00\""), "{s}");
         // f gained 25 points: saturated red; g<x> is new (escaped).
         assert!(s.contains("fill=\"rgb(240,60,60)\""), "{s}");

@@ -62,7 +62,10 @@ mod tests {
         let sd = (2.0f64 / 3.0).sqrt();
         let one = paired_diff(&d, 0.95, 1).unwrap();
         assert!((one.mean - 2.0).abs() < 1e-12);
-        assert!((one.hi - one.mean - 3.182446 * sd / 2.0).abs() < 1e-5, "{one:?}");
+        assert!(
+            (one.hi - one.mean - 3.182446 * sd / 2.0).abs() < 1e-5,
+            "{one:?}"
+        );
         assert!(one.changed());
         let ten = paired_diff(&d, 0.95, 10).unwrap();
         assert!(ten.hi - ten.lo > one.hi - one.lo);

@@ -359,7 +359,10 @@ impl StoreWrite for MemoryStore {
 
     fn add_profile(&mut self, p: &super::ProfileRec) -> anyhow::Result<()> {
         let t = &mut self.t.profiles;
-        if !t.iter().any(|x| x.cell_id == p.cell_id && x.round == p.round) {
+        if !t
+            .iter()
+            .any(|x| x.cell_id == p.cell_id && x.round == p.round)
+        {
             t.push(p.clone());
         }
         Ok(())

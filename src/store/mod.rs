@@ -611,7 +611,8 @@ pub mod suite {
         assert_eq!(s.verdicts(Scope::Campaign(c1)).unwrap(), vec![v]);
         assert!(s.verdicts(Scope::Campaign(c2)).unwrap().is_empty());
         // Profiles: per cell and round, compressed and back, the first kept.
-        let folded = |n| crate::profile::Folded(vec![("main;f".into(), n), ("main;g_[k]".into(), 2)]);
+        let folded =
+            |n| crate::profile::Folded(vec![("main;f".into(), n), ("main;g_[k]".into(), 2)]);
         let p1 = ProfileRec {
             cell_id: a,
             round: 1,

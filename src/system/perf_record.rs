@@ -73,9 +73,17 @@ impl PerfRecord {
         mkfifo(&ack)?;
         let mut cmd = Command::new("perf");
         cmd.args(["record", "-q", "-g", "-e"])
-            .arg(if self.kernel { "cpu-clock" } else { "cpu-clock:u" })
+            .arg(if self.kernel {
+                "cpu-clock"
+            } else {
+                "cpu-clock:u"
+            })
             .args(["-F", &HZ.to_string(), "-k", "CLOCK_MONOTONIC", "-D", "-1"])
-            .arg(format!("--control=fifo:{},{}", ctl.display(), ack.display()))
+            .arg(format!(
+                "--control=fifo:{},{}",
+                ctl.display(),
+                ack.display()
+            ))
             .args(["-p", &pid.to_string(), "-o"])
             .arg(self.dir.join("perf.data"))
             .stdin(Stdio::null())
@@ -86,7 +94,10 @@ impl PerfRecord {
             cmd.pre_exec(|| super::die_with_parent(libc::SIGKILL));
         }
         let child = cmd.spawn().map_err(|e| match e.kind() {
-            std::io::ErrorKind::NotFound => "--profile needs `perf` on PATH (Debian: apt-get install linux-perf); not found".to_string(),
+            std::io::ErrorKind::NotFound => {
+                "--profile needs `perf` on PATH (Debian: apt-get install linux-perf); not found"
+                    .to_string()
+            }
             _ => format!("--profile: cannot start perf: {e}"),
         })?;
         self.child = Some(child);
