@@ -159,8 +159,8 @@ pub fn text(e: &Explain) -> String {
         }
         let _ = writeln!(
             o,
-            "  {:<30} {:<4} {:>6} {:>6} {:>6}  {}",
-            "symbol", "of", "A", "B", "change", "interval (points)"
+            "  {:<30} {:<4} {:>6} {:>6} {:>6}  interval (points)",
+            "symbol", "of", "A", "B", "change"
         );
         for s in &c.symbols {
             let _ = writeln!(

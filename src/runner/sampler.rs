@@ -476,9 +476,9 @@ impl<'a> Sampler<'a> {
         if let Some(g) = arm.counters.as_mut() {
             g.start()?;
         }
-        let t0 = system::monotonic_ns();
+        let t0 = crate::bench::micro::now_ns();
         let res = arm.insts[k].sample(out);
-        self.last_span = (t0, system::monotonic_ns());
+        self.last_span = (t0, crate::bench::micro::now_ns());
         if let Some(g) = arm.counters.as_mut() {
             g.stop()?;
         }

@@ -396,17 +396,6 @@ pub fn start_profiler() -> Result<Box<dyn profiler::Profiler>, String> {
     Host::start_profiler(std::process::id())
 }
 
-/// The monotonic clock in nanoseconds: the time base of profiles.
-pub fn monotonic_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime writes the timespec it is given.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
-
 // -- Processes -------------------------------------------------------------------
 
 /// This process, on this boot (`None` where the OS does not say).

@@ -4,7 +4,8 @@
 //! An OS that can profile returns a [`Profiler`] from
 //! [`super::start_profiler`]; it samples on CPU time until
 //! [`Profiler::finish`], which gives every sample with its time on the
-//! monotonic clock ([`super::monotonic_ns`]) and its stack, root first.
+//! monotonic clock (`CLOCK_MONOTONIC`, as the micro-benchmarks' timer
+//! reads it) and its stack, root first.
 //! The runner cuts those samples into each cell's timed intervals. Linux
 //! runs `perf record -g -e cpu-clock` as a child attached to this process
 //! (`perf_record.rs`); an OS without a profiler names the reason.
