@@ -159,6 +159,31 @@ pub enum Command {
         #[command(flatten)]
         exports: crate::export::Exports,
     },
+    /// Why two operands differ: the counters per operation that moved,
+    /// then the symbols whose share of profile samples (`run --profile`)
+    /// changed most, self and inclusive, each with an interval from the
+    /// profiles paired by round, simultaneous over the symbols tested; a
+    /// change inside the profile's own noise is marked `~`. Operands as
+    /// for compare: the baseline first.
+    Explain {
+        /// Baseline.
+        a: String,
+        /// Contender.
+        b: String,
+        /// Confidence level of each family's intervals, in percent.
+        #[arg(long, default_value_t = 95.0, value_name = "PCT")]
+        confidence: f64,
+        /// Symbol rows per cell (more when more changed).
+        #[arg(long, default_value_t = 10, value_name = "N")]
+        top: usize,
+        /// Print JSON instead of text (same as `--format json`).
+        #[arg(long)]
+        json: bool,
+        /// Output format: text, json, markdown, or html (with a
+        /// differential flame graph per cell) [default: text].
+        #[arg(long, value_enum, value_name = "FORMAT")]
+        format: Option<crate::report::Format>,
+    },
     /// A regression gate for CI: run the candidate (or take stored runs
     /// with --candidate), compare it with a baseline chosen from the store
     /// by its labels (--baseline branch=main), and exit 0 pass, 1
@@ -329,6 +354,12 @@ pub struct MeasureArgs {
     /// branch-misses; `default` (the software ones), `all`, `none`.
     #[arg(long, value_name = "LIST")]
     pub counters: Option<String>,
+    /// Record a sampled call-stack profile (`perf record -g`, kernel
+    /// stacks where perf_event_paranoid allows) of each cell's timed
+    /// intervals, stored per round with the run: `kbench explain` and
+    /// `report --format html` read it.
+    #[arg(long)]
+    pub profile: bool,
     /// Make N whole runs, one after another, each in a fresh kbench
     /// process and each holding every cell (interleaved in rounds), so
     /// run-to-run variation is measured and comparisons can use the run

@@ -103,6 +103,26 @@ pub fn dispatch(args: Vec<OsString>) -> anyhow::Result<ExitCode> {
             let labels = label.into_iter().flatten().collect();
             import(db, &files, from, name.as_deref(), &o, &labels)
         }
+        Command::Explain {
+            a,
+            b,
+            confidence,
+            top,
+            json,
+            format,
+        } => {
+            let format = match (json, format) {
+                (true, Some(f)) if f != Format::Json => {
+                    return Err(bad_input!(
+                        "--json and --format {} ask for two formats; choose one",
+                        f.name()
+                    ));
+                }
+                (true, _) => Format::Json,
+                (false, f) => f.unwrap_or(Format::Text),
+            };
+            explain(db, &a, &b, confidence, top, format)
+        }
         Command::Compare {
             operands,
             test,
@@ -383,6 +403,7 @@ fn options(a: &RunArgs, plan: &crate::plan::Plan, quick: bool) -> anyhow::Result
         owner: crate::system::owner(),
         processes,
         counters,
+        profile: a.profile,
     })
 }
 
@@ -1104,6 +1125,9 @@ fn report(db: &store::Locator, a: &crate::cli::ReportArgs) -> anyhow::Result<Exi
         let mut doc = report::table::build(&reports, &layout, a.unicode);
         doc.comparability = comparability;
         doc.log_y = a.log_y;
+        if format == Format::Html {
+            doc.flames = crate::explain::flames(&*st, &ops)?;
+        }
         report::render(&Document::Tables(&doc), format)?
     };
     write_out(a.output.as_deref(), &text)
@@ -1333,6 +1357,37 @@ fn compare_format(json: bool, format: Option<Format>) -> anyhow::Result<Format> 
             f.name()
         )),
     }
+}
+
+/// `kbench explain A B`.
+fn explain(
+    db: &store::Locator,
+    a: &str,
+    b: &str,
+    confidence: f64,
+    top: usize,
+    format: Format,
+) -> anyhow::Result<ExitCode> {
+    if !(80.0..=99.9).contains(&confidence) {
+        return Err(bad_input!(
+            "--confidence {confidence}: must be within 80..99.9"
+        ));
+    }
+    if format == Format::Csv || format == Format::WisCsv {
+        return Err(bad_input!(
+            "--format {}: explain prints text, json, markdown or html",
+            format.name()
+        ));
+    }
+    let st = store::open(db, store::Access::Read)?;
+    let ask = crate::explain::Ask {
+        a,
+        b,
+        confidence: confidence / 100.0,
+        top,
+    };
+    let e = crate::explain::explain(&*st, &ask)?;
+    print(&Document::Explain(&e), format)
 }
 
 fn compare(

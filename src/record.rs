@@ -182,6 +182,10 @@ pub struct RunConfig {
     /// micro-benchmark cell, by name (absent: none).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub counters: Vec<String>,
+    /// `--profile`: a sampled call-stack profile of each cell's timed
+    /// intervals was recorded, per round.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub profile: bool,
 }
 
 /// A process on one boot of one machine: the pid, its start time (so a
@@ -244,6 +248,7 @@ impl RunConfig {
                     owner: None,
                     processes: None,
                     counters: Vec::new(),
+                    profile: false,
                 })
             }
         }

@@ -96,6 +96,7 @@ pub fn options(samples: u32, warmup: u32) -> RunConfig {
         owner: None,
         processes: None,
         counters: Vec::new(),
+        profile: false,
     }
 }
 
@@ -215,6 +216,7 @@ pub fn run_data(cells: Vec<crate::store::StoredCell>) -> crate::store::RunData {
                 owner: None,
                 processes: None,
                 counters: Vec::new(),
+                profile: false,
             },
         },
         cells,

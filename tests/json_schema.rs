@@ -131,6 +131,21 @@ fn every_json_document_matches_the_shipped_schema() {
     get("list NAME", &["list", "getppid", "--json"]);
     get("sysinfo", &["sysinfo", "--json"]);
     get("plan-size", &["plan-size", "1", "--json"]);
+    // A profiled run of the same plan, and what explain makes of it.
+    get(
+        "run --profile",
+        &[&["run", ps, "--force", "--profile"][..], &run[..]].concat(),
+    );
+    let e = get(
+        "explain",
+        &[
+            "explain",
+            "shapes:work=light",
+            "shapes:work=heavy",
+            "--json",
+        ],
+    );
+    assert_eq!(e["kind"], "explain");
     validate(d, &docs);
 }
 

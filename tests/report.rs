@@ -600,7 +600,7 @@ fn a_hyperfine_import_pairs_with_kbench_running_the_same_command() {
         .args(["run", "sleep 0.01", "--samples", "10", "--quiet"])
         .assert()
         .success();
-    let c = stdout(kbench(d).args(["compare", "1", "2"]));
+    let c = stdout(kbench(d).args(["compare", "1", "2", "--test", "student"]));
     assert!(!c.contains("partner"), "{c}");
     // One ministat block of both tools' ten times, one summary row.
     assert!(c.contains("sleep 0.01 real (s, lower is better)"), "{c}");
@@ -636,4 +636,60 @@ fn hyperfine_export(d: &std::path::Path, commands: &[&str]) -> Option<std::path:
         .unwrap();
     common::assert_ok(&ok);
     Some(h)
+}
+
+/// `run --profile` of a program whose variant b spends more time in one
+/// function: `explain --format html` draws the differential flame graph
+/// (the function red, its values on hover), rendered in Chromium fetching
+/// nothing; `report --format html` embeds each cell's flame graph.
+#[test]
+fn profile_flame_graphs_render_in_chromium() {
+    let _t = kbench::test_support::timing_lock();
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let src = d.join("prog.c");
+    std::fs::write(&src, include_str!("../scripts/explain/prog.c")).unwrap();
+    let bin = d.join("prog");
+    let st = std::process::Command::new("cc")
+        .args(["-O1", "-g", "-fno-omit-frame-pointer", "-o"])
+        .arg(&bin)
+        .arg(&src)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let p = common::plan(
+        d,
+        "fl.toml",
+        &format!(
+            "name = \"fl\"\nsamples = 4\nwarmup = 0\n[factors]\n\
+             variant = {{ apply = \"env\", var = \"VARIANT\", values = [\"a\", \"b\"] }}\n\
+             [[bench]]\nname = \"prog\"\ncommand = [\"{}\"]\n",
+            bin.display()
+        ),
+    );
+    common::assert_ok(
+        &kbench(d)
+            .args(["run", p.to_str().unwrap(), "--profile", "-q"])
+            .output()
+            .unwrap(),
+    );
+    let html = stdout(kbench(d).args([
+        "explain",
+        "fl:variant=a",
+        "fl:variant=b",
+        "--format",
+        "html",
+    ]));
+    assert!(html.contains("<svg class=\"flame\""), "{html}");
+    assert!(html.contains("<title>named_hotspot\n"), "{html}");
+    assert!(!html.contains("<script"));
+    let page = d.join("explain.html");
+    std::fs::write(&page, &html).unwrap();
+    chromium_renders(&page, "explain-flame");
+
+    // The report embeds one flame graph per profiled cell, below its
+    // tables (its rendering is the same SVG as above).
+    let rep = stdout(kbench(d).args(["report", "fl", "--format", "html"]));
+    assert_eq!(rep.matches("<svg class=\"flame\"").count(), 2, "{rep}");
+    assert!(!rep.contains("<script"));
 }

@@ -321,6 +321,7 @@ fn config(a: &BisectArgs, name: &str) -> RunConfig {
         owner: crate::system::owner(),
         processes: None,
         counters: Vec::new(),
+        profile: false,
     }
 }
 

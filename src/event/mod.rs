@@ -69,6 +69,7 @@ pub enum Event {
     CellDone(CellDone),
     Warning(WarningEvent),
     Verdict(VerdictEvent),
+    Profile(ProfileEvent),
     RunEnded(RunEnded),
 }
 
@@ -180,6 +181,17 @@ pub struct VerdictEvent {
     pub kind: String,
     /// The decision, shaped by its kind.
     pub body: serde_json::Value,
+}
+
+/// A cell's call-stack profile over its timed interval in one measured
+/// round (`run --profile`): folded stacks with their sample counts. Sent
+/// at the end of the run; one per (run, cell, round).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ProfileEvent {
+    pub run: String,
+    pub cell: String,
+    pub round: u32,
+    pub stacks: crate::profile::Folded,
 }
 
 /// The run is over.

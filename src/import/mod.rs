@@ -151,6 +151,7 @@ impl ImportedRun {
                 owner: None,
                 processes: None,
                 counters: Vec::new(),
+                profile: false,
             },
             overhead_ns: 0.0,
             planned_cells: self.cells.len(),

@@ -212,7 +212,12 @@ fn fixed_with_links(fixed: &[String], bench: &str, links: &Links) -> Vec<String>
     out
 }
 
-fn pair_key(c: &crate::record::CellInfo, metric: &str, fixed: &[String], links: &Links) -> PairKey {
+pub(crate) fn pair_key(
+    c: &crate::record::CellInfo,
+    metric: &str,
+    fixed: &[String],
+    links: &Links,
+) -> PairKey {
     if let Some(key) = hyperfine_as_kbench(c, metric, fixed) {
         return key;
     }

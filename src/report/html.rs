@@ -41,8 +41,9 @@ const COLOURS: [&str; 8] = [
 
 pub fn render(doc: &Document<'_>) -> String {
     let (title, body) = match doc {
-        Document::Tables(t) => (t.title.join("; "), tables(t)),
+        Document::Tables(t) => (t.title.join("; "), tables(t) + &flames(&t.flames)),
         Document::History(h) => (format!("history of {}", h.spec), super::history::html(h)),
+        Document::Explain(e) => ("kbench explain".to_string(), super::explain::html(e)),
         other => (
             "kbench".to_string(),
             format!("<pre>{}</pre>", esc(&super::text::render(other))),
@@ -877,6 +878,20 @@ fn system(o: &mut String, s: &SystemBlock) {
         kv(k, v);
     }
     o.push_str("</table>\n");
+}
+
+/// Each profiled cell's flame graph, all rounds together.
+fn flames(f: &[(String, crate::profile::Folded)]) -> String {
+    let mut o = String::new();
+    if f.is_empty() {
+        return o;
+    }
+    o.push_str("<h2>Profiles</h2>\n<p class=\"legend\">Sampled call stacks of each cell's timed intervals (<code>run --profile</code>); a frame's width is its share of the samples; hover a frame for its values.</p>\n");
+    for (i, (name, stacks)) in f.iter().enumerate() {
+        let _ = writeln!(o, "<h3>{}</h3>", esc(name));
+        o.push_str(&super::flame::svg(stacks, None, &format!("f{i}")));
+    }
+    o
 }
 
 fn tables(d: &TableDoc) -> String {

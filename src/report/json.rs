@@ -49,6 +49,7 @@ pub fn render(doc: &Document<'_>) -> anyhow::Result<Value> {
         Document::History(h) => document("history", serde_json::to_value(h)?),
         Document::PlanSize(p) => document("plan_size", serde_json::to_value(p)?),
         Document::Check(c) => document("check", serde_json::to_value(c)?),
+        Document::Explain(e) => document("explain", serde_json::to_value(e)?),
     })
 }
 

@@ -18,6 +18,7 @@ pub fn render(doc: &Document<'_>) -> String {
         Document::History(h) => super::history::markdown(h),
         Document::Compare(c) => compare(c),
         Document::Check(c) => super::check::markdown(c),
+        Document::Explain(e) => super::explain::markdown(e),
         other => format!("```\n{}```\n", super::text::render(other)),
     }
 }

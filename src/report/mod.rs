@@ -9,6 +9,8 @@ pub mod check;
 pub mod comparability;
 pub mod compare;
 pub mod csv;
+pub mod explain;
+pub mod flame;
 pub mod grid;
 pub mod history;
 pub mod html;
@@ -98,6 +100,9 @@ pub enum Document<'a> {
     PlanSize(&'a plan_size::PlanSize),
     /// `kbench check`: a regression gate's verdicts (`check.rs`).
     Check(&'a check::Check),
+    /// `kbench explain`: what changed in the profiles and counters
+    /// (`explain.rs`).
+    Explain(&'a explain::Explain),
 }
 
 /// Render a document; the text ends with a newline. Text and Markdown,

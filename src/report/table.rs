@@ -57,6 +57,10 @@ pub struct TableDoc {
     /// fingerprints.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub comparability: Option<super::comparability::Comparability>,
+    /// HTML: each profiled cell's flame graph (`run --profile`), by cell
+    /// name, set by the caller from the store.
+    #[serde(skip)]
+    pub flames: Vec<(String, crate::profile::Folded)>,
 }
 
 /// One column: a variant of the compared dimensions, or (matrix) a metric.
@@ -589,6 +593,7 @@ pub fn build(reports: &[Report], layout: &Layout, unicode: bool) -> TableDoc {
         unicode,
         log_y: false,
         comparability: None,
+        flames: Vec::new(),
     };
     for r in reports {
         doc.title.push(title(r));

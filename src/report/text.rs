@@ -44,6 +44,7 @@ pub fn render(doc: &Document<'_>) -> String {
         Document::History(h) => o.push_str(&super::history::text(h)),
         Document::PlanSize(p) => super::plan_size::text(&mut o, p),
         Document::Check(c) => o.push_str(&super::check::text(c)),
+        Document::Explain(e) => o.push_str(&super::explain::text(e)),
         Document::Samples(t) => {
             o.push_str(&super::csv::render(doc).unwrap_or_else(|_| super::csv::header(t)))
         }

@@ -91,7 +91,11 @@ impl Sink for Progress {
                 crate::report::text::wrapped("kbench: warning: ", &w.message, "  ").trim_end(),
             ),
             Event::RunEnded(_) => self.bar.finish_and_clear(),
-            Event::CellPrepared(_) | Event::Note(_) | Event::CellDone(_) | Event::Verdict(_) => {}
+            Event::CellPrepared(_)
+            | Event::Note(_)
+            | Event::CellDone(_)
+            | Event::Verdict(_)
+            | Event::Profile(_) => {}
         }
         Ok(())
     }

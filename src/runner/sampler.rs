@@ -24,6 +24,12 @@
 //! `--processes` workers they start are counted too; they are enabled only around each
 //! sample and stored divided by the sample's operations, as metrics
 //! `<counter>/op`.
+//!
+//! With `--profile` the OS's profiler (`system::start_profiler`) samples
+//! call stacks from before the first cell to the end of the run; each
+//! measured sample's timed interval is noted, and at the end the stacks
+//! inside each interval are sent folded as one `profile` event per cell
+//! and round.
 
 use rand::seq::SliceRandom;
 use std::sync::Arc;
@@ -32,14 +38,16 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use crate::bench::command::SampleFailure;
 use crate::bench::{Direction, Instance, Kind, Measure, Metric, RunSettings};
 use crate::event::{
-    CellDone, CellPrepared, Event, FailureEvent, NoteEvent, RunBegun, RunEnded, SampleEvent, Sink,
-    WarmupEvent,
+    CellDone, CellPrepared, Event, FailureEvent, NoteEvent, ProfileEvent, RunBegun, RunEnded,
+    SampleEvent, Sink, WarmupEvent,
 };
 use crate::ids::unix_now;
 use crate::plan::Cell;
+use crate::profile::Span;
 use crate::record::{CellStatus, RunStatus};
 use crate::system;
 use crate::system::counters::{Counter, CounterGroup};
+use crate::system::profiler::Profiler;
 use crate::units::CpuSet;
 
 use super::{guard, worker};
@@ -147,6 +155,12 @@ pub struct Sampler<'a> {
     counters: Vec<Counter>,
     /// Why the others do not, one line each.
     counters_missing: Vec<String>,
+    /// `--profile`'s profiler, sampling since the run began.
+    profiler: Option<Box<dyn Profiler>>,
+    /// The last sample's timed interval (monotonic ns).
+    last_span: (u64, u64),
+    /// Every measured sample's timed interval, when profiling.
+    spans: Vec<Span>,
 }
 
 impl<'a> Sampler<'a> {
@@ -158,6 +172,11 @@ impl<'a> Sampler<'a> {
     ) -> anyhow::Result<Sampler<'a>> {
         let run = begun.run.clone();
         let sample_time = begun.config.sample_time;
+        // Before anything is recorded: a missing profiler is bad input.
+        let profiler = match begun.config.profile {
+            true => Some(system::start_profiler().map_err(|e| crate::error::bad_input!("{e}"))?),
+            false => None,
+        };
         let asked = system::counters::parse_list(&begun.config.counters.join(","))
             .map_err(|e| crate::error::bad_input!("{e}"))?;
         sink.event(&Event::RunBegun(Box::new(begun)))?;
@@ -170,7 +189,12 @@ impl<'a> Sampler<'a> {
             let opened = o.group.map(|g| g.counters().to_vec()).unwrap_or_default();
             (opened, o.missing)
         };
-        for m in &counters_missing {
+        let user_only = profiler.as_ref().is_some_and(|p| !p.kernel());
+        let profile_note = user_only.then(|| {
+            "profile: user-space stacks only (kernel frames need root or perf_event_paranoid <= 1)"
+                .to_string()
+        });
+        for m in counters_missing.iter().chain(&profile_note) {
             sink.event(&Event::Warning(crate::event::WarningEvent {
                 run: run.clone(),
                 message: m.clone(),
@@ -187,6 +211,9 @@ impl<'a> Sampler<'a> {
             measured: 0,
             counters,
             counters_missing,
+            profiler,
+            last_span: (0, 0),
+            spans: Vec::new(),
         })
     }
 
@@ -449,7 +476,9 @@ impl<'a> Sampler<'a> {
         if let Some(g) = arm.counters.as_mut() {
             g.start()?;
         }
+        let t0 = crate::bench::micro::now_ns();
         let res = arm.insts[k].sample(out);
+        self.last_span = (t0, crate::bench::micro::now_ns());
         if let Some(g) = arm.counters.as_mut() {
             g.stop()?;
         }
@@ -499,6 +528,14 @@ impl<'a> Sampler<'a> {
             values,
             process: arm.processes.map(|_| k as u32),
         }))?;
+        if self.profiler.is_some() {
+            self.spans.push(Span {
+                cell: arm.cell.key.clone(),
+                round,
+                start: self.last_span.0,
+                end: self.last_span.1,
+            });
+        }
         arm.taken += 1;
         self.measured += 1;
         if arm.taken == 1 {
@@ -530,11 +567,40 @@ impl<'a> Sampler<'a> {
                 samples: arm.taken,
             }))?;
         }
+        self.send_profiles()?;
         self.emit(Event::RunEnded(RunEnded {
             run: self.run.clone(),
             ended: unix_now(),
             status,
         }))
+    }
+}
+
+impl Sampler<'_> {
+    /// Stop the profiler and send each cell's stacks per measured round;
+    /// a profiler that fails costs the profiles (a warning), not the run.
+    fn send_profiles(&mut self) -> anyhow::Result<()> {
+        let Some(p) = self.profiler.take() else {
+            return Ok(());
+        };
+        let samples = match p.finish() {
+            Ok(s) => s,
+            Err(e) => {
+                return self.emit(Event::Warning(crate::event::WarningEvent {
+                    run: self.run.clone(),
+                    message: format!("profile not recorded: {e:#}"),
+                }));
+            }
+        };
+        for (cell, round, stacks) in crate::profile::cut(&samples, &self.spans) {
+            self.emit(Event::Profile(ProfileEvent {
+                run: self.run.clone(),
+                cell,
+                round,
+                stacks,
+            }))?;
+        }
+        Ok(())
     }
 }
 

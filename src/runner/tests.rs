@@ -48,7 +48,9 @@ fn cells_are_sampled_in_rounds_and_every_event_has_its_place() {
             Event::Note(_) => "note",
             Event::CellDone(_) => "done",
             Event::RunEnded(_) => "ended",
-            Event::Failure(_) | Event::Warning(_) | Event::Verdict(_) => "other",
+            Event::Failure(_) | Event::Warning(_) | Event::Verdict(_) | Event::Profile(_) => {
+                "other"
+            }
         })
         .collect();
     let count = |k: &str| kinds.iter().filter(|x| **x == k).count();

@@ -151,6 +151,9 @@ pub fn copy_filtered(
                 .into_iter()
                 .filter(|s| keep(&run.uuid, &cell.info.key, s))
                 .collect();
+            for p in from.profiles(cell.id)? {
+                to.add_profile(&super::ProfileRec { cell_id: id, ..p })?;
+            }
             for chunk in samples.chunks(BATCH) {
                 let mapped: Vec<_> = chunk
                     .iter()

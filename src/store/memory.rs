@@ -26,6 +26,7 @@ struct Tables {
     samples: Vec<(i64, SampleRec)>,
     failures: Vec<FailureRec>,
     verdicts: Vec<VerdictRec>,
+    profiles: Vec<super::ProfileRec>,
 }
 
 #[derive(Default)]
@@ -147,6 +148,15 @@ impl StoreRead for MemoryStore {
             .filter(|f| self.in_scope(f.run_id, scope))
             .cloned()
             .collect())
+    }
+
+    fn profiles(&self, cell_id: i64) -> anyhow::Result<Vec<super::ProfileRec>> {
+        let mut v: Vec<_> = (self.t.profiles.iter())
+            .filter(|p| p.cell_id == cell_id)
+            .cloned()
+            .collect();
+        v.sort_by_key(|p| p.round);
+        Ok(v)
     }
 
     fn verdicts(&self, scope: Scope) -> anyhow::Result<Vec<VerdictRec>> {
@@ -343,6 +353,17 @@ impl StoreWrite for MemoryStore {
         if let Some(r) = self.t.runs.iter_mut().find(|r| r.row.id == run_id) {
             r.row.ended = Some(ended);
             r.row.status = status;
+        }
+        Ok(())
+    }
+
+    fn add_profile(&mut self, p: &super::ProfileRec) -> anyhow::Result<()> {
+        let t = &mut self.t.profiles;
+        if !t
+            .iter()
+            .any(|x| x.cell_id == p.cell_id && x.round == p.round)
+        {
+            t.push(p.clone());
         }
         Ok(())
     }

@@ -121,6 +121,15 @@ pub struct VerdictRec {
     pub body: serde_json::Value,
 }
 
+/// A cell's profile over its timed interval in one measured round
+/// (`run --profile`). One per (cell, round).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ProfileRec {
+    pub cell_id: i64,
+    pub round: u32,
+    pub stacks: crate::profile::Folded,
+}
+
 /// A run as listed by `kbench runs`.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct RunRow {
@@ -221,6 +230,8 @@ pub trait StoreRead {
     fn progress(&self, campaign: i64) -> anyhow::Result<Vec<CellProgress>>;
     /// The verdicts stored with the runs in scope, in the order stored.
     fn verdicts(&self, scope: Scope) -> anyhow::Result<Vec<VerdictRec>>;
+    /// The profiles of cell `cell_id`, by round.
+    fn profiles(&self, cell_id: i64) -> anyhow::Result<Vec<ProfileRec>>;
 }
 
 /// Idempotent writes, each committed when it returns.
@@ -260,6 +271,8 @@ pub trait StoreWrite {
     fn finish_run(&mut self, run_id: i64, ended: f64, status: RunStatus) -> anyhow::Result<()>;
     /// Record a verdict; one already stored (same run and kind) is kept.
     fn add_verdict(&mut self, v: &VerdictRec) -> anyhow::Result<()>;
+    /// Record a cell's profile of a round; one already stored is kept.
+    fn add_profile(&mut self, p: &ProfileRec) -> anyhow::Result<()>;
     /// Hold every write until [`StoreWrite::commit`] in one transaction:
     /// all of them are stored, or none (after [`StoreWrite::rollback`], an
     /// error, or the process dying). Not nested.
@@ -427,6 +440,7 @@ pub mod suite {
                 owner: None,
                 processes: None,
                 counters: Vec::new(),
+                profile: false,
             },
             overhead_ns: 0.3,
             labels: Labels::new(),
@@ -596,6 +610,28 @@ pub mod suite {
         assert_eq!(s.verdicts(Scope::Run(run)).unwrap(), vec![v.clone()]);
         assert_eq!(s.verdicts(Scope::Campaign(c1)).unwrap(), vec![v]);
         assert!(s.verdicts(Scope::Campaign(c2)).unwrap().is_empty());
+        // Profiles: per cell and round, compressed and back, the first kept.
+        let folded =
+            |n| crate::profile::Folded(vec![("main;f".into(), n), ("main;g_[k]".into(), 2)]);
+        let p1 = ProfileRec {
+            cell_id: a,
+            round: 1,
+            stacks: folded(7),
+        };
+        let p0 = ProfileRec {
+            round: 0,
+            stacks: folded(3),
+            ..p1.clone()
+        };
+        s.add_profile(&p1).unwrap();
+        s.add_profile(&p0).unwrap();
+        s.add_profile(&ProfileRec {
+            stacks: folded(99),
+            ..p1.clone()
+        })
+        .unwrap();
+        assert_eq!(s.profiles(a).unwrap(), vec![p0, p1]);
+        assert!(s.profiles(b).unwrap().is_empty());
 
         let r = s.run(run).unwrap().unwrap();
         assert_eq!((r.cells, r.samples, r.status), (2, 4, RunStatus::Failed));

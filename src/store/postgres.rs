@@ -114,6 +114,16 @@ CREATE TABLE verdicts (
     r#"
 ALTER TABLE runs ADD COLUMN labels TEXT NOT NULL DEFAULT '{}';
 "#,
+    // 5: a cell's call-stack profile per measured round (`run
+    // --profile`): folded stacks, zlib-compressed.
+    r#"
+CREATE TABLE profiles (
+    cell_id BIGINT NOT NULL REFERENCES cells(id),
+    round BIGINT NOT NULL,
+    stacks BYTEA NOT NULL,
+    PRIMARY KEY (cell_id, round)
+);
+"#,
 ];
 
 /// The advisory lock every kbench migration takes ("kbench" in ASCII).
@@ -504,6 +514,10 @@ impl StoreRead for PgStore {
         self.rows(&sql::failures_sql(&cond), &[&arg], sql::failure_rec)
     }
 
+    fn profiles(&self, cell_id: i64) -> anyhow::Result<Vec<super::ProfileRec>> {
+        self.rows(sql::PROFILES_SQL, &[&cell_id], sql::profile_rec)
+    }
+
     fn verdicts(&self, scope: Scope) -> anyhow::Result<Vec<VerdictRec>> {
         let (cond, arg) = sql::scope_sql(scope, "v");
         self.rows(&sql::verdicts_sql(&cond), &[&arg], sql::verdict_rec)
@@ -606,6 +620,20 @@ impl StoreWrite for PgStore {
 
     fn finish_run(&mut self, run_id: i64, ended: f64, status: RunStatus) -> anyhow::Result<()> {
         let r = self.raw_finish_run(run_id, ended, status);
+        r.map_err(|e| self.lost(e))
+    }
+
+    fn add_profile(&mut self, p: &super::ProfileRec) -> anyhow::Result<()> {
+        let r = self
+            .conn
+            .get_mut()
+            .execute(
+                "INSERT INTO profiles (cell_id, round, stacks) VALUES ($1, $2, $3)
+                 ON CONFLICT (cell_id, round) DO NOTHING",
+                &[&p.cell_id, &(p.round as i64), &p.stacks.encode()],
+            )
+            .map(drop)
+            .map_err(anyhow::Error::from);
         r.map_err(|e| self.lost(e))
     }
 

@@ -276,6 +276,14 @@ impl Sink for StoreSink<'_> {
                     body: v.body.clone(),
                 })?;
             }
+            Event::Profile(p) => {
+                let cell_id = self.cell(&p.run, &p.cell)?.1.id;
+                self.store.add_profile(&super::ProfileRec {
+                    cell_id,
+                    round: p.round,
+                    stacks: p.stacks.clone(),
+                })?;
+            }
             Event::Warmup(_) | Event::Warning(_) => {}
             Event::RunEnded(r) => {
                 let run = self.run(&r.run)?;

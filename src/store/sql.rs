@@ -84,6 +84,7 @@ pub trait Row {
     fn int(&self, col: usize) -> anyhow::Result<Option<i64>>;
     fn real(&self, col: usize) -> anyhow::Result<Option<f64>>;
     fn text(&self, col: usize) -> anyhow::Result<Option<&str>>;
+    fn blob(&self, col: usize) -> anyhow::Result<Option<&[u8]>>;
 }
 
 impl Row for rusqlite::Row<'_> {
@@ -96,6 +97,9 @@ impl Row for rusqlite::Row<'_> {
     fn text(&self, col: usize) -> anyhow::Result<Option<&str>> {
         Ok(self.get_ref(col)?.as_str_or_null()?)
     }
+    fn blob(&self, col: usize) -> anyhow::Result<Option<&[u8]>> {
+        Ok(self.get_ref(col)?.as_blob_or_null()?)
+    }
 }
 
 impl Row for postgres::Row {
@@ -106,6 +110,9 @@ impl Row for postgres::Row {
         Ok(self.try_get(col)?)
     }
     fn text(&self, col: usize) -> anyhow::Result<Option<&str>> {
+        Ok(self.try_get(col)?)
+    }
+    fn blob(&self, col: usize) -> anyhow::Result<Option<&[u8]>> {
         Ok(self.try_get(col)?)
     }
 }
@@ -212,6 +219,23 @@ pub fn failure_rec(r: &impl Row) -> anyhow::Result<FailureRec> {
         round: r.u32_at(3)?,
         t: r.f64_at(4)?,
         message: r.string_at(5)?,
+    })
+}
+
+/// A cell's profiles by round; `$1` is the cell's id.
+pub const PROFILES_SQL: &str =
+    "SELECT p.cell_id, p.round, p.stacks FROM profiles p WHERE p.cell_id = $1 ORDER BY p.round";
+
+/// A row of [`PROFILES_SQL`].
+pub fn profile_rec(r: &impl Row) -> anyhow::Result<super::ProfileRec> {
+    let (cell_id, round) = (r.i64_at(0)?, r.i64_at(1)?);
+    let bytes = r.blob(2)?.unwrap_or_default();
+    let stacks = crate::profile::Folded::decode(bytes)
+        .with_context(|| format!("profile of cell {cell_id}, round {round}"))?;
+    Ok(super::ProfileRec {
+        cell_id,
+        round: round as u32,
+        stacks,
     })
 }
 

@@ -144,6 +144,16 @@ CREATE TABLE verdicts (
     r#"
 ALTER TABLE runs ADD COLUMN labels TEXT NOT NULL DEFAULT '{}';
 "#,
+    // 7: a cell's call-stack profile per measured round (`run
+    // --profile`): folded stacks, zlib-compressed.
+    r#"
+CREATE TABLE profiles (
+    cell_id INTEGER NOT NULL REFERENCES cells(id),
+    round INTEGER NOT NULL,
+    stacks BLOB NOT NULL,
+    PRIMARY KEY (cell_id, round)
+);
+"#,
 ];
 
 /// Whether new files can be made in `path`'s directory (SQLite's `-wal`
@@ -809,6 +819,10 @@ impl StoreRead for SqliteStore {
         self.rows(&sql::failures_sql(&cond), [arg], |r| sql::failure_rec(r))
     }
 
+    fn profiles(&self, cell_id: i64) -> anyhow::Result<Vec<super::ProfileRec>> {
+        self.rows(sql::PROFILES_SQL, [cell_id], |r| sql::profile_rec(r))
+    }
+
     fn verdicts(&self, scope: Scope) -> anyhow::Result<Vec<VerdictRec>> {
         let (cond, arg) = sql::scope_sql(scope, "v");
         self.rows(&sql::verdicts_sql(&cond), [arg], |r| sql::verdict_rec(r))
@@ -1052,6 +1066,18 @@ impl StoreWrite for SqliteStore {
             c.execute(
                 "UPDATE runs SET ended = ?2, status = ?3 WHERE id = ?1",
                 params![run_id, ended, status.as_str()],
+            )
+        })?;
+        Ok(())
+    }
+
+    fn add_profile(&mut self, p: &super::ProfileRec) -> anyhow::Result<()> {
+        let bytes = p.stacks.encode();
+        self.write(|c| {
+            c.execute(
+                "INSERT INTO profiles (cell_id, round, stacks) VALUES (?1, ?2, ?3)
+                 ON CONFLICT (cell_id, round) DO NOTHING",
+                params![p.cell_id, p.round, bytes],
             )
         })?;
         Ok(())

@@ -443,6 +443,10 @@ impl Os for FreeBsd {
         })
     }
 
+    fn start_profiler(_pid: u32) -> Result<Box<dyn super::profiler::Profiler>, String> {
+        Err("--profile: not supported on FreeBSD yet (hwpmc/dtrace sampling is not used)".into())
+    }
+
     fn open_counters(kinds: &[super::counters::Counter]) -> super::counters::Opened {
         super::counters::Opened {
             group: None,

@@ -404,6 +404,10 @@ impl Os for Linux {
         super::perf::open(kinds)
     }
 
+    fn start_profiler(pid: u32) -> Result<Box<dyn super::profiler::Profiler>, String> {
+        Ok(Box::new(super::perf_record::start(pid)?))
+    }
+
     fn owner(pid: u32) -> Option<crate::record::Owner> {
         let boot_id = read("/proc/sys/kernel/random/boot_id")?;
         let stat = read(&format!("/proc/{pid}/stat"))?;

@@ -23,7 +23,10 @@ mod freebsd_parse;
 mod linux;
 #[cfg(target_os = "linux")]
 mod perf;
+#[cfg(target_os = "linux")]
+mod perf_record;
 pub mod probe;
+pub mod profiler;
 pub mod watchdog;
 
 #[cfg(target_os = "freebsd")]
@@ -213,6 +216,9 @@ pub(crate) trait Os {
     /// Event counters of the calling thread and its future children
     /// (see [`open_counters`]).
     fn open_counters(kinds: &[counters::Counter]) -> counters::Opened;
+    /// A sampled call-stack profiler of process `pid` and what it starts
+    /// afterwards (see [`start_profiler`]), or why there is none.
+    fn start_profiler(pid: u32) -> Result<Box<dyn profiler::Profiler>, String>;
 
     // -- Processes -----------------------------------------------------------
 
@@ -380,6 +386,14 @@ pub fn unavailable(f: Feature) -> Option<&'static str> {
 /// starts afterwards, disabled; what could not open, one line each.
 pub fn open_counters(kinds: &[counters::Counter]) -> counters::Opened {
     Host::open_counters(kinds)
+}
+
+/// Start sampling the call stacks of this process and of the processes
+/// and threads it starts afterwards; sampling has begun when this
+/// returns. The error is one line saying what is missing (the profiler,
+/// permissions, support on this OS).
+pub fn start_profiler() -> Result<Box<dyn profiler::Profiler>, String> {
+    Host::start_profiler(std::process::id())
 }
 
 // -- Processes -------------------------------------------------------------------

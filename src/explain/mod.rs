@@ -1,0 +1,320 @@
+//! `kbench explain A B`: why two operands differ, from what `run
+//! --profile` and `--counters` recorded with their samples.
+//!
+//! Cells of the two operands are paired as `compare` pairs them (by
+//! benchmark and the factors and parameters neither operand fixed). Each
+//! pair's rounds are paired too: by round when both cells were measured
+//! in the same run (interleaved), else the i-th recorded round of each.
+//! Per round, every symbol's self share (samples whose leaf it is) and
+//! inclusive share (samples whose stack holds it) of the cell's profile
+//! are computed; their differences over the rounds give each symbol's
+//! change with an interval (`stats::shares`), simultaneous over the
+//! family of symbols tested, so a change inside the profile's own noise
+//! is marked as such. Counters per operation (`<counter>/op` metrics)
+//! are compared the same way and listed first when they moved.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use crate::error::bad_input;
+use crate::profile::Folded;
+use crate::report::compare::{Selection, links, pair_key};
+use crate::report::explain::{CellExplain, CounterChange, Explain, SymbolChange};
+use crate::select;
+use crate::stats::shares::paired_diff;
+use crate::store::{StoreRead, StoredCell};
+
+/// A symbol is tested when its mean share reaches this on either side.
+pub const MIN_SHARE: f64 = 0.01;
+
+/// How an explanation is asked for.
+pub struct Ask<'a> {
+    pub a: &'a str,
+    pub b: &'a str,
+    /// Two-sided confidence, 0..1, of each family.
+    pub confidence: f64,
+    /// Symbol rows shown per cell.
+    pub top: usize,
+}
+
+/// One side's rounds: (run, round) with its profile and counter values.
+#[derive(Default)]
+struct Side {
+    rounds: BTreeMap<(i64, u32), Round>,
+}
+
+#[derive(Default)]
+struct Round {
+    profile: Option<Folded>,
+    counters: BTreeMap<String, Vec<f64>>,
+}
+
+/// Explain the difference between operands `a` (baseline) and `b`.
+pub fn explain(st: &dyn StoreRead, ask: &Ask<'_>) -> anyhow::Result<Explain> {
+    let sels = [selection(st, ask.a)?, selection(st, ask.b)?];
+    let l = links(&sels);
+    let (ka, kb) = (keyed(&sels[0], &l), keyed(&sels[1], &l));
+    let mut cells = Vec::new();
+    for (name, ca) in &ka {
+        let Some(cb) = kb.get(name) else { continue };
+        let (sa, sb) = (side(st, ca)?, side(st, cb)?);
+        cells.push(explain_cell(name, &sa, &sb, ask));
+    }
+    if cells.is_empty() {
+        return Err(bad_input!(
+            "`{}` and `{}` hold no cells of the same benchmark to explain (see `kbench report`)",
+            ask.a,
+            ask.b
+        ));
+    }
+    if cells.iter().all(|c| c.rounds == 0) {
+        return Err(bad_input!(
+            "`{}` and `{}`: no profiles recorded in common; record them with `kbench run --profile`",
+            ask.a,
+            ask.b
+        ));
+    }
+    Ok(Explain {
+        a: ask.a.to_string(),
+        b: ask.b.to_string(),
+        confidence: ask.confidence,
+        min_share: MIN_SHARE,
+        cells,
+    })
+}
+
+/// A selection's cells by the name they pair on.
+fn keyed<'s>(
+    sel: &'s Selection,
+    l: &crate::report::compare::Links,
+) -> indexmap::IndexMap<String, Vec<&'s StoredCell>> {
+    let mut m: indexmap::IndexMap<String, Vec<&StoredCell>> = indexmap::IndexMap::new();
+    for c in &sel.cells {
+        let (bench, _, rest) = pair_key(&c.0.info, "", &sel.fixed, l);
+        let name = if rest.is_empty() {
+            bench
+        } else {
+            format!("{bench} {rest}")
+        };
+        m.entry(name).or_default().push(c);
+    }
+    m
+}
+
+fn selection(st: &dyn StoreRead, spec: &str) -> anyhow::Result<Selection> {
+    let op = select::resolve(st, spec)?;
+    let cells = select::narrow(&op, st.cells(op.scope)?)?;
+    Ok(Selection {
+        name: spec.to_string(),
+        fixed: op.filters.iter().map(|(k, _)| k.clone()).collect(),
+        cells,
+        runs: HashMap::new(),
+    })
+}
+
+/// A side's rounds from its cells' stored profiles and counter metrics.
+fn side(st: &dyn StoreRead, cells: &[&StoredCell]) -> anyhow::Result<Side> {
+    let mut s = Side::default();
+    for (c, samples) in cells {
+        for p in st.profiles(c.id)? {
+            s.rounds.entry((c.run_id, p.round)).or_default().profile = Some(p.stacks);
+        }
+        for x in samples.iter().filter(|x| x.metric.ends_with("/op")) {
+            s.rounds
+                .entry((c.run_id, x.round))
+                .or_default()
+                .counters
+                .entry(x.metric.to_string())
+                .or_default()
+                .push(x.value);
+        }
+    }
+    Ok(s)
+}
+
+/// The rounds of `a` and `b` paired: by (run, round) when they share
+/// rounds, else in order. Says which.
+fn pair_rounds<'s>(a: &'s Side, b: &'s Side) -> (Vec<(&'s Round, &'s Round)>, bool) {
+    let same: Vec<_> = (a.rounds.iter())
+        .filter_map(|(k, ra)| b.rounds.get(k).map(|rb| (ra, rb)))
+        .collect();
+    if !same.is_empty() {
+        return (same, true);
+    }
+    (a.rounds.values().zip(b.rounds.values()).collect(), false)
+}
+
+/// Self and inclusive shares of each symbol in one round's profile.
+fn shares(f: &Folded) -> BTreeMap<String, (f64, f64)> {
+    let total = f.total() as f64;
+    let mut m: BTreeMap<String, (f64, f64)> = BTreeMap::new();
+    for (stack, n) in &f.0 {
+        let frames: Vec<&str> = stack.split(';').collect();
+        let n = *n as f64 / total;
+        if let Some(leaf) = frames.last() {
+            m.entry(leaf.to_string()).or_default().0 += n;
+        }
+        let unique: BTreeSet<&str> = frames.into_iter().collect();
+        for s in unique {
+            m.entry(s.to_string()).or_default().1 += n;
+        }
+    }
+    m
+}
+
+fn explain_cell(name: &str, a: &Side, b: &Side, ask: &Ask<'_>) -> CellExplain {
+    let (pairs, by_round) = pair_rounds(a, b);
+    let prof: Vec<(&Folded, &Folded)> = (pairs.iter())
+        .filter_map(|(x, y)| Some((x.profile.as_ref()?, y.profile.as_ref()?)))
+        .filter(|(x, y)| x.total() > 0 && y.total() > 0)
+        .collect();
+    let sh: Vec<_> = prof.iter().map(|(x, y)| (shares(x), shares(y))).collect();
+    let n = sh.len().max(1) as f64;
+    // Mean shares per symbol, to choose the family.
+    let mut mean: BTreeMap<&str, [f64; 4]> = BTreeMap::new();
+    for (x, y) in &sh {
+        for (side, m) in [(0, x), (2, y)] {
+            for (s, (sf, inc)) in m {
+                let e = mean.entry(s.as_str()).or_default();
+                e[side] += sf / n;
+                e[side + 1] += inc / n;
+            }
+        }
+    }
+    let tested: Vec<(&str, bool)> = (mean.iter())
+        .flat_map(|(s, v)| {
+            [
+                (v[0].max(v[2]) >= MIN_SHARE).then_some((*s, true)),
+                (v[1].max(v[3]) >= MIN_SHARE
+                    && v[1].max(v[3]) < 0.999
+                    && (v[1], v[3]) != (v[0], v[2]))
+                    .then_some((*s, false)),
+            ]
+        })
+        .flatten()
+        .collect();
+    let family = tested.len();
+    let mut symbols: Vec<SymbolChange> = tested
+        .iter()
+        .filter_map(|&(s, own)| {
+            let get = |m: &BTreeMap<String, (f64, f64)>| {
+                m.get(s).map_or(0.0, |v| if own { v.0 } else { v.1 })
+            };
+            let d: Vec<f64> = sh.iter().map(|(x, y)| 100.0 * (get(y) - get(x))).collect();
+            let diff = paired_diff(&d, ask.confidence, family)?;
+            let v = mean[s];
+            let (sa, sb) = if own { (v[0], v[2]) } else { (v[1], v[3]) };
+            Some(SymbolChange {
+                symbol: s.to_string(),
+                measure: if own { "self" } else { "incl" }.into(),
+                share_a: 100.0 * sa,
+                share_b: 100.0 * sb,
+                changed: diff.changed(),
+                diff,
+            })
+        })
+        .collect();
+    symbols.sort_by(|x, y| {
+        (y.changed.cmp(&x.changed)).then(y.diff.mean.abs().total_cmp(&x.diff.mean.abs()))
+    });
+    let shown = symbols
+        .len()
+        .min(ask.top.max(symbols.iter().filter(|s| s.changed).count()));
+    symbols.truncate(shown);
+    CellExplain {
+        cell: name.to_string(),
+        paired_by_round: by_round,
+        rounds: sh.len(),
+        samples_a: prof.iter().map(|(x, _)| x.total()).sum(),
+        samples_b: prof.iter().map(|(_, y)| y.total()).sum(),
+        family,
+        counters: counters(&pairs, ask.confidence),
+        symbols,
+        merged: prof
+            .iter()
+            .fold(Default::default(), |(mut x, mut y), (a, b)| {
+                x.merge(a);
+                y.merge(b);
+                (x, y)
+            }),
+    }
+}
+
+/// Counters per operation that moved, paired by round like the profiles.
+fn counters(pairs: &[(&Round, &Round)], confidence: f64) -> Vec<CounterChange> {
+    let names: BTreeSet<&String> = pairs.iter().flat_map(|(x, _)| x.counters.keys()).collect();
+    let mean = |v: &Vec<f64>| v.iter().sum::<f64>() / v.len() as f64;
+    let per: Vec<(&String, Vec<(f64, f64)>)> = names
+        .into_iter()
+        .map(|m| {
+            let v = (pairs.iter())
+                .filter_map(|(x, y)| Some((mean(x.counters.get(m)?), mean(y.counters.get(m)?))))
+                .collect();
+            (m, v)
+        })
+        .collect();
+    let family = per.len();
+    let mut out: Vec<CounterChange> = per
+        .into_iter()
+        .filter_map(|(m, v)| {
+            let d: Vec<f64> = v.iter().map(|(x, y)| y - x).collect();
+            let diff = paired_diff(&d, confidence, family)?;
+            let n = v.len() as f64;
+            Some(CounterChange {
+                metric: m.clone(),
+                a: v.iter().map(|p| p.0).sum::<f64>() / n,
+                b: v.iter().map(|p| p.1).sum::<f64>() / n,
+                changed: diff.changed(),
+                diff,
+            })
+        })
+        .collect();
+    out.sort_by(|x, y| {
+        (y.changed.cmp(&x.changed)).then(y.diff.mean.abs().total_cmp(&x.diff.mean.abs()))
+    });
+    out
+}
+
+/// Each profiled cell of `ops` with its profiles over all rounds merged,
+/// named by its key (and run, with several runs).
+pub fn flames(
+    st: &dyn StoreRead,
+    ops: &[select::Operand],
+) -> anyhow::Result<Vec<(String, Folded)>> {
+    let mut out = Vec::new();
+    for op in ops {
+        let (cells, runs) = select::cells(st, op)?;
+        let cells = select::narrow(op, cells)?;
+        for (c, _) in &cells {
+            let mut f = Folded::default();
+            for p in st.profiles(c.id)? {
+                f.merge(&p.stacks);
+            }
+            if f.total() > 0 {
+                let name = match runs.len() {
+                    1 => c.info.key.clone(),
+                    _ => format!("{} (run {})", c.info.key, c.run_id),
+                };
+                out.push((name, f));
+            }
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn self_and_inclusive_shares_count_each_frame_once() {
+        let f = Folded(vec![
+            ("main;f;f".into(), 2),
+            ("main;g".into(), 1),
+            ("main".into(), 1),
+        ]);
+        let s = shares(&f);
+        assert_eq!(s["f"], (0.5, 0.5));
+        assert_eq!(s["g"], (0.25, 0.25));
+        assert_eq!(s["main"], (0.25, 1.0));
+    }
+}

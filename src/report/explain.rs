@@ -1,0 +1,310 @@
+//! `kbench explain`'s document: per pair of cells, the counters per
+//! operation that moved, then the symbols whose share of profile samples
+//! changed most, each with its simultaneous interval (`*` beyond the
+//! noise, `~` inside it). Text within 80 columns, Markdown tables, JSON
+//! (kind `explain`); the model is built by `crate::explain`.
+
+use std::fmt::Write;
+
+use serde::Serialize;
+
+use super::grid::md_escape;
+use super::html::esc;
+use crate::stats::shares::PairedDiff;
+
+/// Two operands explained.
+#[derive(Clone, Debug, Serialize)]
+pub struct Explain {
+    /// The baseline operand, as written.
+    pub a: String,
+    /// The contender.
+    pub b: String,
+    /// Confidence of each family, 0..1.
+    pub confidence: f64,
+    /// Mean share (0..1) a symbol needs on either side to be tested.
+    pub min_share: f64,
+    pub cells: Vec<CellExplain>,
+}
+
+/// One pair of cells.
+#[derive(Clone, Debug, Serialize)]
+pub struct CellExplain {
+    /// Benchmark and the factors and parameters the operands share.
+    pub cell: String,
+    /// Rounds paired by round of one run (else by position).
+    pub paired_by_round: bool,
+    /// Pairs of rounds with a profile on both sides.
+    pub rounds: usize,
+    pub samples_a: u64,
+    pub samples_b: u64,
+    /// Symbol shares tested (the family of the intervals).
+    pub family: usize,
+    /// Counters per operation, those that moved first.
+    pub counters: Vec<CounterChange>,
+    /// Symbols whose share changed most, those beyond the noise first.
+    pub symbols: Vec<SymbolChange>,
+    /// Each side's profiles over the paired rounds, merged (for the
+    /// differential flame graph).
+    #[serde(skip)]
+    pub merged: (crate::profile::Folded, crate::profile::Folded),
+}
+
+/// A counter per operation on both sides.
+#[derive(Clone, Debug, Serialize)]
+pub struct CounterChange {
+    pub metric: String,
+    pub a: f64,
+    pub b: f64,
+    /// Contender minus baseline, paired by round.
+    pub diff: PairedDiff,
+    /// The interval excludes 0.
+    pub changed: bool,
+}
+
+/// A symbol's share of samples on both sides.
+#[derive(Clone, Debug, Serialize)]
+pub struct SymbolChange {
+    pub symbol: String,
+    /// `self` (samples whose leaf it is) or `incl` (whose stack holds it).
+    pub measure: String,
+    /// Mean share, percent.
+    pub share_a: f64,
+    pub share_b: f64,
+    /// Change in percentage points, paired by round.
+    pub diff: PairedDiff,
+    /// The interval excludes 0.
+    pub changed: bool,
+}
+
+fn mark(changed: bool) -> char {
+    if changed { '*' } else { '~' }
+}
+
+/// A signed number with few digits: `+1.9`, `-0.032`.
+fn signed(x: f64) -> String {
+    let a = x.abs();
+    let s = if a >= 100.0 {
+        format!("{x:+.0}")
+    } else if a >= 1.0 || a == 0.0 {
+        format!("{x:+.1}")
+    } else {
+        format!("{x:+.2}")
+    };
+    if a != 0.0 && a < 0.01 {
+        format!("{x:+.1e}")
+    } else {
+        s
+    }
+}
+
+fn interval(d: &PairedDiff) -> String {
+    format!("[{}, {}]", signed(d.lo), signed(d.hi))
+}
+
+/// `name` cut to `w` characters, the end kept (symbols differ there).
+fn fit(name: &str, w: usize) -> String {
+    let n = name.chars().count();
+    if n <= w {
+        return name.to_string();
+    }
+    let tail: String = name.chars().skip(n - (w - 1)).collect();
+    format!("…{tail}")
+}
+
+fn header(o: &mut String, e: &Explain, c: &CellExplain) {
+    let _ = writeln!(o, "{}", c.cell);
+    let how = if c.paired_by_round {
+        "paired by round"
+    } else {
+        "paired in order (different runs)"
+    };
+    let _ = writeln!(
+        o,
+        "  {} rounds {how}; {} / {} samples; {} shares tested,",
+        c.rounds, c.samples_a, c.samples_b, c.family
+    );
+    let _ = writeln!(
+        o,
+        "  {:.0}% intervals simultaneous over them (Bonferroni)",
+        100.0 * e.confidence
+    );
+}
+
+pub fn text(e: &Explain) -> String {
+    let mut o = String::new();
+    let _ = writeln!(o, "explain: {} -> {}", e.a, e.b);
+    for c in &e.cells {
+        o.push('\n');
+        header(&mut o, e, c);
+        let moved: Vec<_> = c.counters.iter().filter(|k| k.changed).collect();
+        if !moved.is_empty() {
+            let _ = writeln!(o, "  counters that moved:");
+            for k in moved {
+                let _ = writeln!(
+                    o,
+                    "  * {} {} {}",
+                    signed(k.diff.mean),
+                    fit(&k.metric.replace("/op", " per op"), 36),
+                    interval(&k.diff)
+                );
+            }
+        }
+        if c.symbols.is_empty() {
+            let _ = writeln!(
+                o,
+                "  no symbol reaches {:.0}% of samples",
+                100.0 * e.min_share
+            );
+            continue;
+        }
+        let _ = writeln!(
+            o,
+            "  {:<30} {:<4} {:>6} {:>6} {:>6}  interval (points)",
+            "symbol", "of", "A", "B", "change"
+        );
+        for s in &c.symbols {
+            let _ = writeln!(
+                o,
+                "{} {:<30} {:<4} {:>5.1}% {:>5.1}% {:>6}  {}",
+                mark(s.changed),
+                fit(&s.symbol, 30),
+                s.measure,
+                s.share_a,
+                s.share_b,
+                signed(s.diff.mean),
+                interval(&s.diff)
+            );
+        }
+        if !c.symbols.iter().any(|s| s.changed) {
+            let _ = writeln!(o, "  no symbol's share changed beyond the profile's noise");
+        }
+    }
+    o.push_str("\n* beyond the noise (interval excludes 0), ~ inside it\n");
+    o
+}
+
+pub fn markdown(e: &Explain) -> String {
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "**explain** `{}` → `{}`\n",
+        md_escape(&e.a),
+        md_escape(&e.b)
+    );
+    for c in &e.cells {
+        let _ = writeln!(o, "### {}\n", md_escape(&c.cell));
+        let _ = writeln!(
+            o,
+            "{} rounds {}; {} / {} samples; {:.0}% intervals simultaneous over {} shares.\n",
+            c.rounds,
+            if c.paired_by_round {
+                "paired by round"
+            } else {
+                "paired in order"
+            },
+            c.samples_a,
+            c.samples_b,
+            100.0 * e.confidence,
+            c.family
+        );
+        let moved: Vec<_> = c.counters.iter().filter(|k| k.changed).collect();
+        if !moved.is_empty() {
+            o.push_str("| counter | A | B | change | interval |\n|---|--:|--:|--:|---|\n");
+            for k in moved {
+                let _ = writeln!(
+                    o,
+                    "| {} | {:.4} | {:.4} | **{}** | {} |",
+                    md_escape(&k.metric),
+                    k.a,
+                    k.b,
+                    signed(k.diff.mean),
+                    interval(&k.diff)
+                );
+            }
+            o.push('\n');
+        }
+        o.push_str(
+            "| symbol | of | A | B | change (points) | interval |\n|---|---|--:|--:|--:|---|\n",
+        );
+        for s in &c.symbols {
+            let ch = signed(s.diff.mean);
+            let _ = writeln!(
+                o,
+                "| `{}` | {} | {:.1}% | {:.1}% | {} | {} |",
+                s.symbol.replace('`', "'"),
+                s.measure,
+                s.share_a,
+                s.share_b,
+                if s.changed {
+                    format!("**{ch}**")
+                } else {
+                    format!("{ch} ~")
+                },
+                interval(&s.diff)
+            );
+        }
+        o.push('\n');
+    }
+    o
+}
+
+/// The HTML page's body: per cell its table, then the contender's flame
+/// graph coloured by the change from the baseline.
+pub fn html(e: &Explain) -> String {
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "<h1>explain <code>{}</code> &rarr; <code>{}</code></h1>",
+        esc(&e.a),
+        esc(&e.b)
+    );
+    for (i, c) in e.cells.iter().enumerate() {
+        let _ = writeln!(o, "<h2>{}</h2>", esc(&c.cell));
+        let mut t = String::new();
+        header(&mut t, e, c);
+        let _ = writeln!(
+            o,
+            "<p class=\"legend\">{}</p>",
+            esc(t.lines().skip(1).collect::<Vec<_>>().join(" ").trim())
+        );
+        let moved: Vec<_> = c.counters.iter().filter(|k| k.changed).collect();
+        if !moved.is_empty() {
+            o.push_str("<table><tr><th class=\"l\">counter</th><th>A</th><th>B</th><th>change</th><th class=\"l\">interval</th></tr>\n");
+            for k in moved {
+                let _ = writeln!(
+                    o,
+                    "<tr><td class=\"l\">{}</td><td>{:.4}</td><td>{:.4}</td><td class=\"sig\">{}</td><td class=\"l\">{}</td></tr>",
+                    esc(&k.metric),
+                    k.a,
+                    k.b,
+                    signed(k.diff.mean),
+                    interval(&k.diff)
+                );
+            }
+            o.push_str("</table>\n");
+        }
+        o.push_str("<table><tr><th></th><th class=\"l\">symbol</th><th class=\"l\">of</th><th>A</th><th>B</th><th>change (points)</th><th class=\"l\">interval</th></tr>\n");
+        for s in &c.symbols {
+            let _ = writeln!(
+                o,
+                "<tr><td>{}</td><td class=\"l\"><code>{}</code></td><td class=\"l\">{}</td><td>{:.1}%</td><td>{:.1}%</td><td{}>{}</td><td class=\"l\">{}</td></tr>",
+                mark(s.changed),
+                esc(&s.symbol),
+                s.measure,
+                s.share_a,
+                s.share_b,
+                if s.changed { " class=\"sig\"" } else { "" },
+                signed(s.diff.mean),
+                interval(&s.diff)
+            );
+        }
+        o.push_str("</table>\n");
+        let (a, b) = &c.merged;
+        if b.total() > 0 {
+            o.push_str("<p class=\"legend\">Flame graph of the contender; colour: change of each frame's share from the baseline (red more, blue fewer samples, saturated at 5 points); hover a frame for its values.</p>\n");
+            o.push_str(&super::flame::svg(b, Some(a), &format!("x{i}")));
+        }
+    }
+    o.push_str("<p class=\"legend\">* beyond the noise (interval excludes 0), ~ inside it</p>\n");
+    o
+}

@@ -1,0 +1,111 @@
+//! `run --profile` and `kbench explain` on the real binary: a C program
+//! whose variant `b` spends about 10% more of its time in one named
+//! function, profiled with perf and explained; an A/A pair explains as
+//! nothing changed.
+
+mod common;
+
+use common::*;
+use std::path::Path;
+
+const PROG: &str = include_str!("../scripts/explain/prog.c");
+
+/// Whether perf can sample here; the tests say so and pass vacuously
+/// nowhere: CI installs linux-perf.
+fn compile(dir: &Path) -> std::path::PathBuf {
+    let src = dir.join("prog.c");
+    std::fs::write(&src, PROG).unwrap();
+    let bin = dir.join("prog");
+    let st = std::process::Command::new("cc")
+        .args(["-O1", "-g", "-fno-omit-frame-pointer", "-o"])
+        .arg(&bin)
+        .arg(&src)
+        .status()
+        .expect("cc runs");
+    assert!(st.success());
+    bin
+}
+
+fn plan_text(name: &str, bin: &Path, values: [&str; 2]) -> String {
+    format!(
+        "name = \"{name}\"\nsamples = 10\nwarmup = 1\n[factors]\n\
+         variant = {{ apply = \"env\", var = \"VARIANT\", values = [\"{}\", \"{}\"] }}\n\
+         [[bench]]\nname = \"prog\"\ncommand = [\"{}\"]\n",
+        values[0],
+        values[1],
+        bin.display()
+    )
+}
+
+fn explain(dir: &Path, name: &str, values: [&str; 2]) -> serde_json::Value {
+    let a = format!("{name}:variant={}", values[0]);
+    let b = format!("{name}:variant={}", values[1]);
+    json(stdout(kbench(dir).args(["explain", &a, &b, "--json"])).as_bytes())
+}
+
+#[test]
+fn explain_finds_the_function_that_got_slower_and_nothing_in_a_a() {
+    let _t = kbench::test_support::timing_lock();
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let bin = compile(d);
+    for (name, values) in [("ab", ["a", "b"]), ("aa", ["a", "a2"])] {
+        let p = plan(d, &format!("{name}.toml"), &plan_text(name, &bin, values));
+        let out = kbench(d)
+            .args(["run", p.to_str().unwrap(), "--profile", "-q"])
+            .output()
+            .unwrap();
+        assert_ok(&out);
+    }
+    // Profiles are stored per cell and measured round, compressed.
+    let rows: i64 = sqlite(d)
+        .query_row("SELECT COUNT(*) FROM profiles", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(rows, 40, "2 runs x 2 cells x 10 rounds");
+
+    let e = explain(d, "ab", ["a", "b"]);
+    let cell = &e["cells"][0];
+    assert_eq!(cell["rounds"], 10, "{e:#}");
+    assert_eq!(cell["paired_by_round"], true);
+    let first = &cell["symbols"][0];
+    assert_eq!(first["symbol"], "named_hotspot", "{e:#}");
+    assert_eq!(first["changed"], true, "{e:#}");
+    // About 9 points more of the samples (from ~8% to ~17%).
+    let lo = first["diff"]["lo"].as_f64().unwrap();
+    let mean = first["diff"]["mean"].as_f64().unwrap();
+    assert!(lo > 0.0 && (3.0..20.0).contains(&mean), "{first:#}");
+
+    let aa = explain(d, "aa", ["a", "a2"]);
+    let changed: Vec<_> = aa["cells"][0]["symbols"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["changed"] == true)
+        .collect();
+    assert!(changed.is_empty(), "A/A changed: {changed:#?}");
+
+    // The text fits 80 columns and marks the change.
+    let text = stdout(kbench(d).args(["explain", "ab:variant=a", "ab:variant=b"]));
+    assert!(text.lines().all(|l| l.chars().count() <= 80), "{text}");
+    assert!(
+        text.lines().any(|l| l.starts_with("* named_hotspot")),
+        "{text}"
+    );
+}
+
+#[test]
+fn without_perf_profile_is_refused_before_measuring() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let out = kbench(d)
+        .args(["run", "getppid", "--profile", "--samples", "1", "-q"])
+        .env("PATH", d)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--profile needs `perf`"), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    // Nothing was recorded.
+    assert!(!db(d).exists() || stored_samples(d) == 0);
+}
