@@ -273,6 +273,12 @@ fn fleet(lab: &Lab, args: &[&str]) -> std::process::Output {
         .unwrap()
 }
 
+/// `fleet status PLAN --json` of the coordinator's store.
+fn status_json(lab: &Lab, plan: &str) -> serde_json::Value {
+    let out = fleet(lab, &["status", plan, "--json"]);
+    common::json(&out.stdout)
+}
+
 /// Samples per (host, cell key) in the coordinator's store, and the total.
 fn per_host(dir: &Path) -> Vec<(String, String, i64)> {
     let c = common::sqlite(dir);
@@ -345,8 +351,7 @@ fn two_hosts_one_killed_mid_run_then_resumed() {
     let a_first = count(d, "a");
     assert!(a_first > 0 && a_first < 24, "host a partial: {first:?}");
     // Status names each host's state and a's error.
-    let st = fleet(&lab, &["status", plan, "--json"]);
-    let st: serde_json::Value = serde_json::from_slice(&st.stdout).unwrap();
+    let st = status_json(&lab, plan);
     assert_eq!(st["hosts"]["b"]["state"], "done", "{st}");
     assert_eq!(st["hosts"]["b"]["cells_done"], 4, "{st}");
     assert_eq!(st["hosts"]["a"]["state"], "failed", "{st}");
@@ -906,8 +911,7 @@ fn a_signal_stops_every_host_and_the_store_says_so() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{err}");
     assert_exact(d, "fleet", 4, 20, "after two signals and a re-run");
-    let st = fleet(&lab, &["status", plan, "--json"]);
-    let st: serde_json::Value = serde_json::from_slice(&st.stdout).unwrap();
+    let st = status_json(&lab, plan);
     assert_eq!(st["hosts"]["a"]["state"], "done", "{st}");
     assert_eq!(st["hosts"]["b"]["state"], "done", "{st}");
 }
@@ -954,8 +958,7 @@ fn a_host_short_of_samples_fails_the_fleet_run() {
     );
     assert!(err.contains("1 of 2 host(s) done; failed: a"), "{err}");
     assert_eq!((count(d, "a"), count(d, "b")), (8, 12));
-    let st = fleet(&lab, &["status", plan, "--json"]);
-    let st: serde_json::Value = serde_json::from_slice(&st.stdout).unwrap();
+    let st = status_json(&lab, plan);
     assert_eq!(st["hosts"]["a"]["state"], "failed", "{st}");
     assert!(
         (st["hosts"]["a"]["last_error"].as_str().unwrap()).contains("2 of 3"),

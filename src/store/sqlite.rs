@@ -1080,7 +1080,7 @@ impl StoreWrite for SqliteStore {
     fn set_fleet_host(&mut self, h: &FleetHostRec) -> anyhow::Result<()> {
         self.write(|c| {
             c.execute(
-                &sql::SET_FLEET_HOST,
+                sql::SET_FLEET_HOST,
                 params![
                     h.plan,
                     h.plan_hash,
