@@ -1571,15 +1571,22 @@ fn fleet(db: &store::Locator, command: FleetCommand) -> anyhow::Result<ExitCode>
                 quiet,
             };
             let outcome = fleet::run(std::path::Path::new(&plan), &hs, &o)?;
-            let failed: Vec<&str> = outcome
-                .iter()
+            let failed: Vec<&str> = (outcome.hosts.iter())
                 .filter(|(_, e)| e.is_some())
                 .map(|(n, _)| n.as_str())
                 .collect();
+            let done = outcome.hosts.len() - failed.len();
+            if let Some(sig) = outcome.signal {
+                eprintln!(
+                    "kbench: interrupted by {}: {done} of {} host(s) done; the runs stopped are stored as interrupted (`kbench fleet status {plan} --hosts {hosts}`; re-run to resume)",
+                    fleet::signal_name(sig),
+                    hs.len(),
+                );
+                return Ok(ExitCode::from(u8::try_from(128 + sig).unwrap_or(1)));
+            }
             eprintln!(
-                "kbench: {} of {} host(s) done{}",
-                outcome.len() - failed.len(),
-                outcome.len(),
+                "kbench: {done} of {} host(s) done{}",
+                outcome.hosts.len(),
                 if failed.is_empty() {
                     String::new()
                 } else {

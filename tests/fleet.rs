@@ -273,6 +273,12 @@ fn fleet(lab: &Lab, args: &[&str]) -> std::process::Output {
         .unwrap()
 }
 
+/// `fleet status PLAN --json` of the coordinator's store.
+fn status_json(lab: &Lab, plan: &str) -> serde_json::Value {
+    let out = fleet(lab, &["status", plan, "--json"]);
+    common::json(&out.stdout)
+}
+
 /// Samples per (host, cell key) in the coordinator's store, and the total.
 fn per_host(dir: &Path) -> Vec<(String, String, i64)> {
     let c = common::sqlite(dir);
@@ -345,8 +351,7 @@ fn two_hosts_one_killed_mid_run_then_resumed() {
     let a_first = count(d, "a");
     assert!(a_first > 0 && a_first < 24, "host a partial: {first:?}");
     // Status names each host's state and a's error.
-    let st = fleet(&lab, &["status", plan, "--json"]);
-    let st: serde_json::Value = serde_json::from_slice(&st.stdout).unwrap();
+    let st = status_json(&lab, plan);
     assert_eq!(st["hosts"]["b"]["state"], "done", "{st}");
     assert_eq!(st["hosts"]["b"]["cells_done"], 4, "{st}");
     assert_eq!(st["hosts"]["a"]["state"], "failed", "{st}");
@@ -750,4 +755,219 @@ fn a_missing_cwd_is_a_plan_error_before_any_host() {
         err.contains("p.toml:6: `cwd` `src/gone` is not a directory here"),
         "{err}"
     );
+}
+
+/// Start `fleet run PLAN`, send it `sig` once both hosts stored more
+/// than `after` samples, and wait for it (at most 60 s).
+fn signalled(lab: &Lab, plan: &str, sig: i32, after: i64) -> std::process::Output {
+    let d = &lab.dir;
+    let child = Command::new(assert_cmd::cargo::cargo_bin("kbench"))
+        .env("KBENCH_DB", common::db(d))
+        .env("XDG_CACHE_HOME", d.join("cache"))
+        .env("NO_COLOR", "1")
+        .args(["fleet", "run", plan, "--hosts"])
+        .arg(&lab.hosts_file)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    while count(d, "a") <= after || count(d, "b") <= after {
+        assert!(std::time::Instant::now() < deadline, "both hosts measure");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    // SAFETY: our own child, not yet waited for.
+    unsafe { libc::kill(child.id() as i32, sig) };
+    let pid = child.id();
+    let waiter = std::thread::spawn(move || child.wait_with_output().unwrap());
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !waiter.is_finished() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "fleet run (pid {pid}) still running 60 s after the signal"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    waiter.join().unwrap()
+}
+
+/// Processes (other than the hosts' listening sshd) whose command line
+/// names `dir`: ssh clients of the coordinator, remote kbench runs.
+fn processes_naming(dir: &Path) -> Vec<String> {
+    let d = dir.to_string_lossy().into_owned();
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(cmd) = std::fs::read(e.path().join("cmdline")) else {
+            continue;
+        };
+        let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
+        let listener = cmd.starts_with("/usr/sbin/sshd") || cmd.contains("[listener]");
+        if cmd.contains(&d) && !listener {
+            out.push(format!("{}: {cmd}", e.file_name().to_string_lossy()));
+        }
+    }
+    out
+}
+
+/// Statuses of the runs in the store at `db`.
+fn run_statuses(db: &Path) -> Vec<String> {
+    let c = rusqlite::Connection::open_with_flags(db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+        .unwrap();
+    let mut st = c.prepare("SELECT status FROM runs ORDER BY id").unwrap();
+    st.query_map([], |r| r.get(0))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap()
+}
+
+/// Issue: SIGINT and SIGTERM left the runs and `fleet status` `running`
+/// forever, and the fleet state lived beside the coordinator, not in the
+/// store. A signal stops every host (its samples kept, its run
+/// interrupted on both sides, no ssh left), exits 128 + the signal, and
+/// `fleet status` of a copy of the store says `interrupted`; a re-run
+/// then completes the plan exactly.
+#[test]
+fn a_signal_stops_every_host_and_the_store_says_so() {
+    if !can_run("a_signal_stops_every_host_and_the_store_says_so") {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    let lab = lab(d, "s");
+    let text = PLAN.replace("samples = 6", "samples = 20");
+    let plan = common::plan(d, "fleet.toml", &text);
+    let plan = plan.to_str().unwrap();
+    let mut after = 0;
+    for (sig, code, name) in [
+        (libc::SIGTERM, 143, "SIGTERM"),
+        (libc::SIGINT, 130, "SIGINT"),
+    ] {
+        let out = signalled(&lab, plan, sig, after);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(code), "{name}: {err}");
+        assert!(err.contains(&format!("interrupted by {name}")), "{err}");
+        // No ssh client of the coordinator is left, and each host's
+        // kbench stops at its next sample.
+        let ssh: Vec<String> = processes_naming(d)
+            .into_iter()
+            .filter(|p| p.contains(": ssh "))
+            .collect();
+        assert!(ssh.is_empty(), "{name}: ssh left: {ssh:?}");
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        while !processes_naming(d).is_empty() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{name}: still running on the hosts: {:?}",
+                processes_naming(d)
+            );
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        let statuses = run_statuses(&common::db(d));
+        assert!(
+            statuses.iter().all(|s| s == "interrupted"),
+            "{name}: {statuses:?}"
+        );
+        for host in ["a", "b"] {
+            let dir = std::fs::read_dir(d.join(format!("remote_{host}/hosts")))
+                .unwrap()
+                .next()
+                .unwrap()
+                .unwrap()
+                .path();
+            let own = run_statuses(&dir.join("kbench.db"));
+            assert!(
+                own.iter().all(|s| s == "interrupted"),
+                "{name}: host {host}'s own store: {own:?}"
+            );
+        }
+        // The state is in the store: a copy of it shows it.
+        let copy = d.join(format!("copy-{name}.db"));
+        let out = kbench(d)
+            .args(["store", "copy", "--from"])
+            .arg(common::db(d))
+            .arg("--to")
+            .arg(&copy)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let st = kbench(d)
+            .env("KBENCH_DB", &copy)
+            .args(["fleet", "status", plan, "--json", "--hosts"])
+            .arg(&lab.hosts_file)
+            .output()
+            .unwrap();
+        let st: serde_json::Value = serde_json::from_slice(&st.stdout).unwrap();
+        for host in ["a", "b"] {
+            assert_eq!(st["hosts"][host]["state"], "interrupted", "{name}: {st}");
+            assert!(st["hosts"][host]["samples"].as_u64().unwrap() > 0, "{st}");
+        }
+        after = count(d, "a").max(count(d, "b"));
+    }
+    let out = fleet(&lab, &["run", plan]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert_exact(d, "fleet", 4, 20, "after two signals and a re-run");
+    let st = status_json(&lab, plan);
+    assert_eq!(st["hosts"]["a"]["state"], "done", "{st}");
+    assert_eq!(st["hosts"]["b"]["state"], "done", "{st}");
+}
+
+/// A host whose stream lost samples on the way (here an ssh wrapper drops
+/// every round-1 sample of host a) ends short in the coordinator's store
+/// while its own store is complete: `fleet run` exits 1 naming the host
+/// and the counts, and a re-run fetches the rest from the host's store.
+#[test]
+fn a_host_short_of_samples_fails_the_fleet_run() {
+    if !can_run("a_host_short_of_samples_fails_the_fleet_run") {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    let lab = lab(d, "n");
+    let plan = common::plan(d, "fleet.toml", &PLAN.replace("samples = 6", "samples = 3"));
+    let plan = plan.to_str().unwrap();
+    let wrapper = d.join("lossy-ssh");
+    std::fs::write(
+        &wrapper,
+        format!(
+            "#!/bin/bash\nset -o pipefail\ncase \"$*\" in\n\
+             *\"@{} \"*\"--events jsonl\"*) ssh \"$@\" | grep --line-buffered -v '^{{\"event\":\"sample\".*\"round\":1,'; exit $? ;;\n\
+             *) exec ssh \"$@\" ;;\nesac\n",
+            lab.hosts[0].addr
+        ),
+    )
+    .unwrap();
+    sh(&["chmod", "755", wrapper.to_str().unwrap()]);
+    let out = kbench(d)
+        .env("KBENCH_SSH", &wrapper)
+        .args(["fleet", "run", plan, "--hosts"])
+        .arg(&lab.hosts_file)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains(
+            "kbench: host a: 4 of 4 cell(s) lack their planned samples in the coordinator's store (`"
+        ) && err.contains("` 2 of 3, `"),
+        "{err}"
+    );
+    assert!(err.contains("1 of 2 host(s) done; failed: a"), "{err}");
+    assert_eq!((count(d, "a"), count(d, "b")), (8, 12));
+    let st = status_json(&lab, plan);
+    assert_eq!(st["hosts"]["a"]["state"], "failed", "{st}");
+    assert!(
+        (st["hosts"]["a"]["last_error"].as_str().unwrap()).contains("2 of 3"),
+        "{st}"
+    );
+    // Without the loss, the re-run takes what host a's own store holds.
+    let out = fleet(&lab, &["run", plan]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("host a: fetched 4 sample(s)"), "{err}");
+    assert_exact(d, "fleet", 4, 3, "after the re-run");
 }

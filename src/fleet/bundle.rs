@@ -120,50 +120,60 @@ pub fn named_files(plan_path: &Path, text: &str) -> anyhow::Result<Vec<(PathBuf,
     Ok(out)
 }
 
-/// Build the bundle of the plan at `plan_path`: a reproducible tar (sorted
-/// names, no owners or times), so the same files give the same hash.
+/// Build the bundle of the plan at `plan_path`: a reproducible tar written
+/// here, the same on every OS (names sorted, owners and times fixed,
+/// modes kept), so the same files give the same hash.
 pub fn build(plan_path: &Path, text: &str) -> anyhow::Result<Bundle> {
-    let dir = plan_path.parent().unwrap_or(Path::new("."));
+    let dir = match plan_path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
     let plan_file = plan_path
         .file_name()
         .map(|f| f.to_string_lossy().into_owned())
         .unwrap_or_else(|| "plan.toml".into());
-    let mut paths = vec![PathBuf::from(&plan_file)];
-    paths.extend(named_files(plan_path, text)?.into_iter().map(|(p, _)| p));
-    let dir_arg = if dir.as_os_str().is_empty() {
-        Path::new(".")
-    } else {
-        dir
-    };
-    let out = std::process::Command::new("tar")
-        .arg("-C")
-        .arg(dir_arg)
-        .args([
-            "--sort=name",
-            "--mtime=@0",
-            "--owner=0",
-            "--group=0",
-            "--numeric-owner",
-            "--format=gnu",
-            "-cf",
-            "-",
-            "--",
-        ])
-        .args(&paths)
-        .output()
-        .map_err(|e| anyhow::anyhow!("tar (to bundle the plan's files): {e}"))?;
-    if !out.status.success() {
-        anyhow::bail!(
-            "tar (to bundle the plan's files): {}",
-            String::from_utf8_lossy(&out.stderr).trim()
-        );
+    let mut entries = Vec::new();
+    let named = named_files(plan_path, text)?.into_iter().map(|(p, _)| p);
+    for p in std::iter::once(PathBuf::from(&plan_file)).chain(named) {
+        walk(dir, p, &mut entries)?;
     }
-    let hash = crate::ids::content_uuid(&[&out.stdout]);
+    // Parents sort before what they hold.
+    entries.sort();
+    entries.dedup();
+    let err = |p: &Path, e: std::io::Error| {
+        anyhow::anyhow!("{}: {e} (bundling the plan's files)", dir.join(p).display())
+    };
+    let mut ar = tar::Builder::new(Vec::new());
+    ar.mode(tar::HeaderMode::Deterministic);
+    ar.follow_symlinks(false);
+    for p in &entries {
+        ar.append_path_with_name(dir.join(p), p)
+            .map_err(|e| err(p, e))?;
+    }
+    let tar = ar.into_inner().map_err(|e| err(Path::new(""), e))?;
+    let hash = crate::ids::content_uuid(&[&tar]);
     Ok(Bundle {
         plan_file,
-        tar: out.stdout,
+        tar,
         hash,
     })
+}
+
+/// `rel` (under `dir`) and, for a directory, everything in it.
+fn walk(dir: &Path, rel: PathBuf, out: &mut Vec<PathBuf>) -> anyhow::Result<()> {
+    let full = dir.join(&rel);
+    let meta = std::fs::symlink_metadata(&full)
+        .map_err(|e| anyhow::anyhow!("{}: {e} (bundling the plan's files)", full.display()))?;
+    if meta.is_dir() {
+        let rd = std::fs::read_dir(&full)
+            .map_err(|e| anyhow::anyhow!("{}: {e} (bundling the plan's files)", full.display()))?;
+        for e in rd {
+            let e = e.map_err(|e| anyhow::anyhow!("{}: {e}", full.display()))?;
+            walk(dir, rel.join(e.file_name()), out)?;
+        }
+    }
+    out.push(rel);
+    Ok(())
 }
 
 #[cfg(test)]
@@ -176,6 +186,8 @@ mod tests {
         std::fs::create_dir_all(d.path().join("src/mini")).unwrap();
         std::fs::write(d.path().join("t.c"), "int x;").unwrap();
         std::fs::write(d.path().join("run.sh"), "true").unwrap();
+        let exec = <std::fs::Permissions as std::os::unix::fs::PermissionsExt>::from_mode(0o755);
+        std::fs::set_permissions(d.path().join("run.sh"), exec).unwrap();
         let text = r#"name = "p"
 
 [[bench]]
@@ -204,6 +216,38 @@ cwd = "src/mini"
                 .ends_with("p.toml:9: `cwd` `src/gone` is not a directory here (the fleet copies it to every host)"),
             "{e}"
         );
+        // Unpacked on a host by `tar -xf B -C DIR`: GNU tar and bsdtar
+        // (FreeBSD's tar) alike give the files, directories and modes.
+        std::fs::write(d.path().join("src/mini/Makefile"), "all:").unwrap();
+        let b = build(&plan, text).unwrap();
+        let archive = d.path().join("b.tar");
+        std::fs::write(&archive, &b.tar).unwrap();
+        for tool in ["tar", "bsdtar"] {
+            let to = d.path().join(format!("x-{tool}"));
+            std::fs::create_dir(&to).unwrap();
+            let Ok(st) = std::process::Command::new(tool)
+                .arg("-xf")
+                .arg(&archive)
+                .arg("-C")
+                .arg(&to)
+                .status()
+            else {
+                eprintln!("skipping {tool}: not installed");
+                continue;
+            };
+            assert!(st.success(), "{tool}");
+            assert_eq!(std::fs::read(to.join("p.toml")).unwrap(), text.as_bytes());
+            assert_eq!(
+                std::fs::read(to.join("src/mini/Makefile")).unwrap(),
+                b"all:"
+            );
+            let mode = |p: &str| {
+                use std::os::unix::fs::PermissionsExt;
+                std::fs::metadata(to.join(p)).unwrap().permissions().mode() & 0o111
+            };
+            assert_ne!(mode("run.sh"), 0, "{tool}: run.sh stays executable");
+            assert_eq!(mode("t.c"), 0, "{tool}");
+        }
         let up = text.replace("t.c", "../t.c");
         let e = named_files(&plan, &up).unwrap_err();
         assert!(

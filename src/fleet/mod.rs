@@ -24,18 +24,25 @@
 //! `~/.kbench-fleet`, named per host and per run ([`remote`]). The
 //! coordinator's store is the truth: a host is done only when it holds
 //! exactly the plan's samples of every cell of that host ([`count`]).
+//!
+//! Each host's state (`running`, `done`, `failed`, `interrupted`, its last
+//! error) is kept in the coordinator's store, table `fleet_hosts`, so
+//! `fleet status` against any copy of the store shows it. Ctrl-C or
+//! SIGTERM stops every host ([`stop`]): exit 130 or 143.
 
 pub mod bundle;
 mod count;
 pub mod hosts;
 mod remote;
 pub mod ssh;
+mod stop;
 
 use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use crate::event::{self, Event, Sink};
 use crate::record::{CellInfo, RunStatus};
@@ -46,7 +53,8 @@ pub use ssh::HostKeys;
 /// How one host stands, as `fleet status` shows it.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct HostState {
-    /// `checking`, `copying`, `catching up`, `running`, `done`, `failed`.
+    /// `checking`, `copying kbench`, `catching up`, `running`, `done`,
+    /// `failed`, `interrupted` (or `not run`).
     pub state: String,
     /// Unix time of the last change.
     pub updated: f64,
@@ -61,45 +69,38 @@ pub struct HostState {
     pub cells: usize,
 }
 
-/// What `fleet run` records between runs, per plan: each host's state.
+/// Each host's state, as `fleet status` shows it.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct FleetState {
     pub hosts: BTreeMap<String, HostState>,
 }
 
-/// Where a plan's fleet state is kept: `$XDG_STATE_HOME/kbench/fleet/`
-/// (default `~/.local/state`), one file per plan name and text.
-pub fn state_path(plan: &crate::plan::Plan) -> PathBuf {
-    let base = std::env::var_os("XDG_STATE_HOME")
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/state")))
-        .unwrap_or_else(|| PathBuf::from("."));
-    base.join("kbench/fleet")
-        .join(format!("{}-{}.json", plan.name, plan.hash()))
-}
-
-fn load_state(path: &Path) -> FleetState {
-    std::fs::read_to_string(path)
-        .ok()
-        .and_then(|t| serde_json::from_str(&t).ok())
-        .unwrap_or_default()
-}
-
 /// The shared state of a fleet run: updated by every host's thread and
-/// written to disk on each change (atomically, by rename).
-struct Shared {
-    path: PathBuf,
-    state: Mutex<FleetState>,
+/// written to the coordinator's store on each change (table
+/// `fleet_hosts`, so every copy of the store shows it).
+struct Shared<'a> {
+    db: &'a store::Locator,
+    plan: &'a crate::plan::Plan,
+    hash: String,
+    state: Mutex<BTreeMap<String, store::FleetHostRec>>,
     quiet: bool,
 }
 
-impl Shared {
+impl Shared<'_> {
     fn set(&self, host: &str, state: &str, error: Option<String>) {
         let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        let h = s.hosts.entry(host.to_string()).or_default();
+        let h = s
+            .entry(host.to_string())
+            .or_insert_with(|| store::FleetHostRec {
+                plan: self.plan.name.clone(),
+                plan_hash: self.hash.clone(),
+                host: host.to_string(),
+                ..Default::default()
+            });
         h.state = state.to_string();
-        h.updated = crate::ids::unix_now();
+        // Later than any stored record of this host (a clock step back
+        // must not leave the old state standing).
+        h.updated = crate::ids::unix_now().max(h.updated + 1e-6);
         if error.is_some() || state == "done" {
             h.last_error = error.clone();
         }
@@ -109,12 +110,11 @@ impl Shared {
                 None => eprintln!("kbench: host {host}: {state}"),
             }
         }
-        if let Some(dir) = self.path.parent() {
-            let _ = std::fs::create_dir_all(dir);
-        }
-        let tmp = self.path.with_extension("json.tmp");
-        if std::fs::write(&tmp, serde_json::to_string_pretty(&*s).unwrap_or_default()).is_ok() {
-            let _ = std::fs::rename(&tmp, &self.path);
+        let r = store::open(self.db, store::Access::Write).and_then(|mut st| st.set_fleet_host(h));
+        if let Err(e) = r
+            && !self.quiet
+        {
+            eprintln!("kbench: host {host}: cannot record its state `{state}` in the store: {e:#}");
         }
     }
 }
@@ -129,8 +129,12 @@ pub struct RunOptions<'a> {
     pub quiet: bool,
 }
 
-/// What `fleet run` did on each host: `None` for success, else the error.
-pub type Outcome = Vec<(String, Option<String>)>;
+/// What `fleet run` did: each host's error (`None` for success), and
+/// the signal that stopped it, if one did.
+pub struct Outcome {
+    pub hosts: Vec<(String, Option<String>)>,
+    pub signal: Option<i32>,
+}
 
 /// The fleet's name for a host's cell: `host` and its labels before the
 /// cell's own probe readings.
@@ -147,6 +151,8 @@ pub fn relabel(host: &Host, cell: &mut CellInfo) {
 }
 
 /// Run `plan` on every host; one failing host never stops the others.
+/// A signal (SIGINT, SIGTERM) stops every host: its connection is closed,
+/// its run recorded as interrupted, and no host is started after it.
 pub fn run(plan_path: &Path, hosts: &[Host], o: &RunOptions<'_>) -> anyhow::Result<Outcome> {
     let plan = crate::plan::load_for_hosts(plan_path)?;
     let exe = std::env::current_exe().map_err(|e| anyhow::anyhow!("this kbench's path: {e}"))?;
@@ -155,14 +161,19 @@ pub fn run(plan_path: &Path, hosts: &[Host], o: &RunOptions<'_>) -> anyhow::Resu
     // contacted (a missing `cwd` is a plan error naming its line).
     let bundle = bundle::build(plan_path, &plan.text)?;
     // The coordinator's store must open before any host is contacted.
-    drop(store::open(o.db, store::Access::Write)?);
-    let path = state_path(&plan);
+    let st = store::open(o.db, store::Access::Write)?;
+    let known = st.fleet_hosts(&plan.name, &plan.hash())?;
+    drop(st);
     let shared = Shared {
-        state: Mutex::new(load_state(&path)),
-        path,
+        db: o.db,
+        plan: &plan,
+        hash: plan.hash(),
+        state: Mutex::new(known.into_iter().map(|h| (h.host.clone(), h)).collect()),
         quiet: o.quiet,
     };
-    let next = std::sync::atomic::AtomicUsize::new(0);
+    let interrupts = stop::Interrupts::install()?;
+    let finished = AtomicBool::new(false);
+    let next = AtomicUsize::new(0);
     let results: Mutex<Vec<(usize, Option<String>)>> = Mutex::new(Vec::new());
     let ctx = HostCtx {
         plan: &plan,
@@ -173,31 +184,43 @@ pub fn run(plan_path: &Path, hosts: &[Host], o: &RunOptions<'_>) -> anyhow::Resu
         shared: &shared,
     };
     std::thread::scope(|sc| {
-        for _ in 0..o.jobs.clamp(1, hosts.len().max(1)) {
-            sc.spawn(|| {
-                loop {
-                    let i = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-                    let Some(h) = hosts.get(i) else { break };
-                    let r = ctx.host(h);
-                    let err = r.err();
-                    shared.set(
-                        &h.name,
-                        if err.is_some() { "failed" } else { "done" },
-                        err.clone(),
-                    );
-                    results
-                        .lock()
-                        .unwrap_or_else(|e| e.into_inner())
-                        .push((i, err));
-                }
-            });
+        sc.spawn(|| interrupts.watch(&finished));
+        let workers: Vec<_> = (0..o.jobs.clamp(1, hosts.len().max(1)))
+            .map(|_| {
+                sc.spawn(|| {
+                    // No host is started once a signal came.
+                    while stop::requested().is_none() {
+                        let i = next.fetch_add(1, Ordering::SeqCst);
+                        let Some(h) = hosts.get(i) else { break };
+                        let err = ctx.host(h).err();
+                        let state = match (&err, stop::requested()) {
+                            (_, Some(_)) => "interrupted",
+                            (Some(_), None) => "failed",
+                            (None, None) => "done",
+                        };
+                        shared.set(&h.name, state, err.clone());
+                        results
+                            .lock()
+                            .unwrap_or_else(|e| e.into_inner())
+                            .push((i, err));
+                    }
+                })
+            })
+            .collect();
+        for w in workers {
+            let _ = w.join();
         }
+        finished.store(true, Ordering::SeqCst);
     });
     let mut r = results.into_inner().unwrap_or_else(|e| e.into_inner());
     r.sort_by_key(|(i, _)| *i);
-    Ok(r.into_iter()
-        .map(|(i, e)| (hosts[i].name.clone(), e))
-        .collect())
+    Ok(Outcome {
+        hosts: r
+            .into_iter()
+            .map(|(i, e)| (hosts[i].name.clone(), e))
+            .collect(),
+        signal: stop::requested(),
+    })
 }
 
 struct HostCtx<'a> {
@@ -207,7 +230,7 @@ struct HostCtx<'a> {
     hash: &'a str,
     bundle: &'a bundle::Bundle,
     o: &'a RunOptions<'a>,
-    shared: &'a Shared,
+    shared: &'a Shared<'a>,
 }
 
 impl HostCtx<'_> {
@@ -262,7 +285,8 @@ impl HostCtx<'_> {
         let r = self.measure(h, &nonce, &remote_plan);
         // The run directory goes however the run went (the run script
         // removes it too, when the coordinator is gone).
-        if let Err(e) = ssh::run(h, keys, &remote::remove_run(h, &nonce), None)
+        if stop::requested().is_none()
+            && let Err(e) = ssh::run(h, keys, &remote::remove_run(h, &nonce), None)
             && !self.o.quiet
         {
             eprintln!("kbench: {e} (removing this run's directory on the host)");
@@ -414,8 +438,8 @@ impl HostCtx<'_> {
     ) -> Result<(), String> {
         let args: Vec<String> = self.o.run_args.iter().map(|a| ssh::quote(a)).collect();
         let script = remote::run(h, self.hash, nonce, remote_plan, &args.join(" "));
-        let mut child = ssh::spawn(h, self.o.keys, &script)
-            .map_err(|e| format!("host {}: cannot start ssh: {e}", h.name))?;
+        let mut child = ssh::spawn(h, self.o.keys, &script)?;
+        let tracked = stop::track(child.id());
         let stderr = child.stderr.take().expect("piped");
         let errs = std::thread::spawn(move || ssh::drain(stderr));
         let stdout = std::io::BufReader::new(child.stdout.take().expect("piped"));
@@ -460,9 +484,17 @@ impl HostCtx<'_> {
             }
         }
         let status = child.wait().map_err(|e| format!("host {}: {e}", h.name))?;
+        drop(tracked);
         let stderr = errs.join().unwrap_or_default();
         if !ended {
             let _ = sink.close_open_runs(RunStatus::Interrupted);
+        }
+        if let Some(sig) = stop::requested() {
+            return Err(format!(
+                "host {}: interrupted by {}; its samples so far are stored (the host's own store keeps the rest: re-run to fetch them and resume)",
+                h.name,
+                signal_name(sig)
+            ));
         }
         if cap.dropped > 0 && !self.o.quiet {
             eprintln!(
@@ -518,23 +550,33 @@ fn sha256_hex(path: &Path) -> anyhow::Result<String> {
 /// in the coordinator's store.
 pub fn status(db: &store::Locator, plan_path: &Path, hosts: &[Host]) -> anyhow::Result<FleetState> {
     let plan = crate::plan::load_for_hosts(plan_path)?;
-    let mut state = load_state(&state_path(&plan));
     let cells = crate::plan::expand(&plan)?.len();
     let target = plan.samples.unwrap_or(10);
     let st = store::open(db, store::Access::Read)?;
+    let mut known: BTreeMap<String, store::FleetHostRec> = st
+        .fleet_hosts(&plan.name, &plan.hash())?
+        .into_iter()
+        .map(|h| (h.host.clone(), h))
+        .collect();
     let progress = match crate::runner::campaign::find(&*st, &plan)? {
         Some(c) => st.progress(c.id)?,
         None => Vec::new(),
     };
     let mut out = FleetState::default();
     for h in hosts {
-        let mut s = state.hosts.remove(&h.name).unwrap_or_else(|| HostState {
-            state: "not run".into(),
-            ..Default::default()
-        });
+        let mut s = match known.remove(&h.name) {
+            Some(k) => HostState {
+                state: k.state,
+                updated: k.updated,
+                last_error: k.last_error,
+                ..Default::default()
+            },
+            None => HostState {
+                state: "not run".into(),
+                ..Default::default()
+            },
+        };
         s.cells = cells;
-        s.samples = 0;
-        s.cells_done = 0;
         for p in &progress {
             let r: IndexMap<String, String> = serde_json::from_str(&p.readings).unwrap_or_default();
             if r.get("host") == Some(&h.name) {
@@ -547,6 +589,15 @@ pub fn status(db: &store::Locator, plan_path: &Path, hosts: &[Host]) -> anyhow::
         out.hosts.insert(h.name.clone(), s);
     }
     Ok(out)
+}
+
+/// `SIGINT` or `SIGTERM` (else the number).
+pub fn signal_name(sig: i32) -> String {
+    match sig {
+        libc::SIGINT => "SIGINT".into(),
+        libc::SIGTERM => "SIGTERM".into(),
+        n => format!("signal {n}"),
+    }
 }
 
 /// `fleet status` as text: one line per host.

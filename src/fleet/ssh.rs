@@ -110,9 +110,8 @@ pub fn run(
     })
     .stdout(Stdio::piped())
     .stderr(Stdio::piped());
-    let mut child = c
-        .spawn()
-        .map_err(|e| format!("host {}: cannot start ssh: {e}", host.name))?;
+    let mut child = start(host, &mut c)?;
+    let _tracked = super::stop::track(child.id());
     let writer = input.map(|data| {
         let mut stdin = child.stdin.take().expect("piped");
         let data = data.to_vec();
@@ -142,12 +141,14 @@ pub fn run_file(
     path: &std::path::Path,
 ) -> Result<Vec<u8>, String> {
     let file = std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let child = command(host, keys, script)
-        .stdin(Stdio::from(file))
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|e| format!("host {}: cannot start ssh: {e}", host.name))?;
+    let child = start(
+        host,
+        command(host, keys, script)
+            .stdin(Stdio::from(file))
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped()),
+    )?;
+    let _tracked = super::stop::track(child.id());
     let (code, stdout, stderr) =
         wait(child).map_err(|e| format!("host {}: ssh: {e}", host.name))?;
     if code == Some(0) {
@@ -157,18 +158,30 @@ pub fn run_file(
     }
 }
 
+/// Start `c`, unless the fleet is stopping.
+fn start(host: &Host, c: &mut Command) -> Result<Child, String> {
+    if super::stop::requested().is_some() {
+        return Err(format!("host {}: interrupted", host.name));
+    }
+    c.spawn()
+        .map_err(|e| format!("host {}: cannot start ssh: {e}", host.name))
+}
+
 fn wait(child: Child) -> std::io::Result<(Option<i32>, Vec<u8>, Vec<u8>)> {
     let out = child.wait_with_output()?;
     Ok((out.status.code(), out.stdout, out.stderr))
 }
 
-/// Spawn `script` on `host` with stdout and stderr piped, for streaming.
-pub fn spawn(host: &Host, keys: HostKeys, script: &str) -> std::io::Result<Child> {
-    command(host, keys, script)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
+/// Spawn `script` on `host` with stdout and stderr piped, for streaming
+/// (the caller tracks it with [`super::stop::track`] until waited for).
+pub fn spawn(host: &Host, keys: HostKeys, script: &str) -> Result<Child, String> {
+    start(
+        host,
+        command(host, keys, script)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped()),
+    )
 }
 
 /// Read all of a pipe into a string (for a child's stderr on a thread).

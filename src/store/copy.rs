@@ -182,6 +182,18 @@ pub fn copy_filtered(
             to.finish_run(run_id, run.ended.unwrap_or(run.started), run.status)?;
         }
     }
+    // The fleet state of each plan copied goes with it (a newer one in
+    // the destination stays).
+    let mut plans: Vec<(&str, &str)> = (run_campaign.values())
+        .map(|c| (c.name.as_str(), c.plan_hash.as_str()))
+        .collect();
+    plans.sort_unstable();
+    plans.dedup();
+    for (name, hash) in plans {
+        for h in from.fleet_hosts(name, hash)? {
+            to.set_fleet_host(&h)?;
+        }
+    }
     Ok(done)
 }
 
@@ -239,6 +251,18 @@ mod tests {
         };
         assert_eq!(verdicts(&a, ra[0].id), verdicts(&b, rb[0].id));
         assert_eq!(verdicts(&b, rb[0].id).len(), 1);
+        // The fleet state of the campaign's plan goes with it.
+        let h = crate::store::FleetHostRec {
+            plan: "c".into(),
+            plan_hash: "abc".into(),
+            host: "a".into(),
+            state: "interrupted".into(),
+            updated: 5.0,
+            last_error: None,
+        };
+        a.set_fleet_host(&h).unwrap();
+        copy(&a, &mut b, &[]).unwrap();
+        assert_eq!(b.fleet_hosts("c", "abc").unwrap(), vec![h]);
         // Only the campaign named: the campaign `c` has all three runs.
         let mut c =
             SqliteStore::open(&dir.path().join("c.db"), crate::store::Access::Write).unwrap();

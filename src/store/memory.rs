@@ -6,8 +6,8 @@
 use indexmap::IndexMap;
 
 use super::{
-    CampaignQuery, CampaignRow, CellProgress, CellRec, FailureRec, NewRun, RunDetails, RunRow,
-    SampleRec, Scope, StoreRead, StoreWrite, StoredCell, VerdictRec,
+    CampaignQuery, CampaignRow, CellProgress, CellRec, FailureRec, FleetHostRec, NewRun,
+    RunDetails, RunRow, SampleRec, Scope, StoreRead, StoreWrite, StoredCell, VerdictRec,
 };
 use crate::record::{CampaignKey, CellInfo, CellStatus, RunStatus};
 
@@ -27,6 +27,7 @@ struct Tables {
     failures: Vec<FailureRec>,
     verdicts: Vec<VerdictRec>,
     profiles: Vec<super::ProfileRec>,
+    fleet: Vec<FleetHostRec>,
 }
 
 #[derive(Default)]
@@ -167,6 +168,15 @@ impl StoreRead for MemoryStore {
             .filter(|v| self.in_scope(v.run_id, scope))
             .cloned()
             .collect())
+    }
+
+    fn fleet_hosts(&self, plan: &str, plan_hash: &str) -> anyhow::Result<Vec<FleetHostRec>> {
+        let mut v: Vec<FleetHostRec> = (self.t.fleet.iter())
+            .filter(|h| h.plan == plan && h.plan_hash == plan_hash)
+            .cloned()
+            .collect();
+        v.sort_by(|a, b| a.host.cmp(&b.host));
+        Ok(v)
     }
 
     fn progress(&self, campaign: i64) -> anyhow::Result<Vec<CellProgress>> {
@@ -380,6 +390,17 @@ impl StoreWrite for MemoryStore {
         Ok(())
     }
 
+    fn set_fleet_host(&mut self, h: &FleetHostRec) -> anyhow::Result<()> {
+        let same =
+            |x: &FleetHostRec| x.plan == h.plan && x.plan_hash == h.plan_hash && x.host == h.host;
+        match self.t.fleet.iter_mut().find(|x| same(x)) {
+            Some(x) if x.updated <= h.updated => *x = h.clone(),
+            Some(_) => {}
+            None => self.t.fleet.push(h.clone()),
+        }
+        Ok(())
+    }
+
     fn begin(&mut self) -> anyhow::Result<()> {
         anyhow::ensure!(self.saved.is_none(), "a transaction is open already");
         self.saved = Some(self.t.clone());
@@ -405,5 +426,6 @@ mod tests {
     fn passes_the_store_suite() {
         super::super::suite::round_trip(&mut super::MemoryStore::new());
         super::super::suite::all_or_nothing(&mut super::MemoryStore::new());
+        super::super::suite::fleet_state(&mut super::MemoryStore::new());
     }
 }

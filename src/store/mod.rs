@@ -212,6 +212,23 @@ pub struct CellProgress {
     pub samples: u32,
 }
 
+/// How one host of a fleet run stands (`kbench fleet status`), kept in the
+/// store beside the results so any copy of the store shows it. Its
+/// identity is the plan (name and content hash) and the host's name; a
+/// newer record (by `updated`) replaces an older one, never the reverse.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct FleetHostRec {
+    pub plan: String,
+    pub plan_hash: String,
+    pub host: String,
+    /// `checking`, `copying kbench`, `catching up`, `running`, `done`,
+    /// `failed`, `interrupted`.
+    pub state: String,
+    /// Unix time of the last change, seconds.
+    pub updated: f64,
+    pub last_error: Option<String>,
+}
+
 /// Typed reads every backend answers.
 pub trait StoreRead {
     /// Runs, oldest first; only the campaign's when given.
@@ -232,6 +249,9 @@ pub trait StoreRead {
     fn verdicts(&self, scope: Scope) -> anyhow::Result<Vec<VerdictRec>>;
     /// The profiles of cell `cell_id`, by round.
     fn profiles(&self, cell_id: i64) -> anyhow::Result<Vec<ProfileRec>>;
+    /// The fleet state of plan `plan` (name) with content hash
+    /// `plan_hash`, ordered by host name.
+    fn fleet_hosts(&self, plan: &str, plan_hash: &str) -> anyhow::Result<Vec<FleetHostRec>>;
 }
 
 /// Idempotent writes, each committed when it returns.
@@ -273,6 +293,9 @@ pub trait StoreWrite {
     fn add_verdict(&mut self, v: &VerdictRec) -> anyhow::Result<()>;
     /// Record a cell's profile of a round; one already stored is kept.
     fn add_profile(&mut self, p: &ProfileRec) -> anyhow::Result<()>;
+    /// Record a fleet host's state; one stored with a later `updated` is
+    /// kept (copying an older store never moves a host back).
+    fn set_fleet_host(&mut self, h: &FleetHostRec) -> anyhow::Result<()>;
     /// Hold every write until [`StoreWrite::commit`] in one transaction:
     /// all of them are stored, or none (after [`StoreWrite::rollback`], an
     /// error, or the process dying). Not nested.
@@ -502,6 +525,34 @@ pub mod suite {
     /// `begin` .. `rollback` leaves nothing, `begin` .. `commit` keeps
     /// everything, and a sample stored again with another value is a
     /// conflict (exit 2) while the same value adds nothing.
+    /// Fleet state: per plan and host, a later record replaces an earlier
+    /// one, never the reverse (copying an old store back is harmless).
+    pub fn fleet_state(s: &mut dyn Store) {
+        let rec = |host: &str, state: &str, updated: f64| FleetHostRec {
+            plan: "p".into(),
+            plan_hash: "h1".into(),
+            host: host.into(),
+            state: state.into(),
+            updated,
+            last_error: (state == "failed").then(|| "host b: down".to_string()),
+        };
+        assert!(s.fleet_hosts("p", "h1").unwrap().is_empty());
+        s.set_fleet_host(&rec("b", "running", 2.0)).unwrap();
+        s.set_fleet_host(&rec("a", "done", 1.0)).unwrap();
+        s.set_fleet_host(&rec("b", "failed", 3.0)).unwrap();
+        s.set_fleet_host(&rec("b", "checking", 2.5)).unwrap();
+        s.set_fleet_host(&FleetHostRec {
+            plan_hash: "h2".into(),
+            ..rec("a", "interrupted", 9.0)
+        })
+        .unwrap();
+        assert_eq!(
+            s.fleet_hosts("p", "h1").unwrap(),
+            vec![rec("a", "done", 1.0), rec("b", "failed", 3.0)]
+        );
+        assert_eq!(s.fleet_hosts("p", "h2").unwrap()[0].state, "interrupted");
+    }
+
     pub fn all_or_nothing(s: &mut dyn Store) {
         s.begin().unwrap();
         let run = s.begin_run(&new_run("t1", None)).unwrap();

@@ -19,8 +19,8 @@ use std::cell::RefCell;
 use super::locator::PgUrl;
 use super::sql::{self, CAMPAIGN_COLUMNS, RUN_SELECT, SAMPLE_COLUMNS};
 use super::{
-    CampaignQuery, CampaignRow, CellProgress, FailureRec, NewRun, RunDetails, RunRow, SampleRec,
-    Scope, StoreRead, StoreWrite, StoredCell, VerdictRec,
+    CampaignQuery, CampaignRow, CellProgress, FailureRec, FleetHostRec, NewRun, RunDetails, RunRow,
+    SampleRec, Scope, StoreRead, StoreWrite, StoredCell, VerdictRec,
 };
 use crate::error::bad_input;
 use crate::record::{CampaignKey, CellInfo, CellStatus, RunStatus};
@@ -122,6 +122,19 @@ CREATE TABLE profiles (
     round BIGINT NOT NULL,
     stacks BYTEA NOT NULL,
     PRIMARY KEY (cell_id, round)
+);
+"#,
+    // 6: each fleet host's state per plan, beside the results it
+    // describes (any copy of the store shows it).
+    r#"
+CREATE TABLE fleet_hosts (
+    plan TEXT NOT NULL,
+    plan_hash TEXT NOT NULL,
+    host TEXT NOT NULL,
+    state TEXT NOT NULL,
+    updated DOUBLE PRECISION NOT NULL,
+    last_error TEXT,
+    PRIMARY KEY (plan, plan_hash, host)
 );
 "#,
 ];
@@ -523,6 +536,19 @@ impl StoreRead for PgStore {
         self.rows(&sql::verdicts_sql(&cond), &[&arg], sql::verdict_rec)
     }
 
+    fn fleet_hosts(&self, plan: &str, plan_hash: &str) -> anyhow::Result<Vec<FleetHostRec>> {
+        self.rows(sql::FLEET_HOSTS, &[&plan, &plan_hash], |r| {
+            Ok(FleetHostRec {
+                plan: r.try_get(0)?,
+                plan_hash: r.try_get(1)?,
+                host: r.try_get(2)?,
+                state: r.try_get(3)?,
+                updated: r.try_get(4)?,
+                last_error: r.try_get(5)?,
+            })
+        })
+    }
+
     fn progress(&self, campaign: i64) -> anyhow::Result<Vec<CellProgress>> {
         // Rounds restart at 0 in every run: count each cell's distinct
         // rounds, then add the cells of one key and state up.
@@ -645,6 +671,26 @@ impl StoreWrite for PgStore {
                 "INSERT INTO verdicts (run_id, kind, body) VALUES ($1, $2, $3)
                  ON CONFLICT (run_id, kind) DO NOTHING",
                 &[&v.run_id, &v.kind, &v.body.to_string()],
+            )
+            .map(drop)
+            .map_err(anyhow::Error::from);
+        r.map_err(|e| self.lost(e))
+    }
+
+    fn set_fleet_host(&mut self, h: &FleetHostRec) -> anyhow::Result<()> {
+        let r = self
+            .conn
+            .get_mut()
+            .execute(
+                sql::SET_FLEET_HOST,
+                &[
+                    &h.plan,
+                    &h.plan_hash,
+                    &h.host,
+                    &h.state,
+                    &h.updated,
+                    &h.last_error,
+                ],
             )
             .map(drop)
             .map_err(anyhow::Error::from);
@@ -907,6 +953,7 @@ mod tests {
         };
         super::super::suite::round_trip(&mut s);
         super::super::suite::all_or_nothing(&mut s);
+        super::super::suite::fleet_state(&mut s);
         drop(s);
         // Reopening does not re-run migrations.
         let s = PgStore::open(&url, true).unwrap();

@@ -51,6 +51,19 @@ pub fn verdicts_sql(cond: &str) -> String {
     format!("SELECT v.run_id, v.kind, v.body FROM verdicts v WHERE {cond} ORDER BY v.id")
 }
 
+/// A plan's fleet hosts (`$1` name, `$2` hash), for `FleetHostRec`.
+pub const FLEET_HOSTS: &str = "SELECT plan, plan_hash, host, state, updated, last_error
+     FROM fleet_hosts WHERE plan = $1 AND plan_hash = $2 ORDER BY host";
+
+/// Insert or update a fleet host's state; an older record never replaces
+/// a newer one.
+pub const SET_FLEET_HOST: &str =
+    "INSERT INTO fleet_hosts (plan, plan_hash, host, state, updated, last_error)
+     VALUES ($1, $2, $3, $4, $5, $6)
+     ON CONFLICT (plan, plan_hash, host) DO UPDATE
+     SET state = excluded.state, updated = excluded.updated, last_error = excluded.last_error
+     WHERE excluded.updated >= fleet_hosts.updated";
+
 /// The SQL condition selecting a scope's rows of a table aliased `alias`
 /// (which has a `run_id` column), with its one parameter `$1`.
 pub fn scope_sql(scope: Scope, alias: &str) -> (String, i64) {

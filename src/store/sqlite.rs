@@ -12,8 +12,8 @@ use std::path::{Path, PathBuf};
 
 use super::sql::{self, CAMPAIGN_COLUMNS, RUN_SELECT, SAMPLE_COLUMNS};
 use super::{
-    Access, CampaignQuery, CampaignRow, CellProgress, FailureRec, NewRun, RunDetails, RunRow,
-    SampleRec, Scope, StoreRead, StoreWrite, StoredCell, VerdictRec,
+    Access, CampaignQuery, CampaignRow, CellProgress, FailureRec, FleetHostRec, NewRun, RunDetails,
+    RunRow, SampleRec, Scope, StoreRead, StoreWrite, StoredCell, VerdictRec,
 };
 use crate::error::bad_input;
 use crate::record::{CampaignKey, CellInfo, CellStatus, RunStatus};
@@ -152,6 +152,19 @@ CREATE TABLE profiles (
     round INTEGER NOT NULL,
     stacks BLOB NOT NULL,
     PRIMARY KEY (cell_id, round)
+);
+"#,
+    // 8: each fleet host's state per plan, beside the results it
+    // describes (any copy of the store shows it).
+    r#"
+CREATE TABLE fleet_hosts (
+    plan TEXT NOT NULL,
+    plan_hash TEXT NOT NULL,
+    host TEXT NOT NULL,
+    state TEXT NOT NULL,
+    updated REAL NOT NULL,
+    last_error TEXT,
+    PRIMARY KEY (plan, plan_hash, host)
 );
 "#,
 ];
@@ -828,6 +841,19 @@ impl StoreRead for SqliteStore {
         self.rows(&sql::verdicts_sql(&cond), [arg], |r| sql::verdict_rec(r))
     }
 
+    fn fleet_hosts(&self, plan: &str, plan_hash: &str) -> anyhow::Result<Vec<FleetHostRec>> {
+        self.rows(sql::FLEET_HOSTS, [plan, plan_hash], |r| {
+            Ok(FleetHostRec {
+                plan: r.get(0)?,
+                plan_hash: r.get(1)?,
+                host: r.get(2)?,
+                state: r.get(3)?,
+                updated: r.get(4)?,
+                last_error: r.get(5)?,
+            })
+        })
+    }
+
     fn progress(&self, campaign: i64) -> anyhow::Result<Vec<CellProgress>> {
         // Rounds restart at 0 in every run: count each cell's distinct
         // rounds, then add the cells of one key and state up.
@@ -1095,6 +1121,23 @@ impl StoreWrite for SqliteStore {
         Ok(())
     }
 
+    fn set_fleet_host(&mut self, h: &FleetHostRec) -> anyhow::Result<()> {
+        self.write(|c| {
+            c.execute(
+                sql::SET_FLEET_HOST,
+                params![
+                    h.plan,
+                    h.plan_hash,
+                    h.host,
+                    h.state,
+                    h.updated,
+                    h.last_error
+                ],
+            )
+        })?;
+        Ok(())
+    }
+
     fn begin(&mut self) -> anyhow::Result<()> {
         // IMMEDIATE: the write lock now, not at the first write.
         self.write(|c| c.execute_batch("BEGIN IMMEDIATE"))
@@ -1125,6 +1168,7 @@ mod tests {
         let mut s = SqliteStore::open(&dir.path().join("sub/k.db"), Access::Write).unwrap();
         super::super::suite::round_trip(&mut s);
         super::super::suite::all_or_nothing(&mut s);
+        super::super::suite::fleet_state(&mut s);
         drop(s);
         // Reopening does not re-run migrations.
         let s = SqliteStore::open(&dir.path().join("sub/k.db"), Access::Write).unwrap();
