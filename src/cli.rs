@@ -318,11 +318,13 @@ pub struct RunArgs {
     /// `processes`].
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub processes: Option<u32>,
-    /// Read event counters around each sample of a micro-benchmark cell
-    /// and store them per operation as metrics (`context-switches/op`):
-    /// a comma list of task-clock, context-switches, cpu-migrations,
-    /// minor-faults, major-faults, cycles, instructions, cache-misses,
-    /// branch-misses; `default` (the software ones), `all`, `none`.
+    /// Event counters read around the timed part of each sample of a
+    /// micro-benchmark or scale cell, stored per operation as metrics
+    /// (`context-switches/op`): a comma list of task-clock,
+    /// context-switches, voluntary-switches, involuntary-switches,
+    /// cpu-migrations, minor-faults, major-faults, cycles, instructions,
+    /// cache-misses, branch-misses; `software`, `all`, `none` [default:
+    /// all, the hardware ones where the CPU's PMU is there].
     #[arg(long, value_name = "LIST")]
     pub counters: Option<String>,
     /// Make N whole runs, one after another, each in a fresh kbench

@@ -1078,3 +1078,55 @@ sweep = { tasks = [1, 2] }
     assert_eq!(one[5], one[1].max(one[3]), "{csv}");
     assert_eq!(two[5], 2.0 * one[5], "{csv}");
 }
+
+/// The default counters of a scale cell are every task's, over the
+/// measured intervals only, per operation: a write fault per page in
+/// page_fault2 is one minor fault per operation with one task or two, in
+/// processes or threads (kbench's own thread faults nothing there), and
+/// the tasks' CPU time per second is at most their number.
+#[test]
+fn counters_sum_every_tasks_measured_intervals_per_operation() {
+    let _serial = serial();
+    let tmp = tempfile::tempdir().unwrap();
+    let opts = "size=8m,interval=0.05,warmup=1,intervals=2";
+    let out = kbench(tmp.path())
+        .arg("run")
+        .args([
+            &format!("page_fault2:tasks=1,{opts}"),
+            &format!("page_fault2:tasks=2,{opts}"),
+            &format!("page_fault2:mode=threads,tasks=2,{opts}"),
+        ])
+        .args(["--samples", "2", "--warmup", "0", "--json", "-q"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let cells = v["cells"].as_array().unwrap();
+    let of = |mode: &str, tasks: i64, metric: &str| {
+        let c = cells
+            .iter()
+            .find(|c| {
+                c["metric"] == metric
+                    && c["params"]["mode"].as_str().unwrap_or("processes") == mode
+                    && c["params"]["tasks"].as_i64() == Some(tasks)
+            })
+            .unwrap_or_else(|| panic!("no {mode} {tasks} {metric} in {v}"));
+        f(&c["median"])
+    };
+    for (mode, tasks) in [("processes", 1), ("processes", 2), ("threads", 2)] {
+        let faults = of(mode, tasks, "minor-faults/op");
+        assert!(
+            (0.9..1.5).contains(&faults),
+            "{mode} {tasks}: {faults} minor faults per page"
+        );
+        let cpu = of(mode, tasks, "task-clock/op") * of(mode, tasks, "ops/s") / 1e9;
+        assert!(
+            cpu > 0.0 && cpu < tasks as f64 + 0.25,
+            "{mode} {tasks}: {cpu} CPUs busy"
+        );
+    }
+}
