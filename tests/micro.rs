@@ -608,7 +608,7 @@ fn null_syscall_run(dir: &std::path::Path, bounce: bool) -> serde_json::Value {
         .spawn()
         .unwrap();
     let pid = child.id() as libc::pid_t;
-    let mut sets = [common::cpu(0), common::cpu(1)].map(|c| {
+    let sets = [common::cpu(0), common::cpu(1)].map(|c| {
         // SAFETY: cpu_set_t is plain data; CPU_SET sets one bit in it.
         let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
         unsafe { libc::CPU_SET(c, &mut set) };
@@ -620,7 +620,7 @@ fn null_syscall_run(dir: &std::path::Path, bounce: bool) -> serde_json::Value {
         // Fails once kbench has ended; its output is read below.
         let size = std::mem::size_of::<libc::cpu_set_t>();
         // SAFETY: a valid CPU set for our own child's main thread.
-        if unsafe { libc::sched_setaffinity(pid, size, &mut sets[k % 2]) } != 0 {
+        if unsafe { libc::sched_setaffinity(pid, size, &sets[k % 2]) } != 0 {
             break;
         }
         k += 1;
