@@ -323,8 +323,8 @@ pub struct RunArgs {
     /// (`context-switches/op`): a comma list of task-clock,
     /// context-switches, voluntary-switches, involuntary-switches,
     /// cpu-migrations, minor-faults, major-faults, cycles, instructions,
-    /// cache-misses, branch-misses; `software`, `all`, `none` [default:
-    /// all, the hardware ones where the CPU's PMU is there].
+    /// cache-misses, branch-misses; `default` or `all` (the hardware ones
+    /// where the CPU's PMU is there), `software`, `none` [default: none].
     #[arg(long, value_name = "LIST")]
     pub counters: Option<String>,
     /// Make N whole runs, one after another, each in a fresh kbench

@@ -109,6 +109,8 @@ fn every_benchmark_runs_in_a_sane_range() {
         "0.02",
         "--warmup",
         "0",
+        "--counters",
+        "default",
     ];
     args.extend(["--json", "--quiet"]);
     // Cross placement needs two CPUs; on one CPU run the parties together.
@@ -596,6 +598,8 @@ fn null_syscall_run(dir: &std::path::Path, bounce: bool) -> serde_json::Value {
         .env("KBENCH_DB", common::db(dir))
         .args([
             "run",
+            "--counters",
+            "default",
             "--samples",
             "3",
             "--sample-time",
@@ -639,7 +643,6 @@ fn a_bounced_benchmark_shows_its_migrations_per_operation() {
     }
     let _t = common::serial();
     let dir = tempfile::tempdir().unwrap();
-    // Counters are on by default: no --counters.
     let still = null_syscall_run(dir.path(), false);
     let bounced = null_syscall_run(dir.path(), true);
     let m = |v: &serde_json::Value| cell_median(v, "null-syscall", "cpu-migrations/op", None);

@@ -19,8 +19,8 @@
 //! run, so the variance between processes is the memory layout's, not
 //! the load's drift. Each warm-up round samples every process once.
 //!
-//! A micro-benchmark or scale arm also opens event counters (`--counters`,
-//! on by default; `system::open_counters`) before its instances, so the
+//! With `--counters` a micro-benchmark or scale arm also opens event
+//! counters (`system::open_counters`) before its instances, so the
 //! helpers, `--processes` workers and scale tasks they start are counted
 //! too; they are enabled only around each sample's timed part
 //! (`Instance::sample_counted`) and stored divided by its operations, as
