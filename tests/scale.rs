@@ -1089,24 +1089,20 @@ fn counters_sum_every_tasks_measured_intervals_per_operation() {
     let _serial = serial();
     let tmp = tempfile::tempdir().unwrap();
     let opts = "size=8m,interval=0.05,warmup=1,intervals=2";
-    let out = kbench(tmp.path())
-        .arg("run")
-        .args([
+    let cells = run_json(
+        tmp.path(),
+        &[
             &format!("page_fault2:tasks=1,{opts}"),
             &format!("page_fault2:tasks=2,{opts}"),
             &format!("page_fault2:mode=threads,tasks=2,{opts}"),
-        ])
-        .args(["--counters", "default", "--samples", "2", "--warmup", "0"])
-        .args(["--json", "-q"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+            "--counters",
+            "default",
+            "--samples",
+            "2",
+            "--warmup",
+            "0",
+        ],
     );
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let cells = v["cells"].as_array().unwrap();
     let of = |mode: &str, tasks: i64, metric: &str| {
         let c = cells
             .iter()
@@ -1115,7 +1111,7 @@ fn counters_sum_every_tasks_measured_intervals_per_operation() {
                     && c["params"]["mode"].as_str().unwrap_or("processes") == mode
                     && c["params"]["tasks"].as_i64() == Some(tasks)
             })
-            .unwrap_or_else(|| panic!("no {mode} {tasks} {metric} in {v}"));
+            .unwrap_or_else(|| panic!("no {mode} {tasks} {metric} in {cells:?}"));
         f(&c["median"])
     };
     for (mode, tasks) in [("processes", 1), ("processes", 2), ("threads", 2)] {
