@@ -347,11 +347,13 @@ pub struct MeasureArgs {
     /// `processes`].
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub processes: Option<u32>,
-    /// Read event counters around each sample of a micro-benchmark cell
-    /// and store them per operation as metrics (`context-switches/op`):
-    /// a comma list of task-clock, context-switches, cpu-migrations,
-    /// minor-faults, major-faults, cycles, instructions, cache-misses,
-    /// branch-misses; `default` (the software ones), `all`, `none`.
+    /// Event counters read around the timed part of each sample of a
+    /// micro-benchmark or scale cell, stored per operation as metrics
+    /// (`context-switches/op`): a comma list of task-clock,
+    /// context-switches, voluntary-switches, involuntary-switches,
+    /// cpu-migrations, minor-faults, major-faults, cycles, instructions,
+    /// cache-misses, branch-misses; `default` or `all` (the hardware ones
+    /// where the CPU's PMU is there), `software`, `none` [default: none].
     #[arg(long, value_name = "LIST")]
     pub counters: Option<String>,
     /// Record a sampled call-stack profile (`perf record -g`, kernel

@@ -367,14 +367,15 @@ fn options(a: &RunArgs, plan: &crate::plan::Plan, quick: bool) -> anyhow::Result
         None
     };
     let processes = a.processes.or(plan.processes).filter(|&n| n > 1);
-    let counters: Vec<String> = match &a.counters {
-        Some(list) => crate::system::counters::parse_list(list)
-            .map_err(|e| bad_input!("{e}"))?
-            .iter()
-            .map(|c| c.name().to_string())
-            .collect(),
-        None => Vec::new(),
-    };
+    let list = a
+        .counters
+        .as_deref()
+        .unwrap_or(crate::system::counters::UNASKED);
+    let counters: Vec<String> = crate::system::counters::parse_list(list)
+        .map_err(|e| bad_input!("{e}"))?
+        .iter()
+        .map(|c| c.name().to_string())
+        .collect();
     if let Some(n) = processes {
         if stop.is_some() {
             return Err(bad_input!(

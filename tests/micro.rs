@@ -109,6 +109,8 @@ fn every_benchmark_runs_in_a_sane_range() {
         "0.02",
         "--warmup",
         "0",
+        "--counters",
+        "default",
     ];
     args.extend(["--json", "--quiet"]);
     // Cross placement needs two CPUs; on one CPU run the parties together.
@@ -125,9 +127,20 @@ fn every_benchmark_runs_in_a_sane_range() {
     args.extend(specs.iter().map(|s| s.as_str()));
     let out = kbench(dir.path()).args(&args).assert().success();
     let v = json(&out.get_output().stdout);
-    let cells = v["cells"].as_array().unwrap();
+    let all = v["cells"].as_array().unwrap();
+    // Each benchmark's own metric, then the counters read by default
+    // beside it.
+    let cells: Vec<_> = all
+        .iter()
+        .filter(|c| {
+            !matches!(
+                c["unit"].as_str(),
+                Some("events" | "cpu-ns" | "instructions/cycle")
+            )
+        })
+        .collect();
     assert_eq!(cells.len(), MICRO.len());
-    for c in cells {
+    for c in &cells {
         let name = c["bench"].as_str().unwrap();
         assert_eq!(c["n"], 2, "{name}");
         let med = c["median"].as_f64().unwrap();
@@ -137,6 +150,11 @@ fn every_benchmark_runs_in_a_sane_range() {
             u => panic!("{name}: unexpected unit {u}"),
         };
         assert!(med > lo && med < hi, "{name}: median {med}");
+        // Bandwidth benchmarks do not count operations (yet): no
+        // counters per operation.
+        if c["unit"] == "ns" {
+            counters_are_sane(all, name);
+        }
         if MULTI.iter().any(|(m, _)| *m == name) {
             let pl = c["placement"].as_str().unwrap_or_else(|| panic!("{name}"));
             assert!(pl.contains("cpu "), "{name}: placement {pl}");
@@ -420,6 +438,42 @@ fn no_child_is_left_behind_after_sigint() {
     assert_eq!(st, "interrupted");
 }
 
+/// The default counters of benchmark `name` in a run's `cells`: each one
+/// there, and in relation to the others and to the benchmark's time.
+fn counters_are_sane(cells: &[serde_json::Value], name: &str) {
+    let of = |metric: &str| {
+        let c = cells
+            .iter()
+            .find(|c| c["bench"] == name && c["metric"] == metric)
+            .unwrap_or_else(|| panic!("{name}: no {metric}"));
+        assert_eq!(c["n"], 2, "{name} {metric}");
+        c["median"].as_f64().unwrap()
+    };
+    let sw = of("context-switches/op");
+    let (vol, invol) = (of("voluntary-switches/op"), of("involuntary-switches/op"));
+    for (m, x) in [
+        ("task-clock", of("task-clock/op")),
+        ("switches", sw),
+        ("voluntary", vol),
+        ("involuntary", invol),
+        ("migrations", of("cpu-migrations/op")),
+        ("minor faults", of("minor-faults/op")),
+        ("major faults", of("major-faults/op")),
+    ] {
+        assert!(x >= 0.0 && x.is_finite(), "{name}: {m} {x}");
+    }
+    // The split is read for kbench and all it started, perf's sum for
+    // the measuring thread and what it started: the split holds the sum
+    // (each a median of two samples: a tolerance of one switch per op).
+    assert!(vol + invol + 1.0 >= sw, "{name}: {vol} + {invol} < {sw}");
+    // A context switch costs CPU time: there cannot be more switches per
+    // operation than operations' worth of CPU time allows (>= 100 ns each).
+    assert!(
+        sw * 100.0 <= of("task-clock/op") + 1e3,
+        "{name}: {sw} switches/op"
+    );
+}
+
 /// The value of `metric` of the cell whose placement is `placement` (or,
 /// with `None`, of the only cell of `bench`).
 fn cell_median(v: &serde_json::Value, bench: &str, metric: &str, placement: Option<&str>) -> f64 {
@@ -460,11 +514,20 @@ fn counters_are_stored_per_operation_beside_the_metric() {
             "--json",
             "--quiet",
         ])
-        .args(["page-fault", &pinned])
+        .args(["page-fault", &pinned, "fork-exec"])
         .assert()
         .success();
     let v = json(&out.get_output().stdout);
     one_minor_fault_per_page(&v);
+    // The parent waits while its child runs: their CPU time per exec is
+    // about the wall time, not the sum over every sample so far (the
+    // counts of ended children are not cleared by a counter reset).
+    let wall = cell_median(&v, "fork-exec", "ns/op", None);
+    let cpu = cell_median(&v, "fork-exec", "task-clock/op", None);
+    assert!(
+        cpu > 0.0 && cpu < 1.5 * wall,
+        "fork-exec: {cpu} cpu-ns, {wall} ns"
+    );
     // A syscall loop on one CPU: its CPU time per call is at most its
     // wall time per call, and it neither faults nor moves.
     let place = format!("cpu {}", common::cpu(0));
@@ -497,7 +560,7 @@ fn counters_are_stored_per_operation_beside_the_metric() {
             |r| r.get(0),
         )
         .unwrap();
-    assert_eq!(n, 6);
+    assert_eq!(n, 9);
 }
 
 #[test]
@@ -525,4 +588,86 @@ fn counters_follow_a_cell_into_its_worker_processes() {
     let v = json(&out.get_output().stdout);
     // The pages are touched in the workers, not in kbench: counted there.
     one_minor_fault_per_page(&v);
+}
+
+/// `kbench run ARGS --json -q null-syscall` while, with `bounce`, this
+/// test moves kbench's thread between the first two usable CPUs every
+/// millisecond; its cells.
+fn null_syscall_run(dir: &std::path::Path, bounce: bool) -> serde_json::Value {
+    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("kbench"))
+        .env("KBENCH_DB", common::db(dir))
+        .args([
+            "run",
+            "--counters",
+            "default",
+            "--samples",
+            "3",
+            "--sample-time",
+            "0.05",
+            "--warmup",
+            "0",
+        ])
+        .args(["--json", "-q", "null-syscall"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id() as libc::pid_t;
+    let sets = [common::cpu(0), common::cpu(1)].map(|c| {
+        // SAFETY: cpu_set_t is plain data; CPU_SET sets one bit in it.
+        let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+        // SAFETY: set is a cpu_set_t we own; c is below CPU_SETSIZE.
+        unsafe { libc::CPU_SET(c, &mut set) };
+        set
+    });
+    let t0 = Instant::now();
+    let mut k = 0;
+    while bounce && t0.elapsed() < Duration::from_secs(60) {
+        // Fails once kbench has ended; its output is read below.
+        let size = std::mem::size_of::<libc::cpu_set_t>();
+        // SAFETY: a valid CPU set for our own child's main thread.
+        if unsafe { libc::sched_setaffinity(pid, size, &sets[k % 2]) } != 0 {
+            break;
+        }
+        k += 1;
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success());
+    json(&out.stdout)
+}
+
+#[test]
+fn a_bounced_benchmark_shows_its_migrations_per_operation() {
+    if !two_cpus() {
+        eprintln!("skipped: one usable CPU, nothing to migrate to");
+        return;
+    }
+    let _t = common::serial();
+    let dir = tempfile::tempdir().unwrap();
+    let still = null_syscall_run(dir.path(), false);
+    let bounced = null_syscall_run(dir.path(), true);
+    let m = |v: &serde_json::Value| cell_median(v, "null-syscall", "cpu-migrations/op", None);
+    let ns = cell_median(&bounced, "null-syscall", "ns/op", None);
+    let (moved, stayed) = (m(&bounced), m(&still));
+    // Moved about once a millisecond (a sleep of 1 ms or more between
+    // moves): at most one migration per 1e6 ns of operations, and far
+    // more than the thread left alone, which the scheduler keeps put.
+    assert!(
+        moved > 5.0 * stayed && moved > 0.0 && moved <= ns / 1e6 * 1.5,
+        "migrations per op: bounced {moved}, left alone {stayed} ({ns} ns/op)"
+    );
+    // `--counters none`: the benchmark's own metric only.
+    let out = kbench(dir.path())
+        .args(["run", "--counters", "none", "--samples", "1"])
+        .args(["--sample-time", "0.01", "--json", "--quiet", "getpid"])
+        .assert()
+        .success();
+    let v = json(&out.get_output().stdout);
+    let metrics: Vec<&str> = v["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["metric"].as_str().unwrap())
+        .collect();
+    assert_eq!(metrics, ["ns/op"]);
 }

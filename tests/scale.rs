@@ -29,7 +29,7 @@ fn kbench(tmp: &Path) -> Command {
 
 /// `kbench run ARGS --json`, asserting success; the report's cells, their
 /// ops/s (each scale cell also records the machine's idle %, checked in
-/// `idle_is_recorded_per_interval`).
+/// `idle_is_recorded_per_interval`, and its counters per operation).
 fn run_json(tmp: &Path, args: &[&str]) -> Vec<serde_json::Value> {
     let out = kbench(tmp)
         .arg("run")
@@ -1077,4 +1077,53 @@ sweep = { tasks = [1, 2] }
     // linear: the better 1-task figure times the task count.
     assert_eq!(one[5], one[1].max(one[3]), "{csv}");
     assert_eq!(two[5], 2.0 * one[5], "{csv}");
+}
+
+/// The default counters of a scale cell are every task's, over the
+/// measured intervals only, per operation: a write fault per page in
+/// page_fault2 is one minor fault per operation with one task or two, in
+/// processes or threads (kbench's own thread faults nothing there), and
+/// the tasks' CPU time per second is at most their number.
+#[test]
+fn counters_sum_every_tasks_measured_intervals_per_operation() {
+    let _serial = serial();
+    let tmp = tempfile::tempdir().unwrap();
+    let opts = "size=8m,interval=0.05,warmup=1,intervals=2";
+    let cells = run_json(
+        tmp.path(),
+        &[
+            &format!("page_fault2:tasks=1,{opts}"),
+            &format!("page_fault2:tasks=2,{opts}"),
+            &format!("page_fault2:mode=threads,tasks=2,{opts}"),
+            "--counters",
+            "default",
+            "--samples",
+            "2",
+            "--warmup",
+            "0",
+        ],
+    );
+    let of = |mode: &str, tasks: i64, metric: &str| {
+        let c = cells
+            .iter()
+            .find(|c| {
+                c["metric"] == metric
+                    && c["params"]["mode"].as_str().unwrap_or("processes") == mode
+                    && c["params"]["tasks"].as_i64() == Some(tasks)
+            })
+            .unwrap_or_else(|| panic!("no {mode} {tasks} {metric} in {cells:?}"));
+        f(&c["median"])
+    };
+    for (mode, tasks) in [("processes", 1), ("processes", 2), ("threads", 2)] {
+        let faults = of(mode, tasks, "minor-faults/op");
+        assert!(
+            (0.9..1.5).contains(&faults),
+            "{mode} {tasks}: {faults} minor faults per page"
+        );
+        let cpu = of(mode, tasks, "task-clock/op") * of(mode, tasks, "ops/s") / 1e9;
+        assert!(
+            cpu > 0.0 && cpu < tasks as f64 + 0.25,
+            "{mode} {tasks}: {cpu} CPUs busy"
+        );
+    }
 }

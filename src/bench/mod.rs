@@ -200,6 +200,20 @@ pub trait Instance: Send {
     /// Take one sample and push its values. The timed part must not
     /// allocate, log or lock.
     fn sample(&mut self, out: &mut Vec<Measure>) -> anyhow::Result<()>;
+    /// One sample with `counters` counting: around the whole sample here;
+    /// an instance whose timed part is only a stretch of its sample (the
+    /// scale engine's measured intervals, after start-up and warm-up)
+    /// starts and stops them around that stretch itself.
+    fn sample_counted(
+        &mut self,
+        out: &mut Vec<Measure>,
+        counters: &mut dyn crate::system::counters::CounterGroup,
+    ) -> anyhow::Result<()> {
+        counters.start()?;
+        let r = self.sample(out);
+        counters.stop()?;
+        r
+    }
     /// The operations the last sample timed, in the unit its first metric
     /// is per (iterations, round trips, pages), so counters read around
     /// the sample are divided per operation; `None` where a sample is not

@@ -19,11 +19,12 @@
 //! run, so the variance between processes is the memory layout's, not
 //! the load's drift. Each warm-up round samples every process once.
 //!
-//! With `--counters` a micro-benchmark arm also opens event counters
-//! (`system::open_counters`) before its instances, so the helpers and
-//! `--processes` workers they start are counted too; they are enabled only around each
-//! sample and stored divided by the sample's operations, as metrics
-//! `<counter>/op`.
+//! With `--counters` a micro-benchmark or scale arm also opens event
+//! counters (`system::open_counters`) before its instances, so the
+//! helpers, `--processes` workers and scale tasks they start are counted
+//! too; they are enabled only around each sample's timed part
+//! (`Instance::sample_counted`) and stored divided by its operations, as
+//! metrics `<counter>/op`.
 //!
 //! With `--profile` the OS's profiler (`system::start_profiler`) samples
 //! call stacks from before the first cell to the end of the run; each
@@ -217,10 +218,10 @@ impl<'a> Sampler<'a> {
         })
     }
 
-    /// Whether `arm` reads counters: a micro-benchmark (its samples count
-    /// operations) when counters opened here.
+    /// Whether `arm` reads counters: a micro-benchmark or a scale cell
+    /// (their samples count operations) when counters opened here.
     fn counted(&self, arm: &Arm) -> bool {
-        !self.counters.is_empty() && arm.cell.bench.kind() == Kind::Micro
+        !self.counters.is_empty() && arm.cell.bench.kind() != Kind::Command
     }
 
     pub fn emit(&mut self, e: Event) -> anyhow::Result<()> {
@@ -244,6 +245,11 @@ impl<'a> Sampler<'a> {
                     .iter()
                     .map(|c| Metric::new(&c.metric(), c.unit(), Direction::Lower)),
             );
+            if system::counters::gives_ipc(&self.counters) {
+                let ipc = system::counters::IPC;
+                cell.metrics
+                    .push(Metric::new(ipc, "instructions/cycle", Direction::Higher));
+            }
         }
         self.emit(Event::CellPrepared(CellPrepared {
             run: self.run.clone(),
@@ -473,15 +479,12 @@ impl<'a> Sampler<'a> {
     ) -> anyhow::Result<Vec<(String, f64)>> {
         out.clear();
         system::set_affinity(arm.cell.cpus.as_ref().unwrap_or(&self.home))?;
-        if let Some(g) = arm.counters.as_mut() {
-            g.start()?;
-        }
         let t0 = crate::bench::micro::now_ns();
-        let res = arm.insts[k].sample(out);
+        let res = match arm.counters.as_mut() {
+            Some(g) => arm.insts[k].sample_counted(out, g.as_mut()),
+            None => arm.insts[k].sample(out),
+        };
         self.last_span = (t0, crate::bench::micro::now_ns());
-        if let Some(g) = arm.counters.as_mut() {
-            g.stop()?;
-        }
         system::set_affinity(&self.home)?;
         res?;
         let mut values = sample_values(arm, out).map_err(|m| {
@@ -639,6 +642,9 @@ fn counter_values(arm: &mut Arm, k: usize, values: &mut Vec<(String, f64)>) -> a
     g.read(&mut arm.counts)?;
     for (c, n) in g.counters().iter().zip(&arm.counts) {
         values.push((c.metric(), n / ops));
+    }
+    if let Some(ipc) = system::counters::ipc(g.counters(), &arm.counts) {
+        values.push((system::counters::IPC.to_string(), ipc));
     }
     Ok(())
 }

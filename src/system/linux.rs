@@ -939,3 +939,108 @@ mod tests {
         );
     }
 }
+
+pub(super) mod switches {
+    //! Voluntary and involuntary context switches of kbench and of every
+    //! process it started, for the counters perf cannot split: perf's
+    //! `context-switches` is their sum. Read outside the counted interval (it
+    //! opens /proc files), before and after it:
+    //! - kbench's own threads, and every descendant it has reaped (with theirs
+    //!   in turn), through getrusage(2) (`RUSAGE_SELF`, `RUSAGE_CHILDREN`);
+    //! - every thread of every live descendant process, through
+    //!   `/proc/PID/task/TID/status`, found through the `children` files.
+    //!
+    //! A descendant that ends inside the interval and is reaped by another
+    //! descendant (a scale cell's tasks, reaped by its leader) is missed until
+    //! that one is reaped by kbench; a sample stops its counters before that.
+
+    /// Voluntary and involuntary switches so far, summed as above; `None`
+    /// where getrusage fails.
+    pub fn count() -> Option<(u64, u64)> {
+        let mut total = (0u64, 0u64);
+        for who in [libc::RUSAGE_SELF, libc::RUSAGE_CHILDREN] {
+            // SAFETY: rusage is plain data; getrusage fills it.
+            let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+            // SAFETY: a valid pointer to a rusage.
+            if unsafe { libc::getrusage(who, &mut ru) } != 0 {
+                return None;
+            }
+            total.0 += ru.ru_nvcsw as u64;
+            total.1 += ru.ru_nivcsw as u64;
+        }
+        let mut stack = children(std::process::id());
+        while let Some(pid) = stack.pop() {
+            for tid in tasks(pid) {
+                let status = std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/status"));
+                let (v, i) = status.as_deref().map(parse_status).unwrap_or_default();
+                total.0 += v;
+                total.1 += i;
+            }
+            stack.extend(children(pid));
+        }
+        Some(total)
+    }
+
+    /// The threads of process `pid` (none when it is gone).
+    fn tasks(pid: u32) -> Vec<u32> {
+        let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+            return Vec::new();
+        };
+        dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+            .collect()
+    }
+
+    /// The child processes of every thread of `pid`.
+    fn children(pid: u32) -> Vec<u32> {
+        let mut out = Vec::new();
+        for tid in tasks(pid) {
+            if let Ok(s) = std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/children")) {
+                out.extend(s.split_whitespace().filter_map(|w| w.parse::<u32>().ok()));
+            }
+        }
+        out
+    }
+
+    /// The two counts of a `/proc/.../status` text.
+    fn parse_status(s: &str) -> (u64, u64) {
+        let field = |name: &str| {
+            s.lines()
+                .find_map(|l| l.strip_prefix(name)?.trim().parse().ok())
+                .unwrap_or(0)
+        };
+        (
+            field("voluntary_ctxt_switches:"),
+            field("nonvoluntary_ctxt_switches:"),
+        )
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::*;
+
+        #[test]
+        fn status_fields_parse() {
+            let s = "Name:\tcat\nvoluntary_ctxt_switches:\t12\nnonvoluntary_ctxt_switches:\t3\n";
+            assert_eq!(parse_status(s), (12, 3));
+            assert_eq!(parse_status("Name:\tx\n"), (0, 0));
+        }
+
+        #[test]
+        fn a_child_that_sleeps_switches_voluntarily_and_is_counted() {
+            let a = count().unwrap();
+            // The child blocks 20 times; it is alive at the second count (its
+            // /proc counts) or reaped after (getrusage of the children).
+            let mut child = std::process::Command::new("sh")
+                .args([
+                    "-c",
+                    "for i in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20; do sleep 0.001; done",
+                ])
+                .spawn()
+                .unwrap();
+            child.wait().unwrap();
+            let b = count().unwrap();
+            assert!(b.0 >= a.0 + 20, "voluntary {} -> {}", a.0, b.0);
+            assert!(b.1 >= a.1);
+        }
+    }
+}

@@ -54,6 +54,7 @@ use anyhow::{Context, bail};
 use super::{Body, Counter, MAX_TASKS, Prep, Testcase, topology};
 use crate::bench::{Instance, Measure, Params, RunSettings};
 use crate::system::ProcState;
+use crate::system::counters::CounterGroup;
 use crate::units::CpuSet;
 
 const ERR_LEN: usize = 2048;
@@ -691,6 +692,8 @@ pub struct ScaleInstance<P> {
     params: Params,
     settings: RunSettings,
     stats: Stats,
+    /// The last sample's operations over its measured intervals.
+    ops: Option<f64>,
     placement: Option<String>,
     notes: Vec<(String, String)>,
     /// The last sample's task, helper and cell process ids.
@@ -706,6 +709,7 @@ impl<P: std::ops::Deref<Target = dyn Testcase>> ScaleInstance<P> {
             params: params.clone(),
             settings: settings.clone(),
             stats: Stats::default(),
+            ops: None,
             placement: None,
             notes: Vec::new(),
             #[cfg(test)]
@@ -714,11 +718,16 @@ impl<P: std::ops::Deref<Target = dyn Testcase>> ScaleInstance<P> {
     }
 }
 
-impl<P: std::ops::Deref<Target = dyn Testcase> + Send> Instance for ScaleInstance<P> {
-    fn sample(&mut self, out: &mut Vec<Measure>) -> anyhow::Result<()> {
+impl<P: std::ops::Deref<Target = dyn Testcase> + Send> ScaleInstance<P> {
+    fn run(
+        &mut self,
+        out: &mut Vec<Measure>,
+        counters: Option<&mut dyn CounterGroup>,
+    ) -> anyhow::Result<()> {
         let mut cell = ScaleCell::start(&*self.tc, &self.params, &self.settings)?;
         cell.stats = std::mem::take(&mut self.stats);
-        let r = cell.sample(out);
+        let r = cell.sample(out, counters);
+        self.ops = cell.ops;
         self.placement = cell.placement();
         self.notes = cell.notes();
         self.stats = std::mem::take(&mut cell.stats);
@@ -729,6 +738,27 @@ impl<P: std::ops::Deref<Target = dyn Testcase> + Send> Instance for ScaleInstanc
         // Ends the cell: every task and helper is gone when drop returns.
         drop(cell);
         r
+    }
+}
+
+impl<P: std::ops::Deref<Target = dyn Testcase> + Send> Instance for ScaleInstance<P> {
+    fn sample(&mut self, out: &mut Vec<Measure>) -> anyhow::Result<()> {
+        self.run(out, None)
+    }
+
+    /// Counted over the measured intervals only: not the start-up, the
+    /// warm-up intervals or the cleanup.
+    fn sample_counted(
+        &mut self,
+        out: &mut Vec<Measure>,
+        counters: &mut dyn CounterGroup,
+    ) -> anyhow::Result<()> {
+        self.run(out, Some(counters))
+    }
+
+    /// Every task's operations over the measured intervals.
+    fn operations(&self) -> Option<f64> {
+        self.ops
     }
 
     fn placement(&self) -> Option<String> {
@@ -758,6 +788,8 @@ pub struct ScaleCell {
     dir: PathBuf,
     started: bool,
     stats: Stats,
+    /// Operations of every task over the measured intervals.
+    ops: Option<f64>,
 }
 
 /// What the notes report: measured intervals and per-task extremes.
@@ -864,6 +896,7 @@ impl ScaleCell {
             dir,
             started: false,
             stats: Stats::default(),
+            ops: None,
         };
         let ctrl = pipe()?;
         let ready = match pipe() {
@@ -1044,14 +1077,40 @@ impl ScaleCell {
         }
     }
 
-    fn measure(&mut self, warm: u32, out: &mut Vec<Measure>) -> anyhow::Result<()> {
+    /// The intervals, `counters` counting from the end of the warm-up to
+    /// the last snapshot (stopped also when an interval fails).
+    fn measure(
+        &mut self,
+        warm: u32,
+        out: &mut Vec<Measure>,
+        mut counters: Option<&mut dyn CounterGroup>,
+    ) -> anyhow::Result<()> {
+        let r = self.intervals_counted(warm, out, &mut counters);
+        match counters {
+            Some(c) => c.stop().map_err(anyhow::Error::from).and(r),
+            None => r,
+        }
+    }
+
+    fn intervals_counted(
+        &mut self,
+        warm: u32,
+        out: &mut Vec<Measure>,
+        counters: &mut Option<&mut dyn CounterGroup>,
+    ) -> anyhow::Result<()> {
         let mut prev = Vec::with_capacity(self.ntasks);
         let mut cur = Vec::with_capacity(self.ntasks);
+        let mut ops = 0u64;
         self.snapshot(&mut prev);
         let mut stat0 = cpu_times();
         let mut t0 = now_ns();
         let mut deadline = t0;
         for k in 0..warm + self.intervals {
+            if k == warm
+                && let Some(c) = counters.as_mut()
+            {
+                c.start()?;
+            }
             deadline += self.interval_ns;
             self.sleep_until(deadline)?;
             let t1 = now_ns();
@@ -1068,6 +1127,7 @@ impl ScaleCell {
                     lo = lo.min(d);
                     hi = hi.max(d);
                 }
+                ops += total;
                 out.push(Measure {
                     metric: 0,
                     value: total as f64 / secs,
@@ -1094,6 +1154,7 @@ impl ScaleCell {
             t0 = t1;
             stat0 = stat1;
         }
+        self.ops = Some(ops as f64);
         Ok(())
     }
 }
@@ -1102,7 +1163,11 @@ impl ScaleCell {
     /// Release the start line and measure: `warmup` intervals discarded,
     /// then `intervals` pushed. Once per cell: the tasks are stopped
     /// (SIGSTOP) at the end, and the cell is then dropped.
-    fn sample(&mut self, out: &mut Vec<Measure>) -> anyhow::Result<()> {
+    fn sample(
+        &mut self,
+        out: &mut Vec<Measure>,
+        counters: Option<&mut dyn CounterGroup>,
+    ) -> anyhow::Result<()> {
         self.check()?;
         if self.started {
             bail!("{}: a cell is sampled once", self.name);
@@ -1111,7 +1176,7 @@ impl ScaleCell {
         h.go.store(1, Ordering::Release);
         futex_wake_all(&h.go);
         self.started = true;
-        let r = self.measure(self.warmup, out);
+        let r = self.measure(self.warmup, out, counters);
         self.signal_group(libc::SIGSTOP);
         self.wait_stopped();
         if r.is_err() {
@@ -1370,7 +1435,7 @@ mod tests {
         for mode in ["processes", "threads"] {
             let mut cell = ScaleCell::start(&Nap, &params(&Nap, mode), &SETTINGS).unwrap();
             let mut out = Vec::new();
-            cell.sample(&mut out).unwrap();
+            cell.sample(&mut out, None).unwrap();
             // Each interval: ops/s, then the machine's idle %.
             let (ops, idle): (Vec<Measure>, Vec<Measure>) = out.iter().partition(|m| m.metric == 0);
             assert_eq!((ops.len(), idle.len()), (1, 1), "{mode}: {out:?}");
@@ -1391,7 +1456,7 @@ mod tests {
             cell.snapshot(&mut b);
             assert_eq!(a, b, "{mode}: tasks ran after the sample");
             // A cell is sampled once.
-            assert!(cell.sample(&mut out).is_err());
+            assert!(cell.sample(&mut out, None).is_err());
             let ids = ids(&cell);
             assert!(ids.iter().all(|&i| i > 0), "{mode}: {ids:?}");
             let dir = cell.dir.clone();
