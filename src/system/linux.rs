@@ -940,6 +940,14 @@ mod tests {
     }
 }
 
+/// `kernel.perf_event_paranoid`: who may profile what (`None` where the
+/// file is missing or unreadable).
+pub(super) fn perf_event_paranoid() -> Option<i32> {
+    std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+}
+
 pub(super) mod switches {
     //! Voluntary and involuntary context switches of kbench and of every
     //! process it started, for the counters perf cannot split: perf's

@@ -49,10 +49,7 @@ pub fn start(pid: u32) -> Result<PerfRecord, String> {
 fn kernel_allowed() -> bool {
     // SAFETY: geteuid cannot fail.
     let root = unsafe { libc::geteuid() } == 0;
-    let paranoid = std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
-        .ok()
-        .and_then(|s| s.trim().parse::<i32>().ok());
-    root || paranoid.is_some_and(|p| p <= 1)
+    root || super::linux::perf_event_paranoid().is_some_and(|p| p <= 1)
 }
 
 fn mkfifo(path: &Path) -> Result<(), String> {
