@@ -93,6 +93,7 @@ impl Counter {
     /// split into voluntary (the task blocked) and involuntary (it was
     /// preempted) is read from the kernel's per-task counts (getrusage(2),
     /// /proc) before and after the interval.
+    #[cfg_attr(not(target_os = "linux"), allow(dead_code))] // Linux's split only
     pub fn split_switch(self) -> bool {
         matches!(
             self,

@@ -31,6 +31,7 @@ pub trait Profiler {
 /// The samples of `perf script -F comm,tid,time,ip,sym --ns` output: a
 /// header line per sample (`comm tid secs.nanos:`), then one indented
 /// `address symbol` line per frame, leaf first, then a blank line.
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))] // `perf script` is Linux's
 pub fn parse_perf_script(text: &str) -> Vec<StackSample> {
     let mut out = Vec::new();
     let mut t: Option<u64> = None;
@@ -72,6 +73,7 @@ pub fn parse_perf_script(text: &str) -> Vec<StackSample> {
 /// A frame line `   ffffffff8123 do_syscall_64`: the symbol, `_[k]`
 /// appended for a kernel address; `;` in a name (which folded stacks use
 /// as separator) becomes `:`.
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))] // `perf script` is Linux's
 fn frame(line: &str) -> Option<String> {
     let line = line.trim();
     let (addr, sym) = line.split_once(char::is_whitespace)?;
@@ -87,6 +89,7 @@ fn frame(line: &str) -> Option<String> {
 }
 
 /// `33620.943542123` seconds as nanoseconds.
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))] // `perf script` is Linux's
 fn parse_time(w: &str) -> Option<u64> {
     let (s, frac) = w.split_once('.').unwrap_or((w, "0"));
     let s: u64 = s.parse().ok()?;
