@@ -48,11 +48,15 @@ pub fn exit_code(err: &anyhow::Error) -> u8 {
 }
 
 /// True when the error is a closed stdout (`kbench report | head`), which
-/// is not a failure.
+/// is not a failure. serde_json's writer errors hide the io::Error from
+/// the chain (their `source` skips it): asked for its kind directly.
 pub fn is_broken_pipe(err: &anyhow::Error) -> bool {
+    use std::io::ErrorKind::BrokenPipe;
     err.chain().any(|e| {
         e.downcast_ref::<std::io::Error>()
-            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+            .is_some_and(|io| io.kind() == BrokenPipe)
+            || e.downcast_ref::<serde_json::Error>()
+                .is_some_and(|j| j.io_error_kind() == Some(BrokenPipe))
     })
 }
 
@@ -66,5 +70,28 @@ mod tests {
         assert_eq!(exit_code(&e), 2);
         let e = anyhow::anyhow!("sample failed");
         assert_eq!(exit_code(&e), 1);
+    }
+
+    /// An event too long for stdout's line buffer meets the closed pipe
+    /// inside serde_json (`--events jsonl` to a fleet coordinator that
+    /// went away): still a closed stdout, so the run is interrupted, not
+    /// failed.
+    #[test]
+    fn a_closed_pipe_inside_serde_json_is_a_broken_pipe() {
+        struct Closed;
+        impl std::io::Write for Closed {
+            fn write(&mut self, _: &[u8]) -> std::io::Result<usize> {
+                Err(std::io::ErrorKind::BrokenPipe.into())
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        let e = serde_json::to_writer(Closed, &[1u8; 4]).unwrap_err();
+        assert!(is_broken_pipe(
+            &anyhow::Error::from(e).context("writing events")
+        ));
+        let e = anyhow::anyhow!("sample failed");
+        assert!(!is_broken_pipe(&e));
     }
 }

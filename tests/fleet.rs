@@ -874,15 +874,12 @@ fn a_signal_stops_every_host_and_the_store_says_so() {
                 .unwrap()
                 .unwrap()
                 .path();
-            // Every run on the host is over. KNOWN BUG, open: in the whole
-            // suite (2 of 2 runs, never in 5 runs of this file alone, even
-            // under stress-ng) one host's own store recorded its SIGINT
-            // run as `failed` rather than `interrupted`; the coordinator's
-            // store and `fleet status` were right. Until its cause is
-            // found this checks that nothing is left running.
+            // A closed stdout met inside serde_json's writer (a long
+            // event) once read as a failure here: `failed`, not
+            // `interrupted` (`error::is_broken_pipe`).
             let own = run_statuses(&dir.join("kbench.db"));
             assert!(
-                !own.is_empty() && own.iter().all(|s| s == "interrupted" || s == "failed"),
+                !own.is_empty() && own.iter().all(|s| s == "interrupted"),
                 "{name}: host {host}'s own store: {own:?}\n{err}"
             );
         }
