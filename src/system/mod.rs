@@ -900,8 +900,23 @@ fn compiler() -> Option<String> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
+
+    /// Run the ignored test `name` of this test binary alone, in a process
+    /// of its own, and fail when it fails: for checks of process-wide
+    /// counts that other tests' threads and children disturb.
+    pub(crate) fn run_alone(name: &str) {
+        let out = std::process::Command::new(std::env::current_exe().unwrap())
+            .args(["--exact", name, "--ignored", "--test-threads", "1"])
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success() && text.contains("1 passed"),
+            "{name}: {text}"
+        );
+    }
 
     /// Every `.rs` file under `dir`, with its path relative to `src/`.
     fn sources(dir: &std::path::Path, out: &mut Vec<(String, String)>) {

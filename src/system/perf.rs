@@ -219,13 +219,7 @@ mod tests {
     /// out of the sum): the check runs alone, in a process of its own.
     #[test]
     fn the_switch_split_adds_up_to_perfs_sum() {
-        let name = "system::perf::tests::switch_split_alone";
-        let out = std::process::Command::new(std::env::current_exe().unwrap())
-            .args(["--exact", name, "--ignored", "--test-threads", "1"])
-            .output()
-            .unwrap();
-        let text = String::from_utf8_lossy(&out.stdout);
-        assert!(out.status.success() && text.contains("1 passed"), "{text}");
+        crate::system::tests::run_alone("system::perf::tests::switch_split_alone");
     }
 
     #[test]
