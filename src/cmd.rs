@@ -1452,7 +1452,8 @@ fn compare(
     let mut c = report::compare::compare_adjusted(&sels, tested, confidence, margin, adjust)?;
     c.ministat = ministat;
     // Asking for a ministat asks for its blocks.
-    c.short = test.is_none() && ministat == crate::ministat::Version::FreeBsdMain && c.rows.len() == 1;
+    c.short =
+        test.is_none() && ministat == crate::ministat::Version::FreeBsdMain && c.rows.len() == 1;
     // Which recorded facts differ between the runs each operand draws on.
     let mut fps: std::collections::HashMap<i64, system::Fingerprint> = Default::default();
     let mut operands = Vec::new();

@@ -720,7 +720,10 @@ fn no_impossible_bound_and_no_mark_against_its_interval_in_any_layout() {
 /// kbench through `import --from ministat` and the store.
 #[test]
 fn compat_2015_blocks_are_debians_ministat_byte_for_byte() {
-    let fixtures = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/ministat/debian");
+    let fixtures = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/ministat/debian"
+    );
     let cases = std::fs::read_to_string(format!("{fixtures}/compare/CASES")).unwrap();
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();

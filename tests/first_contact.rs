@@ -142,7 +142,11 @@ fn shell_choices_decide_how_a_command_runs() {
         .args(["-c", &line])
         .output()
         .unwrap();
-    assert_eq!(String::from_utf8_lossy(&out.stdout), "[it's][a b]", "{line}");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "[it's][a b]",
+        "{line}"
+    );
     // A program that is not there is bad input before anything runs.
     let e = error_line(dir.path(), &["run", "no-such-program-kbench 1"]);
     assert!(

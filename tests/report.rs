@@ -175,7 +175,10 @@ fn the_compare_summary_fits_80_columns_with_p_for_every_row() {
         // Rows named by what varies between them (the factor level), what
         // they share (benchmark and metric) heads the label column; no
         // numbered legend. A p-value for every row.
-        assert!(summary.lines().any(|l| l.starts_with("loop real ")), "{summary}");
+        assert!(
+            summary.lines().any(|l| l.starts_with("loop real ")),
+            "{summary}"
+        );
         assert!(!summary.lines().any(|l| l.starts_with('#')), "{summary}");
         for label in ["work=light ", "work=<script>alert(1)</script> "] {
             let lines: Vec<&str> = summary.lines().filter(|l| l.starts_with(label)).collect();

@@ -1383,7 +1383,10 @@ fn layout_table(o: &mut String, t: &Table, d: &TableDoc, hardware: &str) {
             ),
             "  ",
         ));
-        let sets = [(&d.baseline[..], &d.points[0][..]), (&d.contender, &d.points[1])];
+        let sets = [
+            (d.baseline.as_str(), d.points[0].as_slice()),
+            (d.contender.as_str(), d.points[1].as_slice()),
+        ];
         if let (Version::Debian2015, Some(whole)) =
             (version, crate::ministat::of_points(version, &sets, d.level))
         {
