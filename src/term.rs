@@ -78,7 +78,7 @@ mod shell_line_tests {
             .output()
             .unwrap();
         let via_sh = std::process::Command::new("sh")
-            .args(["-c", &line])
+            .args(["-c", line.as_str()])
             .output()
             .unwrap();
         assert!(direct.status.success());

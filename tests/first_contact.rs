@@ -139,7 +139,7 @@ fn shell_choices_decide_how_a_command_runs() {
     assert_eq!(note(&["true '3 4'", "-N"]), "true '3 4'");
     let line = note(&[r#"printf '[%s]' "it's" 'a b'"#, "-N"]);
     let out = std::process::Command::new("sh")
-        .args(["-c", &line])
+        .args(["-c", line.as_str()])
         .output()
         .unwrap();
     assert_eq!(
