@@ -149,6 +149,12 @@ pub enum Command {
         /// family).
         #[arg(long, conflicts_with = "metric")]
         all_metrics: bool,
+        /// Whose ministat the Student's t blocks imitate: `2015` prints
+        /// Debian's `ministat` report of each row (names, plot, table,
+        /// difference) byte for byte; `main` (the default) FreeBSD's
+        /// difference block under kbench's table.
+        #[arg(long, value_name = "VERSION", value_parser = ["2015", "main"])]
+        compat: Option<String>,
         /// Print JSON instead of text (same as `--format json`).
         #[arg(long)]
         json: bool,
@@ -616,6 +622,12 @@ pub struct ReportArgs {
     /// Print `µ` and `±` in text instead of ASCII `us` and `+/-`.
     #[arg(long)]
     pub unicode: bool,
+    /// Whose ministat a matrix's difference blocks (`pairs`) imitate in
+    /// text: `2015` prints Debian's `ministat` report of the two rows
+    /// (names, plot, table, difference) byte for byte; `main` (the
+    /// default) FreeBSD's difference block.
+    #[arg(long, value_name = "VERSION", value_parser = ["2015", "main"])]
+    pub compat: Option<String>,
     /// Two or more variants: a table for every metric recorded, not only
     /// the summary of the primary one.
     #[arg(long)]

@@ -132,6 +132,7 @@ pub fn dispatch(args: Vec<OsString>) -> anyhow::Result<ExitCode> {
             fdr,
             metric,
             all_metrics,
+            compat,
             json,
             format,
             exports,
@@ -150,6 +151,10 @@ pub fn dispatch(args: Vec<OsString>) -> anyhow::Result<ExitCode> {
                     margin: &margin,
                     expect: &expect,
                     adjust,
+                    ministat: match compat.as_deref() {
+                        Some("2015") => crate::ministat::Version::Debian2015,
+                        _ => crate::ministat::Version::FreeBsdMain,
+                    },
                     metrics: match (all_metrics, metric.is_empty()) {
                         (true, _) => report::compare::Metrics::All,
                         (false, true) => report::compare::Metrics::Primary,
@@ -1126,6 +1131,9 @@ fn report(db: &store::Locator, a: &crate::cli::ReportArgs) -> anyhow::Result<Exi
         let mut doc = report::table::build(&reports, &layout, a.unicode);
         doc.comparability = comparability;
         doc.log_y = a.log_y;
+        if a.compat.as_deref() == Some("2015") {
+            doc.ministat = crate::ministat::Version::Debian2015;
+        }
         if format == Format::Html {
             doc.flames = crate::explain::flames(&*st, &ops)?;
         }
@@ -1340,6 +1348,8 @@ struct CompareHow<'a> {
     margin: &'a str,
     expect: &'a [String],
     adjust: crate::stats::multiple::Adjust,
+    /// `--compat`: whose ministat the Student's t blocks imitate.
+    ministat: crate::ministat::Version,
     metrics: report::compare::Metrics,
 }
 
@@ -1405,6 +1415,7 @@ fn compare(
         margin,
         expect,
         adjust,
+        ministat,
         metrics,
     } = how;
     let expect = report::comparability::parse_expect(expect).map_err(|e| bad_input!("{e}"))?;
@@ -1439,7 +1450,10 @@ fn compare(
     }
     let tested = test.unwrap_or(report::compare::Test::Student);
     let mut c = report::compare::compare_adjusted(&sels, tested, confidence, margin, adjust)?;
-    c.short = test.is_none() && c.rows.len() == 1;
+    c.ministat = ministat;
+    // Asking for a ministat asks for its blocks.
+    c.short =
+        test.is_none() && ministat == crate::ministat::Version::FreeBsdMain && c.rows.len() == 1;
     // Which recorded facts differ between the runs each operand draws on.
     let mut fps: std::collections::HashMap<i64, system::Fingerprint> = Default::default();
     let mut operands = Vec::new();

@@ -53,3 +53,41 @@ mod tests {
         assert_eq!(visible("µs ±"), "µs ±");
     }
 }
+
+/// An argument vector as one shell command line: each word quoted where
+/// the shell would otherwise split or expand it (`printf '%s\n' 'a b'`),
+/// so a command a report prints pastes back into `sh` unchanged. A word
+/// with a NUL byte cannot be quoted; it is shown as it is.
+pub fn shell_line(argv: &[String]) -> String {
+    shlex::try_join(argv.iter().map(String::as_str)).unwrap_or_else(|_| argv.join(" "))
+}
+
+#[cfg(test)]
+mod shell_line_tests {
+    use super::shell_line;
+
+    /// The printed line, run by `sh -c`, passes the same words.
+    #[test]
+    fn a_quoted_line_round_trips_through_sh() {
+        let argv: Vec<String> = ["printf", "[%s]\\n", "a b", "it's", "$HOME", "*", ""]
+            .map(String::from)
+            .to_vec();
+        let line = shell_line(&argv);
+        let direct = std::process::Command::new(&argv[0])
+            .args(&argv[1..])
+            .output()
+            .unwrap();
+        let via_sh = std::process::Command::new("sh")
+            .args(["-c", line.as_str()])
+            .output()
+            .unwrap();
+        assert!(direct.status.success());
+        assert_eq!(
+            String::from_utf8_lossy(&via_sh.stdout),
+            "[a b]\n[it's]\n[$HOME]\n[*]\n[]\n",
+            "{line}"
+        );
+        assert_eq!(via_sh.stdout, direct.stdout, "{line}");
+        assert_eq!(shell_line(&["true".to_string()]), "true");
+    }
+}

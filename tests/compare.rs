@@ -712,3 +712,51 @@ fn no_impossible_bound_and_no_mark_against_its_interval_in_any_layout() {
     assert!(md.contains("- = the baseline is 0 in every sample"), "{md}");
     assert!(outputs >= 50, "{outputs}");
 }
+
+/// `--compat=2015`: each row's block is Debian's `ministat` report of the
+/// same values (names, plot, table, difference), byte for byte. The
+/// expected text was printed by Debian's ministat 20150715 on the data
+/// files (tests/fixtures/ministat/debian/compare/gen.sh); the values reach
+/// kbench through `import --from ministat` and the store.
+#[test]
+fn compat_2015_blocks_are_debians_ministat_byte_for_byte() {
+    let fixtures = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/ministat/debian"
+    );
+    let cases = std::fs::read_to_string(format!("{fixtures}/compare/CASES")).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let mut checked = 0;
+    for line in cases.lines() {
+        let mut words = line.split_whitespace();
+        let name = words.next().unwrap();
+        let files: Vec<&str> = words.collect();
+        for f in &files {
+            std::fs::copy(format!("{fixtures}/data/{f}"), d.join(f)).unwrap();
+        }
+        kbench(d)
+            .current_dir(d)
+            .args(["import", "--from", "ministat", "--name", name])
+            .args(&files)
+            .assert()
+            .success();
+        let operands: Vec<String> = files.iter().map(|f| format!("{name}:file={f}")).collect();
+        let out = kbench(d)
+            .args(["compare", "--compat=2015"])
+            .args(&operands)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{line}: {out:?}");
+        let text = String::from_utf8(out.stdout).unwrap();
+        let want = std::fs::read_to_string(format!("{fixtures}/compare/{name}.out")).unwrap();
+        // The block sits under the row's title line, whole.
+        let title = "ministat value (value, lower is better)\n";
+        assert!(
+            text.contains(&format!("{title}{want}")),
+            "{line}:\n--- kbench\n{text}\n--- ministat\n{want}"
+        );
+        checked += 1;
+    }
+    assert_eq!(checked, 7);
+}

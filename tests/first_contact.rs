@@ -132,10 +132,21 @@ fn shell_choices_decide_how_a_command_runs() {
             .to_string()
     };
     // Plain words run directly; shell syntax goes through sh -c.
+    // The note is a shell command line: it pastes back into `sh`.
     assert_eq!(note(&["true 1"]), "true 1");
-    assert_eq!(note(&["true | true"]), "sh -c true | true");
-    assert_eq!(note(&["true 2", "--shell", "bash"]), "bash -c true 2");
-    assert_eq!(note(&["true '3 4'", "-N"]), "true 3 4");
+    assert_eq!(note(&["true | true"]), "sh -c 'true | true'");
+    assert_eq!(note(&["true 2", "--shell", "bash"]), "bash -c 'true 2'");
+    assert_eq!(note(&["true '3 4'", "-N"]), "true '3 4'");
+    let line = note(&[r#"printf '[%s]' "it's" 'a b'"#, "-N"]);
+    let out = std::process::Command::new("sh")
+        .args(["-c", line.as_str()])
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "[it's][a b]",
+        "{line}"
+    );
     // A program that is not there is bad input before anything runs.
     let e = error_line(dir.path(), &["run", "no-such-program-kbench 1"]);
     assert!(

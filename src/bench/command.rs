@@ -328,7 +328,7 @@ impl CommandBench {
             help: "environment variable set by an `env` factor",
         }));
         let description = match &spec.run {
-            Argv::Exec(v) => format!("command: {}", v.join(" ")),
+            Argv::Exec(v) => format!("command: {}", crate::term::shell_line(v)),
             Argv::Shell(s) => format!("shell: {s}"),
         };
         CommandBench {
@@ -534,7 +534,7 @@ impl CommandInstance {
             SampleFailure {
                 message: format!(
                     "{what} `{}` {how}{}",
-                    shown(argv),
+                    shown(argv, 120),
                     if t.is_empty() {
                         String::new()
                     } else {
@@ -607,10 +607,12 @@ fn number(s: &str) -> Result<f64, String> {
     }
 }
 
-fn shown(argv: &[String]) -> String {
-    let s = argv.join(" ");
-    if s.len() > 120 {
-        format!("{}...", &s[..s.floor_char_boundary(117)])
+/// A cell's command as a shell command line that pastes back into `sh`
+/// (`sh -c 'cat f | grep x'`), cut at `max` bytes, marked `...`.
+fn shown(argv: &[String], max: usize) -> String {
+    let s = crate::term::shell_line(argv);
+    if s.len() > max {
+        format!("{}...", &s[..s.floor_char_boundary(max - 3)])
     } else {
         s
     }
@@ -663,7 +665,7 @@ impl Instance for CommandInstance {
     }
 
     fn notes(&self) -> Vec<(String, String)> {
-        vec![("command".into(), shown(&self.run))]
+        vec![("command".into(), shown(&self.run, 1000))]
     }
 }
 

@@ -503,7 +503,28 @@ fn run(version: Version, words: &[Vec<u8>], env: &Env, stdin: &mut dyn Read) -> 
         }
     }
 
-    // Print.
+    let flags = Flags {
+        n: flag_n,
+        q: flag_q,
+        s: flag_s,
+        suppress_plot,
+    };
+    print(version, &sets, flags, termwidth, ci)
+}
+
+/// The options that shape what ministat prints.
+#[derive(Clone, Copy, Default)]
+struct Flags {
+    n: bool,
+    q: bool,
+    s: bool,
+    suppress_plot: bool,
+}
+
+/// ministat's output for sets read and sorted: the names, the plot, the
+/// table and each set's difference from the first.
+fn print(version: Version, sets: &[DataSet], f: Flags, termwidth: i64, ci: usize) -> Outcome {
+    let (flag_n, flag_q, flag_s, suppress_plot) = (f.n, f.q, f.s, f.suppress_plot);
     let libc = version.libc();
     let vit: Vec<Vitals> = sets.iter().map(|s| vitals(version, s)).collect();
     let mut out: Vec<u8> = Vec::with_capacity(4096);
@@ -561,6 +582,41 @@ fn run(version: Version, words: &[Vec<u8>], env: &Env, stdin: &mut dyn Read) -> 
         code: 0,
         crash: false,
     }
+}
+
+/// What ministat prints for `sets` (a name and its points in the order
+/// they were taken each) as if each set were a file holding those points,
+/// at `LEVELS[ci]` and the default width of 74: `kbench compare
+/// --compat=2015` prints this byte for byte. `None` where ministat would
+/// not print a report (a set of fewer than 3 points, more than 7 sets, a
+/// plot it would crash on).
+pub fn of_points(version: Version, sets: &[(&str, &[f64])], ci: usize) -> Option<String> {
+    if sets.len() > MAX_DS - 1 || sets.iter().any(|(_, p)| p.len() < 3) {
+        return None;
+    }
+    let q = match version {
+        Version::FreeBsdMain => sort::Qsort::FreeBsd,
+        Version::Debian2015 => sort::Qsort::Glibc,
+    };
+    let sets: Vec<DataSet> = sets
+        .iter()
+        .map(|(name, points)| {
+            let mut d = DataSet {
+                name: name.as_bytes().to_vec(),
+                points: points.to_vec(),
+                sy: 0.0,
+                syy: 0.0,
+            };
+            for &x in *points {
+                d.sy += x;
+                d.syy += x * x;
+            }
+            sort::sort_points(&mut d.points, q);
+            d
+        })
+        .collect();
+    let o = print(version, &sets, Flags::default(), 74, ci);
+    (!o.crash).then(|| String::from_utf8_lossy(&o.stdout).into_owned())
 }
 
 /// ministat's `Relative(ds, rs, confidx)`: Student's t of set `ds` against

@@ -310,13 +310,18 @@ pub struct Stat {
     /// difference block.
     #[serde(skip)]
     pub moments: Moments,
+    /// The values in the order they were taken, for ministat's own
+    /// report (`--compat=2015`).
+    #[serde(skip)]
+    pub points: Vec<f64>,
 }
 
 impl Stat {
-    fn of(s: &Sample) -> Stat {
+    fn of(s: &Sample, points: Vec<f64>) -> Stat {
         Stat {
             summary: s.summary(),
             moments: Moments::of(s),
+            points,
         }
     }
 }
@@ -447,6 +452,11 @@ pub struct Comparison {
     /// ministat's blocks, a summary table and a geomean that repeat it.
     #[serde(skip)]
     pub short: bool,
+    /// Whose ministat the Student's t blocks imitate: FreeBSD main's
+    /// difference block, or with `--compat=2015` Debian's whole report
+    /// (names, plot, table, difference) byte for byte.
+    #[serde(skip)]
+    pub ministat: crate::ministat::Version,
 }
 
 /// Most operands: ministat's symbols.
@@ -565,21 +575,23 @@ fn of_observations(names: &[String], all: &[Observed], how: How) -> anyhow::Resu
             unpaired.push(format!("{} {} [{}]", key.0, key.1, key.2));
             continue;
         }
-        let Ok(a) = Sample::new(&base.iter().map(|o| o.value).collect::<Vec<_>>()) else {
+        let base_points: Vec<f64> = base.iter().map(|o| o.value).collect();
+        let Ok(a) = Sample::new(&base_points) else {
             unpaired.push(format!(
                 "{} {} [{}] (no finite values)",
                 key.0, key.1, key.2
             ));
             continue;
         };
-        let mut stats = vec![Stat::of(&a)];
+        let mut stats = vec![Stat::of(&a, base_points)];
         let mut versus = Vec::new();
         for (j, o) in others.iter().enumerate() {
             let o = o.expect("paired");
-            let Ok(b) = Sample::new(&o.iter().map(|x| x.value).collect::<Vec<_>>()) else {
+            let points: Vec<f64> = o.iter().map(|x| x.value).collect();
+            let Ok(b) = Sample::new(&points) else {
                 continue;
             };
-            stats.push(Stat::of(&b));
+            stats.push(Stat::of(&b, points));
             let detail = one_test(test, &a, &b, conf, level);
             let d = design::compare(base, o, *dir, conf);
             versus.push(versus_of(&names[j + 1], &a, &b, d, detail, margin));
@@ -619,6 +631,7 @@ fn of_observations(names: &[String], all: &[Observed], how: How) -> anyhow::Resu
         family,
         verdicts: Vec::new(),
         short: false,
+        ministat: crate::ministat::Version::FreeBsdMain,
     };
     c.verdicts = verdicts(&c);
     Ok(c)

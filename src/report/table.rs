@@ -49,6 +49,10 @@ pub struct TableDoc {
     /// Print `µ` and box characters instead of ASCII (text only).
     #[serde(skip)]
     pub unicode: bool,
+    /// Whose ministat the difference blocks imitate in text: FreeBSD
+    /// main's block, or with `--compat=2015` Debian's whole report.
+    #[serde(skip)]
+    pub ministat: crate::ministat::Version,
     /// Charts: a logarithmic value axis for scaling curves.
     #[serde(skip)]
     pub log_y: bool,
@@ -164,6 +168,10 @@ pub struct Diff {
     pub b: Moments,
     /// Index of the confidence level in ministat's table.
     pub level: usize,
+    /// Each side's values in the order they were taken, for ministat's
+    /// own report (`--compat=2015`).
+    #[serde(skip)]
+    pub points: [Vec<f64>; 2],
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -591,6 +599,7 @@ pub fn build(reports: &[Report], layout: &Layout, unicode: bool) -> TableDoc {
         methods: Vec::new(),
         plan: None,
         unicode,
+        ministat: crate::ministat::Version::FreeBsdMain,
         log_y: false,
         comparability: None,
         flames: Vec::new(),
@@ -640,7 +649,8 @@ pub fn build(reports: &[Report], layout: &Layout, unicode: bool) -> TableDoc {
                 "outliers (modified z-score > 3.5) are flagged in the ministat report and kept in every statistic".into(),
             );
             if !c.argv.is_empty() {
-                doc.methods.push(format!("command: {}", c.argv.join(" ")));
+                doc.methods
+                    .push(format!("command: {}", crate::term::shell_line(&c.argv)));
             }
         }
         if let Subject::Campaign { campaign, .. } = &r.subject
@@ -1383,9 +1393,9 @@ fn matrix_tables(
                         in_sec
                             .iter()
                             .find(|(x, d)| x.metric == c.metric && matches(d, want))
-                            .and_then(|(x, _)| sample(x))
+                            .and_then(|(x, _)| Some((sample(x)?, x.values.clone())))
                     };
-                    if let (Some(sa), Some(sb)) = (pick(a), pick(b)) {
+                    if let (Some((sa, pa)), Some((sb, pb))) = (pick(a), pick(b)) {
                         diffs.push(Diff {
                             metric: c.metric.clone(),
                             unit: c.unit.clone(),
@@ -1394,6 +1404,7 @@ fn matrix_tables(
                             a: Moments::of(&sa),
                             b: Moments::of(&sb),
                             level,
+                            points: [pa, pb],
                         });
                     }
                 }

@@ -960,6 +960,25 @@ fn design_words(v: &super::compare::Versus, r: &Row, family: usize, adjust: &str
     )
 }
 
+/// With `--compat=2015` and Student's t: Debian's `ministat` report of
+/// the row's values (the operands' names, the plot, the table and each
+/// difference block), byte for byte what `ministat A B ...` prints for
+/// files holding the values in the order they were taken. `None` where
+/// ministat prints no report (fewer than 3 values) or is not asked for.
+fn debian_report(c: &Comparison, r: &Row) -> Option<String> {
+    if c.ministat != Version::Debian2015 || c.test != super::compare::Test::Student {
+        return None;
+    }
+    let level = crate::stats::student::level_index(c.confidence)?;
+    let sets: Vec<(&str, &[f64])> = c
+        .operands
+        .iter()
+        .zip(&r.stats)
+        .map(|(n, s)| (n.as_str(), &s.points[..]))
+        .collect();
+    crate::ministat::of_points(Version::Debian2015, &sets, level)
+}
+
 /// One compared row: ministat's table, then each contender's test block
 /// and the design's verdict.
 fn compare_block(o: &mut String, c: &Comparison, r: &Row) {
@@ -980,18 +999,23 @@ fn compare_block(o: &mut String, c: &Comparison, r: &Row) {
         WIDTH,
         "    ",
     ));
-    for (i, name) in c.operands.iter().enumerate() {
-        let _ = writeln!(o, "{} {name}", SYMBOL[i]);
-    }
-    let _ = writeln!(o, " {STAT_HEADER}");
-    for (i, s) in r.stats.iter().enumerate() {
-        let _ = writeln!(
-            o,
-            "{} {:3}{}",
-            SYMBOL[i],
-            s.summary.n,
-            stat_cols(&s.summary)
-        );
+    let whole = debian_report(c, r);
+    if let Some(w) = &whole {
+        o.push_str(w);
+    } else {
+        for (i, name) in c.operands.iter().enumerate() {
+            let _ = writeln!(o, "{} {name}", SYMBOL[i]);
+        }
+        let _ = writeln!(o, " {STAT_HEADER}");
+        for (i, s) in r.stats.iter().enumerate() {
+            let _ = writeln!(
+                o,
+                "{} {:3}{}",
+                SYMBOL[i],
+                s.summary.n,
+                stat_cols(&s.summary)
+            );
+        }
     }
     let conf = c.confidence;
     for (j, v) in r.versus.iter().enumerate() {
@@ -1000,8 +1024,10 @@ fn compare_block(o: &mut String, c: &Comparison, r: &Row) {
             // A zero baseline has no relative difference (ministat would
             // print `inf%`): the design's words say why instead.
             _ if r.mean == 0.0 => {}
+            // Debian's report printed its own difference blocks.
+            Detail::Student(_) if whole.is_some() => {}
             Detail::Student(d) => o.push_str(&difference_block(
-                Version::FreeBsdMain,
+                c.ministat,
                 r.stats[0].moments,
                 r.stats[j + 1].moments,
                 d.level,
@@ -1328,7 +1354,8 @@ fn table_head(o: &mut String, t: &Table, hardware: &str) {
     }
 }
 
-fn layout_table(o: &mut String, t: &Table, unicode: bool, hardware: &str) {
+fn layout_table(o: &mut String, t: &Table, d: &TableDoc, hardware: &str) {
+    let unicode = d.unicode;
     table_head(o, t, hardware);
     o.push('\n');
     let rule = '-';
@@ -1344,6 +1371,7 @@ fn layout_table(o: &mut String, t: &Table, unicode: bool, hardware: &str) {
         cell_text(v, c, Panel::Main, unicode)
     });
     o.push_str(&g.text(WIDTH, rule));
+    let version = d.ministat;
     for d in &t.diffs {
         // ministat's numbers are in the metric's stored unit: say which.
         o.push('\n');
@@ -1355,6 +1383,17 @@ fn layout_table(o: &mut String, t: &Table, unicode: bool, hardware: &str) {
             ),
             "  ",
         ));
+        let sets = [
+            (d.baseline.as_str(), d.points[0].as_slice()),
+            (d.contender.as_str(), d.points[1].as_slice()),
+        ];
+        if let (Version::Debian2015, Some(whole)) =
+            (version, crate::ministat::of_points(version, &sets, d.level))
+        {
+            // Debian's report of the same values, byte for byte.
+            o.push_str(&whole);
+            continue;
+        }
         o.push_str(&wrapped("x ", &d.baseline, "  "));
         o.push_str(&wrapped("+ ", &d.contender, "  "));
         o.push_str(&difference_block(Version::FreeBsdMain, d.a, d.b, d.level));
@@ -1412,7 +1451,7 @@ fn tables(o: &mut String, d: &TableDoc) {
     for t in &d.tables {
         o.push('\n');
         let hardware = sections.enter(o, t);
-        layout_table(o, t, d.unicode, &hardware);
+        layout_table(o, t, d, &hardware);
     }
     if d.kind == crate::plan::report::TableKind::Scaling || d.tables.is_empty() {
         for s in &d.scaling {
@@ -1511,8 +1550,8 @@ impl<'a> Sections<'a> {
 }
 
 /// The comparison's summary within 80 columns: a row per cell and
-/// contender, values in human units, p for every test; labels show only
-/// what varies between the rows, and long ones move to a numbered legend.
+/// contender, values in human units, p for every test; each row is named
+/// by what varies between the rows (see [`row_labels`]).
 fn summary_lines(o: &mut String, c: &Comparison) {
     o.push_str(&grid::wrap(
         &format!(
@@ -1550,33 +1589,13 @@ fn summary_lines(o: &mut String, c: &Comparison) {
             .collect();
         shared.insert(r.bench.as_str(), common);
     }
-    let names: Vec<String> = c
-        .rows
-        .iter()
-        .zip(&parts)
-        .map(|(r, p)| {
-            let common = &shared[r.bench.as_str()];
-            let rest: Vec<&str> = p.iter().copied().filter(|x| !common.contains(x)).collect();
-            if rest.is_empty() {
-                format!("{} {}", r.bench, r.metric)
-            } else {
-                format!("{} {} [{}]", r.bench, r.metric, rest.join(","))
-            }
-        })
-        .collect();
-    const NAME_MAX: usize = 22;
-    let legend = names.iter().any(|n| n.chars().count() > NAME_MAX);
+    let (head, names, labels) = row_labels(c, &parts, &shared);
     let contenders = c.operands.len() > 2;
     let adjusted = c.family > 1;
     let mut powers = Vec::new();
     let mut notes: Vec<String> = Vec::new();
     let mut rows: Vec<(Vec<String>, Vec<String>)> = Vec::new();
-    for (i, (r, name)) in c.rows.iter().zip(&names).enumerate() {
-        let label = if legend {
-            format!("#{}", i + 1)
-        } else {
-            name.clone()
-        };
+    for ((r, name), label) in c.rows.iter().zip(&names).zip(&labels) {
         for v in &r.versus {
             // Fewer digits for large changes: the row stays within 80.
             let short = super::verdict::signed;
@@ -1596,7 +1615,7 @@ fn summary_lines(o: &mut String, c: &Comparison) {
                 push_unique(&mut notes, format!("? {}", l.unmeasured()));
             }
             if let Some(g) = &v.degenerate {
-                notes.push(format!("- {label}{vs}: {g}"));
+                notes.push(format!("- {name}{vs}: {g}"));
             }
             let iv = v
                 .interval
@@ -1618,7 +1637,7 @@ fn summary_lines(o: &mut String, c: &Comparison) {
                     None => String::new(),
                 };
                 powers.push(format!(
-                    "no difference: {label}{vs}: could detect +/-{} ({:.0}% power){need}",
+                    "no difference: {name}{vs}: could detect +/-{} ({:.0}% power){need}",
                     short_pct(pw.detectable),
                     pw.power * 100.0
                 ));
@@ -1641,7 +1660,7 @@ fn summary_lines(o: &mut String, c: &Comparison) {
             ));
         }
     }
-    let mut head = vec!["cell".to_string()];
+    let mut head = vec![head];
     if contenders {
         head.push("vs".into());
     }
@@ -1680,11 +1699,6 @@ fn summary_lines(o: &mut String, c: &Comparison) {
     for l in &powers {
         o.push_str(&grid::wrap(l, WIDTH, "    "));
     }
-    if legend {
-        for (i, n) in names.iter().enumerate() {
-            o.push_str(&grid::wrap(&format!("#{} {n}", i + 1), WIDTH, "    "));
-        }
-    }
     for (bench, common) in &shared {
         if !common.is_empty() {
             o.push_str(&grid::wrap(
@@ -1694,6 +1708,69 @@ fn summary_lines(o: &mut String, c: &Comparison) {
             ));
         }
     }
+}
+
+/// Each compared row's full name (`loop real [size=2k]`) and its label
+/// in the summary table: only what varies between the rows (the
+/// benchmark, the metric, the parameters and factor levels not shared by
+/// every row of its benchmark), as benchstat names its rows. What all
+/// rows share names the label column (`loop real`), or it is `cell`.
+fn row_labels(
+    c: &Comparison,
+    parts: &[Vec<&str>],
+    shared: &IndexMap<&str, Vec<&str>>,
+) -> (String, Vec<String>, Vec<String>) {
+    let distinct = |f: fn(&Row) -> &str| {
+        let mut seen: Vec<&str> = c.rows.iter().map(f).collect();
+        seen.dedup();
+        seen.sort_unstable();
+        seen.dedup();
+        seen.len() > 1
+    };
+    let benches_vary = distinct(|r| &r.bench);
+    let metrics_vary = distinct(|r| &r.metric);
+    let mut names = Vec::with_capacity(c.rows.len());
+    let mut labels = Vec::with_capacity(c.rows.len());
+    for (r, p) in c.rows.iter().zip(parts) {
+        let common = &shared[r.bench.as_str()];
+        let rest: Vec<&str> = p.iter().copied().filter(|x| !common.contains(x)).collect();
+        names.push(if rest.is_empty() {
+            format!("{} {}", r.bench, r.metric)
+        } else {
+            format!("{} {} [{}]", r.bench, r.metric, rest.join(","))
+        });
+        let mut label: Vec<&str> = Vec::new();
+        if benches_vary {
+            label.push(&r.bench);
+        }
+        if metrics_vary {
+            label.push(&r.metric);
+        }
+        let rest = rest.join(",");
+        if !rest.is_empty() {
+            label.push(&rest);
+        }
+        labels.push(if label.is_empty() {
+            format!("{} {}", r.bench, r.metric)
+        } else {
+            label.join(" ")
+        });
+    }
+    let mut head: Vec<&str> = Vec::new();
+    if let Some(r) = c.rows.first().filter(|_| c.rows.len() > 1) {
+        if !benches_vary {
+            head.push(&r.bench);
+        }
+        if !metrics_vary {
+            head.push(&r.metric);
+        }
+    }
+    let head = if head.is_empty() {
+        "cell".to_string()
+    } else {
+        head.join(" ")
+    };
+    (head, names, labels)
 }
 
 /// The families p is adjusted over: `a family of 4 tests`, or the
