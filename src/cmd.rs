@@ -7,6 +7,7 @@ use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 
 use crate::bench;
+use crate::campaign;
 use crate::cli::{
     Cli, Command, CompletionShell, EventsFormat, FleetCommand, RunArgs, StoreCommand,
 };
@@ -18,6 +19,7 @@ use crate::runner;
 use crate::select;
 use crate::store;
 use crate::system;
+use crate::term::out;
 
 /// Benchmarks of the default suite (`kbench run` with no argument).
 const DEFAULT_SUITE: &[&str] = &[
@@ -310,13 +312,6 @@ fn print(doc: &Document<'_>, format: Format) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-pub(crate) fn out(text: &str) -> anyhow::Result<()> {
-    let mut o = std::io::stdout().lock();
-    o.write_all(text.as_bytes())?;
-    o.flush()?;
-    Ok(())
-}
-
 /// The run's settings from the plan and the command line: `--quick` caps
 /// the plan's settings (a first look at a big plan), explicit flags win.
 fn options(a: &RunArgs, plan: &crate::plan::Plan, quick: bool) -> anyhow::Result<RunConfig> {
@@ -421,16 +416,16 @@ fn dry_run(
     let have = match &plan.path {
         Some(_) if !no_store => {
             let st = store::open(db, store::Access::Read)?;
-            match runner::campaign::find(&*st, plan)? {
+            match campaign::find(&*st, plan)? {
                 Some(c) if !opts.force => {
-                    runner::campaign::progress_on(&*st, c.id, Some(&runner::campaign::this_host()))?
+                    campaign::progress_on(&*st, c.id, Some(&campaign::this_host()))?
                 }
                 _ => Default::default(),
             }
         }
         _ => Default::default(),
     };
-    let readings = runner::campaign::read_probes(plan);
+    let readings = plan.read_probes();
     let todo = runner::todo(plan, opts, &have, &readings)?;
     let e = runner::estimate::estimate(&todo, opts)?;
     if json {
@@ -499,7 +494,9 @@ fn run(a: RunArgs, db: &store::Locator) -> anyhow::Result<ExitCode> {
         return dry_run(&plan, &opts, db, a.json);
     }
     // Scale cells run without ASLR as will-it-scale's do: re-exec first.
-    bench::scale::aslr::reexec_if_wanted(&cells)?;
+    bench::scale::aslr::reexec_if_wanted(
+        cells.iter().map(|c| (c.key.as_str(), &c.bench, &c.params)),
+    )?;
     let mut exports = a.exports.open()?;
     let mut st = store::open(db, store::Access::Write)?;
     // What a killed run left changed on this system is undone first; this
@@ -603,7 +600,7 @@ fn run(a: RunArgs, db: &store::Locator) -> anyhow::Result<ExitCode> {
             summary.pending + summary.next_boot
         );
         if a.json
-            && let Some(c) = runner::campaign::find(&*st, &plan)?
+            && let Some(c) = campaign::find(&*st, &plan)?
         {
             let r = report::Report::of_campaign(store::load_campaign(&*st, c.id)?);
             print(&Document::Reports(&[r]), format)?;
@@ -650,7 +647,7 @@ fn check(a: crate::cli::CheckArgs, db: &store::Locator) -> anyhow::Result<ExitCo
         [p] if p.ends_with(".toml") => crate::plan::load(std::path::Path::new(p))?.gate,
         _ => None,
     };
-    let host = runner::campaign::this_host();
+    let host = campaign::this_host();
     let history = a.baseline_history as usize;
     // A baseline that names nothing is refused before anything runs.
     crate::check::baseline_runs(
@@ -792,7 +789,7 @@ fn run_campaign(
 ) -> anyhow::Result<(Option<crate::record::CampaignKey>, runner::Progress)> {
     if plan.path.is_none() {
         if plan.repeat.runs > 1 {
-            let d = runner::campaign::check(&*st, plan, true)?;
+            let d = campaign::check(&*st, plan, true)?;
             return Ok((Some(d.key(plan)), Default::default()));
         }
         return Ok((None, Default::default()));
@@ -800,18 +797,18 @@ fn run_campaign(
     // One run of a campaign at a time on a store; the next one resumes
     // from what this one stored.
     st.lock_campaign(&plan.name)?;
-    let d = runner::campaign::check(&*st, plan, force)?;
+    let d = campaign::check(&*st, plan, force)?;
     let have = match &d {
         // What this host measured: a campaign is per host.
-        runner::campaign::Decision::Resume(c) => {
-            let host = runner::campaign::this_host();
+        campaign::Decision::Resume(c) => {
+            let host = campaign::this_host();
             if plan.repeat.boots > 1 {
-                runner::campaign::progress_by_boot(&*st, c.id, Some(&host))?
+                campaign::progress_by_boot(&*st, c.id, Some(&host))?
             } else {
-                runner::campaign::progress_on(&*st, c.id, Some(&host))?
+                campaign::progress_on(&*st, c.id, Some(&host))?
             }
         }
-        runner::campaign::Decision::New(_) => Default::default(),
+        campaign::Decision::New(_) => Default::default(),
     };
     Ok((Some(d.key(plan)), have))
 }
@@ -875,7 +872,7 @@ fn status(
 ) -> anyhow::Result<ExitCode> {
     let plan = crate::plan::load(std::path::Path::new(plan_arg))?;
     if resume_unit {
-        out(&runner::campaign::resume_unit(&plan, db)?)?;
+        out(&campaign::resume_unit(&plan, db)?)?;
         return Ok(ExitCode::SUCCESS);
     }
     let st = store::open(db, store::Access::Read)?;
@@ -885,7 +882,7 @@ fn status(
             d.describe()
         );
     }
-    let s = runner::campaign::status(&*st, &plan, plan_arg, plan.samples.unwrap_or(10))?;
+    let s = campaign::status(&*st, &plan, plan_arg, plan.samples.unwrap_or(10))?;
     print(&Document::Status(&s), Format::json_if(json))
 }
 
@@ -1523,7 +1520,8 @@ fn store_copy(from: &str, to: &str, campaigns: &[String]) -> anyhow::Result<Exit
     );
     let src = store::open(&from, store::Access::Read)?;
     let mut dst = store::open(&to, store::Access::Write)?;
-    let c = store::copy::copy(&*src, dst.as_mut(), campaigns)?;
+    let campaigns = select::campaigns(&*src, campaigns)?;
+    let c = store::copy::copy(&*src, dst.as_mut(), &campaigns)?;
     eprintln!(
         "kbench: {} new run(s) of {} campaign(s), {} new sample(s) copied to {}",
         c.runs,

@@ -9,6 +9,7 @@
 
 mod bench;
 mod bisect;
+mod campaign;
 mod check;
 mod cli;
 mod cmd;

@@ -187,7 +187,7 @@ pub fn runs(
 ) -> anyhow::Result<(Summary, RunStatus)> {
     let fwd = Forward::install()?;
     let boot = opts.owner.as_ref().map(|o| o.boot_id.clone());
-    let readings = campaign::read_probes(plan);
+    let readings = plan.read_probes();
     let mut summary = Summary::default();
     let mut status = RunStatus::Done;
     for i in 0..plan.repeat.runs {

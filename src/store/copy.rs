@@ -22,12 +22,12 @@ pub struct Copied {
 /// Samples written per statement.
 const BATCH: usize = 5000;
 
-/// Copy every run of `from` (only the runs of the named campaigns, when
-/// `campaigns` is not empty: names, `campaign:ID` or plan files) into `to`.
+/// Copy every run of `from` (only the runs of these campaigns, by id, when
+/// `campaigns` is not empty: `select::campaigns` resolves names) into `to`.
 pub fn copy(
     from: &dyn StoreRead,
     to: &mut dyn StoreWrite,
-    campaigns: &[String],
+    campaigns: &[i64],
 ) -> anyhow::Result<Copied> {
     copy_with(from, to, campaigns, &|_, _| {})
 }
@@ -39,7 +39,7 @@ pub fn copy(
 pub fn copy_with(
     from: &dyn StoreRead,
     to: &mut dyn StoreWrite,
-    campaigns: &[String],
+    campaigns: &[i64],
     relabel: &dyn Fn(&mut String, Option<&mut crate::record::CellInfo>),
 ) -> anyhow::Result<Copied> {
     copy_filtered(from, to, campaigns, relabel, &mut |_, _, _| true)
@@ -50,7 +50,7 @@ pub fn copy_with(
 pub fn copy_filtered(
     from: &dyn StoreRead,
     to: &mut dyn StoreWrite,
-    campaigns: &[String],
+    campaigns: &[i64],
     relabel: &dyn Fn(&mut String, Option<&mut crate::record::CellInfo>),
     keep: &mut dyn FnMut(&str, &str, &super::SampleRec) -> bool,
 ) -> anyhow::Result<Copied> {
@@ -58,23 +58,8 @@ pub fn copy_filtered(
         from.runs(None)?
     } else {
         let mut v = Vec::new();
-        for name in campaigns {
-            // A name means every campaign of that name (all generations);
-            // `campaign:ID` or a plan file, exactly one.
-            let ids: Vec<i64> = if name.starts_with("campaign:") || name.ends_with(".toml") {
-                vec![crate::select::campaign(from, name)?]
-            } else {
-                let all = from.campaigns(CampaignQuery::Named(name))?;
-                if all.is_empty() {
-                    return Err(crate::error::bad_input!(
-                        "no campaign `{name}` in the source store (see `kbench runs`)"
-                    ));
-                }
-                all.iter().map(|c| c.id).collect()
-            };
-            for id in ids {
-                v.extend(from.runs(Some(id))?);
-            }
+        for &id in campaigns {
+            v.extend(from.runs(Some(id))?);
         }
         v.sort_by_key(|r| r.id);
         v.dedup_by_key(|r| r.id);
@@ -266,9 +251,10 @@ mod tests {
         // Only the campaign named: the campaign `c` has all three runs.
         let mut c =
             SqliteStore::open(&dir.path().join("c.db"), crate::store::Access::Write).unwrap();
-        let only = copy(&a, &mut c, &["c".into()]).unwrap();
+        let named = crate::select::campaigns(&a, &["c".into()]).unwrap();
+        let only = copy(&a, &mut c, &named).unwrap();
         assert_eq!(only.runs, 3);
-        let e = copy(&a, &mut c, &["nope".into()]).unwrap_err();
+        let e = crate::select::campaigns(&a, &["nope".into()]).unwrap_err();
         assert!(e.to_string().contains("no campaign `nope`"), "{e}");
     }
 }
