@@ -408,7 +408,7 @@ impl Progress {
 
     /// Boots that measured `key` (under any state), and its samples on
     /// `boot` under `state`.
-    fn boots_of(&self, key: &str, state: &str, boot: &str) -> (u32, u32) {
+    pub fn boots_of(&self, key: &str, state: &str, boot: &str) -> (u32, u32) {
         let Some(m) = self.boots.get(key) else {
             return (0, 0);
         };

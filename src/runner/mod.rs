@@ -22,7 +22,6 @@ pub mod worker;
 use anyhow::Context;
 use indexmap::IndexMap;
 use rand::SeedableRng;
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 

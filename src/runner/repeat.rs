@@ -37,7 +37,7 @@ use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 
-use super::{Progress, Summary, campaign};
+use super::{Progress, Summary};
 use crate::event::{Event, Sink, jsonl};
 use crate::plan::Plan;
 use crate::record::{CampaignKey, RunConfig, RunStatus};
