@@ -62,7 +62,12 @@ pub fn dispatch(args: Vec<OsString>) -> anyhow::Result<ExitCode> {
         | Command::Ministat { .. } => store::Locator::default_store(),
         _ => store::Locator::from_cli(cli.db.as_deref(), from_env)?,
     };
-    match cli.command {
+    execute(cli.command, db)
+}
+
+/// Run one parsed subcommand on the store `db`.
+fn execute(command: Command, db: &store::Locator) -> anyhow::Result<ExitCode> {
+    match command {
         Command::Run(a) => run(a, db),
         Command::Check(a) => check(a, db),
         Command::List { word, json } => list(word.as_deref(), json),
@@ -113,16 +118,7 @@ pub fn dispatch(args: Vec<OsString>) -> anyhow::Result<ExitCode> {
             json,
             format,
         } => {
-            let format = match (json, format) {
-                (true, Some(f)) if f != Format::Json => {
-                    return Err(bad_input!(
-                        "--json and --format {} ask for two formats; choose one",
-                        f.name()
-                    ));
-                }
-                (true, _) => Format::Json,
-                (false, f) => f.unwrap_or(Format::Text),
-            };
+            let format = one_format(json, format)?.unwrap_or(Format::Text);
             explain(db, &a, &b, confidence, top, format)
         }
         Command::Compare {
@@ -138,29 +134,23 @@ pub fn dispatch(args: Vec<OsString>) -> anyhow::Result<ExitCode> {
             format,
             exports,
         } => {
-            let adjust = if fdr {
-                crate::stats::multiple::Adjust::BenjaminiHochberg
-            } else {
-                crate::stats::multiple::Adjust::Holm
-            };
-            compare(
-                db,
-                &operands,
-                CompareHow {
-                    test,
-                    confidence,
-                    margin: &margin,
-                    expect: &expect,
-                    adjust,
-                    metrics: match (all_metrics, metric.is_empty()) {
-                        (true, _) => report::compare::Metrics::All,
-                        (false, true) => report::compare::Metrics::Primary,
-                        (false, false) => report::compare::Metrics::Named(metric),
-                    },
+            let how = CompareHow {
+                test,
+                confidence,
+                margin: &margin,
+                expect: &expect,
+                adjust: if fdr {
+                    crate::stats::multiple::Adjust::BenjaminiHochberg
+                } else {
+                    crate::stats::multiple::Adjust::Holm
                 },
-                compare_format(json, format)?,
-                &exports,
-            )
+                metrics: match (all_metrics, metric.is_empty()) {
+                    (true, _) => report::compare::Metrics::All,
+                    (false, true) => report::compare::Metrics::Primary,
+                    (false, false) => report::compare::Metrics::Named(metric),
+                },
+            };
+            compare(db, &operands, how, compare_format(json, format)?, &exports)
         }
         Command::Store {
             command:
@@ -465,23 +455,7 @@ fn run(a: RunArgs, db: &store::Locator) -> anyhow::Result<ExitCode> {
         runner::teardown::pay(&debts)?;
         return Ok(ExitCode::SUCCESS);
     }
-    let commands = crate::spec::CommandOptions::of(&a)?;
-    let (plan, default_suite) = match a.specs.as_slice() {
-        [] => {
-            let specs: Vec<String> = DEFAULT_SUITE.iter().map(|s| s.to_string()).collect();
-            (crate::spec::plan(&specs, &commands)?, true)
-        }
-        words => (crate::spec::plan(words, &commands)?, false),
-    };
-    if a.json && a.events.is_some() {
-        return Err(bad_input!(
-            "--json and --events both print on stdout; choose one"
-        ));
-    }
-    let mut plan = plan;
-    if let Some(n) = a.repeat {
-        plan.repeat.runs = n;
-    }
+    let (plan, default_suite, commands) = run_plan(&a)?;
     let opts = options(&a, &plan, a.quick || default_suite)?;
     if plan.repeat.runs > 1 && opts.stop.is_some_and(|r| r.until_verdict) {
         return Err(bad_input!(
@@ -509,18 +483,7 @@ fn run(a: RunArgs, db: &store::Locator) -> anyhow::Result<ExitCode> {
     let fp = system::fingerprint();
     // The noise warnings go to stderr before anything is measured; on a
     // terminal that is also stdout the report then does not repeat them.
-    let warnings_shown = !a.quiet
-        && !fp.warnings().is_empty()
-        && std::io::stderr().is_terminal()
-        && std::io::stdout().is_terminal();
-    if !a.quiet {
-        for w in fp.warnings() {
-            eprint!(
-                "{}",
-                report::text::wrapped("kbench: warning: ", &w.to_string(), "  ")
-            );
-        }
-    }
+    let warnings_shown = show_warnings(&fp, a.quiet);
     let mut writer = store::sink::StoreSink::new(st.as_mut());
     let mut progress = runner::progress::Progress::new(a.quiet);
     let mut lines = a
@@ -577,35 +540,11 @@ fn run(a: RunArgs, db: &store::Locator) -> anyhow::Result<ExitCode> {
     };
     let run_id = summary.run.as_deref().and_then(|u| writer.run_id(u));
     drop(writer);
-    let plan_arg = a.specs.first().cloned().unwrap_or_default();
-    if summary.pending > 0 && !a.quiet {
-        eprintln!(
-            "kbench: {} cell(s) wait for another system state; `kbench status {plan_arg}` says what they need",
-            summary.pending
-        );
+    if !a.quiet {
+        say_waiting(&summary, &a.specs.first().cloned().unwrap_or_default());
     }
-    if summary.next_boot > 0 && !a.quiet {
-        eprintln!(
-            "kbench: {} cell(s) took their share of this boot and wait for another boot (boots of the states alternate); `kbench status {plan_arg}` says which",
-            summary.next_boot
-        );
-    }
-    let format = Format::json_if(a.json);
     let Some(run_id) = run_id else {
-        // Nothing left to measure on this system: say where the campaign
-        // stands instead of recording an empty run.
-        eprintln!(
-            "kbench: nothing to run here: {} cell(s) done, {} pending",
-            summary.done,
-            summary.pending + summary.next_boot
-        );
-        if a.json
-            && let Some(c) = campaign::find(&*st, &plan)?
-        {
-            let r = report::Report::of_campaign(store::load_campaign(&*st, c.id)?);
-            print(&Document::Reports(&[r]), format)?;
-        }
-        return Ok(ExitCode::SUCCESS);
+        return nothing_to_run(&*st, &plan, &summary, a.json);
     };
     let mut r = report::Report::of_run(store::load_run(&*st, run_id)?);
     exports.write(&|f| crate::export::run_document(&*st, run_id, &r, plan.layout.as_ref(), f))?;
@@ -614,7 +553,87 @@ fn run(a: RunArgs, db: &store::Locator) -> anyhow::Result<ExitCode> {
         r.all_metrics = a.all_metrics;
         run_report(&*st, &plan, campaign.as_ref(), run_id, r, a.json)?;
     }
-    Ok(match status {
+    Ok(run_exit(status, run_id))
+}
+
+/// Nothing was left to measure on this system: say where the campaign
+/// stands instead of recording an empty run (with `--json`, its report).
+fn nothing_to_run(
+    st: &dyn store::StoreRead,
+    plan: &crate::plan::Plan,
+    summary: &runner::Summary,
+    json: bool,
+) -> anyhow::Result<ExitCode> {
+    eprintln!(
+        "kbench: nothing to run here: {} cell(s) done, {} pending",
+        summary.done,
+        summary.pending + summary.next_boot
+    );
+    if json && let Some(c) = campaign::find(st, plan)? {
+        let r = report::Report::of_campaign(store::load_campaign(st, c.id)?);
+        print(&Document::Reports(&[r]), Format::Json)?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `kbench run`'s plan from its words (the default suite without any),
+/// whether it is the default suite, and the command options.
+fn run_plan(a: &RunArgs) -> anyhow::Result<(crate::plan::Plan, bool, crate::spec::CommandOptions)> {
+    let commands = crate::spec::CommandOptions::of(a)?;
+    let (mut plan, default_suite) = match a.specs.as_slice() {
+        [] => {
+            let specs: Vec<String> = DEFAULT_SUITE.iter().map(|s| s.to_string()).collect();
+            (crate::spec::plan(&specs, &commands)?, true)
+        }
+        words => (crate::spec::plan(words, &commands)?, false),
+    };
+    if a.json && a.events.is_some() {
+        return Err(bad_input!(
+            "--json and --events both print on stdout; choose one"
+        ));
+    }
+    if let Some(n) = a.repeat {
+        plan.repeat.runs = n;
+    }
+    Ok((plan, default_suite, commands))
+}
+
+/// The noise warnings, on stderr before anything is measured (unless
+/// `quiet`); true when they reached a terminal that is also stdout, so
+/// the report does not repeat them.
+fn show_warnings(fp: &system::Fingerprint, quiet: bool) -> bool {
+    if quiet {
+        return false;
+    }
+    for w in fp.warnings() {
+        eprint!(
+            "{}",
+            report::text::wrapped("kbench: warning: ", &w.to_string(), "  ")
+        );
+    }
+    !fp.warnings().is_empty() && std::io::stderr().is_terminal() && std::io::stdout().is_terminal()
+}
+
+/// Cells a run left for another system state or another boot, on stderr.
+fn say_waiting(summary: &runner::Summary, plan_arg: &str) {
+    if summary.pending > 0 {
+        eprintln!(
+            "kbench: {} cell(s) wait for another system state; `kbench status {plan_arg}` says what they need",
+            summary.pending
+        );
+    }
+    if summary.next_boot > 0 {
+        eprintln!(
+            "kbench: {} cell(s) took their share of this boot and wait for another boot (boots of the states alternate); `kbench status {plan_arg}` says which",
+            summary.next_boot
+        );
+    }
+}
+
+/// How a measured run ends: 0 when it completed, 1 (said on stderr) when
+/// it was interrupted or cells failed.
+fn run_exit(status: RunStatus, run_id: i64) -> ExitCode {
+    match status {
         RunStatus::Done | RunStatus::Running => ExitCode::SUCCESS,
         RunStatus::Interrupted => {
             eprintln!(
@@ -626,7 +645,7 @@ fn run(a: RunArgs, db: &store::Locator) -> anyhow::Result<ExitCode> {
             eprintln!("kbench: some cells failed (see above); run {run_id} keeps the rest");
             ExitCode::from(1)
         }
-    })
+    }
 }
 
 /// `kbench check`: run the candidate (unless --candidate names stored
@@ -887,7 +906,7 @@ fn status(
 }
 
 fn report(db: &store::Locator, a: &crate::cli::ReportArgs) -> anyhow::Result<ExitCode> {
-    use crate::plan::report::{Layout, TableKind, parse_assign};
+    use crate::plan::report::{Layout, TableKind};
     let specs = &a.runs;
     let st = store::open(db, store::Access::Read)?;
     if let Some(spec) = &a.history {
@@ -960,6 +979,60 @@ fn report(db: &store::Locator, a: &crate::cli::ReportArgs) -> anyhow::Result<Exi
     for r in &mut reports {
         r.all_metrics = a.all_metrics;
     }
+    let layout = report_layout(a, &reports)?;
+    let comparability = report_comparability(&*st, &reports, &a.expect)?;
+    // JSON has one shape: every cell's statistics, and the layout's
+    // tables when one is asked for.
+    let text = if format == Format::Json {
+        let tables = (layout.table != TableKind::Ministat).then(|| {
+            let mut doc = report::table::build(&reports, &layout, a.unicode);
+            doc.comparability = comparability.clone();
+            doc
+        });
+        let mut v = report::json::reports(&reports, tables.as_ref())?;
+        // What differs between the runs, whatever the layout.
+        if let Some(k) = &comparability {
+            v["comparability"] = serde_json::to_value(k)?;
+        }
+        format!("{v:#}\n")
+    // will-it-scale's CSV is the stored scaling series, whatever the layout.
+    } else if format == Format::WisCsv
+        || (layout.table == TableKind::Ministat
+            && !matches!(format, Format::Markdown | Format::Html))
+    {
+        // ministat's tables keep their bytes: differing facts go to stderr.
+        for w in comparability.iter().flat_map(|k| &k.warnings) {
+            eprint!(
+                "{}",
+                report::text::wrapped("kbench: warning: ", &w.to_string(), "  ")
+            );
+        }
+        report::render(&Document::Reports(&reports), format)?
+    } else {
+        let mut layout: Layout = layout;
+        if layout.table == TableKind::Ministat {
+            // Markdown and HTML of the ministat layout: a matrix per benchmark.
+            layout.table = TableKind::Matrix;
+        }
+        let mut doc = report::table::build(&reports, &layout, a.unicode);
+        doc.comparability = comparability;
+        doc.log_y = a.log_y;
+        if format == Format::Html {
+            doc.flames = crate::explain::flames(&*st, &ops)?;
+        }
+        report::render(&Document::Tables(&doc), format)?
+    };
+    write_out(a.output.as_deref(), &text)
+}
+
+/// `kbench report`'s layout: the first campaign's `[report]` (in its
+/// plan's value order), then the flags; a dimension or baseline the
+/// reported cells do not have is bad input.
+fn report_layout(
+    a: &crate::cli::ReportArgs,
+    reports: &[report::Report],
+) -> anyhow::Result<crate::plan::report::Layout> {
+    use crate::plan::report::{Layout, parse_assign};
     // The layout: the first campaign's `[report]`, then the flags.
     let mut layout = reports
         .iter()
@@ -1024,7 +1097,7 @@ fn report(db: &store::Locator, a: &crate::cli::ReportArgs) -> anyhow::Result<Exi
     }
     // Dimensions named on the command line must exist: a typo would
     // otherwise quietly give another table.
-    let known = report::table::known_dims(&reports);
+    let known = report::table::known_dims(reports);
     let named = [
         ("--rows", a.rows.clone().unwrap_or_default()),
         ("--cols", a.cols.clone().unwrap_or_default()),
@@ -1051,7 +1124,7 @@ fn report(db: &store::Locator, a: &crate::cli::ReportArgs) -> anyhow::Result<Exi
     }
     // A baseline value no cell has would only print "no table".
     if a.baseline.is_some() {
-        let values = report::table::known_values(&reports);
+        let values = report::table::known_values(reports);
         for (k, v) in &layout.baseline {
             let have = values.get(k).map(Vec::as_slice).unwrap_or_default();
             if !have.contains(v) {
@@ -1062,10 +1135,19 @@ fn report(db: &store::Locator, a: &crate::cli::ReportArgs) -> anyhow::Result<Exi
             }
         }
     }
-    // With several runs: which recorded facts differ between them.
-    let expect = report::comparability::parse_expect(&a.expect).map_err(|e| bad_input!("{e}"))?;
+    Ok(layout)
+}
+
+/// With several runs: which recorded facts differ between them (`None`
+/// for one run).
+fn report_comparability(
+    st: &dyn store::StoreRead,
+    reports: &[report::Report],
+    expect: &[String],
+) -> anyhow::Result<Option<report::comparability::Comparability>> {
+    let expect = report::comparability::parse_expect(expect).map_err(|e| bad_input!("{e}"))?;
     let mut ids: Vec<i64> = Vec::new();
-    for r in &reports {
+    for r in reports {
         match &r.subject {
             report::Subject::Run(row) => ids.push(row.id),
             report::Subject::Campaign { runs, .. } => ids.extend(runs.iter().map(|r| r.id)),
@@ -1073,7 +1155,7 @@ fn report(db: &store::Locator, a: &crate::cli::ReportArgs) -> anyhow::Result<Exi
     }
     ids.sort_unstable();
     ids.dedup();
-    let comparability = if ids.len() > 1 {
+    Ok(if ids.len() > 1 {
         let fps: Vec<system::Fingerprint> = ids
             .iter()
             .map(|id| st.run_details(*id).map(|d| d.fingerprint))
@@ -1086,49 +1168,7 @@ fn report(db: &store::Locator, a: &crate::cli::ReportArgs) -> anyhow::Result<Exi
         Some(report::comparability::check(&ops, &expect))
     } else {
         None
-    };
-    // JSON has one shape: every cell's statistics, and the layout's
-    // tables when one is asked for.
-    let text = if format == Format::Json {
-        let tables = (layout.table != TableKind::Ministat).then(|| {
-            let mut doc = report::table::build(&reports, &layout, a.unicode);
-            doc.comparability = comparability.clone();
-            doc
-        });
-        let mut v = report::json::reports(&reports, tables.as_ref())?;
-        // What differs between the runs, whatever the layout.
-        if let Some(k) = &comparability {
-            v["comparability"] = serde_json::to_value(k)?;
-        }
-        format!("{v:#}\n")
-    // will-it-scale's CSV is the stored scaling series, whatever the layout.
-    } else if format == Format::WisCsv
-        || (layout.table == TableKind::Ministat
-            && !matches!(format, Format::Markdown | Format::Html))
-    {
-        // ministat's tables keep their bytes: differing facts go to stderr.
-        for w in comparability.iter().flat_map(|k| &k.warnings) {
-            eprint!(
-                "{}",
-                report::text::wrapped("kbench: warning: ", &w.to_string(), "  ")
-            );
-        }
-        report::render(&Document::Reports(&reports), format)?
-    } else {
-        let mut layout: Layout = layout;
-        if layout.table == TableKind::Ministat {
-            // Markdown and HTML of the ministat layout: a matrix per benchmark.
-            layout.table = TableKind::Matrix;
-        }
-        let mut doc = report::table::build(&reports, &layout, a.unicode);
-        doc.comparability = comparability;
-        doc.log_y = a.log_y;
-        if format == Format::Html {
-            doc.flames = crate::explain::flames(&*st, &ops)?;
-        }
-        report::render(&Document::Tables(&doc), format)?
-    };
-    write_out(a.output.as_deref(), &text)
+    })
 }
 
 /// `kbench report --history BENCH`: every stored run of one benchmark
@@ -1342,18 +1382,25 @@ struct CompareHow<'a> {
 
 /// `compare --json` / `--format`: text, JSON, Markdown or CSV.
 fn compare_format(json: bool, format: Option<Format>) -> anyhow::Result<Format> {
+    match one_format(json, format)? {
+        None => Ok(Format::Text),
+        Some(f @ (Format::Text | Format::Json | Format::Markdown | Format::Csv)) => Ok(f),
+        Some(f) => Err(bad_input!(
+            "--format {}: compare prints text, json, markdown or csv",
+            f.name()
+        )),
+    }
+}
+
+/// The one format `--json` and `--format` ask for (`None`: neither).
+fn one_format(json: bool, format: Option<Format>) -> anyhow::Result<Option<Format>> {
     match (json, format) {
         (true, Some(f)) if f != Format::Json => Err(bad_input!(
             "--json and --format {} ask for two formats; choose one",
             f.name()
         )),
-        (true, _) => Ok(Format::Json),
-        (false, None) => Ok(Format::Text),
-        (false, Some(f @ (Format::Text | Format::Json | Format::Markdown | Format::Csv))) => Ok(f),
-        (false, Some(f)) => Err(bad_input!(
-            "--format {}: compare prints text, json, markdown or csv",
-            f.name()
-        )),
+        (true, _) => Ok(Some(Format::Json)),
+        (false, f) => Ok(f),
     }
 }
 

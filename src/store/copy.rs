@@ -121,35 +121,7 @@ pub fn copy_filtered(
         if !existed {
             done.runs += 1;
         }
-        let mut cell_ids = std::collections::HashMap::new();
-        for (mut cell, samples) in from.cells(Scope::Run(run.id))? {
-            relabel(&mut String::new(), Some(&mut cell.info));
-            let id = to.add_cell(run_id, &cell.info)?;
-            cell_ids.insert(cell.id, id);
-            if cell.placement.is_some() || !cell.notes.is_empty() {
-                to.update_cell(id, cell.placement.as_deref(), &cell.notes)?;
-            }
-            if let Some(s) = cell.status {
-                to.finish_cell(id, s)?;
-            }
-            let samples: Vec<_> = samples
-                .into_iter()
-                .filter(|s| keep(&run.uuid, &cell.info.key, s))
-                .collect();
-            for p in from.profiles(cell.id)? {
-                to.add_profile(&super::ProfileRec { cell_id: id, ..p })?;
-            }
-            for chunk in samples.chunks(BATCH) {
-                let mapped: Vec<_> = chunk
-                    .iter()
-                    .map(|s| super::SampleRec {
-                        cell_id: id,
-                        ..s.clone()
-                    })
-                    .collect();
-                done.samples += to.add_samples(run_id, &mapped)?;
-            }
-        }
+        let cell_ids = copy_cells(from, to, run, run_id, relabel, keep, &mut done)?;
         for f in from.failures(Scope::Run(run.id))? {
             let Some(&cell_id) = cell_ids.get(&f.cell_id) else {
                 continue;
@@ -180,6 +152,49 @@ pub fn copy_filtered(
         }
     }
     Ok(done)
+}
+
+/// Copy one run's cells (as `run_id` in `to`), their profiles and the
+/// samples `keep` accepts; the new cell id of each old one.
+fn copy_cells(
+    from: &dyn StoreRead,
+    to: &mut dyn StoreWrite,
+    run: &super::RunRow,
+    run_id: i64,
+    relabel: &dyn Fn(&mut String, Option<&mut crate::record::CellInfo>),
+    keep: &mut dyn FnMut(&str, &str, &super::SampleRec) -> bool,
+    done: &mut Copied,
+) -> anyhow::Result<std::collections::HashMap<i64, i64>> {
+    let mut cell_ids = std::collections::HashMap::new();
+    for (mut cell, samples) in from.cells(Scope::Run(run.id))? {
+        relabel(&mut String::new(), Some(&mut cell.info));
+        let id = to.add_cell(run_id, &cell.info)?;
+        cell_ids.insert(cell.id, id);
+        if cell.placement.is_some() || !cell.notes.is_empty() {
+            to.update_cell(id, cell.placement.as_deref(), &cell.notes)?;
+        }
+        if let Some(s) = cell.status {
+            to.finish_cell(id, s)?;
+        }
+        let samples: Vec<_> = samples
+            .into_iter()
+            .filter(|s| keep(&run.uuid, &cell.info.key, s))
+            .collect();
+        for p in from.profiles(cell.id)? {
+            to.add_profile(&super::ProfileRec { cell_id: id, ..p })?;
+        }
+        for chunk in samples.chunks(BATCH) {
+            let mapped: Vec<_> = chunk
+                .iter()
+                .map(|s| super::SampleRec {
+                    cell_id: id,
+                    ..s.clone()
+                })
+                .collect();
+            done.samples += to.add_samples(run_id, &mapped)?;
+        }
+    }
+    Ok(cell_ids)
 }
 
 #[cfg(test)]
