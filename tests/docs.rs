@@ -107,14 +107,14 @@ fn broken(file: &Path, text: &str, read: &dyn Fn(&Path) -> Option<String>) -> Ve
             ));
             continue;
         };
-        if let Some(a) = anchor {
-            if !anchors(&body).contains(a) {
-                out.push(format!(
-                    "{}:{line}: `{target}`: {} has no heading with anchor #{a}",
-                    file.display(),
-                    dest.display()
-                ));
-            }
+        if let Some(a) = anchor
+            && !anchors(&body).contains(a)
+        {
+            out.push(format!(
+                "{}:{line}: `{target}`: {} has no heading with anchor #{a}",
+                file.display(),
+                dest.display()
+            ));
         }
     }
     out
