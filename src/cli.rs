@@ -2,6 +2,9 @@
 
 use clap::{Args, Parser, Subcommand};
 
+pub use crate::bisect::BisectArgs;
+pub use crate::spec::MeasureArgs;
+
 /// kbench: what does this patch, boot option or flag cost? Micro and macro
 /// benchmarks, configuration matrices, a results store and ministat-exact
 /// statistics in one tool.
@@ -328,100 +331,6 @@ pub enum StoreCommand {
     },
 }
 
-/// What a run measures and how: the settings `kbench run` and `kbench
-/// check` (its candidate) share.
-#[derive(Clone, Debug, Args)]
-pub struct MeasureArgs {
-    /// A plan file (PLAN.toml), benchmarks as NAME[:k=v,...], or commands:
-    /// a word with a space or `/`, a program on PATH, or `cmd:COMMAND`.
-    pub specs: Vec<String>,
-    /// Measured samples per cell (warm-ups not included) [default: 10,
-    /// or the plan's `samples`].
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
-    pub samples: Option<u32>,
-    /// Target duration of one sample in seconds; the iteration count is
-    /// calibrated to it [default: 0.2, or the plan's `sample_time`].
-    #[arg(long, value_name = "S")]
-    pub sample_time: Option<f64>,
-    /// Warm-up rounds whose samples are discarded [default: 2].
-    #[arg(long, value_name = "N")]
-    pub warmup: Option<u32>,
-    /// Measure each micro-benchmark cell in N fresh processes (its samples
-    /// shared out between them), varying the environment size and stack
-    /// alignment, so reports can show the variance between processes and
-    /// compare with the right error term [default: 1, or the plan's
-    /// `processes`].
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
-    pub processes: Option<u32>,
-    /// Event counters read around the timed part of each sample of a
-    /// micro-benchmark or scale cell, stored per operation as metrics
-    /// (`context-switches/op`): a comma list of task-clock,
-    /// context-switches, voluntary-switches, involuntary-switches,
-    /// cpu-migrations, minor-faults, major-faults, cycles, instructions,
-    /// cache-misses, branch-misses; `default` or `all` (the hardware ones
-    /// where the CPU's PMU is there), `software`, `none` [default: none].
-    #[arg(long, value_name = "LIST")]
-    pub counters: Option<String>,
-    /// Record a sampled call-stack profile (`perf record -g`, kernel
-    /// stacks where perf_event_paranoid allows) of each cell's timed
-    /// intervals, stored per round with the run: `kbench explain` and
-    /// `report --format html` read it.
-    #[arg(long)]
-    pub profile: bool,
-    /// Make N whole runs, one after another, each in a fresh kbench
-    /// process and each holding every cell (interleaved in rounds), so
-    /// run-to-run variation is measured and comparisons can use the run
-    /// as their unit; the runs join one campaign [default: 1, or the
-    /// plan's `repeat.runs`].
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
-    pub repeat: Option<u32>,
-    /// Seed of the shuffled sample order; the run records the seed it used,
-    /// so any order can be replayed.
-    #[arg(long, value_name = "N")]
-    pub seed: Option<u64>,
-    /// Adaptive stopping: sample each cell until the 95% confidence
-    /// interval of its mean is within +/-PCT of the mean (e.g. `1%`), or a
-    /// limit is reached.
-    #[arg(long, value_name = "PCT")]
-    pub precision: Option<String>,
-    /// With adaptive stopping: at most N samples per cell [default: 100].
-    #[arg(long, value_name = "N")]
-    pub max_samples: Option<u32>,
-    /// With adaptive stopping: at most S seconds for the whole run.
-    #[arg(long, value_name = "S")]
-    pub max_time: Option<f64>,
-    /// A quick look: at most 5 samples of 0.05 s and 1 warm-up round,
-    /// also for a plan that asks for more; explicit flags still win.
-    #[arg(long)]
-    pub quick: bool,
-    /// Commands: run CMD once before a command's samples (untimed), e.g.
-    /// to build what it runs.
-    #[arg(long, value_name = "CMD")]
-    pub setup: Option<String>,
-    /// Commands: run CMD before every sample (untimed), e.g. to drop
-    /// caches.
-    #[arg(long, value_name = "CMD")]
-    pub prepare: Option<String>,
-    /// Commands: run each through SHELL -c (`bash`, `bash --norc`), or
-    /// `none` for never [default: directly when a command is plain words,
-    /// through `sh -c` when it uses shell syntax].
-    #[arg(long, value_name = "SHELL")]
-    pub shell: Option<String>,
-    /// Commands: never through a shell (`--shell none`).
-    #[arg(short = 'N', conflicts_with = "shell")]
-    pub no_shell: bool,
-    /// Commands: the metrics measured, comma-separated, the first primary:
-    /// real, user, sys, maxrss, vcsw, ivcsw [default: all].
-    #[arg(long, value_name = "NAME,...", value_delimiter = ',')]
-    pub metric: Vec<String>,
-    /// Labels stored with the run, `k=v,...` (repeatable), to choose
-    /// baselines by (`kbench check --baseline branch=main`) and group
-    /// reports by. `branch` and `commit` are recorded from the git work
-    /// tree kbench runs in, unless given here.
-    #[arg(long, value_name = "K=V,...", value_parser = crate::record::parse_labels)]
-    pub label: Vec<crate::record::Labels>,
-}
-
 /// `kbench run`: what to measure, then what to print and how to run.
 #[derive(Debug, Args)]
 pub struct RunArgs {
@@ -669,74 +578,4 @@ pub enum ImportFormat {
     Ministat,
     /// will-it-scale's runtest.py CSV: a scale benchmark per file.
     WillItScale,
-}
-
-#[derive(Debug, Args)]
-pub struct BisectArgs {
-    /// The git repository.
-    #[arg(long, default_value = ".", value_name = "DIR")]
-    pub repo: std::path::PathBuf,
-    /// A revision without the regression.
-    #[arg(long, value_name = "REV")]
-    pub good: String,
-    /// A revision with it (the good one must be a first-parent ancestor).
-    #[arg(long, value_name = "REV")]
-    pub bad: String,
-    /// Build command, run by `sh -c` in each revision's worktree
-    /// (`$KBENCH_COMMIT` is the commit id); a revision whose build fails
-    /// is skipped. Builds are cached by commit id.
-    #[arg(long, value_name = "CMD")]
-    pub build: Option<String>,
-    /// What to measure: a built-in benchmark (`getppid:cpu=0`), a
-    /// command run in the revision's worktree (`cmd:./prog -n 3`), or a
-    /// plan cell (`PLAN.toml:factor=value,...`, the plan read from the
-    /// revision's tree when it has it).
-    #[arg(long, value_name = "SPEC")]
-    pub bench: String,
-    /// The metric decided on [default: the benchmark's first, e.g.
-    /// `real` for a command].
-    #[arg(long, value_name = "M")]
-    pub metric: Option<String>,
-    /// A revision is bad when it is worse than the good end by more than
-    /// this.
-    #[arg(long, default_value = "2%", value_name = "PCT")]
-    pub threshold: String,
-    /// Most samples of a revision (and of each end) in one step; a
-    /// revision still undecided then is skipped, with how many more
-    /// samples would decide it. A step stops as soon as it is decided;
-    /// under a competing load a 6% regression needed up to 60 rounds.
-    #[arg(long, default_value_t = 60, value_name = "N")]
-    pub max_samples: u32,
-    /// Warm-up rounds discarded at each step.
-    #[arg(long, default_value_t = 1, value_name = "N")]
-    pub warmup: u32,
-    /// Target seconds per sample of a built-in benchmark.
-    #[arg(long, default_value_t = 0.2, value_name = "S")]
-    pub sample_time: f64,
-    /// Seed of the shuffled sample order.
-    #[arg(long, value_name = "N")]
-    pub seed: Option<u64>,
-    /// The campaign the measurements are stored in (each bisection is a
-    /// new generation of it; `kbench report NAME` shows the latest).
-    #[arg(long, default_value = "bisect", value_name = "CAMPAIGN")]
-    pub name: String,
-    /// Where revisions are checked out and built [default:
-    /// $XDG_CACHE_HOME/kbench/bisect].
-    #[arg(long, value_name = "DIR")]
-    pub cache: Option<std::path::PathBuf>,
-    /// For `git bisect run`: decide one revision (--rev, default HEAD)
-    /// against the ends and exit 0 (good), 1 (bad) or 125 (skip: the
-    /// build failed or the samples cannot decide); errors exit 128, which
-    /// stops `git bisect run`.
-    #[arg(long)]
-    pub exit_code: bool,
-    /// With --exit-code: the revision to decide.
-    #[arg(long, value_name = "REV", requires = "exit_code")]
-    pub rev: Option<String>,
-    /// Print the result as JSON.
-    #[arg(long)]
-    pub json: bool,
-    /// No progress lines on stderr.
-    #[arg(long, short)]
-    pub quiet: bool,
 }

@@ -7,6 +7,7 @@ use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 
 use crate::bench;
+use crate::campaign;
 use crate::cli::{
     Cli, Command, CompletionShell, EventsFormat, FleetCommand, RunArgs, StoreCommand,
 };
@@ -18,6 +19,7 @@ use crate::runner;
 use crate::select;
 use crate::store;
 use crate::system;
+use crate::term::out;
 
 /// Benchmarks of the default suite (`kbench run` with no argument).
 const DEFAULT_SUITE: &[&str] = &[
@@ -60,7 +62,12 @@ pub fn dispatch(args: Vec<OsString>) -> anyhow::Result<ExitCode> {
         | Command::Ministat { .. } => store::Locator::default_store(),
         _ => store::Locator::from_cli(cli.db.as_deref(), from_env)?,
     };
-    match cli.command {
+    execute(cli.command, db)
+}
+
+/// Run one parsed subcommand on the store `db`.
+fn execute(command: Command, db: &store::Locator) -> anyhow::Result<ExitCode> {
+    match command {
         Command::Run(a) => run(a, db),
         Command::Check(a) => check(a, db),
         Command::List { word, json } => list(word.as_deref(), json),
@@ -111,16 +118,7 @@ pub fn dispatch(args: Vec<OsString>) -> anyhow::Result<ExitCode> {
             json,
             format,
         } => {
-            let format = match (json, format) {
-                (true, Some(f)) if f != Format::Json => {
-                    return Err(bad_input!(
-                        "--json and --format {} ask for two formats; choose one",
-                        f.name()
-                    ));
-                }
-                (true, _) => Format::Json,
-                (false, f) => f.unwrap_or(Format::Text),
-            };
+            let format = one_format(json, format)?.unwrap_or(Format::Text);
             explain(db, &a, &b, confidence, top, format)
         }
         Command::Compare {
@@ -137,33 +135,27 @@ pub fn dispatch(args: Vec<OsString>) -> anyhow::Result<ExitCode> {
             format,
             exports,
         } => {
-            let adjust = if fdr {
-                crate::stats::multiple::Adjust::BenjaminiHochberg
-            } else {
-                crate::stats::multiple::Adjust::Holm
-            };
-            compare(
-                db,
-                &operands,
-                CompareHow {
-                    test,
-                    confidence,
-                    margin: &margin,
-                    expect: &expect,
-                    adjust,
-                    ministat: match compat.as_deref() {
-                        Some("2015") => crate::ministat::Version::Debian2015,
-                        _ => crate::ministat::Version::FreeBsdMain,
-                    },
-                    metrics: match (all_metrics, metric.is_empty()) {
-                        (true, _) => report::compare::Metrics::All,
-                        (false, true) => report::compare::Metrics::Primary,
-                        (false, false) => report::compare::Metrics::Named(metric),
-                    },
+            let how = CompareHow {
+                test,
+                confidence,
+                margin: &margin,
+                expect: &expect,
+                ministat: match compat.as_deref() {
+                    Some("2015") => crate::ministat::Version::Debian2015,
+                    _ => crate::ministat::Version::FreeBsdMain,
                 },
-                compare_format(json, format)?,
-                &exports,
-            )
+                adjust: if fdr {
+                    crate::stats::multiple::Adjust::BenjaminiHochberg
+                } else {
+                    crate::stats::multiple::Adjust::Holm
+                },
+                metrics: match (all_metrics, metric.is_empty()) {
+                    (true, _) => report::compare::Metrics::All,
+                    (false, true) => report::compare::Metrics::Primary,
+                    (false, false) => report::compare::Metrics::Named(metric),
+                },
+            };
+            compare(db, &operands, how, compare_format(json, format)?, &exports)
         }
         Command::Store {
             command:
@@ -315,13 +307,6 @@ fn print(doc: &Document<'_>, format: Format) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-pub(crate) fn out(text: &str) -> anyhow::Result<()> {
-    let mut o = std::io::stdout().lock();
-    o.write_all(text.as_bytes())?;
-    o.flush()?;
-    Ok(())
-}
-
 /// The run's settings from the plan and the command line: `--quick` caps
 /// the plan's settings (a first look at a big plan), explicit flags win.
 fn options(a: &RunArgs, plan: &crate::plan::Plan, quick: bool) -> anyhow::Result<RunConfig> {
@@ -426,16 +411,16 @@ fn dry_run(
     let have = match &plan.path {
         Some(_) if !no_store => {
             let st = store::open(db, store::Access::Read)?;
-            match runner::campaign::find(&*st, plan)? {
+            match campaign::find(&*st, plan)? {
                 Some(c) if !opts.force => {
-                    runner::campaign::progress_on(&*st, c.id, Some(&runner::campaign::this_host()))?
+                    campaign::progress_on(&*st, c.id, Some(&campaign::this_host()))?
                 }
                 _ => Default::default(),
             }
         }
         _ => Default::default(),
     };
-    let readings = runner::campaign::read_probes(plan);
+    let readings = plan.read_probes();
     let todo = runner::todo(plan, opts, &have, &readings)?;
     let e = runner::estimate::estimate(&todo, opts)?;
     if json {
@@ -475,23 +460,7 @@ fn run(a: RunArgs, db: &store::Locator) -> anyhow::Result<ExitCode> {
         runner::teardown::pay(&debts)?;
         return Ok(ExitCode::SUCCESS);
     }
-    let commands = crate::spec::CommandOptions::of(&a)?;
-    let (plan, default_suite) = match a.specs.as_slice() {
-        [] => {
-            let specs: Vec<String> = DEFAULT_SUITE.iter().map(|s| s.to_string()).collect();
-            (crate::spec::plan(&specs, &commands)?, true)
-        }
-        words => (crate::spec::plan(words, &commands)?, false),
-    };
-    if a.json && a.events.is_some() {
-        return Err(bad_input!(
-            "--json and --events both print on stdout; choose one"
-        ));
-    }
-    let mut plan = plan;
-    if let Some(n) = a.repeat {
-        plan.repeat.runs = n;
-    }
+    let (plan, default_suite, commands) = run_plan(&a)?;
     let opts = options(&a, &plan, a.quick || default_suite)?;
     if plan.repeat.runs > 1 && opts.stop.is_some_and(|r| r.until_verdict) {
         return Err(bad_input!(
@@ -504,7 +473,9 @@ fn run(a: RunArgs, db: &store::Locator) -> anyhow::Result<ExitCode> {
         return dry_run(&plan, &opts, db, a.json);
     }
     // Scale cells run without ASLR as will-it-scale's do: re-exec first.
-    bench::scale::aslr::reexec_if_wanted(&cells)?;
+    bench::scale::aslr::reexec_if_wanted(
+        cells.iter().map(|c| (c.key.as_str(), &c.bench, &c.params)),
+    )?;
     let mut exports = a.exports.open()?;
     let mut st = store::open(db, store::Access::Write)?;
     // What a killed run left changed on this system is undone first; this
@@ -517,18 +488,7 @@ fn run(a: RunArgs, db: &store::Locator) -> anyhow::Result<ExitCode> {
     let fp = system::fingerprint();
     // The noise warnings go to stderr before anything is measured; on a
     // terminal that is also stdout the report then does not repeat them.
-    let warnings_shown = !a.quiet
-        && !fp.warnings().is_empty()
-        && std::io::stderr().is_terminal()
-        && std::io::stdout().is_terminal();
-    if !a.quiet {
-        for w in fp.warnings() {
-            eprint!(
-                "{}",
-                report::text::wrapped("kbench: warning: ", &w.to_string(), "  ")
-            );
-        }
-    }
+    let warnings_shown = show_warnings(&fp, a.quiet);
     let mut writer = store::sink::StoreSink::new(st.as_mut());
     let mut progress = runner::progress::Progress::new(a.quiet);
     let mut lines = a
@@ -585,35 +545,11 @@ fn run(a: RunArgs, db: &store::Locator) -> anyhow::Result<ExitCode> {
     };
     let run_id = summary.run.as_deref().and_then(|u| writer.run_id(u));
     drop(writer);
-    let plan_arg = a.specs.first().cloned().unwrap_or_default();
-    if summary.pending > 0 && !a.quiet {
-        eprintln!(
-            "kbench: {} cell(s) wait for another system state; `kbench status {plan_arg}` says what they need",
-            summary.pending
-        );
+    if !a.quiet {
+        say_waiting(&summary, &a.specs.first().cloned().unwrap_or_default());
     }
-    if summary.next_boot > 0 && !a.quiet {
-        eprintln!(
-            "kbench: {} cell(s) took their share of this boot and wait for another boot (boots of the states alternate); `kbench status {plan_arg}` says which",
-            summary.next_boot
-        );
-    }
-    let format = Format::json_if(a.json);
     let Some(run_id) = run_id else {
-        // Nothing left to measure on this system: say where the campaign
-        // stands instead of recording an empty run.
-        eprintln!(
-            "kbench: nothing to run here: {} cell(s) done, {} pending",
-            summary.done,
-            summary.pending + summary.next_boot
-        );
-        if a.json
-            && let Some(c) = runner::campaign::find(&*st, &plan)?
-        {
-            let r = report::Report::of_campaign(store::load_campaign(&*st, c.id)?);
-            print(&Document::Reports(&[r]), format)?;
-        }
-        return Ok(ExitCode::SUCCESS);
+        return nothing_to_run(&*st, &plan, &summary, a.json);
     };
     let mut r = report::Report::of_run(store::load_run(&*st, run_id)?);
     exports.write(&|f| crate::export::run_document(&*st, run_id, &r, plan.layout.as_ref(), f))?;
@@ -622,7 +558,87 @@ fn run(a: RunArgs, db: &store::Locator) -> anyhow::Result<ExitCode> {
         r.all_metrics = a.all_metrics;
         run_report(&*st, &plan, campaign.as_ref(), run_id, r, a.json)?;
     }
-    Ok(match status {
+    Ok(run_exit(status, run_id))
+}
+
+/// Nothing was left to measure on this system: say where the campaign
+/// stands instead of recording an empty run (with `--json`, its report).
+fn nothing_to_run(
+    st: &dyn store::StoreRead,
+    plan: &crate::plan::Plan,
+    summary: &runner::Summary,
+    json: bool,
+) -> anyhow::Result<ExitCode> {
+    eprintln!(
+        "kbench: nothing to run here: {} cell(s) done, {} pending",
+        summary.done,
+        summary.pending + summary.next_boot
+    );
+    if json && let Some(c) = campaign::find(st, plan)? {
+        let r = report::Report::of_campaign(store::load_campaign(st, c.id)?);
+        print(&Document::Reports(&[r]), Format::Json)?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `kbench run`'s plan from its words (the default suite without any),
+/// whether it is the default suite, and the command options.
+fn run_plan(a: &RunArgs) -> anyhow::Result<(crate::plan::Plan, bool, crate::spec::CommandOptions)> {
+    let commands = crate::spec::CommandOptions::of(a)?;
+    let (mut plan, default_suite) = match a.specs.as_slice() {
+        [] => {
+            let specs: Vec<String> = DEFAULT_SUITE.iter().map(|s| s.to_string()).collect();
+            (crate::spec::plan(&specs, &commands)?, true)
+        }
+        words => (crate::spec::plan(words, &commands)?, false),
+    };
+    if a.json && a.events.is_some() {
+        return Err(bad_input!(
+            "--json and --events both print on stdout; choose one"
+        ));
+    }
+    if let Some(n) = a.repeat {
+        plan.repeat.runs = n;
+    }
+    Ok((plan, default_suite, commands))
+}
+
+/// The noise warnings, on stderr before anything is measured (unless
+/// `quiet`); true when they reached a terminal that is also stdout, so
+/// the report does not repeat them.
+fn show_warnings(fp: &system::Fingerprint, quiet: bool) -> bool {
+    if quiet {
+        return false;
+    }
+    for w in fp.warnings() {
+        eprint!(
+            "{}",
+            report::text::wrapped("kbench: warning: ", &w.to_string(), "  ")
+        );
+    }
+    !fp.warnings().is_empty() && std::io::stderr().is_terminal() && std::io::stdout().is_terminal()
+}
+
+/// Cells a run left for another system state or another boot, on stderr.
+fn say_waiting(summary: &runner::Summary, plan_arg: &str) {
+    if summary.pending > 0 {
+        eprintln!(
+            "kbench: {} cell(s) wait for another system state; `kbench status {plan_arg}` says what they need",
+            summary.pending
+        );
+    }
+    if summary.next_boot > 0 {
+        eprintln!(
+            "kbench: {} cell(s) took their share of this boot and wait for another boot (boots of the states alternate); `kbench status {plan_arg}` says which",
+            summary.next_boot
+        );
+    }
+}
+
+/// How a measured run ends: 0 when it completed, 1 (said on stderr) when
+/// it was interrupted or cells failed.
+fn run_exit(status: RunStatus, run_id: i64) -> ExitCode {
+    match status {
         RunStatus::Done | RunStatus::Running => ExitCode::SUCCESS,
         RunStatus::Interrupted => {
             eprintln!(
@@ -634,7 +650,7 @@ fn run(a: RunArgs, db: &store::Locator) -> anyhow::Result<ExitCode> {
             eprintln!("kbench: some cells failed (see above); run {run_id} keeps the rest");
             ExitCode::from(1)
         }
-    })
+    }
 }
 
 /// `kbench check`: run the candidate (unless --candidate names stored
@@ -655,7 +671,7 @@ fn check(a: crate::cli::CheckArgs, db: &store::Locator) -> anyhow::Result<ExitCo
         [p] if p.ends_with(".toml") => crate::plan::load(std::path::Path::new(p))?.gate,
         _ => None,
     };
-    let host = runner::campaign::this_host();
+    let host = campaign::this_host();
     let history = a.baseline_history as usize;
     // A baseline that names nothing is refused before anything runs.
     crate::check::baseline_runs(
@@ -797,7 +813,7 @@ fn run_campaign(
 ) -> anyhow::Result<(Option<crate::record::CampaignKey>, runner::Progress)> {
     if plan.path.is_none() {
         if plan.repeat.runs > 1 {
-            let d = runner::campaign::check(&*st, plan, true)?;
+            let d = campaign::check(&*st, plan, true)?;
             return Ok((Some(d.key(plan)), Default::default()));
         }
         return Ok((None, Default::default()));
@@ -805,18 +821,18 @@ fn run_campaign(
     // One run of a campaign at a time on a store; the next one resumes
     // from what this one stored.
     st.lock_campaign(&plan.name)?;
-    let d = runner::campaign::check(&*st, plan, force)?;
+    let d = campaign::check(&*st, plan, force)?;
     let have = match &d {
         // What this host measured: a campaign is per host.
-        runner::campaign::Decision::Resume(c) => {
-            let host = runner::campaign::this_host();
+        campaign::Decision::Resume(c) => {
+            let host = campaign::this_host();
             if plan.repeat.boots > 1 {
-                runner::campaign::progress_by_boot(&*st, c.id, Some(&host))?
+                campaign::progress_by_boot(&*st, c.id, Some(&host))?
             } else {
-                runner::campaign::progress_on(&*st, c.id, Some(&host))?
+                campaign::progress_on(&*st, c.id, Some(&host))?
             }
         }
-        runner::campaign::Decision::New(_) => Default::default(),
+        campaign::Decision::New(_) => Default::default(),
     };
     Ok((Some(d.key(plan)), have))
 }
@@ -880,7 +896,7 @@ fn status(
 ) -> anyhow::Result<ExitCode> {
     let plan = crate::plan::load(std::path::Path::new(plan_arg))?;
     if resume_unit {
-        out(&runner::campaign::resume_unit(&plan, db)?)?;
+        out(&campaign::resume_unit(&plan, db)?)?;
         return Ok(ExitCode::SUCCESS);
     }
     let st = store::open(db, store::Access::Read)?;
@@ -890,12 +906,12 @@ fn status(
             d.describe()
         );
     }
-    let s = runner::campaign::status(&*st, &plan, plan_arg, plan.samples.unwrap_or(10))?;
+    let s = campaign::status(&*st, &plan, plan_arg, plan.samples.unwrap_or(10))?;
     print(&Document::Status(&s), Format::json_if(json))
 }
 
 fn report(db: &store::Locator, a: &crate::cli::ReportArgs) -> anyhow::Result<ExitCode> {
-    use crate::plan::report::{Layout, TableKind, parse_assign};
+    use crate::plan::report::{Layout, TableKind};
     let specs = &a.runs;
     let st = store::open(db, store::Access::Read)?;
     if let Some(spec) = &a.history {
@@ -968,6 +984,63 @@ fn report(db: &store::Locator, a: &crate::cli::ReportArgs) -> anyhow::Result<Exi
     for r in &mut reports {
         r.all_metrics = a.all_metrics;
     }
+    let layout = report_layout(a, &reports)?;
+    let comparability = report_comparability(&*st, &reports, &a.expect)?;
+    // JSON has one shape: every cell's statistics, and the layout's
+    // tables when one is asked for.
+    let text = if format == Format::Json {
+        let tables = (layout.table != TableKind::Ministat).then(|| {
+            let mut doc = report::table::build(&reports, &layout, a.unicode);
+            doc.comparability = comparability.clone();
+            doc
+        });
+        let mut v = report::json::reports(&reports, tables.as_ref())?;
+        // What differs between the runs, whatever the layout.
+        if let Some(k) = &comparability {
+            v["comparability"] = serde_json::to_value(k)?;
+        }
+        format!("{v:#}\n")
+    // will-it-scale's CSV is the stored scaling series, whatever the layout.
+    } else if format == Format::WisCsv
+        || (layout.table == TableKind::Ministat
+            && !matches!(format, Format::Markdown | Format::Html))
+    {
+        // ministat's tables keep their bytes: differing facts go to stderr.
+        for w in comparability.iter().flat_map(|k| &k.warnings) {
+            eprint!(
+                "{}",
+                report::text::wrapped("kbench: warning: ", &w.to_string(), "  ")
+            );
+        }
+        report::render(&Document::Reports(&reports), format)?
+    } else {
+        let mut layout: Layout = layout;
+        if layout.table == TableKind::Ministat {
+            // Markdown and HTML of the ministat layout: a matrix per benchmark.
+            layout.table = TableKind::Matrix;
+        }
+        let mut doc = report::table::build(&reports, &layout, a.unicode);
+        doc.comparability = comparability;
+        doc.log_y = a.log_y;
+        if a.compat.as_deref() == Some("2015") {
+            doc.ministat = crate::ministat::Version::Debian2015;
+        }
+        if format == Format::Html {
+            doc.flames = crate::explain::flames(&*st, &ops)?;
+        }
+        report::render(&Document::Tables(&doc), format)?
+    };
+    write_out(a.output.as_deref(), &text)
+}
+
+/// `kbench report`'s layout: the first campaign's `[report]` (in its
+/// plan's value order), then the flags; a dimension or baseline the
+/// reported cells do not have is bad input.
+fn report_layout(
+    a: &crate::cli::ReportArgs,
+    reports: &[report::Report],
+) -> anyhow::Result<crate::plan::report::Layout> {
+    use crate::plan::report::{Layout, parse_assign};
     // The layout: the first campaign's `[report]`, then the flags.
     let mut layout = reports
         .iter()
@@ -1032,7 +1105,7 @@ fn report(db: &store::Locator, a: &crate::cli::ReportArgs) -> anyhow::Result<Exi
     }
     // Dimensions named on the command line must exist: a typo would
     // otherwise quietly give another table.
-    let known = report::table::known_dims(&reports);
+    let known = report::table::known_dims(reports);
     let named = [
         ("--rows", a.rows.clone().unwrap_or_default()),
         ("--cols", a.cols.clone().unwrap_or_default()),
@@ -1059,7 +1132,7 @@ fn report(db: &store::Locator, a: &crate::cli::ReportArgs) -> anyhow::Result<Exi
     }
     // A baseline value no cell has would only print "no table".
     if a.baseline.is_some() {
-        let values = report::table::known_values(&reports);
+        let values = report::table::known_values(reports);
         for (k, v) in &layout.baseline {
             let have = values.get(k).map(Vec::as_slice).unwrap_or_default();
             if !have.contains(v) {
@@ -1070,10 +1143,19 @@ fn report(db: &store::Locator, a: &crate::cli::ReportArgs) -> anyhow::Result<Exi
             }
         }
     }
-    // With several runs: which recorded facts differ between them.
-    let expect = report::comparability::parse_expect(&a.expect).map_err(|e| bad_input!("{e}"))?;
+    Ok(layout)
+}
+
+/// With several runs: which recorded facts differ between them (`None`
+/// for one run).
+fn report_comparability(
+    st: &dyn store::StoreRead,
+    reports: &[report::Report],
+    expect: &[String],
+) -> anyhow::Result<Option<report::comparability::Comparability>> {
+    let expect = report::comparability::parse_expect(expect).map_err(|e| bad_input!("{e}"))?;
     let mut ids: Vec<i64> = Vec::new();
-    for r in &reports {
+    for r in reports {
         match &r.subject {
             report::Subject::Run(row) => ids.push(row.id),
             report::Subject::Campaign { runs, .. } => ids.extend(runs.iter().map(|r| r.id)),
@@ -1081,7 +1163,7 @@ fn report(db: &store::Locator, a: &crate::cli::ReportArgs) -> anyhow::Result<Exi
     }
     ids.sort_unstable();
     ids.dedup();
-    let comparability = if ids.len() > 1 {
+    Ok(if ids.len() > 1 {
         let fps: Vec<system::Fingerprint> = ids
             .iter()
             .map(|id| st.run_details(*id).map(|d| d.fingerprint))
@@ -1094,52 +1176,7 @@ fn report(db: &store::Locator, a: &crate::cli::ReportArgs) -> anyhow::Result<Exi
         Some(report::comparability::check(&ops, &expect))
     } else {
         None
-    };
-    // JSON has one shape: every cell's statistics, and the layout's
-    // tables when one is asked for.
-    let text = if format == Format::Json {
-        let tables = (layout.table != TableKind::Ministat).then(|| {
-            let mut doc = report::table::build(&reports, &layout, a.unicode);
-            doc.comparability = comparability.clone();
-            doc
-        });
-        let mut v = report::json::reports(&reports, tables.as_ref())?;
-        // What differs between the runs, whatever the layout.
-        if let Some(k) = &comparability {
-            v["comparability"] = serde_json::to_value(k)?;
-        }
-        format!("{v:#}\n")
-    // will-it-scale's CSV is the stored scaling series, whatever the layout.
-    } else if format == Format::WisCsv
-        || (layout.table == TableKind::Ministat
-            && !matches!(format, Format::Markdown | Format::Html))
-    {
-        // ministat's tables keep their bytes: differing facts go to stderr.
-        for w in comparability.iter().flat_map(|k| &k.warnings) {
-            eprint!(
-                "{}",
-                report::text::wrapped("kbench: warning: ", &w.to_string(), "  ")
-            );
-        }
-        report::render(&Document::Reports(&reports), format)?
-    } else {
-        let mut layout: Layout = layout;
-        if layout.table == TableKind::Ministat {
-            // Markdown and HTML of the ministat layout: a matrix per benchmark.
-            layout.table = TableKind::Matrix;
-        }
-        let mut doc = report::table::build(&reports, &layout, a.unicode);
-        doc.comparability = comparability;
-        doc.log_y = a.log_y;
-        if a.compat.as_deref() == Some("2015") {
-            doc.ministat = crate::ministat::Version::Debian2015;
-        }
-        if format == Format::Html {
-            doc.flames = crate::explain::flames(&*st, &ops)?;
-        }
-        report::render(&Document::Tables(&doc), format)?
-    };
-    write_out(a.output.as_deref(), &text)
+    })
 }
 
 /// `kbench report --history BENCH`: every stored run of one benchmark
@@ -1355,18 +1392,25 @@ struct CompareHow<'a> {
 
 /// `compare --json` / `--format`: text, JSON, Markdown or CSV.
 fn compare_format(json: bool, format: Option<Format>) -> anyhow::Result<Format> {
+    match one_format(json, format)? {
+        None => Ok(Format::Text),
+        Some(f @ (Format::Text | Format::Json | Format::Markdown | Format::Csv)) => Ok(f),
+        Some(f) => Err(bad_input!(
+            "--format {}: compare prints text, json, markdown or csv",
+            f.name()
+        )),
+    }
+}
+
+/// The one format `--json` and `--format` ask for (`None`: neither).
+fn one_format(json: bool, format: Option<Format>) -> anyhow::Result<Option<Format>> {
     match (json, format) {
         (true, Some(f)) if f != Format::Json => Err(bad_input!(
             "--json and --format {} ask for two formats; choose one",
             f.name()
         )),
-        (true, _) => Ok(Format::Json),
-        (false, None) => Ok(Format::Text),
-        (false, Some(f @ (Format::Text | Format::Json | Format::Markdown | Format::Csv))) => Ok(f),
-        (false, Some(f)) => Err(bad_input!(
-            "--format {}: compare prints text, json, markdown or csv",
-            f.name()
-        )),
+        (true, _) => Ok(Some(Format::Json)),
+        (false, f) => Ok(f),
     }
 }
 
@@ -1537,7 +1581,8 @@ fn store_copy(from: &str, to: &str, campaigns: &[String]) -> anyhow::Result<Exit
     );
     let src = store::open(&from, store::Access::Read)?;
     let mut dst = store::open(&to, store::Access::Write)?;
-    let c = store::copy::copy(&*src, dst.as_mut(), campaigns)?;
+    let campaigns = select::campaigns(&*src, campaigns)?;
+    let c = store::copy::copy(&*src, dst.as_mut(), &campaigns)?;
     eprintln!(
         "kbench: {} new run(s) of {} campaign(s), {} new sample(s) copied to {}",
         c.runs,

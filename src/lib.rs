@@ -9,6 +9,7 @@
 
 mod bench;
 mod bisect;
+mod campaign;
 mod check;
 mod cli;
 mod cmd;
@@ -34,6 +35,7 @@ mod system;
 mod term;
 #[cfg(test)]
 mod testing;
+#[cfg(any(test, feature = "test-support"))]
 #[doc(hidden)]
 pub mod testing_pg;
 mod units;
@@ -174,7 +176,9 @@ pub mod fuzzing {
     }
 }
 
-/// Support shared by the unit tests and the integration tests.
+/// Support shared by the unit tests and the integration tests (the
+/// `test-support` feature, which only `cargo test` turns on).
+#[cfg(any(test, feature = "test-support"))]
 #[doc(hidden)]
 pub mod test_support {
     use std::os::fd::AsRawFd;

@@ -10,7 +10,76 @@
 use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
 
-pub use crate::bench::{Direction, Kind, Metric};
+/// What kind of measurement a benchmark is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Kind {
+    /// Built-in timed loop.
+    Micro,
+    /// N concurrent copies of a testcase, counted ops/s.
+    Scale,
+    /// An external command.
+    Command,
+}
+
+impl Kind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::Micro => "micro",
+            Kind::Scale => "scale",
+            Kind::Command => "command",
+        }
+    }
+
+    /// Parse a stored kind; an unknown word is corrupt data.
+    pub fn parse(s: &str) -> anyhow::Result<Kind> {
+        Ok(match s {
+            "micro" => Kind::Micro,
+            "scale" => Kind::Scale,
+            "command" => Kind::Command,
+            other => anyhow::bail!("unknown benchmark kind `{other}`"),
+        })
+    }
+}
+
+/// Whether a smaller or a larger value of a metric is better.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Direction {
+    Lower,
+    Higher,
+    /// Neither: a reading kept for context (e.g. the CPU idle % of a
+    /// scale interval). Never compared as better or worse.
+    Info,
+}
+
+impl std::fmt::Display for Direction {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Direction::Lower => "lower is better",
+            Direction::Higher => "higher is better",
+            Direction::Info => "informational",
+        })
+    }
+}
+
+/// A metric a benchmark reports; stored with every cell as it is.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Metric {
+    pub name: String,
+    pub unit: String,
+    pub direction: Direction,
+}
+
+impl Metric {
+    pub fn new(name: &str, unit: &str, direction: Direction) -> Metric {
+        Metric {
+            name: name.into(),
+            unit: unit.into(),
+            direction,
+        }
+    }
+}
 
 /// How a run stands or ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -291,6 +360,64 @@ pub fn check_label(k: &str, v: &str) -> Result<(), String> {
 /// Whether a run with `labels` matches every `k=v` of `want`.
 pub fn labels_match(labels: &Labels, want: &Labels) -> bool {
     want.iter().all(|(k, v)| labels.get(k) == Some(v))
+}
+
+/// How far a campaign got on this host: samples per cell key and system
+/// state (readings as stored text), and for a plan that repeats boots,
+/// per boot too. Empty for ad-hoc runs.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Progress {
+    pub samples: std::collections::HashMap<String, std::collections::HashMap<String, u32>>,
+    /// Cell key -> state -> boot id -> samples (filled when the plan's
+    /// `repeat.boots` is above 1).
+    #[serde(default)]
+    pub boots: std::collections::HashMap<
+        String,
+        std::collections::HashMap<String, std::collections::HashMap<String, u32>>,
+    >,
+}
+
+impl Progress {
+    /// Count `n` more samples of cell `key` under `state` on `boot`.
+    pub fn add(&mut self, key: &str, state: &str, boot: Option<&str>, n: u32) {
+        *self
+            .samples
+            .entry(key.to_string())
+            .or_default()
+            .entry(state.to_string())
+            .or_default() += n;
+        if let Some(b) = boot {
+            *self
+                .boots
+                .entry(key.to_string())
+                .or_default()
+                .entry(state.to_string())
+                .or_default()
+                .entry(b.to_string())
+                .or_default() += n;
+        }
+    }
+
+    /// Most samples of `key` under one state.
+    pub fn best(&self, key: &str) -> u32 {
+        self.samples
+            .get(key)
+            .and_then(|m| m.values().max().copied())
+            .unwrap_or(0)
+    }
+
+    /// Boots that measured `key` (under any state), and its samples on
+    /// `boot` under `state`.
+    pub fn boots_of(&self, key: &str, state: &str, boot: &str) -> (u32, u32) {
+        let Some(m) = self.boots.get(key) else {
+            return (0, 0);
+        };
+        let mut ids: Vec<&String> = m.values().flat_map(|b| b.keys()).collect();
+        ids.sort();
+        ids.dedup();
+        let here = m.get(state).and_then(|b| b.get(boot)).copied().unwrap_or(0);
+        (ids.len() as u32, here)
+    }
 }
 
 #[cfg(test)]

@@ -10,6 +10,7 @@
 
 use crate::error::bad_input;
 use crate::store::{self, CampaignQuery, Scope, StoreRead, StoredCell};
+use crate::units::split_operand as split;
 use std::collections::HashMap;
 
 /// A parsed and resolved operand.
@@ -20,22 +21,6 @@ pub struct Operand {
     pub scope: Scope,
     /// `factor=value` narrowing, in order.
     pub filters: Vec<(String, String)>,
-}
-
-/// Split `NAME[:k=v,...]` into the name and the filters.
-pub fn split(spec: &str) -> anyhow::Result<(String, Vec<(String, String)>)> {
-    let (name, rest) = match spec.split_once(':') {
-        // `campaign:ID` names a campaign by id; filters may follow.
-        Some(("campaign", r)) => match r.split_once(':') {
-            Some((id, f)) => (format!("campaign:{id}"), f),
-            None => (spec.to_string(), ""),
-        },
-        Some((n, r)) => (n.to_string(), r),
-        None => (spec.to_string(), ""),
-    };
-    let filters = crate::units::split_assignments(rest)
-        .map_err(|e| bad_input!("`{spec}`: after `:`, {e}"))?;
-    Ok((name, filters))
 }
 
 /// The name of the plan in a plan file, read without validating the plan
@@ -91,6 +76,27 @@ pub fn campaign(st: &dyn StoreRead, name: &str) -> anyhow::Result<i64> {
         .last()
         .map(|c| c.id)
         .ok_or_else(|| bad_input!("no run or campaign `{name}` in the store (see `kbench runs`)"))
+}
+
+/// The campaigns `kbench store copy` names, by id: a name means every
+/// campaign of that name (all generations); `campaign:ID` or a plan file,
+/// exactly one.
+pub fn campaigns(from: &dyn StoreRead, names: &[String]) -> anyhow::Result<Vec<i64>> {
+    let mut v = Vec::new();
+    for name in names {
+        if name.starts_with("campaign:") || name.ends_with(".toml") {
+            v.push(campaign(from, name)?);
+            continue;
+        }
+        let all = from.campaigns(CampaignQuery::Named(name))?;
+        if all.is_empty() {
+            return Err(bad_input!(
+                "no campaign `{name}` in the source store (see `kbench runs`)"
+            ));
+        }
+        v.extend(all.iter().map(|c| c.id));
+    }
+    Ok(v)
 }
 
 /// Resolve an operand against the store.

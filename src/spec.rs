@@ -32,9 +32,103 @@ use std::sync::Arc;
 
 use crate::bench::command::{Argv, BUILTINS, CommandBench, CommandSpec, OnFailure, Per};
 use crate::bench::{self, BenchRef};
-use crate::cli::MeasureArgs;
 use crate::error::bad_input;
 use crate::plan::{BenchSpec, Plan};
+use clap::Args;
+
+/// What a run measures and how: the settings `kbench run` and `kbench
+/// check` (its candidate) share.
+#[derive(Clone, Debug, Args)]
+pub struct MeasureArgs {
+    /// A plan file (PLAN.toml), benchmarks as NAME[:k=v,...], or commands:
+    /// a word with a space or `/`, a program on PATH, or `cmd:COMMAND`.
+    pub specs: Vec<String>,
+    /// Measured samples per cell (warm-ups not included) [default: 10,
+    /// or the plan's `samples`].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub samples: Option<u32>,
+    /// Target duration of one sample in seconds; the iteration count is
+    /// calibrated to it [default: 0.2, or the plan's `sample_time`].
+    #[arg(long, value_name = "S")]
+    pub sample_time: Option<f64>,
+    /// Warm-up rounds whose samples are discarded [default: 2].
+    #[arg(long, value_name = "N")]
+    pub warmup: Option<u32>,
+    /// Measure each micro-benchmark cell in N fresh processes (its samples
+    /// shared out between them), varying the environment size and stack
+    /// alignment, so reports can show the variance between processes and
+    /// compare with the right error term [default: 1, or the plan's
+    /// `processes`].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub processes: Option<u32>,
+    /// Event counters read around the timed part of each sample of a
+    /// micro-benchmark or scale cell, stored per operation as metrics
+    /// (`context-switches/op`): a comma list of task-clock,
+    /// context-switches, voluntary-switches, involuntary-switches,
+    /// cpu-migrations, minor-faults, major-faults, cycles, instructions,
+    /// cache-misses, branch-misses; `default` or `all` (the hardware ones
+    /// where the CPU's PMU is there), `software`, `none` [default: none].
+    #[arg(long, value_name = "LIST")]
+    pub counters: Option<String>,
+    /// Record a sampled call-stack profile (`perf record -g`, kernel
+    /// stacks where perf_event_paranoid allows) of each cell's timed
+    /// intervals, stored per round with the run: `kbench explain` and
+    /// `report --format html` read it.
+    #[arg(long)]
+    pub profile: bool,
+    /// Make N whole runs, one after another, each in a fresh kbench
+    /// process and each holding every cell (interleaved in rounds), so
+    /// run-to-run variation is measured and comparisons can use the run
+    /// as their unit; the runs join one campaign [default: 1, or the
+    /// plan's `repeat.runs`].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub repeat: Option<u32>,
+    /// Seed of the shuffled sample order; the run records the seed it used,
+    /// so any order can be replayed.
+    #[arg(long, value_name = "N")]
+    pub seed: Option<u64>,
+    /// Adaptive stopping: sample each cell until the 95% confidence
+    /// interval of its mean is within +/-PCT of the mean (e.g. `1%`), or a
+    /// limit is reached.
+    #[arg(long, value_name = "PCT")]
+    pub precision: Option<String>,
+    /// With adaptive stopping: at most N samples per cell [default: 100].
+    #[arg(long, value_name = "N")]
+    pub max_samples: Option<u32>,
+    /// With adaptive stopping: at most S seconds for the whole run.
+    #[arg(long, value_name = "S")]
+    pub max_time: Option<f64>,
+    /// A quick look: at most 5 samples of 0.05 s and 1 warm-up round,
+    /// also for a plan that asks for more; explicit flags still win.
+    #[arg(long)]
+    pub quick: bool,
+    /// Commands: run CMD once before a command's samples (untimed), e.g.
+    /// to build what it runs.
+    #[arg(long, value_name = "CMD")]
+    pub setup: Option<String>,
+    /// Commands: run CMD before every sample (untimed), e.g. to drop
+    /// caches.
+    #[arg(long, value_name = "CMD")]
+    pub prepare: Option<String>,
+    /// Commands: run each through SHELL -c (`bash`, `bash --norc`), or
+    /// `none` for never [default: directly when a command is plain words,
+    /// through `sh -c` when it uses shell syntax].
+    #[arg(long, value_name = "SHELL")]
+    pub shell: Option<String>,
+    /// Commands: never through a shell (`--shell none`).
+    #[arg(short = 'N', conflicts_with = "shell")]
+    pub no_shell: bool,
+    /// Commands: the metrics measured, comma-separated, the first primary:
+    /// real, user, sys, maxrss, vcsw, ivcsw [default: all].
+    #[arg(long, value_name = "NAME,...", value_delimiter = ',')]
+    pub metric: Vec<String>,
+    /// Labels stored with the run, `k=v,...` (repeatable), to choose
+    /// baselines by (`kbench check --baseline branch=main`) and group
+    /// reports by. `branch` and `commit` are recorded from the git work
+    /// tree kbench runs in, unless given here.
+    #[arg(long, value_name = "K=V,...", value_parser = crate::record::parse_labels)]
+    pub label: Vec<crate::record::Labels>,
+}
 
 /// What one word names.
 #[derive(Clone, Debug, PartialEq)]

@@ -29,6 +29,46 @@ pub fn visible(s: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
+/// Text output's width: lines kbench prints fit in 80 columns.
+pub const WIDTH: usize = 80;
+
+/// Words of `text` in lines of at most `max` columns, the continuation
+/// lines indented by `indent`.
+pub fn wrap(text: &str, max: usize, indent: &str) -> String {
+    let mut o = String::new();
+    let lead = text.chars().count() - text.trim_start().chars().count();
+    let mut line = " ".repeat(lead);
+    for w in text.trim_start().split(' ') {
+        if !line.trim().is_empty() && line.chars().count() + 1 + w.chars().count() > max {
+            o.push_str(line.trim_end());
+            o.push('\n');
+            line = indent.to_string();
+        } else if !line.trim().is_empty() {
+            line.push(' ');
+        }
+        line.push_str(w);
+    }
+    o.push_str(line.trim_end());
+    o.push('\n');
+    o
+}
+
+/// `first` then `text`, wrapped within [`WIDTH`] columns, continuation
+/// lines starting with `rest`.
+pub fn wrapped(first: &str, text: &str, rest: &str) -> String {
+    wrap(&format!("{first}{text}"), WIDTH, rest)
+}
+
+/// Write `text` to stdout and flush it (a closed pipe is the caller's
+/// error to map: `error::is_broken_pipe`).
+pub fn out(text: &str) -> anyhow::Result<()> {
+    use std::io::Write;
+    let mut o = std::io::stdout().lock();
+    o.write_all(text.as_bytes())?;
+    o.flush()?;
+    Ok(())
+}
+
 /// Control characters (C0, DEL, C1) other than newline and tab; and the
 /// bidirectional overrides, which reorder what follows them on screen.
 fn is_hidden(c: char) -> bool {

@@ -113,7 +113,7 @@ pub fn run(
             .unwrap()
             .iter()
             .find(|c| c.generation == k.generation)
-            .map(|c| runner::campaign::progress(store, c.id).unwrap())
+            .map(|c| crate::campaign::progress(store, c.id).unwrap())
             .unwrap_or_default(),
         None => Default::default(),
     };

@@ -81,6 +81,22 @@ pub fn split_assignments(rest: &str) -> Result<Vec<(String, String)>, String> {
     Ok(out)
 }
 
+/// Split an operand, `NAME[:k=v,...]`, into the name and the filters.
+pub fn split_operand(spec: &str) -> anyhow::Result<(String, Vec<(String, String)>)> {
+    let (name, rest) = match spec.split_once(':') {
+        // `campaign:ID` names a campaign by id; filters may follow.
+        Some(("campaign", r)) => match r.split_once(':') {
+            Some((id, f)) => (format!("campaign:{id}"), f),
+            None => (spec.to_string(), ""),
+        },
+        Some((n, r)) => (n.to_string(), r),
+        None => (spec.to_string(), ""),
+    };
+    let filters = split_assignments(rest)
+        .map_err(|e| crate::error::bad_input!("`{spec}`: after `:`, {e}"))?;
+    Ok((name, filters))
+}
+
 /// A set of CPU numbers, kept sorted and unique.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct CpuSet(pub Vec<usize>);

@@ -403,7 +403,7 @@ fn bad_input_is_one_line_and_exit_2() {
 /// `dir/repo` from its first to its last commit.
 fn git_bisect_run(dir: &Path, ids: &[String]) -> std::process::Output {
     let r = dir.join("repo");
-    let kb = assert_cmd::cargo::cargo_bin("kbench");
+    let kb = common::bin();
     let mut run = vec![kb.to_str().unwrap()];
     run.extend(bisect_args(r.to_str().unwrap(), &ids[0], &ids[COMMITS - 1]));
     run.extend(["--exit-code", "-q"]);

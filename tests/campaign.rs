@@ -343,7 +343,7 @@ fn reporting_a_campaign_never_loads_a_c_testcase() {
     .unwrap();
     let db = d.join("k.db");
     let k = |cwd: &Path| {
-        let mut c = assert_cmd::Command::new(env!("CARGO_BIN_EXE_kbench"));
+        let mut c = assert_cmd::Command::new(common::bin());
         c.current_dir(cwd).arg("--db").arg(&db);
         c
     };

@@ -103,7 +103,7 @@ fn text_report_labels_rows_with_parameters() {
 #[test]
 fn default_suite_uses_the_default_store() {
     let dir = tempfile::tempdir().unwrap();
-    let mut c = assert_cmd::Command::cargo_bin("kbench").unwrap();
+    let mut c = assert_cmd::Command::new(common::bin());
     c.env("KBENCH_DB", "")
         .env("XDG_DATA_HOME", dir.path())
         .arg("run")
@@ -323,7 +323,7 @@ fn wait_for_samples(dir: &std::path::Path, n: i64) -> i64 {
 }
 
 fn spawn_long_run(dir: &std::path::Path) -> std::process::Child {
-    std::process::Command::new(assert_cmd::cargo::cargo_bin("kbench"))
+    std::process::Command::new(common::bin())
         .env("KBENCH_DB", common::db(dir))
         .args([
             "run",
@@ -396,7 +396,7 @@ fn sigint_stops_after_the_current_sample_and_keeps_data() {
 fn a_second_sigint_stops_a_long_sample_now() {
     use std::io::Read;
     let dir = tempfile::tempdir().unwrap();
-    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("kbench"))
+    let mut child = std::process::Command::new(common::bin())
         .env("KBENCH_DB", common::db(dir.path()))
         .args(["run", "spin", "--samples", "3", "--sample-time", "30"])
         .args(["--warmup", "0"])

@@ -5,15 +5,11 @@
 //! cause, timeouts that leave no process behind, one-line errors for bad
 //! plans.
 
-use assert_cmd::Command;
+mod common;
+
+use common::kbench;
 use serde_json::Value;
 use std::path::Path;
-
-fn kbench(dir: &Path) -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_kbench"));
-    c.arg("--db").arg(dir.join("k.db")).env("NO_COLOR", "1");
-    c
-}
 
 fn write_plan(dir: &Path, text: &str) -> std::path::PathBuf {
     let p = dir.join("plan.toml");
@@ -381,9 +377,7 @@ timeout = 0.5
 /// `kbench run PLAN` in the background (stderr piped), returned once at
 /// least `procs` processes of its command (marked by `marker`) exist.
 fn run_until_started(dir: &Path, plan: &Path, marker: &str, procs: usize) -> std::process::Child {
-    let child = std::process::Command::new(env!("CARGO_BIN_EXE_kbench"))
-        .arg("--db")
-        .arg(dir.join("k.db"))
+    let child = common::kbench_process(dir)
         .args(["run", "-q", "--warmup", "0"])
         .arg(plan)
         .stdout(std::process::Stdio::null())
@@ -543,7 +537,7 @@ fn bad_definitions_exit_2_with_one_line() {
 
 /// The statuses of the store's runs, oldest first.
 fn statuses(dir: &Path) -> Vec<String> {
-    let c = rusqlite::Connection::open(dir.join("k.db")).unwrap();
+    let c = rusqlite::Connection::open(common::db(dir)).unwrap();
     let mut q = c.prepare("SELECT status FROM runs ORDER BY id").unwrap();
     q.query_map([], |r| r.get(0))
         .unwrap()
@@ -603,7 +597,7 @@ on_failure = "stop"
     );
     let out = kbench(d).args(["run", "-q"]).arg(&p).output().unwrap();
     assert_eq!(out.status.code(), Some(1));
-    let c = rusqlite::Connection::open(d.join("k.db")).unwrap();
+    let c = rusqlite::Connection::open(common::db(d)).unwrap();
     let (n, msg): (i64, String) = c
         .query_row(
             "SELECT COUNT(*), MAX(message) FROM failures WHERE run_id = 2",
@@ -615,9 +609,7 @@ on_failure = "stop"
     assert!(msg.contains("`nan` is not a finite number"), "{msg}");
 
     // A reader that leaves after two lines.
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_kbench"))
-        .arg("--db")
-        .arg(d.join("k.db"))
+    let mut child = common::kbench_process(d)
         .args([
             "run",
             "getuid",
@@ -696,7 +688,7 @@ on_failure = "continue"
     assert!(!raw(&out.stdout), "{text}");
     assert!(text.contains("sleep\\x1b]0;pwned\\x07 1"), "{text}");
     // Stored as it came: escaping is for the terminal only.
-    let c = rusqlite::Connection::open(d.join("k.db")).unwrap();
+    let c = rusqlite::Connection::open(common::db(d)).unwrap();
     let n: i64 = c
         .query_row(
             "SELECT COUNT(*) FROM failures WHERE instr(message, char(27)) > 0",

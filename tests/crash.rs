@@ -110,7 +110,7 @@ fn sigkill_at_twenty_moments_loses_and_corrupts_nothing() {
             .wrapping_mul(6364136223846793005)
             .wrapping_add(1442695040888963407);
         let at = Duration::from_millis((x >> 33) % 1500);
-        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_kbench"))
+        let mut child = std::process::Command::new(common::bin())
             .arg("--db")
             .arg(&db)
             .args(["run", "-q", "--events", "jsonl"])
@@ -291,7 +291,7 @@ fn a_full_disk_stops_the_run_cleanly_and_a_rerun_completes_the_campaign() {
     // store and store a few dozen samples.
     let filler = mnt.join("filler");
     fill_leaving(&filler, 256 << 10);
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_kbench"))
+    let out = std::process::Command::new(common::bin())
         .arg("--db")
         .arg(&db)
         .args(["run", "-q", "--events", "jsonl"])
@@ -323,7 +323,7 @@ fn a_full_disk_stops_the_run_cleanly_and_a_rerun_completes_the_campaign() {
     drop(c);
     // Space comes back; the next run completes the campaign exactly.
     std::fs::remove_file(&filler).unwrap();
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_kbench"))
+    let out = std::process::Command::new(common::bin())
         .arg("--db")
         .arg(&db)
         .args(["run", "-q"])
@@ -335,7 +335,7 @@ fn a_full_disk_stops_the_run_cleanly_and_a_rerun_completes_the_campaign() {
     let after = stored(&db);
     assert!(have.is_subset(&after), "samples of the first run lost");
     let v = common::json(
-        &std::process::Command::new(env!("CARGO_BIN_EXE_kbench"))
+        &std::process::Command::new(common::bin())
             .arg("--db")
             .arg(&db)
             .args(["report", "full", "--json"])
@@ -418,7 +418,7 @@ fn a_postgres_server_killed_mid_run_loses_nothing_and_a_rerun_completes() {
     let url = own.server.url("kb_killed");
     let dir = tempfile::tempdir().unwrap();
     let plan = common::plan(dir.path(), "pg.toml", PG_PLAN);
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_kbench"))
+    let mut child = std::process::Command::new(common::bin())
         .args(["--db", &url, "run", "-q", "--events", "jsonl"])
         .arg(&plan)
         .env("NO_COLOR", "1")
@@ -474,7 +474,7 @@ fn a_postgres_server_killed_mid_run_loses_nothing_and_a_rerun_completes() {
     assert!(missing.is_empty(), "announced but not stored: {missing:?}");
     // The killed kbench's run reads as interrupted, not running.
     let runs = common::json(
-        &std::process::Command::new(env!("CARGO_BIN_EXE_kbench"))
+        &std::process::Command::new(common::bin())
             .args(["--db", &url, "runs", "--json"])
             .output()
             .unwrap()
@@ -492,7 +492,7 @@ fn a_postgres_server_killed_mid_run_loses_nothing_and_a_rerun_completes() {
         "{statuses:?}"
     );
     // A new run resumes the campaign: exactly 40 per cell and metric.
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_kbench"))
+    let out = std::process::Command::new(common::bin())
         .args(["--db", &url, "run", "-q"])
         .arg(&plan)
         .output()
@@ -502,7 +502,7 @@ fn a_postgres_server_killed_mid_run_loses_nothing_and_a_rerun_completes() {
     assert_eq!(dup, 0);
     assert!(have.is_subset(&after));
     let v = common::json(
-        &std::process::Command::new(env!("CARGO_BIN_EXE_kbench"))
+        &std::process::Command::new(common::bin())
             .args(["--db", &url, "report", "pgkill", "--json"])
             .output()
             .unwrap()

@@ -107,7 +107,7 @@ fn a_malformed_stream_names_its_line_and_stores_nothing() {
 fn a_closed_event_pipe_leaves_no_running_run() {
     use std::io::BufRead;
     let dir = tempfile::tempdir().unwrap();
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_kbench"))
+    let mut child = std::process::Command::new(common::bin())
         .env("KBENCH_DB", common::db(dir.path()))
         .args([
             "run",

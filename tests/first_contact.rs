@@ -383,7 +383,7 @@ fn the_run_report_fits_80_columns_and_says_each_warning_once() {
         .map(|a| format!("'{a}'"))
         .collect::<Vec<_>>()
         .join(" ");
-    let bin = assert_cmd::cargo::cargo_bin("kbench");
+    let bin = common::bin();
     let tty = std::process::Command::new("script")
         .args(["-qec", &format!("{} {line}", bin.display()), "/dev/null"])
         .env("KBENCH_DB", common::db(dir.path()))
@@ -836,7 +836,7 @@ fn a_store_in_a_read_only_directory_is_read_by_an_unprivileged_user() {
     std::fs::create_dir(&ro).unwrap();
     std::fs::copy(common::db(dir.path()), ro.join("kbench.db")).unwrap();
     let bin = dir.path().join("kbench");
-    std::fs::copy(assert_cmd::cargo::cargo_bin("kbench"), &bin).unwrap();
+    std::fs::copy(common::bin(), &bin).unwrap();
     use std::os::unix::fs::PermissionsExt;
     for (p, mode) in [
         (dir.path(), 0o755),

@@ -320,7 +320,7 @@ fn two_hosts_one_killed_mid_run_then_resumed() {
     let plan = common::plan(d, "fleet.toml", PLAN);
     let plan = plan.to_str().unwrap();
     // Host a's sshd dies while a runs.
-    let child = Command::new(assert_cmd::cargo::cargo_bin("kbench"))
+    let child = Command::new(common::bin())
         .env("KBENCH_DB", common::db(d))
         .env("XDG_CACHE_HOME", d.join("cache"))
         .env("XDG_STATE_HOME", d.join("state"))
@@ -649,7 +649,7 @@ fn two_fleets_of_different_plans_at_once() {
         let children: Vec<_> = [&p1, &p2]
             .iter()
             .map(|p| {
-                Command::new(assert_cmd::cargo::cargo_bin("kbench"))
+                Command::new(common::bin())
                     .env("KBENCH_DB", common::db(d))
                     .env("XDG_CACHE_HOME", d.join("cache"))
                     .env("XDG_STATE_HOME", d.join("state"))
@@ -761,7 +761,7 @@ fn a_missing_cwd_is_a_plan_error_before_any_host() {
 /// than `after` samples, and wait for it (at most 60 s).
 fn signalled(lab: &Lab, plan: &str, sig: i32, after: i64) -> std::process::Output {
     let d = &lab.dir;
-    let child = Command::new(assert_cmd::cargo::cargo_bin("kbench"))
+    let child = Command::new(common::bin())
         .env("KBENCH_DB", common::db(d))
         .env("XDG_CACHE_HOME", d.join("cache"))
         .env("NO_COLOR", "1")

@@ -4,6 +4,8 @@
 //! no process of it is left, no temporary directory or file, and no
 //! descriptor of kbench's leaks into the commands it runs.
 
+mod common;
+
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -44,12 +46,9 @@ fn marked(marker: &str) -> Vec<String> {
 /// empty), stdout and stderr to files in `dir`.
 fn kbench(dir: &Path, args: &[&str]) -> Command {
     std::fs::create_dir_all(dir.join("tmp")).unwrap();
-    let mut c = Command::new(env!("CARGO_BIN_EXE_kbench"));
-    c.arg("--db")
-        .arg(dir.join("k.db"))
-        .args(args)
+    let mut c = common::kbench_process(dir);
+    c.args(args)
         .env("TMPDIR", dir.join("tmp"))
-        .env("NO_COLOR", "1")
         .stdin(Stdio::null())
         .stdout(std::fs::File::create(dir.join("out")).unwrap())
         .stderr(std::fs::File::create(dir.join("err")).unwrap());
@@ -262,8 +261,8 @@ fn a_finished_run_leaves_no_process_temp_file_or_leaked_descriptor() {
         left,
         [
             "err",
-            "k.db",
-            "k.db-kbench-locks",
+            "kbench.db",
+            "kbench.db-kbench-locks",
             "out",
             "plan.toml",
             "tmp"
@@ -303,7 +302,7 @@ fn an_interrupted_run_leaves_no_process_or_temp_file() {
     assert!(read(d, "err").contains("interrupted"), "{}", read(d, "err"));
     assert_eq!(none_left(&m), Vec::<String>::new(), "orphans");
     assert_eq!(entries(&d.join("tmp")), Vec::<String>::new(), "temp files");
-    let db = rusqlite::Connection::open(d.join("k.db")).unwrap();
+    let db = rusqlite::Connection::open(common::db(d)).unwrap();
     let state: String = db
         .query_row("SELECT status FROM runs", [], |r| r.get(0))
         .unwrap();
@@ -386,7 +385,7 @@ measure = ["real"]
             Vec::<String>::new(),
             "{name}: scratch"
         );
-        let db = rusqlite::Connection::open(d.join("k.db")).unwrap();
+        let db = rusqlite::Connection::open(common::db(d)).unwrap();
         let ok: String = db
             .query_row("PRAGMA integrity_check", [], |r| r.get(0))
             .unwrap();
@@ -423,7 +422,7 @@ measure = ["real"]
     );
     assert_eq!(setups(), Vec::<String>::new());
     assert_eq!(none_left(&m), Vec::<String>::new());
-    let db = rusqlite::Connection::open(d.join("k.db")).unwrap();
+    let db = rusqlite::Connection::open(common::db(d)).unwrap();
     let mut q = db
         .prepare(
             "SELECT c.key, s.metric, COUNT(*) FROM samples s JOIN cells c ON c.id = s.cell_id

@@ -186,7 +186,7 @@ fn an_import_is_whole_or_nothing_and_the_same_file_twice_adds_nothing() {
     std::fs::write(d.join("h.json"), json).unwrap();
     let db = common::db(d);
     let wal = d.join("kbench.db-wal");
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_kbench"))
+    let mut child = std::process::Command::new(common::bin())
         .current_dir(d)
         .env("KBENCH_DB", &db)
         .args(["import", "--from", "hyperfine", "h.json"])

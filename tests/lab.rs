@@ -109,7 +109,7 @@ fn two_runners_write_one_campaign_at_once() {
     let plan = common::plan(d, "lab.toml", PLAN);
     let children: Vec<_> = (0..2)
         .map(|_| {
-            std::process::Command::new(assert_cmd::cargo::cargo_bin("kbench"))
+            std::process::Command::new(common::bin())
                 .env("NO_COLOR", "1")
                 .env_remove("KBENCH_DB")
                 .args(["--db", &url, "run", "-q", "--samples", "20"])
@@ -504,7 +504,7 @@ fn lab_throughput() {
     let children: Vec<_> = files
         .iter()
         .map(|f| {
-            std::process::Command::new(assert_cmd::cargo::cargo_bin("kbench"))
+            std::process::Command::new(common::bin())
                 .env_remove("KBENCH_DB")
                 .args(["--db", &url, "ingest"])
                 .arg(f)

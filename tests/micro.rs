@@ -335,7 +335,7 @@ fn become_subreaper() {
 }
 
 fn spawn(dir: &std::path::Path, args: &[&str]) -> std::process::Child {
-    std::process::Command::new(assert_cmd::cargo::cargo_bin("kbench"))
+    std::process::Command::new(common::bin())
         .env("KBENCH_DB", common::db(dir))
         .args(args)
         .process_group(0)
@@ -594,7 +594,7 @@ fn counters_follow_a_cell_into_its_worker_processes() {
 /// test moves kbench's thread between the first two usable CPUs every
 /// millisecond; its cells.
 fn null_syscall_run(dir: &std::path::Path, bounce: bool) -> serde_json::Value {
-    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("kbench"))
+    let child = std::process::Command::new(common::bin())
         .env("KBENCH_DB", common::db(dir))
         .args([
             "run",

@@ -6,6 +6,8 @@
 //! - `fixtures/ministat/debian/`: cases generated with Debian's ministat by
 //!   `fixtures/ministat/gen.py` (checked with `--compat=2015`).
 
+mod common;
+
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -22,7 +24,7 @@ struct Run {
 }
 
 fn kbench_ministat(cwd: &Path, compat: bool, args: &[String], stdin: &[u8]) -> Run {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_kbench"));
+    let mut cmd = Command::new(common::bin());
     cmd.arg("ministat");
     if compat {
         cmd.arg("--compat=2015");
@@ -287,7 +289,7 @@ fn limited(kib: u64, script: &str) -> std::process::Output {
     Command::new("sh")
         .arg("-c")
         .arg(format!("ulimit -v {kib}; {script}"))
-        .env("KBENCH", env!("CARGO_BIN_EXE_kbench"))
+        .env("KBENCH", common::bin())
         .output()
         .unwrap()
 }

@@ -288,7 +288,7 @@ fn a_selector_naming_one_host_shows_that_hosts_system() {
     );
     for host in ["alpha", "beta"] {
         let out = unshare(host)
-            .arg(assert_cmd::cargo::cargo_bin("kbench"))
+            .arg(common::bin())
             .args(["run", "--quiet", "--sample-time", "0.01"])
             .arg(&p)
             .env("KBENCH_DB", common::db(d))

@@ -9,7 +9,7 @@
 
 mod common;
 
-use assert_cmd::Command;
+use common::kbench;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -18,13 +18,6 @@ use std::time::{Duration, Instant};
 fn serial() -> std::sync::MutexGuard<'static, ()> {
     static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
     LOCK.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-fn kbench(tmp: &Path) -> Command {
-    let mut c = Command::cargo_bin("kbench").unwrap();
-    c.env("KBENCH_DB", tmp.join("k.db"))
-        .env("XDG_CACHE_HOME", tmp.join("cache"));
-    c
 }
 
 /// `kbench run ARGS --json`, asserting success; the report's cells, their
@@ -471,8 +464,8 @@ fn tasks_stay_on_the_cpus_kbench_was_given() {
     let last = *given.last().unwrap();
     let out = std::process::Command::new("taskset")
         .args(["-c", &last.to_string()])
-        .arg(assert_cmd::cargo::cargo_bin("kbench"))
-        .env("KBENCH_DB", tmp.path().join("k.db"))
+        .arg(common::bin())
+        .env("KBENCH_DB", common::db(tmp.path()))
         .args([
             "run",
             "getppid1:mode=threads,tasks=2,interval=0.05,warmup=0",
@@ -540,10 +533,8 @@ fn descendants(root: i32) -> (Vec<i32>, Vec<i32>) {
 fn a_sweep_holds_one_cells_tasks_at_a_time() {
     let _serial = serial();
     let tmp = tempfile::tempdir().unwrap();
-    let bin = assert_cmd::cargo::cargo_bin("kbench");
     let opts = "mode=processes,interval=0.05,warmup=1";
-    let mut child = std::process::Command::new(bin)
-        .env("KBENCH_DB", tmp.path().join("k.db"))
+    let mut child = common::kbench_process(tmp.path())
         .args([
             "run",
             &format!("getppid1:{opts},tasks=1"),
@@ -700,10 +691,7 @@ fn nothing_outlives_a_sigint() {
     std::fs::create_dir(&marks).unwrap();
     let c = write(tmp.path(), "c.c", GETPPID_C);
     let c = c.to_str().unwrap();
-    let bin = assert_cmd::cargo::cargo_bin("kbench");
-    let mut child = std::process::Command::new(bin)
-        .env("KBENCH_DB", tmp.path().join("k.db"))
-        .env("XDG_CACHE_HOME", tmp.path().join("cache"))
+    let mut child = common::kbench_process(tmp.path())
         .env("KB_TEST_DIR", &marks)
         .args([
             "run",
@@ -815,8 +803,8 @@ int main(int argc, char **argv)
         let cells = {
             let o = std::process::Command::new("taskset")
                 .args(["-c", &cpu])
-                .arg(assert_cmd::cargo::cargo_bin("kbench"))
-                .env("KBENCH_DB", tmp.path().join("k.db"))
+                .arg(common::bin())
+                .env("KBENCH_DB", common::db(tmp.path()))
                 .args([
                     "run",
                     &format!("getppid1:interval={secs},warmup=0"),

@@ -125,7 +125,7 @@ fn a_new_store_is_private_and_reading_creates_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let home = dir.path().join("home");
     // The default store: reading before any run shows an empty store.
-    let mut runs = assert_cmd::Command::cargo_bin("kbench").unwrap();
+    let mut runs = assert_cmd::Command::new(common::bin());
     runs.env_remove("KBENCH_DB")
         .env("XDG_DATA_HOME", &home)
         .args(["runs", "--json"]);
@@ -162,7 +162,7 @@ fn four_processes_create_one_store_at_once() {
         let db = dir.path().join(format!("k{round}.db"));
         let kids: Vec<_> = (0..4)
             .map(|_| {
-                std::process::Command::new(env!("CARGO_BIN_EXE_kbench"))
+                std::process::Command::new(common::bin())
                     .arg("--db")
                     .arg(&db)
                     .args(["run", "getuid", "--samples", "2", "--warmup", "0"])
@@ -216,7 +216,7 @@ fn four_runs_of_one_campaign_at_once_never_exceed_the_plan() {
     let db = dir.path().join("k.db");
     let kids: Vec<_> = (0..4)
         .map(|_| {
-            std::process::Command::new(env!("CARGO_BIN_EXE_kbench"))
+            std::process::Command::new(common::bin())
                 .arg("--db")
                 .arg(&db)
                 .args(["run", "-q"])

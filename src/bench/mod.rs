@@ -68,77 +68,9 @@ pub(crate) fn private_file(path: &std::path::Path) -> std::io::Result<std::fs::F
 }
 
 pub use params::{ParamDef, ParamType, Params, Value};
-
-/// What kind of measurement a benchmark is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Kind {
-    /// Built-in timed loop.
-    Micro,
-    /// N concurrent copies of a testcase, counted ops/s.
-    Scale,
-    /// An external command.
-    Command,
-}
-
-impl Kind {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Kind::Micro => "micro",
-            Kind::Scale => "scale",
-            Kind::Command => "command",
-        }
-    }
-
-    /// Parse a stored kind; an unknown word is corrupt data.
-    pub fn parse(s: &str) -> anyhow::Result<Kind> {
-        Ok(match s {
-            "micro" => Kind::Micro,
-            "scale" => Kind::Scale,
-            "command" => Kind::Command,
-            other => anyhow::bail!("unknown benchmark kind `{other}`"),
-        })
-    }
-}
-
-/// Whether a smaller or a larger value of a metric is better.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Direction {
-    Lower,
-    Higher,
-    /// Neither: a reading kept for context (e.g. the CPU idle % of a
-    /// scale interval). Never compared as better or worse.
-    Info,
-}
-
-impl fmt::Display for Direction {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Direction::Lower => "lower is better",
-            Direction::Higher => "higher is better",
-            Direction::Info => "informational",
-        })
-    }
-}
-
-/// A metric a benchmark reports; stored with every cell as it is.
-#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct Metric {
-    pub name: String,
-    pub unit: String,
-    pub direction: Direction,
-}
-
-impl Metric {
-    pub fn new(name: &str, unit: &str, direction: Direction) -> Metric {
-        Metric {
-            name: name.into(),
-            unit: unit.into(),
-            direction,
-        }
-    }
-}
+// The kinds, directions and metrics are typed records (`record.rs`),
+// below the benchmarks, the event stream and the stores.
+pub use crate::record::{Direction, Kind, Metric};
 
 /// One measured value: index into [`Bench::metrics`] and the value.
 #[derive(Clone, Copy, Debug, PartialEq)]

@@ -206,7 +206,6 @@ pub fn unknown(bench: &dyn Bench, name: &str) -> String {
     )
 }
 
-#[allow(dead_code)] // getters for the benchmark catalogue
 impl Params {
     /// Defaults overlaid with `given`, each parsed against its definition,
     /// then the benchmark's own cross-checks. The error names the parameter.

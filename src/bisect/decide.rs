@@ -29,7 +29,7 @@
 //!   can be both, and stays undecided (skipped).
 //!
 //! A step samples until it is decided, looking on the schedule of the
-//! adaptive runner (`runner::adaptive`: after 10, 13, 17, 22, ... rounds
+//! adaptive runner (`stats::sequential`: after 10, 13, 17, 22, ... rounds
 //! and at the cap) at its level, 5% split evenly over the looks the cap
 //! allows ([`look_confidence`], 99.44% for 60 rounds), so the repeated
 //! looks of sequential sampling do not inflate the error rate. While undecided,
@@ -40,8 +40,8 @@ use serde::Serialize;
 use std::collections::BTreeMap;
 
 use crate::record::Direction;
-use crate::runner::adaptive::{FIRST_LOOK, look_confidence};
 use crate::stats::paired::{self, Against, Paired};
+use crate::stats::sequential::{FIRST_LOOK, look_confidence};
 use crate::stats::{Confidence, Interval};
 
 /// The answer for one revision.
@@ -374,7 +374,7 @@ mod tests {
                 let (va, vb) = round(&mut g, r, phase, delta);
                 a.push((r, va));
                 b.push((r, vb));
-                if crate::runner::adaptive::is_look(a.len(), max) {
+                if crate::stats::sequential::is_look(a.len(), max) {
                     last = look(&a, &b, None, Direction::Lower, (0.05, max));
                     if last.is_some_and(|l| l.call != Call::Undecided) {
                         break;

@@ -21,6 +21,7 @@
 //! for `git bisect run`, after checking once per campaign that the bad
 //! end is worse than the good one.
 
+mod args;
 mod build;
 mod decide;
 mod git;
@@ -36,11 +37,11 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
-use crate::cli::BisectArgs;
 use crate::error::bad_input;
 use crate::record::{CampaignKey, Direction, RunConfig, RunStatus};
 use crate::stats::Interval;
 use crate::store::{self, CampaignQuery};
+pub use args::BisectArgs;
 use build::{Builds, Built};
 pub use decide::Call;
 use git::{Commit, Repo};
@@ -477,7 +478,7 @@ impl Ctx<'_> {
 /// Whether a step capped at `max` rounds stops at `l`: decided, at one of
 /// the looks of the sequential schedule.
 fn decided(l: &decide::Look, max: usize) -> bool {
-    crate::runner::adaptive::is_look(l.n, max) && l.call != Call::Undecided
+    crate::stats::sequential::is_look(l.n, max) && l.call != Call::Undecided
 }
 
 /// Ctrl-C ended the step: the bisection stops (what was measured is
@@ -640,9 +641,9 @@ fn bisect(db: &store::Locator, a: &BisectArgs) -> anyhow::Result<ExitCode> {
     drop(writer);
     if a.json {
         let v = crate::report::json::document("bisect", serde_json::to_value(&result)?);
-        crate::cmd::out(&format!("{v:#}\n"))?;
+        crate::term::out(&format!("{v:#}\n"))?;
     } else {
-        crate::cmd::out(&text::render(&result))?;
+        crate::term::out(&text::render(&result))?;
     }
     Ok(if result.first_bad.is_some() {
         ExitCode::SUCCESS

@@ -54,7 +54,7 @@ pub fn complete(wants: &Wants, have: &HashMap<String, u32>) -> bool {
 /// Samples per cell key the store holds of `host` in the plan's campaign.
 pub fn held(st: &dyn StoreRead, plan: &Plan, host: &str) -> anyhow::Result<HashMap<String, u32>> {
     let mut m = HashMap::new();
-    if let Some(c) = crate::runner::campaign::find(st, plan)? {
+    if let Some(c) = crate::campaign::find(st, plan)? {
         for p in st.progress(c.id)? {
             if p.host == host {
                 *m.entry(p.key).or_insert(0) += p.samples;

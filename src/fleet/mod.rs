@@ -558,7 +558,7 @@ pub fn status(db: &store::Locator, plan_path: &Path, hosts: &[Host]) -> anyhow::
         .into_iter()
         .map(|h| (h.host.clone(), h))
         .collect();
-    let progress = match crate::runner::campaign::find(&*st, &plan)? {
+    let progress = match crate::campaign::find(&*st, &plan)? {
         Some(c) => st.progress(c.id)?,
         None => Vec::new(),
     };

@@ -339,6 +339,33 @@ pub(crate) fn run_in_memory(compat: bool, words: &[Vec<u8>], stdin: &mut dyn Rea
 
 /// The whole program, minus process-level I/O.
 fn run(version: Version, words: &[Vec<u8>], env: &Env, stdin: &mut dyn Read) -> Outcome {
+    let o = match options(version, words, env) {
+        Ok(o) => o,
+        Err(o) => return o,
+    };
+    match read_sets(version, &o, stdin) {
+        Ok(sets) => print(version, &o, &sets),
+        Err(o) => o,
+    }
+}
+
+/// What the command line asks for.
+struct Options {
+    termwidth: i64,
+    /// Index of the confidence level in `student::LEVELS`.
+    ci: usize,
+    column: i64,
+    delim: Vec<u8>,
+    flag_n: bool,
+    flag_q: bool,
+    flag_s: bool,
+    suppress_plot: bool,
+    operands: Vec<Vec<u8>>,
+}
+
+/// Parse the options as `version`'s getopt does; a usage error is the
+/// whole outcome.
+fn options(version: Version, words: &[Vec<u8>], env: &Env) -> Result<Options, Outcome> {
     let mut termwidth: i64 = 74;
     if env.stdout_is_tty {
         match &env.columns {
@@ -374,7 +401,7 @@ fn run(version: Version, words: &[Vec<u8>], env: &Env, stdin: &mut dyn Read) -> 
                 e.push(b'\n');
                 e.append(&mut o.stderr);
                 o.stderr = e;
-                return o;
+                return Err(o);
             }
         };
         let arg_c = match arg.iter().position(|&b| b == 0) {
@@ -387,27 +414,27 @@ fn run(version: Version, words: &[Vec<u8>], env: &Env, stdin: &mut dyn Read) -> 
                 let (v, used) = cnum::strtol(arg_c);
                 column = v as i32 as i64;
                 if used != arg_c.len() {
-                    return usage(version, "Invalid column number.");
+                    return Err(usage(version, "Invalid column number."));
                 }
                 if column <= 0 {
-                    return usage(version, "Column number should be positive.");
+                    return Err(usage(version, "Column number should be positive."));
                 }
             }
             b'c' => {
                 let (a, used) = cnum::strtod(arg_c);
                 if used != arg_c.len() {
-                    return usage(version, "Not a floating point number");
+                    return Err(usage(version, "Not a floating point number"));
                 }
                 if let Some(i) = student::level_index(a) {
                     ci = i as i64;
                 }
                 if ci == -1 {
-                    return usage(version, "No support for confidence level");
+                    return Err(usage(version, "No support for confidence level"));
                 }
             }
             b'd' => {
                 if arg_c.is_empty() {
-                    return usage(version, "Can't use empty delimiter string");
+                    return Err(usage(version, "Can't use empty delimiter string"));
                 }
                 delim = arg_c.to_vec();
             }
@@ -418,13 +445,13 @@ fn run(version: Version, words: &[Vec<u8>], env: &Env, stdin: &mut dyn Read) -> 
                 let (v, used) = cnum::strtol(arg_c);
                 termwidth = v as i32 as i64;
                 if used != arg_c.len() {
-                    return usage(version, "Invalid width, not a number.");
+                    return Err(usage(version, "Invalid width, not a number."));
                 }
                 if termwidth < 0 {
-                    return usage(version, "Unable to move beyond left margin.");
+                    return Err(usage(version, "Unable to move beyond left margin."));
                 }
             }
-            _ => return usage(version, "Unknown option"),
+            _ => return Err(usage(version, "Unknown option")),
         }
     }
     let ci = if ci == -1 {
@@ -432,14 +459,29 @@ fn run(version: Version, words: &[Vec<u8>], env: &Env, stdin: &mut dyn Read) -> 
     } else {
         ci as usize
     };
-    let operands = g.operands();
+    Ok(Options {
+        termwidth,
+        ci,
+        column,
+        delim,
+        flag_n,
+        flag_q,
+        flag_s,
+        suppress_plot,
+        operands: g.operands(),
+    })
+}
+
+/// Read the data sets the operands name (stdin without any), as
+/// `version` opens and reads them.
+fn read_sets(version: Version, o: &Options, stdin: &mut dyn Read) -> Result<Vec<DataSet>, Outcome> {
     let bufsiz = match version {
         Version::FreeBsdMain => 1024,
         Version::Debian2015 => 8192,
     };
-    let parser = Parser::new(bufsiz, column, &delim);
-    if operands.len() > MAX_DS - 1 {
-        return usage(version, "Too many datasets.");
+    let parser = Parser::new(bufsiz, o.column, &o.delim);
+    if o.operands.len() > MAX_DS - 1 {
+        return Err(usage(version, "Too many datasets."));
     }
 
     // Read the sets.
@@ -452,11 +494,11 @@ fn run(version: Version, words: &[Vec<u8>], env: &Env, stdin: &mut dyn Read) -> 
             // All files are opened before any is read.
             let mut names: Vec<Vec<u8>> = Vec::new();
             let mut srcs: Vec<Option<Source>> = Vec::new();
-            if operands.is_empty() {
+            if o.operands.is_empty() {
                 names.push(b"<stdin>".to_vec());
                 srcs.push(Some(Source::Stdin));
             }
-            for (i, w) in operands.iter().enumerate() {
+            for (i, w) in o.operands.iter().enumerate() {
                 names.push(w.clone());
                 if w == b"-" {
                     // `setfiles[0] = stdin;` whatever i is; setfiles[i] is
@@ -468,7 +510,7 @@ fn run(version: Version, words: &[Vec<u8>], env: &Env, stdin: &mut dyn Read) -> 
                 } else {
                     match std::fs::File::open(std::ffi::OsStr::from_bytes(w)) {
                         Ok(f) => srcs.push(Some(Source::File(f))),
-                        Err(e) => return Outcome::fail(2, cannot_open(w, &e)),
+                        Err(e) => return Err(Outcome::fail(2, cannot_open(w, &e))),
                     }
                 }
             }
@@ -476,15 +518,15 @@ fn run(version: Version, words: &[Vec<u8>], env: &Env, stdin: &mut dyn Read) -> 
                 let src = src.as_mut().expect("opened");
                 match read(name, src, stdin) {
                     Ok(s) => sets.push(s),
-                    Err(o) => return o,
+                    Err(o) => return Err(o),
                 }
             }
         }
         Version::Debian2015 => {
-            let list: Vec<Vec<u8>> = if operands.is_empty() {
+            let list: Vec<Vec<u8>> = if o.operands.is_empty() {
                 vec![b"-".to_vec()]
             } else {
-                operands
+                o.operands.clone()
             };
             for w in list {
                 let (name, mut src) = if w == b"-" {
@@ -492,43 +534,27 @@ fn run(version: Version, words: &[Vec<u8>], env: &Env, stdin: &mut dyn Read) -> 
                 } else {
                     match std::fs::File::open(std::ffi::OsStr::from_bytes(&w)) {
                         Ok(f) => (w.clone(), Source::File(f)),
-                        Err(e) => return Outcome::fail(1, cannot_open(&w, &e)),
+                        Err(e) => return Err(Outcome::fail(1, cannot_open(&w, &e))),
                     }
                 };
                 match read(name, &mut src, stdin) {
                     Ok(s) => sets.push(s),
-                    Err(o) => return o,
+                    Err(o) => return Err(o),
                 }
             }
         }
     }
 
-    let flags = Flags {
-        n: flag_n,
-        q: flag_q,
-        s: flag_s,
-        suppress_plot,
-    };
-    print(version, &sets, flags, termwidth, ci)
+    Ok(sets)
 }
 
-/// The options that shape what ministat prints.
-#[derive(Clone, Copy, Default)]
-struct Flags {
-    n: bool,
-    q: bool,
-    s: bool,
-    suppress_plot: bool,
-}
-
-/// ministat's output for sets read and sorted: the names, the plot, the
-/// table and each set's difference from the first.
-fn print(version: Version, sets: &[DataSet], f: Flags, termwidth: i64, ci: usize) -> Outcome {
-    let (flag_n, flag_q, flag_s, suppress_plot) = (f.n, f.q, f.s, f.suppress_plot);
+/// The names, the plot, the table and the comparisons.
+fn print(version: Version, o: &Options, sets: &[DataSet]) -> Outcome {
+    // Print.
     let libc = version.libc();
     let vit: Vec<Vitals> = sets.iter().map(|s| vitals(version, s)).collect();
     let mut out: Vec<u8> = Vec::with_capacity(4096);
-    if !flag_q {
+    if !o.flag_q {
         for (i, s) in sets.iter().enumerate() {
             out.push(SYMBOL[i + 1]);
             out.push(b' ');
@@ -536,7 +562,7 @@ fn print(version: Version, sets: &[DataSet], f: Flags, termwidth: i64, ci: usize
             out.push(b'\n');
         }
     }
-    if !flag_n && !suppress_plot {
+    if !o.flag_n && !o.suppress_plot {
         let ps: Vec<SetStats> = sets
             .iter()
             .zip(&vit)
@@ -547,7 +573,7 @@ fn print(version: Version, sets: &[DataSet], f: Flags, termwidth: i64, ci: usize
                 median: v.median,
             })
             .collect();
-        if plot::plot(&mut out, &ps, termwidth, flag_s).is_err() {
+        if plot::plot(&mut out, &ps, o.termwidth, o.flag_s).is_err() {
             return Outcome {
                 stdout: out,
                 stderr: Vec::new(),
@@ -556,7 +582,7 @@ fn print(version: Version, sets: &[DataSet], f: Flags, termwidth: i64, ci: usize
             };
         }
     }
-    if !flag_q {
+    if !o.flag_q {
         out.extend_from_slice(
             b"    N           Min           Max        Median           Avg        Stddev\n",
         );
@@ -572,8 +598,8 @@ fn print(version: Version, sets: &[DataSet], f: Flags, termwidth: i64, ci: usize
         }
         line.push('\n');
         out.extend_from_slice(line.as_bytes());
-        if i > 0 && !flag_n {
-            relative(&mut out, version, &vit[i], &vit[0], ci);
+        if i > 0 && !o.flag_n {
+            relative(&mut out, version, &vit[i], &vit[0], o.ci);
         }
     }
     Outcome {
@@ -615,7 +641,18 @@ pub fn of_points(version: Version, sets: &[(&str, &[f64])], ci: usize) -> Option
             d
         })
         .collect();
-    let o = print(version, &sets, Flags::default(), 74, ci);
+    let o = Options {
+        termwidth: 74,
+        ci,
+        column: 1,
+        delim: b" \t".to_vec(),
+        flag_n: false,
+        flag_q: false,
+        flag_s: false,
+        suppress_plot: false,
+        operands: Vec::new(),
+    };
+    let o = print(version, &o, &sets);
     (!o.crash).then(|| String::from_utf8_lossy(&o.stdout).into_owned())
 }
 

@@ -71,7 +71,7 @@
 //!
 //! Probe names and matching rules (`absent`, `present`, `re:`, `not:`,
 //! exact) are documented in `system/probe.rs`; campaign rules (resume,
-//! `--force`, states) in `runner/campaign.rs`.
+//! `--force`, states) in `campaign.rs`.
 
 pub mod gate;
 pub mod report;
@@ -338,6 +338,12 @@ impl Plan {
             .and_then(Path::parent)
             .unwrap_or(Path::new(""));
         crate::ids::plan_hash(&identity(&self.text, dir))
+    }
+
+    /// Read every probe the plan's `system` factors use: probe key ->
+    /// reading.
+    pub fn read_probes(&self) -> IndexMap<String, String> {
+        self.probes().iter().map(|p| (p.key(), p.read())).collect()
     }
 
     /// Every probe the plan's `system` factors read, once each.

@@ -269,6 +269,41 @@ pub(super) fn validate(
         let d = dim("names", k)?;
         l.names.insert(d, v.clone());
     }
+    l.pairs = pairs(f, src, dims, labels)?;
+    if let Some(t) = &f.test {
+        l.test = match t.get_ref().as_str() {
+            "welch" => TKind::Welch,
+            "student" => TKind::Student,
+            other => {
+                return Err(src.err(
+                    t.span(),
+                    format!("`test`: unknown test `{other}` (expected welch or student)"),
+                ));
+            }
+        };
+    }
+    if let Some(c) = &f.confidence {
+        let v = *c.get_ref();
+        if !(80.0..=99.9).contains(&v) {
+            return Err(src.err(
+                c.span(),
+                format!("`confidence` must be in 80..99.9 percent, found {v}"),
+            ));
+        }
+        l.confidence = v;
+    }
+    Ok(l)
+}
+
+/// `pairs`: each a baseline and a contender assignment over the plan's
+/// factors and parameters.
+fn pairs(
+    f: &ReportFile,
+    src: &Source,
+    dims: &[String],
+    labels: &IndexMap<String, Vec<String>>,
+) -> anyhow::Result<Vec<(Assign, Assign)>> {
+    let mut out = Vec::new();
     for p in &f.pairs {
         let [a, b] = p.get_ref().as_slice() else {
             return Err(src.err(
@@ -300,31 +335,9 @@ pub(super) fn validate(
             }
             Ok(a)
         };
-        l.pairs.push((side(a)?, side(b)?));
+        out.push((side(a)?, side(b)?));
     }
-    if let Some(t) = &f.test {
-        l.test = match t.get_ref().as_str() {
-            "welch" => TKind::Welch,
-            "student" => TKind::Student,
-            other => {
-                return Err(src.err(
-                    t.span(),
-                    format!("`test`: unknown test `{other}` (expected welch or student)"),
-                ));
-            }
-        };
-    }
-    if let Some(c) = &f.confidence {
-        let v = *c.get_ref();
-        if !(80.0..=99.9).contains(&v) {
-            return Err(src.err(
-                c.span(),
-                format!("`confidence` must be in 80..99.9 percent, found {v}"),
-            ));
-        }
-        l.confidence = v;
-    }
-    Ok(l)
+    Ok(out)
 }
 
 #[cfg(test)]

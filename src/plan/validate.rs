@@ -121,6 +121,49 @@ pub(super) fn validate(file: PlanFile, src: &Source) -> anyhow::Result<Plan> {
         return Err(bad_input!("{}: the plan has no [[bench]]", src.name));
     }
 
+    factors_fit_benches(&file, src, &factors, &benches)?;
+    let reboot = file
+        .reboot
+        .as_ref()
+        .map(|r| r.get_ref().command.get_ref().clone());
+    let layout = layout_of(&file, src, &factors, &benches)?;
+    let gate = file
+        .gate
+        .as_ref()
+        .map(|g| super::gate::validate(g, src, &benches))
+        .transpose()?;
+    let plan = Plan {
+        name,
+        path: None,
+        text: src.text.to_string(),
+        samples,
+        sample_time,
+        warmup,
+        processes,
+        repeat,
+        seed: file.seed,
+        precision,
+        factors,
+        benches,
+        reboot,
+        layout,
+        gate,
+    };
+    // Expanding resolves every cell's parameters: the benchmark's own
+    // cross-checks run now, before anything is measured.
+    expand(&plan).map_err(|e| bad_input!("{}: {e:#}", src.name))?;
+    Ok(plan)
+}
+
+/// Each factor fits the plan's benchmarks: a `param` factor names a
+/// parameter some benchmark has (with values of its type) and no bench
+/// also sets; an `env` factor needs a command benchmark.
+fn factors_fit_benches(
+    file: &PlanFile,
+    src: &Source,
+    factors: &[Factor],
+    benches: &[BenchSpec],
+) -> anyhow::Result<()> {
     // A parameter is set in one place only: a factor and a fixed value or a
     // sweep of the same parameter would silently override each other.
     for (i, f) in factors.iter().enumerate() {
@@ -209,14 +252,20 @@ pub(super) fn validate(file: PlanFile, src: &Source) -> anyhow::Result<Plan> {
             ));
         }
     }
-    let reboot = file
-        .reboot
-        .as_ref()
-        .map(|r| r.get_ref().command.get_ref().clone());
-    let layout = match &file.report {
+    Ok(())
+}
+
+/// The plan's `[report]` layout, over its factors and parameters.
+fn layout_of(
+    file: &PlanFile,
+    src: &Source,
+    factors: &[Factor],
+    benches: &[BenchSpec],
+) -> anyhow::Result<Option<super::report::Layout>> {
+    Ok(match &file.report {
         Some(r) => {
             let mut dims: Vec<String> = factors.iter().map(|f| f.name.clone()).collect();
-            for b in &benches {
+            for b in benches {
                 let names = b
                     .bench
                     .params()
@@ -242,33 +291,7 @@ pub(super) fn validate(file: PlanFile, src: &Source) -> anyhow::Result<Plan> {
             Some(super::report::validate(r, src, &dims, &labels)?)
         }
         None => None,
-    };
-    let gate = file
-        .gate
-        .as_ref()
-        .map(|g| super::gate::validate(g, src, &benches))
-        .transpose()?;
-    let plan = Plan {
-        name,
-        path: None,
-        text: src.text.to_string(),
-        samples,
-        sample_time,
-        warmup,
-        processes,
-        repeat,
-        seed: file.seed,
-        precision,
-        factors,
-        benches,
-        reboot,
-        layout,
-        gate,
-    };
-    // Expanding resolves every cell's parameters: the benchmark's own
-    // cross-checks run now, before anything is measured.
-    expand(&plan).map_err(|e| bad_input!("{}: {e:#}", src.name))?;
-    Ok(plan)
+    })
 }
 
 fn factor(
@@ -278,6 +301,85 @@ fn factor(
 ) -> anyhow::Result<Factor> {
     let name = fname.get_ref().clone();
     let d = fdef.get_ref();
+    let apply = apply_of(src, fname, d)?;
+    let sys = apply == Apply::System;
+    let probe = probe_of(src, &name, d)?;
+    let valued = values_of(src, &name, d)?;
+    let mut seen = HashSet::new();
+    let mut levels = Vec::new();
+    for (v, label) in valued {
+        if sys {
+            let expect = expected(src, &name, d, &label, &v, probe.as_ref())?;
+            if !seen.insert(label.clone()) {
+                return Err(src.err(
+                    d.values.span(),
+                    format!("factor `{name}`: duplicate value `{label}`"),
+                ));
+            }
+            let hint = d
+                .hint
+                .as_ref()
+                .and_then(|h| h.get_ref().get(&label).cloned());
+            levels.push(Level {
+                label,
+                raw: v,
+                cpus: None,
+                expect,
+                hint,
+            });
+            continue;
+        }
+        if matches!(v, toml::Value::Array(_) | toml::Value::Table(_)) {
+            return Err(src.err(
+                d.values.span(),
+                format!(
+                    "factor `{name}`: values must be scalars, found {}",
+                    v.type_str()
+                ),
+            ));
+        }
+        if !seen.insert(label.clone()) {
+            return Err(src.err(
+                d.values.span(),
+                format!("factor `{name}`: duplicate value `{label}`"),
+            ));
+        }
+        let cpus = if apply == Apply::Cpus {
+            let set = CpuSet::parse(&label_of(&v))
+                .and_then(|s| s.check_online(&crate::system::online_cpus()).map(|_| s))
+                .map_err(|e| src.err(d.values.span(), format!("factor `{name}`: {e}")))?;
+            Some(set)
+        } else {
+            None
+        };
+        levels.push(Level {
+            label,
+            raw: v,
+            cpus,
+            expect: Vec::new(),
+            hint: None,
+        });
+    }
+    if let Some(h) = &d.hint {
+        for k in h.get_ref().keys() {
+            if !levels.iter().any(|l| &l.label == k) {
+                return Err(src.err(
+                    h.span(),
+                    format!("factor `{name}`: `hint` for unknown value `{k}`"),
+                ));
+            }
+        }
+    }
+    Ok(Factor {
+        name,
+        apply,
+        levels,
+    })
+}
+
+/// How a factor applies (`apply` and the keys that go with it).
+fn apply_of(src: &Source, fname: &toml::Spanned<String>, d: &FactorFile) -> anyhow::Result<Apply> {
+    let name = fname.get_ref().clone();
     let apply = match d.apply.get_ref().as_str() {
         "param" => Apply::Param {
             param: d
@@ -360,7 +462,12 @@ fn factor(
         shell,
         "shell",
     )?;
-    let probe = match d.probe.as_ref().map(|p| (p, p.get_ref())) {
+    Ok(apply)
+}
+
+/// A `system` factor's `probe`: a probe name or a command list.
+fn probe_of(src: &Source, name: &str, d: &FactorFile) -> anyhow::Result<Option<Probe>> {
+    Ok(match d.probe.as_ref().map(|p| (p, p.get_ref())) {
         None => None,
         Some((p, toml::Value::String(n))) => {
             Some(Probe::parse(n).map_err(|e| src.err(p.span(), format!("factor `{name}`: {e}")))?)
@@ -401,7 +508,15 @@ fn factor(
                 ),
             ));
         }
-    };
+    })
+}
+
+/// A factor's values with their labels, in order.
+fn values_of(
+    src: &Source,
+    name: &str,
+    d: &FactorFile,
+) -> anyhow::Result<Vec<(toml::Value, String)>> {
     // `values` is a list, or a table label -> value (for `system`, the
     // value may itself be a table probe -> expected reading).
     let (values, table_labels) = match d.values.get_ref() {
@@ -446,112 +561,56 @@ fn factor(
         Some(l) => l.get_ref().clone(),
         None => table_labels.unwrap_or_else(|| values.iter().map(label_of).collect()),
     };
-    let mut seen = HashSet::new();
-    let mut levels = Vec::new();
-    for (v, label) in values.into_iter().zip(labels) {
-        let mut expect = Vec::new();
-        if sys {
-            let bad = |m: String| {
-                src.err(
-                    d.values.span(),
-                    format!("factor `{name}` value `{label}`: {m}"),
-                )
-            };
-            match (&v, &probe) {
-                (toml::Value::Table(t), _) => {
-                    for (k, want) in t {
-                        let p = Probe::parse(k).map_err(&bad)?;
-                        let want = match want {
-                            toml::Value::String(w) => w.clone(),
-                            other => other.to_string(),
-                        };
-                        probe::check_expected(&want).map_err(&bad)?;
-                        expect.push((p, want));
-                    }
-                    if expect.is_empty() {
-                        return Err(bad("an empty table expects nothing".into()));
-                    }
-                }
-                (toml::Value::Array(_), _) => {
-                    return Err(bad("expected a reading or a table probe -> reading".into()));
-                }
-                (scalar, Some(p)) => {
-                    let want = label_of(scalar);
-                    probe::check_expected(&want).map_err(&bad)?;
-                    expect.push((p.clone(), want));
-                }
-                (_, None) => {
-                    return Err(bad(
-                        "set `probe`, or give the value as a table probe -> expected reading"
-                            .into(),
-                    ));
-                }
+    Ok(values.into_iter().zip(labels).collect())
+}
+
+/// What a `system` factor's value `v` (labelled `label`) expects the
+/// probes to read.
+fn expected(
+    src: &Source,
+    name: &str,
+    d: &FactorFile,
+    label: &str,
+    v: &toml::Value,
+    probe: Option<&Probe>,
+) -> anyhow::Result<Vec<(Probe, String)>> {
+    let mut expect = Vec::new();
+    let bad = |m: String| {
+        src.err(
+            d.values.span(),
+            format!("factor `{name}` value `{label}`: {m}"),
+        )
+    };
+    match (v, probe) {
+        (toml::Value::Table(t), _) => {
+            for (k, want) in t {
+                let p = Probe::parse(k).map_err(&bad)?;
+                let want = match want {
+                    toml::Value::String(w) => w.clone(),
+                    other => other.to_string(),
+                };
+                probe::check_expected(&want).map_err(&bad)?;
+                expect.push((p, want));
             }
-            if !seen.insert(label.clone()) {
-                return Err(src.err(
-                    d.values.span(),
-                    format!("factor `{name}`: duplicate value `{label}`"),
-                ));
+            if expect.is_empty() {
+                return Err(bad("an empty table expects nothing".into()));
             }
-            let hint = d
-                .hint
-                .as_ref()
-                .and_then(|h| h.get_ref().get(&label).cloned());
-            levels.push(Level {
-                label,
-                raw: v,
-                cpus: None,
-                expect,
-                hint,
-            });
-            continue;
         }
-        if matches!(v, toml::Value::Array(_) | toml::Value::Table(_)) {
-            return Err(src.err(
-                d.values.span(),
-                format!(
-                    "factor `{name}`: values must be scalars, found {}",
-                    v.type_str()
-                ),
+        (toml::Value::Array(_), _) => {
+            return Err(bad("expected a reading or a table probe -> reading".into()));
+        }
+        (scalar, Some(p)) => {
+            let want = label_of(scalar);
+            probe::check_expected(&want).map_err(&bad)?;
+            expect.push((p.clone(), want));
+        }
+        (_, None) => {
+            return Err(bad(
+                "set `probe`, or give the value as a table probe -> expected reading".into(),
             ));
         }
-        if !seen.insert(label.clone()) {
-            return Err(src.err(
-                d.values.span(),
-                format!("factor `{name}`: duplicate value `{label}`"),
-            ));
-        }
-        let cpus = if apply == Apply::Cpus {
-            let set = CpuSet::parse(&label_of(&v))
-                .and_then(|s| s.check_online(&crate::system::online_cpus()).map(|_| s))
-                .map_err(|e| src.err(d.values.span(), format!("factor `{name}`: {e}")))?;
-            Some(set)
-        } else {
-            None
-        };
-        levels.push(Level {
-            label,
-            raw: v,
-            cpus,
-            expect,
-            hint: None,
-        });
     }
-    if let Some(h) = &d.hint {
-        for k in h.get_ref().keys() {
-            if !levels.iter().any(|l| &l.label == k) {
-                return Err(src.err(
-                    h.span(),
-                    format!("factor `{name}`: `hint` for unknown value `{k}`"),
-                ));
-            }
-        }
-    }
-    Ok(Factor {
-        name,
-        apply,
-        levels,
-    })
+    Ok(expect)
 }
 
 fn bench_spec(
@@ -742,7 +801,100 @@ fn command_spec(
         ));
     };
     let name = name.get_ref().clone();
-    // Declared parameters: `params` (with defaults), then sweep-only ones.
+    let (params, sweep) = command_params(src, d)?;
+    let timeout = match &d.timeout {
+        Some(t) if !(*t.get_ref() > 0.0 && *t.get_ref() <= 1e6) => {
+            return Err(src.err(
+                t.span(),
+                format!(
+                    "`timeout` must be a positive number of seconds, found {}",
+                    t.get_ref()
+                ),
+            ));
+        }
+        t => t
+            .as_ref()
+            .map(|t| std::time::Duration::from_secs_f64(*t.get_ref())),
+    };
+    let prepare = d
+        .prepare
+        .as_ref()
+        .map(|p| argv_of(src, "prepare", p))
+        .transpose()?;
+    let cleanup = d
+        .cleanup
+        .as_ref()
+        .map(|p| argv_of(src, "cleanup", p))
+        .transpose()?;
+    let per = match d.per.as_ref().map(|p| (p.span(), p.get_ref().as_str())) {
+        None | Some((_, "cell")) => Per::Cell,
+        Some((_, "sample")) => Per::Sample,
+        Some((sp, other)) => {
+            return Err(src.err(
+                sp,
+                format!("`per` must be \"cell\" or \"sample\", found `{other}`"),
+            ));
+        }
+    };
+    let on_failure = match d
+        .on_failure
+        .as_ref()
+        .map(|p| (p.span(), p.get_ref().as_str()))
+    {
+        None | Some((_, "stop")) => OnFailure::Stop,
+        Some((_, "continue")) => OnFailure::Continue,
+        Some((sp, other)) => {
+            return Err(src.err(
+                sp,
+                format!("`on_failure` must be \"stop\" or \"continue\", found `{other}`"),
+            ));
+        }
+    };
+    let (measure, custom) = command_metrics(src, b, d)?;
+    let spec = CommandSpec {
+        name: name.clone(),
+        run,
+        cwd: d.cwd.as_ref().map(|c| c.get_ref().clone()),
+        env: d.env.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+        timeout,
+        setup: None,
+        prepare,
+        cleanup,
+        per,
+        on_failure,
+        measure,
+        custom,
+        base_dir: src.dir.clone(),
+        params,
+        env_vars: env_vars.to_vec(),
+    };
+    spec.check_placeholders()
+        .map_err(|e| src.err(b.span(), format!("command `{name}`: {e}")))?;
+    if let Some(c) = d.cwd.as_ref().filter(|_| src.here) {
+        missing_cwd(&src.dir, c.get_ref())
+            .map_err(|e| src.err(c.span(), format!("command `{name}`: {e}")))?;
+    }
+    let label_params = sweep.iter().map(|(k, _)| k.clone()).collect();
+    Ok(BenchSpec {
+        display: name,
+        bench: BenchRef::Owned(std::sync::Arc::new(CommandBench::new(spec))),
+        fixed: Vec::new(),
+        sweep,
+        label_params,
+        samples: positive(src, &d.samples, "samples", 1)?,
+    })
+}
+
+/// A command's declared parameters (name, default), and its sweeps (name,
+/// values).
+type Declared = (
+    Vec<(String, Option<String>)>,
+    Vec<(String, Vec<toml::Value>)>,
+);
+
+/// A command's parameters: `params` (with defaults), then sweep-only
+/// ones; and its sweeps.
+fn command_params(src: &Source, d: &BenchFile) -> anyhow::Result<Declared> {
     let mut params: Vec<(String, Option<String>)> = Vec::new();
     for (k, v) in &d.params {
         let val = match v.get_ref() {
@@ -799,54 +951,16 @@ fn command_spec(
             vals.get_ref().iter().map(|v| v.get_ref().clone()).collect(),
         ));
     }
-    let timeout = match &d.timeout {
-        Some(t) if !(*t.get_ref() > 0.0 && *t.get_ref() <= 1e6) => {
-            return Err(src.err(
-                t.span(),
-                format!(
-                    "`timeout` must be a positive number of seconds, found {}",
-                    t.get_ref()
-                ),
-            ));
-        }
-        t => t
-            .as_ref()
-            .map(|t| std::time::Duration::from_secs_f64(*t.get_ref())),
-    };
-    let prepare = d
-        .prepare
-        .as_ref()
-        .map(|p| argv_of(src, "prepare", p))
-        .transpose()?;
-    let cleanup = d
-        .cleanup
-        .as_ref()
-        .map(|p| argv_of(src, "cleanup", p))
-        .transpose()?;
-    let per = match d.per.as_ref().map(|p| (p.span(), p.get_ref().as_str())) {
-        None | Some((_, "cell")) => Per::Cell,
-        Some((_, "sample")) => Per::Sample,
-        Some((sp, other)) => {
-            return Err(src.err(
-                sp,
-                format!("`per` must be \"cell\" or \"sample\", found `{other}`"),
-            ));
-        }
-    };
-    let on_failure = match d
-        .on_failure
-        .as_ref()
-        .map(|p| (p.span(), p.get_ref().as_str()))
-    {
-        None | Some((_, "stop")) => OnFailure::Stop,
-        Some((_, "continue")) => OnFailure::Continue,
-        Some((sp, other)) => {
-            return Err(src.err(
-                sp,
-                format!("`on_failure` must be \"stop\" or \"continue\", found `{other}`"),
-            ));
-        }
-    };
+    Ok((params, sweep))
+}
+
+/// What a command measures: the built-in metrics (`measure`) and its
+/// own (`metrics`); at least one.
+fn command_metrics(
+    src: &Source,
+    b: &toml::Spanned<BenchFile>,
+    d: &BenchFile,
+) -> anyhow::Result<(Vec<usize>, Vec<CustomMetric>)> {
     let builtin = |n: &str| BUILTINS.iter().position(|(b, _)| *b == n);
     let measure = match &d.measure {
         None => (0..BUILTINS.len()).collect(),
@@ -886,38 +1000,7 @@ fn command_spec(
             "the command measures nothing: `measure` is empty and there are no `metrics`",
         ));
     }
-    let spec = CommandSpec {
-        name: name.clone(),
-        run,
-        cwd: d.cwd.as_ref().map(|c| c.get_ref().clone()),
-        env: d.env.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
-        timeout,
-        setup: None,
-        prepare,
-        cleanup,
-        per,
-        on_failure,
-        measure,
-        custom,
-        base_dir: src.dir.clone(),
-        params,
-        env_vars: env_vars.to_vec(),
-    };
-    spec.check_placeholders()
-        .map_err(|e| src.err(b.span(), format!("command `{name}`: {e}")))?;
-    if let Some(c) = d.cwd.as_ref().filter(|_| src.here) {
-        missing_cwd(&src.dir, c.get_ref())
-            .map_err(|e| src.err(c.span(), format!("command `{name}`: {e}")))?;
-    }
-    let label_params = sweep.iter().map(|(k, _)| k.clone()).collect();
-    Ok(BenchSpec {
-        display: name,
-        bench: BenchRef::Owned(std::sync::Arc::new(CommandBench::new(spec))),
-        fixed: Vec::new(),
-        sweep,
-        label_params,
-        samples: positive(src, &d.samples, "samples", 1)?,
-    })
+    Ok((measure, custom))
 }
 
 fn custom_metric(
@@ -966,7 +1049,51 @@ fn custom_metric(
     {
         return Err(err(s.span(), "`section` goes with `elf`".into()));
     }
-    let (source, default_unit) = if let Some(r) = &d.regex {
+    let (source, default_unit) = metric_source(src, &name, d, builtin)?;
+    let unit = match (&d.unit, default_unit) {
+        (Some(u), _) => u.clone(),
+        (None, Some(u)) => u.to_string(),
+        (None, None) => {
+            return Err(err(
+                m.span(),
+                "`unit` is required for `regex` and `json` metrics".into(),
+            ));
+        }
+    };
+    let direction = match d
+        .direction
+        .as_ref()
+        .map(|x| (x.span(), x.get_ref().as_str()))
+    {
+        None | Some((_, "lower")) => Direction::Lower,
+        Some((_, "higher")) => Direction::Higher,
+        Some((_, "info")) => Direction::Info,
+        Some((sp, o)) => {
+            return Err(err(
+                sp,
+                format!("`direction` must be lower, higher or info, found `{o}`"),
+            ));
+        }
+    };
+    Ok(CustomMetric {
+        name,
+        unit,
+        direction,
+        source,
+    })
+}
+
+/// Where a custom metric's value comes from, and the unit that source
+/// implies (`None`: the metric must give one).
+fn metric_source(
+    src: &Source,
+    name: &str,
+    d: &MetricFile,
+    builtin: &dyn Fn(&str) -> Option<usize>,
+) -> anyhow::Result<(MSource, Option<&'static str>)> {
+    let err =
+        |sp: std::ops::Range<usize>, msg: String| src.err(sp, format!("metric `{name}`: {msg}"));
+    Ok(if let Some(r) = &d.regex {
         let re = regex::Regex::new(r.get_ref()).map_err(|e| {
             err(
                 r.span(),
@@ -1019,37 +1146,6 @@ fn custom_metric(
             )
         })?;
         (MSource::Timer(i), Some(BUILTINS[i].1))
-    };
-    let unit = match (&d.unit, default_unit) {
-        (Some(u), _) => u.clone(),
-        (None, Some(u)) => u.to_string(),
-        (None, None) => {
-            return Err(err(
-                m.span(),
-                "`unit` is required for `regex` and `json` metrics".into(),
-            ));
-        }
-    };
-    let direction = match d
-        .direction
-        .as_ref()
-        .map(|x| (x.span(), x.get_ref().as_str()))
-    {
-        None | Some((_, "lower")) => Direction::Lower,
-        Some((_, "higher")) => Direction::Higher,
-        Some((_, "info")) => Direction::Info,
-        Some((sp, o)) => {
-            return Err(err(
-                sp,
-                format!("`direction` must be lower, higher or info, found `{o}`"),
-            ));
-        }
-    };
-    Ok(CustomMetric {
-        name,
-        unit,
-        direction,
-        source,
     })
 }
 

@@ -385,26 +385,7 @@ pub fn clip(text: &str, width: usize) -> String {
     format!("{}...", cut.trim_end_matches([',', ';', ':', ' ']))
 }
 
-/// Words of `text` in lines of at most `max` columns, the continuation
-/// lines indented by `indent`.
-pub fn wrap(text: &str, max: usize, indent: &str) -> String {
-    let mut o = String::new();
-    let lead = width(text) - width(text.trim_start());
-    let mut line = " ".repeat(lead);
-    for w in text.trim_start().split(' ') {
-        if !line.trim().is_empty() && width(&line) + 1 + width(w) > max {
-            o.push_str(line.trim_end());
-            o.push('\n');
-            line = indent.to_string();
-        } else if !line.trim().is_empty() {
-            line.push(' ');
-        }
-        line.push_str(w);
-    }
-    o.push_str(line.trim_end());
-    o.push('\n');
-    o
-}
+pub use crate::term::wrap;
 
 #[cfg(test)]
 mod tests {

@@ -199,7 +199,7 @@ pub struct Change {
 /// Read every run of the store (of `q.campaign` when given) and build the
 /// history of `q.spec`.
 pub fn load(st: &dyn StoreRead, q: &Query) -> anyhow::Result<History> {
-    let (name, _) = crate::select::split(&q.spec)?;
+    let (name, _) = crate::units::split_operand(&q.spec)?;
     let mut obs = Vec::new();
     for run in st.runs(None)? {
         if q.campaign.is_some() && run.campaign != q.campaign {
@@ -256,7 +256,7 @@ fn revision_of(o: &Observation) -> Option<String> {
 
 /// The history of `q.spec` over `obs` (any order).
 pub fn build(q: &Query, mut obs: Vec<Observation>) -> anyhow::Result<History> {
-    let (name, filters) = crate::select::split(&q.spec)?;
+    let (name, filters) = crate::units::split_operand(&q.spec)?;
     obs.retain(|o| o.cell.0.info.bench == name || o.cell.0.info.source == name);
     if obs.is_empty() {
         let scope = q

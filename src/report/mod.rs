@@ -36,10 +36,10 @@ use indexmap::IndexMap;
 use serde::Serialize;
 
 use crate::bench::Bench;
+use crate::campaign::Status;
 use crate::record::{Direction, RunConfig, StopRule};
-use crate::runner::adaptive::{self, Look};
-use crate::runner::campaign::Status;
 use crate::stats::outliers::{DEFAULT_THRESHOLD, modified_z};
+use crate::stats::sequential::{self, Look};
 use crate::stats::{Confidence, Sample, Summary};
 use crate::store::{
     CampaignData, CampaignRow, FailureRec, RunData, RunDetails, RunRow, StoredCell,
@@ -555,7 +555,7 @@ fn groups(
                     g.columns.push(col.clone());
                 }
             }
-            let conf = Confidence::percent(adaptive::PRECISION_CONFIDENCE);
+            let conf = Confidence::percent(sequential::PRECISION_CONFIDENCE);
             let ci95_rel = sample
                 .mean_ci_relative_half_width(conf)
                 .filter(|x| x.is_finite())
@@ -665,7 +665,7 @@ fn until_verdict(cells: &[StoredCell], stop: Option<StopRule>) -> Option<Look> {
             .map(|x| x.value)
             .collect()
     };
-    adaptive::look(
+    sequential::look(
         &first(a, sa),
         &first(b, sb),
         rule.precision,
@@ -697,7 +697,7 @@ fn campaign_pending(d: &CampaignData) -> Vec<Pending> {
             needs: c
                 .expect
                 .iter()
-                .map(crate::runner::campaign::describe_need)
+                .map(crate::campaign::describe_need)
                 .collect(),
         })
         .collect()

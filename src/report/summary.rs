@@ -159,11 +159,11 @@ impl RunSummary {
     /// The verdict of a run stopped by `--until-verdict` (capped at `max`
     /// rounds): the sequential look that stopped it, in place of a fixed-n
     /// verdict of the same samples (one verdict, at the level it holds).
-    pub fn sequential(&mut self, look: &crate::runner::adaptive::Look, max: usize) {
+    pub fn sequential(&mut self, look: &crate::stats::sequential::Look, max: usize) {
         let [a, b] = &self.variants[..] else {
             return;
         };
-        let level = crate::runner::adaptive::look_confidence(max);
+        let level = crate::stats::sequential::look_confidence(max);
         let what = (self.metric.as_str(), self.unit.as_str(), self.direction);
         self.verdicts = vec![super::verdict::of_look(&a.name, &b.name, look, what, level)];
     }

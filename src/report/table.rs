@@ -1484,7 +1484,7 @@ fn by_revision(tables: &mut [Table], layout: &Layout) {
 
 /// The level of the stored per-cell intervals (`ci95`).
 fn adaptive_conf() -> f64 {
-    crate::runner::adaptive::PRECISION_CONFIDENCE
+    crate::stats::sequential::PRECISION_CONFIDENCE
 }
 
 fn system_block(r: &Report) -> Option<SystemBlock> {

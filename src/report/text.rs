@@ -12,9 +12,9 @@ use indexmap::IndexMap;
 use super::compare::{Comparison, Detail, Row};
 use super::scale::{FLATTEN_BELOW, Scaling};
 use super::{BenchInfo, CellSummary, Document, Group, Report, Subject, Sysinfo};
+use crate::campaign::{CellState, Status};
 use crate::ministat::{Version, difference_block};
 use crate::record::Direction;
-use crate::runner::campaign::{CellState, Status};
 use crate::stats::Summary;
 use crate::stats::cfmt::fmt_g;
 use crate::store::RunRow;
@@ -259,11 +259,7 @@ fn stat_cols(s: &Summary) -> String {
         .collect()
 }
 
-/// `first` then `text`, wrapped within [`WIDTH`] columns, continuation
-/// lines starting with `rest`.
-pub(crate) fn wrapped(first: &str, text: &str, rest: &str) -> String {
-    grid::wrap(&format!("{first}{text}"), WIDTH, rest)
-}
+pub(crate) use crate::term::wrapped;
 
 /// A note under a table (placement, outliers, a benchmark's findings),
 /// wrapped within 80 columns.
@@ -1243,7 +1239,7 @@ use super::table::{Column, SystemBlock, Table, TableDoc, Value, push_unique};
 use crate::plan::report::TableKind;
 
 /// Widest line of a layout's text.
-pub const WIDTH: usize = 80;
+pub const WIDTH: usize = crate::term::WIDTH;
 
 /// One value as text: human units, a `*` when the change is significant.
 pub fn cell_text(v: &Value, c: &Column, panel: Panel, unicode: bool) -> String {

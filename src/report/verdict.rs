@@ -204,7 +204,7 @@ pub fn line(
 pub fn of_look(
     baseline: &str,
     contender: &str,
-    look: &crate::runner::adaptive::Look,
+    look: &crate::stats::sequential::Look,
     (metric, unit, direction): (&str, &str, Direction),
     level: f64,
 ) -> VerdictLine {
@@ -295,7 +295,7 @@ mod tests {
 
     #[test]
     fn a_sequential_look_is_worded_as_every_verdict() {
-        use crate::runner::adaptive::Look;
+        use crate::stats::sequential::Look;
         use crate::stats::{Interval, equivalence::Verdict as V};
         let look = |verdict, delta, lo, hi| Look {
             verdict,

@@ -219,7 +219,7 @@ pub fn text(e: &Estimate) -> String {
         e.pending,
         human(e.seconds())
     );
-    s.push_str(&crate::report::text::wrapped("", &totals, ""));
+    s.push_str(&crate::term::wrapped("", &totals, ""));
     s
 }
 

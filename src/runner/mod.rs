@@ -9,8 +9,8 @@
 //! progress display) and learns how far a campaign got from a
 //! [`Progress`] map its caller read beforehand.
 
-pub mod adaptive;
-pub mod campaign;
+// Adaptive stopping decides with the sequential looks of `stats`.
+pub use crate::stats::sequential as adaptive;
 pub mod estimate;
 pub mod guard;
 pub mod progress;
@@ -22,7 +22,6 @@ pub mod worker;
 use anyhow::Context;
 use indexmap::IndexMap;
 use rand::SeedableRng;
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -30,64 +29,10 @@ use crate::error::bad_input;
 use crate::event::{Event, RunBegun, SCHEMA, Sink, WarningEvent};
 use crate::ids::unix_now;
 use crate::plan::{Cell, Plan};
+pub use crate::record::Progress;
 use crate::record::{CampaignKey, CellInfo, RunConfig, RunStatus, StopRule};
 use crate::system::Fingerprint;
 use sampler::{Arm, Sampler};
-
-/// How far a campaign got on this host: samples per cell key and system
-/// state (readings as stored text), and for a plan that repeats boots,
-/// per boot too. Empty for ad-hoc runs.
-#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct Progress {
-    pub samples: HashMap<String, HashMap<String, u32>>,
-    /// Cell key -> state -> boot id -> samples (filled when the plan's
-    /// `repeat.boots` is above 1).
-    #[serde(default)]
-    pub boots: HashMap<String, HashMap<String, HashMap<String, u32>>>,
-}
-
-impl Progress {
-    /// Count `n` more samples of cell `key` under `state` on `boot`.
-    pub fn add(&mut self, key: &str, state: &str, boot: Option<&str>, n: u32) {
-        *self
-            .samples
-            .entry(key.to_string())
-            .or_default()
-            .entry(state.to_string())
-            .or_default() += n;
-        if let Some(b) = boot {
-            *self
-                .boots
-                .entry(key.to_string())
-                .or_default()
-                .entry(state.to_string())
-                .or_default()
-                .entry(b.to_string())
-                .or_default() += n;
-        }
-    }
-
-    /// Most samples of `key` under one state.
-    pub fn best(&self, key: &str) -> u32 {
-        self.samples
-            .get(key)
-            .and_then(|m| m.values().max().copied())
-            .unwrap_or(0)
-    }
-
-    /// Boots that measured `key` (under any state), and its samples on
-    /// `boot` under `state`.
-    fn boots_of(&self, key: &str, state: &str, boot: &str) -> (u32, u32) {
-        let Some(m) = self.boots.get(key) else {
-            return (0, 0);
-        };
-        let mut ids: Vec<&String> = m.values().flat_map(|b| b.keys()).collect();
-        ids.sort();
-        ids.dedup();
-        let here = m.get(state).and_then(|b| b.get(boot)).copied().unwrap_or(0);
-        (ids.len() as u32, here)
-    }
-}
 
 /// What a `kbench run` did, for the caller's messages.
 #[derive(Clone, Debug, Default)]
@@ -192,7 +137,7 @@ pub fn run(
     fp: &Fingerprint,
     sink: &mut dyn Sink,
 ) -> anyhow::Result<(Summary, RunStatus)> {
-    let readings = campaign::read_probes(plan);
+    let readings = plan.read_probes();
     let mut fp = fp.clone();
     fp.probes.extend(readings.clone());
     let Todo {
@@ -241,7 +186,7 @@ pub fn run(
     let mut status = run_groups(&mut s, &mut arms, opts, &plan.name)?;
     // Readings are taken once, before the first sample; a state that
     // changed under the run would file samples under the wrong state.
-    let after = campaign::read_probes(plan);
+    let after = plan.read_probes();
     if after != readings {
         let diff: Vec<String> = after
             .iter()

@@ -87,9 +87,9 @@ impl Sink for Progress {
                     self.inc(&f.cell);
                 }
             }
-            Event::Warning(w) => self.println(
-                crate::report::text::wrapped("kbench: warning: ", &w.message, "  ").trim_end(),
-            ),
+            Event::Warning(w) => {
+                self.println(crate::term::wrapped("kbench: warning: ", &w.message, "  ").trim_end())
+            }
             Event::RunEnded(_) => self.bar.finish_and_clear(),
             Event::CellPrepared(_)
             | Event::Note(_)

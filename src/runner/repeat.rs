@@ -37,7 +37,7 @@ use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 
-use super::{Progress, Summary, campaign};
+use super::{Progress, Summary};
 use crate::event::{Event, Sink, jsonl};
 use crate::plan::Plan;
 use crate::record::{CampaignKey, RunConfig, RunStatus};
@@ -187,7 +187,7 @@ pub fn runs(
 ) -> anyhow::Result<(Summary, RunStatus)> {
     let fwd = Forward::install()?;
     let boot = opts.owner.as_ref().map(|o| o.boot_id.clone());
-    let readings = campaign::read_probes(plan);
+    let readings = plan.read_probes();
     let mut summary = Summary::default();
     let mut status = RunStatus::Done;
     for i in 0..plan.repeat.runs {

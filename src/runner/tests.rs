@@ -183,7 +183,7 @@ fn a_campaign_resumes_with_only_the_missing_samples() {
     let c = st
         .campaigns(crate::store::CampaignQuery::Named("p"))
         .unwrap();
-    let progress = crate::runner::campaign::progress(&st, c[0].id).unwrap();
+    let progress = crate::campaign::progress(&st, c[0].id).unwrap();
     assert!(
         progress
             .samples
@@ -274,7 +274,7 @@ fn until_verdict_decides_a_5_percent_difference_early() {
     let (_, status, run) = testing::run(&mut st, &p, &adaptive(0.01, 30, true), None);
     assert_eq!(status, RunStatus::Done);
     let v = values_of(&st, run);
-    let look = crate::runner::adaptive::look(&v[0], &v[1], 0.01, 30).unwrap();
+    let look = crate::stats::sequential::look(&v[0], &v[1], 0.01, 30).unwrap();
     assert_eq!(
         look.verdict,
         crate::stats::equivalence::Verdict::Different,
@@ -283,7 +283,7 @@ fn until_verdict_decides_a_5_percent_difference_early() {
     assert!((look.delta - 0.05).abs() < 0.02, "{look}");
     for c in &v {
         assert!(
-            (crate::runner::adaptive::MIN_SAMPLES..=15).contains(&c.len()),
+            (crate::stats::sequential::MIN_SAMPLES..=15).contains(&c.len()),
             "{} samples",
             c.len()
         );
@@ -303,7 +303,7 @@ fn until_verdict_on_identical_cells_ends_equivalent_or_at_the_cap() {
     let mut st = MemoryStore::new();
     let (_, _, run) = testing::run(&mut st, &p, &adaptive(0.03, 60, true), None);
     let v = values_of(&st, run);
-    let look = crate::runner::adaptive::look(&v[0], &v[1], 0.03, 60).unwrap();
+    let look = crate::stats::sequential::look(&v[0], &v[1], 0.03, 60).unwrap();
     assert_eq!(
         look.verdict,
         crate::stats::equivalence::Verdict::Equivalent,
@@ -322,7 +322,7 @@ fn until_verdict_on_identical_cells_ends_equivalent_or_at_the_cap() {
     let (_, _, run) = testing::run(&mut st, &p, &adaptive(0.03, 10, true), None);
     let v = values_of(&st, run);
     assert!(v.iter().all(|c| c.len() == 10));
-    let look = crate::runner::adaptive::look(&v[0], &v[1], 0.03, 10).unwrap();
+    let look = crate::stats::sequential::look(&v[0], &v[1], 0.03, 10).unwrap();
     assert_eq!(
         look.verdict,
         crate::stats::equivalence::Verdict::Inconclusive,
@@ -348,7 +348,7 @@ fn precision_stops_each_cell_when_its_interval_is_narrow_enough() {
     let (_, status, run) = testing::run(&mut st, &p, &adaptive(0.02, 40, false), None);
     assert_eq!(status, RunStatus::Done);
     let v = values_of(&st, run);
-    let hw = crate::runner::adaptive::relative_halfwidth;
+    let hw = crate::stats::sequential::relative_halfwidth;
     assert!(v[0].len() < 40 && hw(&v[0]) <= 0.02, "{:?}", v[0]);
     // It stopped at the first sample count that reached the target.
     assert!(v[0].len() == 5 || hw(&v[0][..v[0].len() - 1]) > 0.02);
@@ -577,7 +577,7 @@ fn repeated_boots_take_a_share_each_and_the_states_alternate() {
             .campaigns(crate::store::CampaignQuery::Named("boots"))
             .unwrap();
         let have = match c.first() {
-            Some(c) => crate::runner::campaign::progress_by_boot(st, c.id, None).unwrap(),
+            Some(c) => crate::campaign::progress_by_boot(st, c.id, None).unwrap(),
             None => Default::default(),
         };
         let mut o = options(2, 0);
@@ -612,7 +612,7 @@ fn repeated_boots_take_a_share_each_and_the_states_alternate() {
     let c = st
         .campaigns(crate::store::CampaignQuery::Named("boots"))
         .unwrap();
-    let p = crate::runner::campaign::progress_by_boot(&st, c[0].id, None).unwrap();
+    let p = crate::campaign::progress_by_boot(&st, c[0].id, None).unwrap();
     for states in p.boots.values() {
         let boots: Vec<u32> = states.values().flat_map(|b| b.values().copied()).collect();
         assert_eq!(boots, [2, 2], "{p:?}");

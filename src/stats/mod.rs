@@ -43,6 +43,7 @@ pub mod outliers;
 pub mod paired;
 pub mod power;
 pub mod sample;
+pub mod sequential;
 pub mod shares;
 #[cfg(test)]
 pub mod sim;

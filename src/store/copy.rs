@@ -22,12 +22,12 @@ pub struct Copied {
 /// Samples written per statement.
 const BATCH: usize = 5000;
 
-/// Copy every run of `from` (only the runs of the named campaigns, when
-/// `campaigns` is not empty: names, `campaign:ID` or plan files) into `to`.
+/// Copy every run of `from` (only the runs of these campaigns, by id, when
+/// `campaigns` is not empty: `select::campaigns` resolves names) into `to`.
 pub fn copy(
     from: &dyn StoreRead,
     to: &mut dyn StoreWrite,
-    campaigns: &[String],
+    campaigns: &[i64],
 ) -> anyhow::Result<Copied> {
     copy_with(from, to, campaigns, &|_, _| {})
 }
@@ -39,7 +39,7 @@ pub fn copy(
 pub fn copy_with(
     from: &dyn StoreRead,
     to: &mut dyn StoreWrite,
-    campaigns: &[String],
+    campaigns: &[i64],
     relabel: &dyn Fn(&mut String, Option<&mut crate::record::CellInfo>),
 ) -> anyhow::Result<Copied> {
     copy_filtered(from, to, campaigns, relabel, &mut |_, _, _| true)
@@ -50,7 +50,7 @@ pub fn copy_with(
 pub fn copy_filtered(
     from: &dyn StoreRead,
     to: &mut dyn StoreWrite,
-    campaigns: &[String],
+    campaigns: &[i64],
     relabel: &dyn Fn(&mut String, Option<&mut crate::record::CellInfo>),
     keep: &mut dyn FnMut(&str, &str, &super::SampleRec) -> bool,
 ) -> anyhow::Result<Copied> {
@@ -58,23 +58,8 @@ pub fn copy_filtered(
         from.runs(None)?
     } else {
         let mut v = Vec::new();
-        for name in campaigns {
-            // A name means every campaign of that name (all generations);
-            // `campaign:ID` or a plan file, exactly one.
-            let ids: Vec<i64> = if name.starts_with("campaign:") || name.ends_with(".toml") {
-                vec![crate::select::campaign(from, name)?]
-            } else {
-                let all = from.campaigns(CampaignQuery::Named(name))?;
-                if all.is_empty() {
-                    return Err(crate::error::bad_input!(
-                        "no campaign `{name}` in the source store (see `kbench runs`)"
-                    ));
-                }
-                all.iter().map(|c| c.id).collect()
-            };
-            for id in ids {
-                v.extend(from.runs(Some(id))?);
-            }
+        for &id in campaigns {
+            v.extend(from.runs(Some(id))?);
         }
         v.sort_by_key(|r| r.id);
         v.dedup_by_key(|r| r.id);
@@ -136,35 +121,7 @@ pub fn copy_filtered(
         if !existed {
             done.runs += 1;
         }
-        let mut cell_ids = std::collections::HashMap::new();
-        for (mut cell, samples) in from.cells(Scope::Run(run.id))? {
-            relabel(&mut String::new(), Some(&mut cell.info));
-            let id = to.add_cell(run_id, &cell.info)?;
-            cell_ids.insert(cell.id, id);
-            if cell.placement.is_some() || !cell.notes.is_empty() {
-                to.update_cell(id, cell.placement.as_deref(), &cell.notes)?;
-            }
-            if let Some(s) = cell.status {
-                to.finish_cell(id, s)?;
-            }
-            let samples: Vec<_> = samples
-                .into_iter()
-                .filter(|s| keep(&run.uuid, &cell.info.key, s))
-                .collect();
-            for p in from.profiles(cell.id)? {
-                to.add_profile(&super::ProfileRec { cell_id: id, ..p })?;
-            }
-            for chunk in samples.chunks(BATCH) {
-                let mapped: Vec<_> = chunk
-                    .iter()
-                    .map(|s| super::SampleRec {
-                        cell_id: id,
-                        ..s.clone()
-                    })
-                    .collect();
-                done.samples += to.add_samples(run_id, &mapped)?;
-            }
-        }
+        let cell_ids = copy_cells(from, to, run, run_id, relabel, keep, &mut done)?;
         for f in from.failures(Scope::Run(run.id))? {
             let Some(&cell_id) = cell_ids.get(&f.cell_id) else {
                 continue;
@@ -195,6 +152,49 @@ pub fn copy_filtered(
         }
     }
     Ok(done)
+}
+
+/// Copy one run's cells (as `run_id` in `to`), their profiles and the
+/// samples `keep` accepts; the new cell id of each old one.
+fn copy_cells(
+    from: &dyn StoreRead,
+    to: &mut dyn StoreWrite,
+    run: &super::RunRow,
+    run_id: i64,
+    relabel: &dyn Fn(&mut String, Option<&mut crate::record::CellInfo>),
+    keep: &mut dyn FnMut(&str, &str, &super::SampleRec) -> bool,
+    done: &mut Copied,
+) -> anyhow::Result<std::collections::HashMap<i64, i64>> {
+    let mut cell_ids = std::collections::HashMap::new();
+    for (mut cell, samples) in from.cells(Scope::Run(run.id))? {
+        relabel(&mut String::new(), Some(&mut cell.info));
+        let id = to.add_cell(run_id, &cell.info)?;
+        cell_ids.insert(cell.id, id);
+        if cell.placement.is_some() || !cell.notes.is_empty() {
+            to.update_cell(id, cell.placement.as_deref(), &cell.notes)?;
+        }
+        if let Some(s) = cell.status {
+            to.finish_cell(id, s)?;
+        }
+        let samples: Vec<_> = samples
+            .into_iter()
+            .filter(|s| keep(&run.uuid, &cell.info.key, s))
+            .collect();
+        for p in from.profiles(cell.id)? {
+            to.add_profile(&super::ProfileRec { cell_id: id, ..p })?;
+        }
+        for chunk in samples.chunks(BATCH) {
+            let mapped: Vec<_> = chunk
+                .iter()
+                .map(|s| super::SampleRec {
+                    cell_id: id,
+                    ..s.clone()
+                })
+                .collect();
+            done.samples += to.add_samples(run_id, &mapped)?;
+        }
+    }
+    Ok(cell_ids)
 }
 
 #[cfg(test)]
@@ -266,9 +266,10 @@ mod tests {
         // Only the campaign named: the campaign `c` has all three runs.
         let mut c =
             SqliteStore::open(&dir.path().join("c.db"), crate::store::Access::Write).unwrap();
-        let only = copy(&a, &mut c, &["c".into()]).unwrap();
+        let named = crate::select::campaigns(&a, &["c".into()]).unwrap();
+        let only = copy(&a, &mut c, &named).unwrap();
         assert_eq!(only.runs, 3);
-        let e = copy(&a, &mut c, &["nope".into()]).unwrap_err();
+        let e = crate::select::campaigns(&a, &["nope".into()]).unwrap_err();
         assert!(e.to_string().contains("no campaign `nope`"), "{e}");
     }
 }

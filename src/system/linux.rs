@@ -405,7 +405,10 @@ impl Os for Linux {
     }
 
     fn start_profiler(pid: u32) -> Result<Box<dyn super::profiler::Profiler>, String> {
-        Ok(Box::new(super::perf_record::start(pid)?))
+        Ok(Box::new(super::perf_record::start(
+            pid,
+            perf_event_paranoid(),
+        )?))
     }
 
     fn owner(pid: u32) -> Option<crate::record::Owner> {
@@ -942,7 +945,7 @@ mod tests {
 
 /// `kernel.perf_event_paranoid`: who may profile what (`None` where the
 /// file is missing or unreadable).
-pub(super) fn perf_event_paranoid() -> Option<i32> {
+fn perf_event_paranoid() -> Option<i32> {
     std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
         .ok()
         .and_then(|s| s.trim().parse().ok())

@@ -388,6 +388,14 @@ pub fn open_counters(kinds: &[counters::Counter]) -> counters::Opened {
     Host::open_counters(kinds)
 }
 
+/// Voluntary and involuntary context switches of kbench and of every
+/// process it started so far (`None` where getrusage fails): what perf's
+/// counters cannot split, read by them around the counted interval.
+#[cfg(target_os = "linux")]
+fn switch_count() -> Option<(u64, u64)> {
+    linux::switches::count()
+}
+
 /// Start sampling the call stacks of this process and of the processes
 /// and threads it starts afterwards; sampling has begun when this
 /// returns. The error is one line saying what is missing (the profiler,

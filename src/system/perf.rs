@@ -4,7 +4,7 @@
 //! sample's timed interval. Kernel-side counting is included (context
 //! switches and faults happen there) where `perf_event_paranoid` allows it.
 //! The voluntary/involuntary split of context switches is not a perf event:
-//! it is read from the kernel's per-task counts ([`super::linux::switches`]) just
+//! it is read from the kernel's per-task counts ([`super::switch_count`]) just
 //! before the counters are enabled and just after they are disabled.
 
 use perf_event::Builder;
@@ -62,7 +62,7 @@ pub fn open(kinds: &[Counter]) -> Opened {
             continue;
         }
         if c.split_switch() {
-            match super::linux::switches::count() {
+            match super::switch_count() {
                 Some(now) => {
                     perf.kinds.push(c);
                     perf.counters.push(None);
@@ -104,7 +104,7 @@ pub fn open(kinds: &[Counter]) -> Opened {
 }
 
 fn switch_count() -> std::io::Result<(u64, u64)> {
-    super::linux::switches::count().ok_or_else(std::io::Error::last_os_error)
+    super::switch_count().ok_or_else(std::io::Error::last_os_error)
 }
 
 /// The errors perf_event_open gives for a hardware event the machine has

@@ -26,8 +26,9 @@ pub struct PerfRecord {
     kernel: bool,
 }
 
-/// Attach `perf record` to process `pid`, sampling once it acknowledges.
-pub fn start(pid: u32) -> Result<PerfRecord, String> {
+/// Attach `perf record` to process `pid`, sampling once it acknowledges;
+/// `paranoid` is `kernel.perf_event_paranoid` (kernel frames or not).
+pub fn start(pid: u32, paranoid: Option<i32>) -> Result<PerfRecord, String> {
     let dir = std::env::temp_dir().join(format!(
         "kbench-profile-{}-{:x}",
         std::process::id(),
@@ -39,17 +40,18 @@ pub fn start(pid: u32) -> Result<PerfRecord, String> {
     let mut p = PerfRecord {
         child: None,
         dir,
-        kernel: kernel_allowed(),
+        kernel: kernel_allowed(paranoid),
     };
     p.spawn(pid)?;
     Ok(p)
 }
 
-/// Whether perf may record kernel frames of this user's processes.
-fn kernel_allowed() -> bool {
+/// Whether perf may record kernel frames of this user's processes, under
+/// `kernel.perf_event_paranoid` `paranoid`.
+fn kernel_allowed(paranoid: Option<i32>) -> bool {
     // SAFETY: geteuid cannot fail.
     let root = unsafe { libc::geteuid() } == 0;
-    root || super::linux::perf_event_paranoid().is_some_and(|p| p <= 1)
+    root || paranoid.is_some_and(|p| p <= 1)
 }
 
 fn mkfifo(path: &Path) -> Result<(), String> {

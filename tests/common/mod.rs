@@ -59,10 +59,21 @@ pub fn usable_plan(text: &str) -> String {
         .join("\n")
 }
 
+/// The `kbench` binary this test build made.
+pub fn bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_kbench"))
+}
+
 /// `kbench` with `KBENCH_DB` and the testcase cache inside `dir`, and no
 /// colour.
 pub fn kbench(dir: &Path) -> assert_cmd::Command {
-    let mut c = assert_cmd::Command::cargo_bin("kbench").expect("binary built");
+    assert_cmd::Command::from_std(kbench_process(dir))
+}
+
+/// [`kbench`] as a plain `std::process::Command`, for a test that spawns
+/// kbench, signals it or reads its output as it comes.
+pub fn kbench_process(dir: &Path) -> std::process::Command {
+    let mut c = std::process::Command::new(bin());
     c.env("KBENCH_DB", db(dir))
         .env("XDG_CACHE_HOME", dir.join("cache"))
         .env("NO_COLOR", "1");
@@ -153,11 +164,8 @@ pub fn wait_for_stored_samples(dir: &Path, n: i64) {
 /// `kbench ARGS` started in the background with the test's store, its
 /// stderr piped (for [`interrupt`]) and its stdout dropped.
 pub fn spawn(dir: &Path, args: &[&str]) -> std::process::Child {
-    std::process::Command::new(assert_cmd::cargo::cargo_bin("kbench"))
+    kbench_process(dir)
         .args(args)
-        .env("KBENCH_DB", db(dir))
-        .env("XDG_CACHE_HOME", dir.join("cache"))
-        .env("NO_COLOR", "1")
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())
         .spawn()

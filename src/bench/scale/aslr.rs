@@ -10,9 +10,12 @@
 //! cells want it off (`aslr=off`, the default). Each cell records what its
 //! tasks really ran with (note `aslr`).
 
-use crate::bench::Kind;
+use crate::bench::{BenchRef, Kind, Params};
 use crate::error::bad_input;
-use crate::plan::Cell;
+
+/// A cell as this module reads it: its key, benchmark and parameters
+/// (the plan's cells, below which the benchmarks sit).
+pub type CellRef<'a> = (&'a str, &'a BenchRef, &'a Params);
 
 /// Set in the environment of the re-executed kbench, so it never loops;
 /// removed again as soon as it is read, so no benchmark's process (a
@@ -31,10 +34,12 @@ pub fn current() -> &'static str {
 /// What the scale cells of a run want: `Some("off")`, `Some("on")`, or
 /// `None` without scale cells. Cells wanting both are bad input: one
 /// process has one layout policy.
-pub fn wanted(cells: &[Cell]) -> anyhow::Result<Option<&'static str>> {
+pub fn wanted<'a>(
+    cells: impl IntoIterator<Item = CellRef<'a>>,
+) -> anyhow::Result<Option<&'static str>> {
     let mut want: Option<&'static str> = None;
-    for c in cells.iter().filter(|c| c.bench.kind() == Kind::Scale) {
-        let w = if c.params.opt_str("aslr") == Some("on") {
+    for (key, _, params) in cells.into_iter().filter(|c| c.1.kind() == Kind::Scale) {
+        let w = if params.opt_str("aslr") == Some("on") {
             "on"
         } else {
             "off"
@@ -43,7 +48,7 @@ pub fn wanted(cells: &[Cell]) -> anyhow::Result<Option<&'static str>> {
             Some(prev) if prev != w => {
                 return Err(bad_input!(
                     "cells with aslr=on and aslr=off cannot share a run (one process has one address-space layout policy): `{}` wants aslr={w}; run them separately",
-                    c.key
+                    key
                 ));
             }
             _ => want = Some(w),
@@ -60,7 +65,7 @@ pub fn wanted(cells: &[Cell]) -> anyhow::Result<Option<&'static str>> {
 /// The re-executed process runs all of the run's cells, so micro and
 /// command cells of a run that has scale cells run with ASLR off too
 /// (their notes do not say so; docs/benchmarks.md does).
-pub fn reexec_if_wanted(cells: &[Cell]) -> anyhow::Result<()> {
+pub fn reexec_if_wanted<'a>(cells: impl IntoIterator<Item = CellRef<'a>>) -> anyhow::Result<()> {
     let reexecuted = std::env::var_os(MARK).is_some();
     if reexecuted {
         // SAFETY: kbench has started no thread yet (see above), so nothing

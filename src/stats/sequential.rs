@@ -1,4 +1,5 @@
-//! Adaptive stopping: sample a cell until its mean is known precisely
+//! Sequential looks for adaptive stopping (the runner's, `kbench
+//! bisect`'s steps): sample a cell until its mean is known precisely
 //! enough (`--precision 1%`), or, with two variants and `--until-verdict`,
 //! until their comparison is decided either way.
 //!

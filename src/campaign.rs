@@ -17,16 +17,10 @@
 use indexmap::IndexMap;
 use serde::Serialize;
 
-use super::Progress;
 use crate::error::bad_input;
 use crate::plan::{Cell, Plan, SystemNeed};
-use crate::record::CampaignKey;
+use crate::record::{CampaignKey, Progress};
 use crate::store::{CampaignQuery, CampaignRow, StoreRead};
-
-/// Read every probe the plan's `system` factors use: probe key -> reading.
-pub fn read_probes(plan: &Plan) -> IndexMap<String, String> {
-    plan.probes().iter().map(|p| (p.key(), p.read())).collect()
-}
 
 /// What a run of a plan does with campaigns.
 #[derive(Debug, PartialEq)]
@@ -225,7 +219,7 @@ pub fn status(
     plan_arg: &str,
     samples: u32,
 ) -> anyhow::Result<Status> {
-    let readings = read_probes(plan);
+    let readings = plan.read_probes();
     let campaign = find(store, plan)?;
     let edited_since = match &campaign {
         Some(_) => None,
