@@ -470,6 +470,10 @@ fn stream(host: &str, run: &str, cells: usize, rounds: usize) -> String {
 
 /// `kbench --db DB ARGS` to its end: its exit code and its peak RSS in
 /// MB (the child's own, by `wait4`).
+#[allow(
+    clippy::zombie_processes,
+    reason = "the child is reaped by wait4 below, for its rusage"
+)]
 fn peak_mb(dir: &Path, db: &str, args: &[&str]) -> (i32, f64) {
     let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("kbench"))
         .current_dir(dir)
