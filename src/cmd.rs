@@ -1348,30 +1348,27 @@ fn ingest(db: &store::Locator, file: &str) -> anyhow::Result<ExitCode> {
         ))
     };
     let name = if file == "-" { "<stdin>" } else { file };
-    // Read and check the whole stream before storing any of it, so a
-    // malformed file changes nothing.
+    // One transaction, written as the stream is read (memory stays flat
+    // however long it is): a malformed line, or a stream that means
+    // something impossible (a sample before its cell, a cell of a run it
+    // did not begin, a sample the store holds with another value), stores
+    // nothing.
     let mut reader = event::jsonl::Reader::new(input, name);
-    let mut events = Vec::new();
-    while let Some(e) = reader.next_event()? {
-        events.push((reader.line(), e));
-    }
-    // One transaction: a stream that means something impossible (a
-    // sample before its cell, a cell of a run it did not begin, a sample
-    // the store holds with another value) stores nothing.
     let mut st = store::open(db, store::Access::Write)?;
     let mut sink = store::sink::StoreSink::atomic(st.as_mut())?;
     let mut runs = std::collections::BTreeSet::new();
-    for (line, e) in &events {
-        if let event::Event::RunBegun(b) = e {
+    let mut events = 0usize;
+    while let Some(e) = reader.next_event()? {
+        events += 1;
+        if let event::Event::RunBegun(b) = &e {
             runs.insert(b.run.clone());
         }
-        sink.event(e)
-            .map_err(|err| err.context(format!("{name}:{line}")))?;
+        sink.event(&e)
+            .map_err(|err| err.context(format!("{name}:{}", reader.line())))?;
     }
     let added = sink.commit().map_err(|err| err.context(name.to_string()))?;
     eprintln!(
-        "kbench: {} event(s) of {} run(s) read; {added} new sample(s) stored",
-        events.len(),
+        "kbench: {events} event(s) of {} run(s) read; {added} new sample(s) stored",
         runs.len(),
     );
     Ok(ExitCode::SUCCESS)

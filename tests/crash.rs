@@ -399,14 +399,13 @@ fn pg_stored(url: &str) -> (BTreeSet<(String, String, u64)>, i64) {
     (set, dup)
 }
 
-/// the PostgreSQL server dies (SIGKILL, as a crash) in the
-/// middle of a run and comes back. kbench stops the run with one line
-/// saying the connection was lost (no password in it), exit 1, without
-/// reconnecting; after the restart every sample it announced is there,
-/// none twice, the run reads interrupted, and a new run completes the
-/// campaign with exactly the planned counts.
+/// The PostgreSQL server dies (SIGKILL, as a crash) in the middle of a
+/// run and comes back a moment later. kbench says once that it is
+/// reconnecting (no password in it), connects again, re-sends the write
+/// that was in flight and completes the run: every sample it announced is
+/// there, none twice, exactly the planned counts, the run `done`.
 #[test]
-fn a_postgres_server_killed_mid_run_loses_nothing_and_a_rerun_completes() {
+fn a_postgres_server_restarted_mid_run_loses_nothing_and_the_run_completes() {
     use std::io::BufRead;
     let Some(own) = kbench::test_support::pg::own_server("pg_killed") else {
         return;
@@ -448,6 +447,8 @@ fn a_postgres_server_killed_mid_run_loses_nothing_and_a_rerun_completes() {
         out.push('\n');
     }
     own.kill();
+    std::thread::sleep(Duration::from_millis(500));
+    own.restart().unwrap();
     let status = child.wait().unwrap();
     reader.join().unwrap();
     out.extend(rx.try_iter().map(|l| l + "\n"));
@@ -458,21 +459,16 @@ fn a_postgres_server_killed_mid_run_loses_nothing_and_a_rerun_completes() {
         .unwrap()
         .read_to_string(&mut err)
         .unwrap();
-    assert_eq!(status.code(), Some(1), "stderr: {err}");
+    assert_eq!(status.code(), Some(0), "stderr: {err}");
     assert_eq!(err.lines().count(), 1, "one line: {err}");
-    assert!(
-        err.contains("the connection to the server was lost"),
-        "{err}"
-    );
+    assert!(err.contains("reconnecting"), "{err}");
     assert!(!err.contains(&own.server.password), "{err}");
-    own.restart().unwrap();
     let (have, dup) = pg_stored(&url);
     assert_eq!(dup, 0, "a sample stored twice");
     let announced = announced(&out);
-    assert!(announced.len() >= 30 && announced.len() < 3 * 40);
     let missing: Vec<_> = announced.difference(&have).cloned().collect();
     assert!(missing.is_empty(), "announced but not stored: {missing:?}");
-    // The killed kbench's run reads as interrupted, not running.
+    assert_eq!(have.len(), 3 * 40, "every cell's rounds, once");
     let runs = common::json(
         &std::process::Command::new(common::bin())
             .args(["--db", &url, "runs", "--json"])
@@ -487,20 +483,7 @@ fn a_postgres_server_killed_mid_run_loses_nothing_and_a_rerun_completes() {
         .iter()
         .map(|r| r["status"].as_str().unwrap().to_string())
         .collect();
-    assert!(
-        statuses == ["interrupted"] || statuses == ["failed"],
-        "{statuses:?}"
-    );
-    // A new run resumes the campaign: exactly 40 per cell and metric.
-    let out = std::process::Command::new(common::bin())
-        .args(["--db", &url, "run", "-q"])
-        .arg(&plan)
-        .output()
-        .unwrap();
-    common::assert_ok(&out);
-    let (after, dup) = pg_stored(&url);
-    assert_eq!(dup, 0);
-    assert!(have.is_subset(&after));
+    assert_eq!(statuses, ["done"]);
     let v = common::json(
         &std::process::Command::new(common::bin())
             .args(["--db", &url, "report", "pgkill", "--json"])

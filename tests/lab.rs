@@ -468,10 +468,91 @@ fn stream(host: &str, run: &str, cells: usize, rounds: usize) -> String {
     s
 }
 
-/// The README's lab figures: samples per second ingested into PostgreSQL
-/// from two hosts at once (two `kbench ingest` processes, the fleet's
-/// write path), and the time `report` takes over 10^6 samples stored in
-/// PostgreSQL. Measures, so run alone and on purpose:
+/// `kbench --db DB ARGS` to its end: its exit code and its peak RSS in
+/// MB (the child's own, by `wait4`).
+#[allow(
+    clippy::zombie_processes,
+    reason = "the child is reaped by wait4 below, for its rusage"
+)]
+fn peak_mb(dir: &Path, db: &str, args: &[&str]) -> (i32, f64) {
+    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("kbench"))
+        .current_dir(dir)
+        .env_remove("KBENCH_DB")
+        .arg("--db")
+        .arg(db)
+        .args(args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut status = 0;
+    // SAFETY: an all-zero rusage is valid; wait4 fills it for our child.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: waiting for the child spawned above, once.
+    let pid = unsafe { libc::wait4(child.id() as i32, &mut status, 0, &mut usage) };
+    assert_eq!(pid, child.id() as i32);
+    let code = if libc::WIFEXITED(status) {
+        libc::WEXITSTATUS(status)
+    } else {
+        -1
+    };
+    (code, usage.ru_maxrss as f64 / 1024.0)
+}
+
+/// Ingest and `store copy` hold a bounded part of the stream, not all of
+/// it: ten times the samples (2*10^4 -> 2*10^5) into PostgreSQL and into
+/// SQLite, and copied from one into the other, add far less than the
+/// ~55 MB that holding the extra samples took.
+#[test]
+fn ingest_and_copy_memory_stays_flat() {
+    let Some(url) = pg::fresh_db("flat_small") else {
+        return;
+    };
+    let url_big = pg::fresh_db("flat_big").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let mut peak = Vec::new();
+    for (name, rounds, pg_url) in [("small", 1_000, &url), ("big", 10_000, &url_big)] {
+        let f = d.join(format!("{name}.jsonl"));
+        let uuid = "00000000-0000-4000-8000-0000000000aa";
+        std::fs::write(&f, stream(name, uuid, 20, rounds)).unwrap();
+        let f = f.to_str().unwrap();
+        let lite = d.join(format!("{name}.db"));
+        let lite = lite.to_str().unwrap();
+        let (c1, into_pg) = peak_mb(d, pg_url, &["ingest", f]);
+        let (c2, into_lite) = peak_mb(d, lite, &["ingest", f]);
+        let copy_to = d.join(format!("{name}-copy.db"));
+        let copy_to = copy_to.to_str().unwrap();
+        let (c3, copied) = peak_mb(
+            d,
+            lite,
+            &["store", "copy", "--from", pg_url, "--to", copy_to],
+        );
+        assert_eq!((c1, c2, c3), (0, 0, 0), "{name}");
+        for db in [pg_url.as_str(), lite, copy_to] {
+            let (runs, _) = ok(d, db, &["runs", "--json"]);
+            let runs: Value = serde_json::from_str(&runs).unwrap();
+            assert_eq!(runs["runs"][0]["samples"], 20 * rounds as i64, "{db}");
+        }
+        peak.push([into_pg, into_lite, copied]);
+    }
+    for (k, what) in ["ingest into PostgreSQL", "ingest into SQLite", "store copy"]
+        .iter()
+        .enumerate()
+    {
+        let (small, big) = (peak[0][k], peak[1][k]);
+        eprintln!("{what}: peak RSS {small:.1} MB for 2*10^4 samples, {big:.1} MB for 2*10^5");
+        assert!(
+            big < small + 25.0,
+            "{what}: {small:.1} MB for 2*10^4 samples, {big:.1} MB for 2*10^5"
+        );
+    }
+}
+
+/// The lab guide's figures: samples per second ingested into PostgreSQL
+/// from two streams at once (two `kbench ingest` processes) and of one
+/// stream of 10^6 samples, its peak RSS, `store copy` of 10^6 samples,
+/// and the time `report` takes over them from PostgreSQL and SQLite. Measures, so run alone and on purpose:
 /// `KBENCH_PG_FSYNC=on cargo test --release --test lab -- --ignored --nocapture`.
 #[test]
 #[ignore]
@@ -532,37 +613,51 @@ fn lab_throughput() {
         total as f64 / secs
     );
 
-    // 10^6 samples: into SQLite, copied into PostgreSQL, then reported.
+    // 10^6 samples: ingested into PostgreSQL and into SQLite (peak RSS),
+    // copied SQLite -> PostgreSQL, then reported from both, alternating.
     let big = d.join("big.jsonl");
     std::fs::write(
         &big,
         stream("big", "00000000-0000-4000-8000-0000000000ff", 20, 50_000),
     )
     .unwrap();
+    let big = big.to_str().unwrap();
+    let url_ingest = pg::fresh_db("throughput_ingest").unwrap();
+    let t = std::time::Instant::now();
+    let (code, rss) = peak_mb(d, &url_ingest, &["ingest", big]);
+    let secs = t.elapsed().as_secs_f64();
+    assert_eq!(code, 0);
+    eprintln!(
+        "ingest of 10^6 samples into PostgreSQL: {secs:.2} s = {:.0} samples/s, peak RSS {rss:.1} MB",
+        1e6 / secs
+    );
+    assert!(rss < 100.0, "{rss:.1} MB");
     let lite = d.join("big.db");
     let lite = lite.to_str().unwrap();
-    ok(d, lite, &["ingest", big.to_str().unwrap()]);
+    let (code, rss) = peak_mb(d, lite, &["ingest", big]);
+    assert_eq!(code, 0);
+    eprintln!("ingest of 10^6 samples into SQLite: peak RSS {rss:.1} MB");
+    assert!(rss < 100.0, "{rss:.1} MB");
     let url2 = pg::fresh_db("throughput_big").unwrap();
     let t = std::time::Instant::now();
-    ok(d, lite, &["store", "copy", "--from", lite, "--to", &url2]);
+    let (code, rss) = peak_mb(d, lite, &["store", "copy", "--from", lite, "--to", &url2]);
+    assert_eq!(code, 0);
+    let secs = t.elapsed().as_secs_f64();
     eprintln!(
-        "store copy of 10^6 samples SQLite -> PostgreSQL: {:.2} s",
-        t.elapsed().as_secs_f64()
+        "store copy of 10^6 samples SQLite -> PostgreSQL (a transaction per 1000): {secs:.2} s = {:.0} samples/s, peak RSS {rss:.1} MB",
+        1e6 / secs
     );
-    for (name, db) in [("PostgreSQL", url2.as_str()), ("SQLite", lite)] {
-        for json in [false, true] {
+    let mut took = [Vec::new(), Vec::new()];
+    for _ in 0..3 {
+        for (k, db) in [url2.as_str(), lite].into_iter().enumerate() {
             let t = std::time::Instant::now();
-            let mut args = vec!["report", "1"];
-            if json {
-                args.push("--json");
-            }
-            let (out, _) = ok(d, db, &args);
-            let secs = t.elapsed().as_secs_f64();
+            let (out, _) = ok(d, db, &["report", "1"]);
+            took[k].push(t.elapsed().as_secs_f64());
             assert!(out.contains("getppid") || out.contains("c19"), "{out}");
-            eprintln!(
-                "report{} over 10^6 samples in {name}: {secs:.2} s",
-                if json { " --json" } else { "" }
-            );
         }
     }
+    eprintln!(
+        "report over 10^6 samples: PostgreSQL {:.2?} s, SQLite {:.2?} s",
+        took[0], took[1]
+    );
 }

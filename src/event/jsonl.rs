@@ -28,6 +28,35 @@ impl<W: Write> Sink for Writer<W> {
     }
 }
 
+/// Events read on a thread of their own, each sent as it is read (at most
+/// 1024 waiting): the consumer can wait for the next one with a timeout
+/// and act while the stream pauses (commit a batch). The channel closes
+/// at the end of the input, after an error, or when the receiver goes.
+pub fn read_on_thread<R: BufRead + Send + 'static>(
+    input: R,
+    name: String,
+) -> (
+    std::sync::mpsc::Receiver<anyhow::Result<Event>>,
+    std::thread::JoinHandle<()>,
+) {
+    let (tx, rx) = std::sync::mpsc::sync_channel(1024);
+    let reading = std::thread::spawn(move || {
+        let mut reader = Reader::new(input, &name);
+        loop {
+            let next = match reader.next_event() {
+                Ok(Some(e)) => Ok(e),
+                Ok(None) => break,
+                Err(e) => Err(e),
+            };
+            let stop = next.is_err();
+            if tx.send(next).is_err() || stop {
+                break;
+            }
+        }
+    });
+    (rx, reading)
+}
+
 /// Longest line a reader accepts: a run's first event carries the plan
 /// text and the fingerprint, far below this; anything longer is not an
 /// event stream (e.g. `/dev/zero`).

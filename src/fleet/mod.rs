@@ -445,14 +445,30 @@ impl HostCtx<'_> {
         let stdout = std::io::BufReader::new(child.stdout.take().expect("piped"));
         let mut st = store::open(self.o.db, store::Access::Write)
             .map_err(|e| format!("host {}: the coordinator's store: {e:#}", h.name))?;
-        let mut sink = store::sink::StoreSink::new(st.as_mut());
-        let mut reader = event::jsonl::Reader::new(stdout, &format!("host {}", h.name));
+        // Committed in batches: the host's own store keeps every sample
+        // of a batch a crash here loses.
+        let mut sink = store::sink::StoreSink::batched(st.as_mut());
+        let (events, reading) = event::jsonl::read_on_thread(stdout, format!("host {}", h.name));
         let (mut begun, mut ended) = (false, false);
         let mut failures: Vec<String> = Vec::new();
         let mut broken: Option<String> = None;
+        let stored = |e: anyhow::Error| format!("host {}: storing its results: {e:#}", h.name);
         loop {
-            match reader.next_event() {
-                Ok(Some(mut e)) => {
+            let next = match events.recv_timeout(store::BATCH_AGE) {
+                Ok(next) => next,
+                // The host is between samples: commit what waits.
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => match sink.flush() {
+                    Ok(()) => continue,
+                    Err(e) => {
+                        let _ = child.kill();
+                        broken = Some(stored(e));
+                        break;
+                    }
+                },
+                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
+            };
+            match next {
+                Ok(mut e) => {
                     match &mut e {
                         Event::RunBegun(b) => {
                             b.host = h.name.clone();
@@ -470,11 +486,10 @@ impl HostCtx<'_> {
                         // The coordinator's store failed: stop this host
                         // (its own store keeps measuring results).
                         let _ = child.kill();
-                        broken = Some(format!("host {}: storing its results: {e:#}", h.name));
+                        broken = Some(stored(e));
                         break;
                     }
                 }
-                Ok(None) => break,
                 Err(e) => {
                     // A line cut off by a broken connection.
                     broken = Some(format!("host {}: {e:#}", h.name));
@@ -483,7 +498,13 @@ impl HostCtx<'_> {
                 }
             }
         }
+        if let Err(e) = sink.flush() {
+            let _ = child.kill();
+            broken.get_or_insert(stored(e));
+        }
+        drop(events);
         let status = child.wait().map_err(|e| format!("host {}: {e}", h.name))?;
+        let _ = reading.join();
         drop(tracked);
         let stderr = errs.join().unwrap_or_default();
         if !ended {

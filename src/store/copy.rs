@@ -5,7 +5,7 @@
 //! sample cell/metric/round/seq, failure seq), so copying twice, or
 //! copying a run that is partly there already, adds only what is missing.
 
-use super::{CampaignQuery, NewRun, Scope, StoreRead, StoreWrite};
+use super::{BATCH, CampaignQuery, NewRun, Scope, StoreRead, StoreWrite};
 use crate::record::{CampaignKey, RunStatus};
 
 /// What one copy added.
@@ -18,9 +18,6 @@ pub struct Copied {
     /// Samples that were not in the destination yet.
     pub samples: usize,
 }
-
-/// Samples written per statement.
-const BATCH: usize = 5000;
 
 /// Copy every run of `from` (only the runs of these campaigns, by id, when
 /// `campaigns` is not empty: `select::campaigns` resolves names) into `to`.
@@ -123,7 +120,7 @@ pub fn copy_filtered(
         }
         let cell_ids = copy_cells(from, to, run, run_id, relabel, keep, &mut done)?;
         for f in from.failures(Scope::Run(run.id))? {
-            let Some(&cell_id) = cell_ids.get(&f.cell_id) else {
+            let Some(&(cell_id, _)) = cell_ids.get(&f.cell_id) else {
                 continue;
             };
             to.add_failure(&super::FailureRec {
@@ -155,7 +152,7 @@ pub fn copy_filtered(
 }
 
 /// Copy one run's cells (as `run_id` in `to`), their profiles and the
-/// samples `keep` accepts; the new cell id of each old one.
+/// samples `keep` accepts; the new cell id and key of each old one.
 fn copy_cells(
     from: &dyn StoreRead,
     to: &mut dyn StoreWrite,
@@ -164,36 +161,40 @@ fn copy_cells(
     relabel: &dyn Fn(&mut String, Option<&mut crate::record::CellInfo>),
     keep: &mut dyn FnMut(&str, &str, &super::SampleRec) -> bool,
     done: &mut Copied,
-) -> anyhow::Result<std::collections::HashMap<i64, i64>> {
+) -> anyhow::Result<std::collections::HashMap<i64, (i64, String)>> {
+    // Source cell id -> (destination id, key).
     let mut cell_ids = std::collections::HashMap::new();
-    for (mut cell, samples) in from.cells(Scope::Run(run.id))? {
+    for mut cell in from.cell_recs(Scope::Run(run.id))? {
         relabel(&mut String::new(), Some(&mut cell.info));
         let id = to.add_cell(run_id, &cell.info)?;
-        cell_ids.insert(cell.id, id);
         if cell.placement.is_some() || !cell.notes.is_empty() {
             to.update_cell(id, cell.placement.as_deref(), &cell.notes)?;
         }
         if let Some(s) = cell.status {
             to.finish_cell(id, s)?;
         }
-        let samples: Vec<_> = samples
-            .into_iter()
-            .filter(|s| keep(&run.uuid, &cell.info.key, s))
-            .collect();
         for p in from.profiles(cell.id)? {
             to.add_profile(&super::ProfileRec { cell_id: id, ..p })?;
         }
-        for chunk in samples.chunks(BATCH) {
-            let mapped: Vec<_> = chunk
-                .iter()
-                .map(|s| super::SampleRec {
-                    cell_id: id,
-                    ..s.clone()
-                })
-                .collect();
-            done.samples += to.add_samples(run_id, &mapped)?;
-        }
+        cell_ids.insert(cell.id, (id, cell.info.key));
     }
+    // The samples streamed through one batch: memory stays flat
+    // however many the run holds.
+    let mut batch = Vec::with_capacity(BATCH);
+    from.each_sample(Scope::Run(run.id), &mut |s| {
+        let Some((id, key)) = cell_ids.get(&s.cell_id) else {
+            return Ok(());
+        };
+        if keep(&run.uuid, key, &s) {
+            batch.push(super::SampleRec { cell_id: *id, ..s });
+        }
+        if batch.len() >= BATCH {
+            done.samples += to.add_samples(run_id, &batch)?;
+            batch.clear();
+        }
+        Ok(())
+    })?;
+    done.samples += to.add_samples(run_id, &batch)?;
     Ok(cell_ids)
 }
 

@@ -9,8 +9,11 @@
 //! [`sink::StoreSink`]. SQLite is the default backend; a PostgreSQL one is
 //! one more file implementing the same two traits.
 //!
-//! Every sample is committed as soon as it is written, so a run killed at
-//! any point keeps everything it measured.
+//! A run's own samples are committed as soon as they are written, so a
+//! run killed at any point keeps everything it measured; a stream from
+//! elsewhere (a fleet host) is committed in batches of up to [`BATCH`]
+//! samples or [`BATCH_AGE`] ([`sink::StoreSink::batched`]): a crash loses
+//! at most the batch, which the stream's source still holds.
 
 pub mod copy;
 pub mod locator;
@@ -22,6 +25,13 @@ mod sql;
 pub mod sqlite;
 
 pub use locator::Locator;
+
+/// The most samples written in one statement (and, for a batched stream,
+/// one transaction): a million samples cost a thousand round trips.
+pub const BATCH: usize = 1000;
+
+/// The longest a batched stream's sample waits for its commit.
+pub const BATCH_AGE: std::time::Duration = std::time::Duration::from_millis(100);
 
 use indexmap::IndexMap;
 use serde::Serialize;
@@ -241,6 +251,23 @@ pub trait StoreRead {
     fn campaigns(&self, q: CampaignQuery<'_>) -> anyhow::Result<Vec<CampaignRow>>;
     /// Cells with their samples, in insertion order.
     fn cells(&self, scope: Scope) -> anyhow::Result<Vec<StoredCell>>;
+    /// The cells of `scope` without their samples, in insertion order.
+    fn cell_recs(&self, scope: Scope) -> anyhow::Result<Vec<CellRec>> {
+        Ok(self.cells(scope)?.into_iter().map(|(c, _)| c).collect())
+    }
+    /// Each sample of `scope` passed to `f` as it is read, none held
+    /// after (`store copy` of 10^6 samples in bounded memory); each
+    /// cell's samples in the order they were taken.
+    fn each_sample(
+        &self,
+        scope: Scope,
+        f: &mut dyn FnMut(SampleRec) -> anyhow::Result<()>,
+    ) -> anyhow::Result<()> {
+        for (_, samples) in self.cells(scope)? {
+            samples.into_iter().try_for_each(&mut *f)?;
+        }
+        Ok(())
+    }
     fn failures(&self, scope: Scope) -> anyhow::Result<Vec<FailureRec>>;
     /// Samples per cell key, system state and host of a campaign, counted
     /// by the backend without loading samples.

@@ -4,8 +4,9 @@
 //! ingest` and the fleet coordinator all write through this one path.
 
 use std::collections::HashMap;
+use std::time::Instant;
 
-use super::{FailureRec, NewRun, SampleRec, StoreWrite};
+use super::{BATCH, BATCH_AGE, FailureRec, NewRun, SampleRec, StoreWrite};
 use crate::error::bad_input;
 use crate::event::{Event, Sink};
 use crate::record::Metric;
@@ -27,21 +28,20 @@ pub struct StoreSink<'a> {
     runs: HashMap<String, RunIds>,
     /// Samples written that were not in the store yet.
     pub added: usize,
-    /// In one transaction ([`StoreSink::atomic`]): samples wait here, of
-    /// one run, and are written a batch at a time.
+    /// Batched or atomic: samples wait here, of one run, and are written
+    /// a batch at a time.
     batch: Option<Batch>,
+    /// Every write in one transaction, until [`StoreSink::commit`].
+    atomic: bool,
 }
 
 #[derive(Default)]
 struct Batch {
     run_id: i64,
     samples: Vec<SampleRec>,
+    /// When its first sample came.
+    since: Option<Instant>,
 }
-
-/// Samples written at once in a transaction: big enough that a million
-/// samples cost a hundred statements on PostgreSQL, small enough to keep
-/// memory flat.
-const BATCH: usize = 8192;
 
 impl<'a> StoreSink<'a> {
     /// Each event written as it comes, each write committed at once (a
@@ -52,7 +52,20 @@ impl<'a> StoreSink<'a> {
             runs: HashMap::new(),
             added: 0,
             batch: None,
+            atomic: false,
         }
+    }
+
+    /// Samples committed in transactions of up to [`BATCH`] samples or
+    /// [`BATCH_AGE`], anything else at once (after the samples before it):
+    /// for a stream whose source keeps its own copy (a fleet host), so a
+    /// crash loses at most one batch it can send again. The caller calls
+    /// [`StoreSink::flush`] when the stream pauses, and before it drops
+    /// the sink.
+    pub fn batched(store: &'a mut dyn StoreWrite) -> StoreSink<'a> {
+        let mut s = StoreSink::new(store);
+        s.batch = Some(Batch::default());
+        s
     }
 
     /// Every event in one transaction, stored by [`StoreSink::commit`]:
@@ -60,8 +73,8 @@ impl<'a> StoreSink<'a> {
     /// (an error, an interruption or a kill leaves the store as it was).
     pub fn atomic(store: &'a mut dyn StoreWrite) -> anyhow::Result<StoreSink<'a>> {
         store.begin()?;
-        let mut s = StoreSink::new(store);
-        s.batch = Some(Batch::default());
+        let mut s = StoreSink::batched(store);
+        s.atomic = true;
         Ok(s)
     }
 
@@ -69,6 +82,7 @@ impl<'a> StoreSink<'a> {
     pub fn commit(mut self) -> anyhow::Result<usize> {
         self.flush()?;
         self.batch = None;
+        self.atomic = false;
         self.store.commit()?;
         Ok(self.added)
     }
@@ -83,8 +97,8 @@ impl<'a> StoreSink<'a> {
         self.store.run_id(uuid)
     }
 
-    /// Write the waiting samples; a conflict names the cell and run.
-    fn flush(&mut self) -> anyhow::Result<()> {
+    /// Write the waiting samples now; a conflict names the cell and run.
+    pub fn flush(&mut self) -> anyhow::Result<()> {
         let Some(b) = &mut self.batch else {
             return Ok(());
         };
@@ -93,6 +107,7 @@ impl<'a> StoreSink<'a> {
         }
         let samples = std::mem::take(&mut b.samples);
         let run_id = b.run_id;
+        b.since = None;
         match self.store.add_samples(run_id, &samples) {
             Ok(n) => {
                 self.added += n;
@@ -128,6 +143,7 @@ impl<'a> StoreSink<'a> {
     /// failed, or its stream broke off) as ended with `status`, so no run
     /// stays `running` in the store.
     pub fn close_open_runs(&mut self, status: crate::record::RunStatus) -> anyhow::Result<()> {
+        self.flush()?;
         for run in self.runs.values_mut().filter(|r| !r.ended) {
             self.store
                 .finish_run(run.id, crate::ids::unix_now(), status)?;
@@ -153,10 +169,14 @@ impl<'a> StoreSink<'a> {
 }
 
 impl Drop for StoreSink<'_> {
-    /// An atomic sink dropped before its commit stores nothing.
+    /// An atomic sink dropped before its commit stores nothing; a batched
+    /// one writes what waits (errors were the caller's to see by
+    /// [`StoreSink::flush`]).
     fn drop(&mut self) {
-        if self.batch.is_some() {
+        if self.atomic {
             let _ = self.store.rollback();
+        } else {
+            let _ = self.flush();
         }
     }
 }
@@ -234,9 +254,15 @@ impl Sink for StoreSink<'_> {
                         if b.run_id != run_id || b.samples.len() >= BATCH {
                             self.flush()?;
                         }
-                        let b = self.batch.as_mut().expect("atomic");
+                        let b = self.batch.as_mut().expect("batched");
                         b.run_id = run_id;
                         b.samples.extend(recs);
+                        let since = *b.since.get_or_insert_with(Instant::now);
+                        if !self.atomic
+                            && (b.samples.len() >= BATCH || since.elapsed() >= BATCH_AGE)
+                        {
+                            self.flush()?;
+                        }
                     }
                     None => {
                         let n = self
@@ -293,5 +319,77 @@ impl Sink for StoreSink<'_> {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::{Access, StoreRead, sqlite::SqliteStore};
+
+    const RUN: &str = "00000000-0000-4000-8000-000000000001";
+
+    fn event(line: &str) -> Event {
+        let mut r = crate::event::jsonl::Reader::new(line.as_bytes(), "test");
+        r.next_event().unwrap().unwrap()
+    }
+
+    fn sample(round: usize) -> Event {
+        event(&format!(
+            r#"{{"event":"sample","run":"{RUN}","cell":"c","round":{round},"t":1.5,"values":[["ns/op",{round}.5]]}}"#
+        ))
+    }
+
+    /// Samples stored so far, read through a second connection.
+    fn stored(path: &std::path::Path) -> i64 {
+        let st = SqliteStore::open(path, Access::Read).unwrap();
+        st.runs(None).unwrap().iter().map(|r| r.samples).sum()
+    }
+
+    /// A batched sink commits a batch when it is full or its oldest sample
+    /// has waited long enough, and whatever waits on `flush`, on any other
+    /// event and when dropped.
+    #[test]
+    fn a_batched_sink_commits_full_or_aged_batches() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.db");
+        let mut st = SqliteStore::open(&path, Access::Write).unwrap();
+        let mut sink = StoreSink::batched(&mut st);
+        sink.event(&event(&format!(
+            r#"{{"event":"run_begun","schema":1,"run":"{RUN}","campaign":null,"host":"h","started":1.0,"fingerprint":{{"hostname":"h"}},"config":{{"version":2,"plan":"p","samples":3000,"sample_time":0.1,"warmup":0,"seed":1,"stop":null,"force":false,"argv":[]}},"overhead_ns":0.3,"planned_cells":1,"planned_samples":3000}}"#
+        )))
+        .unwrap();
+        sink.event(&event(&format!(
+            r#"{{"event":"cell_prepared","run":"{RUN}","cell":{{"key":"c","bench":"getppid","source":"getppid","kind":"micro","params":{{}},"factors":{{}},"label_params":[],"metrics":[{{"name":"ns/op","unit":"ns","direction":"lower"}}],"readings":{{}}}}}}"#
+        )))
+        .unwrap();
+        let t = Instant::now();
+        for r in 0..BATCH - 1 {
+            sink.event(&sample(r)).unwrap();
+        }
+        // (Unless this machine took longer than a batch's age for it.)
+        let quick = t.elapsed() < BATCH_AGE;
+        if quick {
+            assert_eq!(stored(&path), 0, "a batch waits until it is full");
+        }
+        sink.event(&sample(BATCH - 1)).unwrap();
+        if quick {
+            assert_eq!(stored(&path), BATCH as i64);
+        }
+        sink.flush().unwrap();
+        sink.event(&sample(BATCH)).unwrap();
+        std::thread::sleep(BATCH_AGE + BATCH_AGE / 2);
+        sink.event(&sample(BATCH + 1)).unwrap();
+        assert_eq!(stored(&path), BATCH as i64 + 2, "an aged batch is written");
+        sink.event(&sample(BATCH + 2)).unwrap();
+        sink.flush().unwrap();
+        assert_eq!(stored(&path), BATCH as i64 + 3);
+        sink.event(&sample(BATCH + 3)).unwrap();
+        drop(sink);
+        assert_eq!(
+            stored(&path),
+            BATCH as i64 + 4,
+            "dropping writes what waits"
+        );
     }
 }

@@ -296,6 +296,21 @@ pub fn sample_rec(r: &impl Row, names: &mut Names) -> anyhow::Result<SampleRec> 
     })
 }
 
+/// A scope's cells with their samples, read by the backend's
+/// [`super::StoreRead::cell_recs`] and [`super::StoreRead::each_sample`].
+pub fn cells_with_samples(
+    st: &dyn super::StoreRead,
+    scope: Scope,
+) -> anyhow::Result<Vec<super::StoredCell>> {
+    let cells = st.cell_recs(scope)?;
+    let mut buckets = Buckets::default();
+    st.each_sample(scope, &mut |s| {
+        buckets.push(s);
+        Ok(())
+    })?;
+    Ok(buckets.attach(cells))
+}
+
 /// Cells with their samples, bucketed by cell as rows arrive (in cell,
 /// insertion order, as both backends' queries return them), so a scope's samples are held
 /// once (a collected row list first, then the buckets, held 10^6 samples

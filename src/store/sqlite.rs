@@ -803,28 +803,32 @@ impl StoreRead for SqliteStore {
     }
 
     fn cells(&self, scope: Scope) -> anyhow::Result<Vec<StoredCell>> {
+        sql::cells_with_samples(self, scope)
+    }
+
+    fn cell_recs(&self, scope: Scope) -> anyhow::Result<Vec<super::CellRec>> {
         let (cond, arg) = sql::scope_sql(scope, "c");
-        let cells = self
-            .rows(&sql::cells_sql(&cond), [arg], |r| sql::cell_rec(r))
-            .context("reading cells")?;
-        // The scope's samples in the table's own order (index samples_run
-        // yields each run's rows by rowid, so no sort), which `attach`
-        // buckets by cell keeping each cell's rows in id order. Driving
-        // the read from the cells instead visits every page once per cell
-        // (a round writes one sample of each cell): 10^6 samples of 20
-        // cells read 20x the table, and `report` took 2-3x longer.
+        self.rows(&sql::cells_sql(&cond), [arg], |r| sql::cell_rec(r))
+            .context("reading cells")
+    }
+
+    /// The scope's samples in the table's own order (index samples_run
+    /// yields each run's rows by rowid, so no sort), each cell's rows in id
+    /// order. Driving the read from the cells instead visits every page
+    /// once per cell (a round writes one sample of each cell): 10^6 samples
+    /// of 20 cells read 20x the table, and `report` took 2-3x longer.
+    fn each_sample(
+        &self,
+        scope: Scope,
+        f: &mut dyn FnMut(SampleRec) -> anyhow::Result<()>,
+    ) -> anyhow::Result<()> {
         let (cond, arg) = sql::scope_sql(scope, "s");
         let mut names = sql::Names::default();
-        let mut buckets = sql::Buckets::default();
         self.each_row(
             &format!("SELECT {SAMPLE_COLUMNS} FROM samples s WHERE {cond} ORDER BY s.run_id, s.id"),
             [arg],
-            |r| {
-                buckets.push(sql::sample_rec(r, &mut names)?);
-                Ok(())
-            },
-        )?;
-        Ok(buckets.attach(cells))
+            |r| f(sql::sample_rec(r, &mut names)?),
+        )
     }
 
     fn failures(&self, scope: Scope) -> anyhow::Result<Vec<FailureRec>> {
