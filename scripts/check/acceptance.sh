@@ -12,6 +12,7 @@
 # the factor `side` (`kbench check --against side=base`), paired by round.
 # MODE `stored`: a baseline of 10 runs (label branch=main) measured first,
 # then each check runs 3 candidate runs and compares them with it.
+# SLOWER and FASTER (environment) override the candidate's iterations.
 #   scripts/check/acceptance.sh DIR [ROUNDS] [SAMPLES] [CPU] [MODE]
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -71,8 +72,8 @@ check() { # KIND ITERATIONS
 }
 for i in $(seq "$rounds"); do
 	check aa 40000
-	check slower 44000
+	check slower "${SLOWER:-44000}"
 	check aa 40000
-	check faster 36364
+	check faster "${FASTER:-36364}"
 done
 echo "end: $(uptime)"
