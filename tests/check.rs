@@ -557,13 +557,14 @@ fn against_a_command_measures_both_in_one_run() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     std::fs::write(d.join("old.sh"), "sleep 0.02\n").unwrap();
-    std::fs::write(d.join("new.sh"), "sleep 0.04\n").unwrap();
+    std::fs::write(d.join("new.sh"), "sleep 0.08\n").unwrap();
     let (old, new) = (
         format!("sh {}/old.sh", d.display()),
         format!("sh {}/new.sh", d.display()),
     );
     let args = [&new[..], "--against-command", &old, "--threshold", "10%"];
-    let (code, out, err) = check_in(d, &[&args[..], &RUN[..]].concat());
+    let run = ["--metric", "real", "--samples", "10", "--warmup", "1"];
+    let (code, out, err) = check_in(d, &[&args[..], &run[..]].concat());
     assert_eq!(code, 1, "{out}{err}");
     assert!(out.starts_with(&format!("REGRESSION {new} real")), "{out}");
     assert!(
