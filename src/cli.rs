@@ -193,10 +193,12 @@ pub enum Command {
         #[arg(long, value_enum, value_name = "FORMAT")]
         format: Option<crate::report::Format>,
     },
-    /// A regression gate for CI: run the candidate (or take stored runs
-    /// with --candidate), compare it with a baseline chosen from the store
-    /// by its labels (--baseline branch=main), and exit 0 pass, 1
-    /// regression, 2 bad input, 3 inconclusive. A cell regresses only when
+    /// A regression gate for CI: run the candidate and its baseline
+    /// interleaved in one run (--against FACTOR=VALUE for a plan's level,
+    /// --against-command OLD for commands), or compare the candidate with
+    /// a baseline from the store (--baseline branch=main, a hint), and
+    /// exit 0 pass, 1 regression, 2 bad input, 3 inconclusive. A cell
+    /// regresses only when
     /// the whole Holm-adjusted interval of its change lies past
     /// --threshold on the worse side; it is unclear when the interval
     /// reaches past the threshold or a level of variation is not measured
@@ -390,10 +392,26 @@ impl std::ops::Deref for RunArgs {
 pub struct CheckArgs {
     #[command(flatten)]
     pub run: MeasureArgs,
-    /// The baseline: labels its runs carry (`branch=main`, `k=v,...`) for
-    /// the latest finished runs with them on this host, or a run id.
-    #[arg(long, value_name = "SELECTOR")]
-    pub baseline: String,
+    /// The baseline measured in the same run as the candidate, the two
+    /// interleaved in rounds and compared paired by round (the recommended
+    /// gate): FACTOR=VALUE names the plan's factor (or swept parameter)
+    /// level that is the baseline; each other level is a candidate, checked
+    /// against the baseline cell equal in everything else.
+    #[arg(long, value_name = "FACTOR=VALUE",
+          conflicts_with_all = ["baseline", "baseline_history", "against_command"])]
+    pub against: Option<String>,
+    /// The baseline as a command, measured in the same run as the
+    /// candidate command(s), interleaved in rounds and paired by round.
+    #[arg(long, value_name = "CMD",
+          conflicts_with_all = ["baseline", "baseline_history", "candidate"])]
+    pub against_command: Option<String>,
+    /// The baseline from the store (a hint: it was measured at another
+    /// time, whose drift reads as a change): labels its runs carry
+    /// (`branch=main`, `k=v,...`) for the latest finished runs with them
+    /// on this host, or a run id.
+    #[arg(long, value_name = "SELECTOR",
+          required_unless_present_any = ["against", "against_command"])]
+    pub baseline: Option<String>,
     /// Use the last N comparable baseline runs, so run-to-run variation
     /// is measured from the history (one run a side cannot measure it)
     /// [default: 1].
@@ -401,7 +419,8 @@ pub struct CheckArgs {
           value_parser = clap::value_parser!(u32).range(1..=100))]
     pub baseline_history: u32,
     /// Compare stored runs instead of running: a run id, or labels for
-    /// the latest finished run with them on this host.
+    /// the latest finished run with them on this host (with --against:
+    /// the run that holds both levels).
     #[arg(long, value_name = "SELECTOR")]
     pub candidate: Option<String>,
     /// The change a regression must exceed with its whole interval.
@@ -428,8 +447,9 @@ pub struct CheckArgs {
     /// Measure the candidate twice with nothing changed (A/A), check each
     /// against the baseline, and print per benchmark and metric the
     /// smallest threshold at which at most 5% of checks of identical code
-    /// fail or end inconclusive (the runs are stored).
-    #[arg(long, conflicts_with_all = ["candidate", "format", "expect"])]
+    /// fail or end inconclusive (the runs are stored). With --against,
+    /// the plan is measured twice, its levels holding identical code.
+    #[arg(long, conflicts_with_all = ["candidate", "format", "expect", "against_command"])]
     pub calibrate: bool,
 }
 

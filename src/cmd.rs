@@ -672,38 +672,40 @@ fn check(a: crate::cli::CheckArgs, db: &store::Locator) -> anyhow::Result<ExitCo
         _ => None,
     };
     let host = campaign::this_host();
-    let history = a.baseline_history as usize;
-    // A baseline that names nothing is refused before anything runs.
-    crate::check::baseline_runs(
-        &*store::open(db, store::Access::Read)?,
-        &a.baseline,
-        &host,
-        i64::MAX,
-        history,
-    )?;
+    let against = match (&a.against, &a.against_command) {
+        (Some(s), _) => Some(crate::check::Against::parse(s)?),
+        (None, Some(c)) => Some(crate::check::Against::Command(c.clone())),
+        (None, None) => None,
+    };
     let o = crate::check::Options {
         threshold,
-        baseline: a.baseline.clone(),
+        baseline: match (&a.baseline, &against) {
+            (Some(b), _) => b.clone(),
+            (None, Some(x)) => x.describe(),
+            (None, None) => String::new(),
+        },
         expect_better,
         expect,
         confidence: a.confidence,
         gate,
     };
+    if let Some(against) = against {
+        return check_against(&a, &o, &against, db, &host);
+    }
+    let history = a.baseline_history as usize;
+    // A baseline that names nothing is refused before anything runs.
+    crate::check::baseline_runs(
+        &*store::open(db, store::Access::Read)?,
+        &o.baseline,
+        &host,
+        i64::MAX,
+        history,
+    )?;
     if a.calibrate {
         return calibrate(&a, &o, db, &host);
     }
     let candidate = match &a.candidate {
-        Some(sel) => {
-            if !a.run.specs.is_empty() {
-                return Err(bad_input!(
-                    "--candidate {sel} names stored runs: give no benchmarks or plan to run"
-                ));
-            }
-            let st = store::open(db, store::Access::Read)?;
-            crate::check::baseline_runs(&*st, sel, &host, i64::MAX, 1).map_err(|e| {
-                bad_input!("{}", format!("{e:#}").replace("--baseline", "--candidate"))
-            })?
-        }
+        Some(sel) => stored_candidate(&a, db, sel, &host)?,
         None => match measure_candidate(&a.run, db, &host)? {
             Some(runs) => runs,
             None => return Ok(ExitCode::from(3)),
@@ -711,15 +713,94 @@ fn check(a: crate::cli::CheckArgs, db: &store::Locator) -> anyhow::Result<ExitCo
     };
     let st = store::open(db, store::Access::Read)?;
     let first = candidate.first().map_or(i64::MAX, |r| r.id);
-    let baseline = crate::check::baseline_runs(&*st, &a.baseline, &host, first, history)?;
+    let baseline = crate::check::baseline_runs(&*st, &o.baseline, &host, first, history)?;
     let c = crate::check::check(&*st, &baseline, &candidate, &o)?;
+    check_output(&a, &c)
+}
+
+/// The stored runs `--candidate SELECTOR` names (no benchmark may be
+/// given beside it).
+fn stored_candidate(
+    a: &crate::cli::CheckArgs,
+    db: &store::Locator,
+    sel: &str,
+    host: &str,
+) -> anyhow::Result<Vec<store::RunRow>> {
+    if !a.run.specs.is_empty() {
+        return Err(bad_input!(
+            "--candidate {sel} names stored runs: give no benchmarks or plan to run"
+        ));
+    }
+    let st = store::open(db, store::Access::Read)?;
+    crate::check::baseline_runs(&*st, sel, host, i64::MAX, 1)
+        .map_err(|e| bad_input!("{}", format!("{e:#}").replace("--baseline", "--candidate")))
+}
+
+/// `kbench check --against`: the baseline and the candidate measured
+/// interleaved in one run (or a stored run holding both), then judged.
+fn check_against(
+    a: &crate::cli::CheckArgs,
+    o: &crate::check::Options,
+    against: &crate::check::Against,
+    db: &store::Locator,
+    host: &str,
+) -> anyhow::Result<ExitCode> {
+    use crate::check::Against;
+    let mut m = a.run.clone();
+    match against {
+        _ if a.candidate.is_some() => {}
+        Against::Command(old) if m.specs.is_empty() => {
+            return Err(bad_input!(
+                "--against-command '{old}': give the candidate command(s) to run beside it"
+            ));
+        }
+        Against::Command(old) => m.specs.insert(0, old.clone()),
+        Against::Level { .. } => {
+            let commands = crate::spec::CommandOptions::of(&m)?;
+            let plan = crate::spec::plan(&m.specs, &commands)?;
+            crate::check::interleaved::validate_plan(&plan, against)?;
+        }
+    }
+    if a.calibrate {
+        // A/A: the levels hold identical code; measured twice.
+        let mut measured = Vec::new();
+        for _ in 0..2 {
+            match measure_candidate(&m, db, host)? {
+                Some(runs) => measured.push(runs),
+                None => return Ok(ExitCode::from(3)),
+            }
+        }
+        let st = store::open(db, store::Access::Read)?;
+        let rows = crate::check::calibrate::calibrate_interleaved(&*st, &measured, against, o)?;
+        let design = format!("`{}` interleaved with the candidate", against.describe());
+        out(&crate::check::calibrate::text(&rows, &design))?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let runs = match &a.candidate {
+        Some(sel) => stored_candidate(a, db, sel, host)?,
+        None => match measure_candidate(&m, db, host)? {
+            Some(runs) => runs,
+            None => return Ok(ExitCode::from(3)),
+        },
+    };
+    let st = store::open(db, store::Access::Read)?;
+    let c = crate::check::check_interleaved(&*st, &runs, against, o)?;
+    check_output(a, &c)
+}
+
+/// Print a check in its format (and to GITHUB_STEP_SUMMARY), and the exit
+/// status of its outcome.
+fn check_output(
+    a: &crate::cli::CheckArgs,
+    c: &crate::report::check::Check,
+) -> anyhow::Result<ExitCode> {
     use crate::cli::CheckFormat;
-    let doc = Document::Check(&c);
+    let doc = Document::Check(c);
     match a.format {
         CheckFormat::Text => out(&report::render(&doc, Format::Text)?)?,
         CheckFormat::Json => out(&report::render(&doc, Format::Json)?)?,
         CheckFormat::Markdown => out(&report::render(&doc, Format::Markdown)?)?,
-        CheckFormat::Junit => out(&report::check::junit(&c))?,
+        CheckFormat::Junit => out(&report::check::junit(c))?,
     }
     // GitHub Actions shows this file on the run's page.
     if let Some(path) = std::env::var_os("GITHUB_STEP_SUMMARY").filter(|p| !p.is_empty()) {
@@ -792,13 +873,14 @@ fn calibrate(
         let st = store::open(db, store::Access::Read)?;
         let first = candidate.first().map_or(i64::MAX, |r| r.id);
         let history = a.baseline_history as usize;
-        let baseline = crate::check::baseline_runs(&*st, &a.baseline, host, first, history)?;
+        let baseline = crate::check::baseline_runs(&*st, &o.baseline, host, first, history)?;
         pairs.push((baseline, candidate));
     }
     let st = store::open(db, store::Access::Read)?;
     let rows = crate::check::calibrate::calibrate(&*st, &pairs, o)?;
     let (nb, nc) = (pairs[1].0.len(), pairs[1].1.len());
-    out(&crate::check::calibrate::text(&rows, nb, nc))?;
+    let design = format!("{nb} baseline run(s) against {nc} candidate run(s)");
+    out(&crate::check::calibrate::text(&rows, &design))?;
     Ok(ExitCode::SUCCESS)
 }
 

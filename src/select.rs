@@ -119,7 +119,7 @@ pub fn resolve(st: &dyn StoreRead, spec: &str) -> anyhow::Result<Operand> {
 }
 
 /// A cell's value for a factor or parameter, as the user writes it.
-fn value_of(c: &crate::record::CellInfo, key: &str) -> Option<String> {
+pub(crate) fn value_of(c: &crate::record::CellInfo, key: &str) -> Option<String> {
     c.factors
         .get(key)
         .cloned()

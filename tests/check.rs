@@ -96,6 +96,8 @@ fn a_gate_passes_the_same_code_fails_a_slower_one_and_says_its_level() {
         "{out}"
     );
     assert!(out.contains("run-to-run variation measured"), "{out}");
+    // A baseline from other runs: its verdict is a hint, in one line.
+    assert_eq!(out.matches("hint only").count(), 1, "{out}");
     assert!(out.contains("candidate run(s)"), "{out}");
 
     // Five times as slow: a regression, named first; as JSON too.
@@ -435,4 +437,168 @@ fn calibrate_prints_the_threshold_identical_code_passes() {
         &[&base[..], &["--calibrate", "--candidate", "1"]].concat(),
     );
     assert_eq!(code, 2, "{err}");
+}
+
+/// A plan whose factor `side` sets SIDE for a command sleeping as long as
+/// `DIR/SIDE.t` says: the two levels measured interleaved in one run.
+fn sides(dir: &Path, base: &str, new: &str) -> String {
+    std::fs::write(dir.join("base.t"), base).unwrap();
+    std::fs::write(dir.join("new.t"), new).unwrap();
+    let sh = dir.join("side.sh");
+    std::fs::write(&sh, format!("sleep $(cat {}/$SIDE.t)\n", dir.display())).unwrap();
+    let text = format!(
+        r#"name = "sides"
+samples = 8
+warmup = 1
+
+[factors]
+side = {{ apply = "env", var = "SIDE", values = ["base", "new"] }}
+
+[[bench]]
+name = "nap"
+command = ["sh", "{}"]
+measure = ["real"]
+"#,
+        sh.display()
+    );
+    common::plan(dir, "sides.toml", &text).display().to_string()
+}
+
+fn check_in(dir: &Path, args: &[&str]) -> (i32, String, String) {
+    let _g = common::serial();
+    let out = kbench(dir)
+        .current_dir(dir)
+        .arg("check")
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into(),
+        String::from_utf8_lossy(&out.stderr).into(),
+    )
+}
+
+/// `--against`: the baseline level measured in the same run, paired by
+/// round. Identical levels never fail; a level three times as slow fails,
+/// named first; a stored run holding both levels is judged alike; a level
+/// or factor the plan lacks is refused before anything runs.
+#[test]
+fn against_a_level_of_the_same_run_passes_identical_code_and_fails_a_slower_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let plan = sides(d, "0.02", "0.02");
+    for (bad, says) in [
+        ("sid=base", "no factor or swept parameter `sid`"),
+        ("side=old", "`side` has no level `old` (levels: base, new)"),
+        ("side", "expected FACTOR=VALUE"),
+    ] {
+        let (code, out, err) = check_in(d, &[&plan, "--against", bad]);
+        assert_eq!(code, 2, "{bad}: {out}{err}");
+        assert!(err.contains(says), "{bad}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
+    }
+    // Refused before anything ran: no store was even made.
+    assert!(!common::db(d).exists());
+
+    let (code, out, err) = check_in(d, &[&plan, "--against", "side=base", "--threshold", "20%"]);
+    assert!(code == 0 || code == 3, "{out}{err}");
+    assert!(out.contains("nap real [side=new]"), "{out}");
+    assert!(out.contains("paired by round"), "{out}");
+    assert!(!out.contains("hint only"), "{out}");
+
+    sides(d, "0.02", "0.06");
+    let (code, out, err) = check_in(
+        d,
+        &[
+            &plan,
+            "--against",
+            "side=base",
+            "--threshold",
+            "10%",
+            "--format",
+            "json",
+        ],
+    );
+    assert_eq!(code, 1, "{out}{err}");
+    let v = json(out.as_bytes());
+    assert_eq!(v["interleaved"], true);
+    assert_eq!(v["baseline_selector"], "side=base");
+    assert_eq!(v["baseline_runs"], v["candidate_runs"]);
+    assert_eq!(v["cells"][0]["verdict"], "regression");
+    assert_eq!(v["cells"][0]["cell"], "side=new");
+    let run = v["candidate_runs"][0].to_string();
+    let lo = v["cells"][0]["interval"][0].as_f64().unwrap();
+    assert!(lo > 0.1 && lo < 3.0, "{v}");
+
+    // The stored run judged again, as text: the same verdict.
+    let (code, out, _) = check_in(
+        d,
+        &[
+            "--candidate",
+            &run,
+            "--against",
+            "side=base",
+            "--threshold",
+            "10%",
+        ],
+    );
+    assert_eq!(code, 1, "{out}");
+    assert!(out.starts_with("REGRESSION nap real [side=new]"), "{out}");
+    let (code, _, err) = check_in(d, &["--candidate", &run, "--against", "side=nope"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("no level `nope`"), "{err}");
+}
+
+/// `--against-command`: two commands measured as variants of one run; the
+/// slower one fails, named by its command line.
+#[test]
+fn against_a_command_measures_both_in_one_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("old.sh"), "sleep 0.02\n").unwrap();
+    std::fs::write(d.join("new.sh"), "sleep 0.08\n").unwrap();
+    let (old, new) = (
+        format!("sh {}/old.sh", d.display()),
+        format!("sh {}/new.sh", d.display()),
+    );
+    let args = [&new[..], "--against-command", &old, "--threshold", "10%"];
+    let run = ["--metric", "real", "--samples", "10", "--warmup", "1"];
+    let (code, out, err) = check_in(d, &[&args[..], &run[..]].concat());
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(out.starts_with(&format!("REGRESSION {new} real")), "{out}");
+    assert!(
+        out.contains(&format!("baseline `{old}` in the same run")),
+        "{out}"
+    );
+    let (code, _, err) = check_in(d, &["--against-command", &old]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("give the candidate command(s)"), "{err}");
+}
+
+/// `--calibrate --against`: the plan measured twice with identical
+/// levels; a threshold in a sane range, two A/A changes, two runs stored.
+#[test]
+fn calibrate_against_a_level_measures_the_plan_twice() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let plan = sides(d, "0.02", "0.02");
+    let (code, out, err) = check_in(d, &[&plan, "--against", "side=base", "--calibrate"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let line = out
+        .lines()
+        .find(|l| l.contains("nap real"))
+        .unwrap_or_else(|| panic!("{out}"));
+    let words: Vec<&str> = line.split_whitespace().collect();
+    let t = words[0].trim_end_matches('%').parse::<f64>().unwrap();
+    assert!(t > 0.0 && t < 1000.0, "{out}");
+    assert_eq!(
+        words.iter().filter(|w| w.ends_with('%')).count(),
+        4,
+        "{out}"
+    );
+    assert!(out.contains("`side=base` interleaved"), "{out}");
+    let n = common::stdout(kbench(d).args(["runs", "--json"]));
+    let v: serde_json::Value = serde_json::from_str(&n).unwrap();
+    assert_eq!(v["runs"].as_array().unwrap().len(), 2);
 }

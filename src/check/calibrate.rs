@@ -20,6 +20,7 @@ use std::fmt::Write;
 use super::{Options, compare_sides, policy};
 use crate::plan::gate::Policy;
 use crate::record::Direction;
+use crate::report::compare::Comparison;
 use crate::stats::dist::normal_quantile;
 use crate::store::{RunRow, StoreRead};
 
@@ -44,12 +45,39 @@ pub fn calibrate(
     pairs: &[(Vec<RunRow>, Vec<RunRow>)],
     o: &Options,
 ) -> anyhow::Result<Vec<Row>> {
+    let cmps = pairs
+        .iter()
+        .map(|(baseline, candidate)| compare_sides(st, baseline, candidate, o))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    Ok(rows(&cmps, o))
+}
+
+/// The rows of A/A runs that each hold the baseline level and candidate
+/// levels of identical code, measured interleaved (`--against`).
+pub fn calibrate_interleaved(
+    st: &dyn StoreRead,
+    runs: &[Vec<RunRow>],
+    against: &super::Against,
+    o: &Options,
+) -> anyhow::Result<Vec<Row>> {
+    let cmps = runs
+        .iter()
+        .map(|r| super::compare_interleaved(st, r, against, o))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    Ok(rows(&cmps, o))
+}
+
+/// Each benchmark and metric of the A/A comparisons once, in their
+/// order, with the widest threshold any of them needs.
+fn rows(cmps: &[Comparison], o: &Options) -> Vec<Row> {
     let z = normal_quantile(0.95);
     let mut rows: Vec<Row> = Vec::new();
-    for (baseline, candidate) in pairs {
-        let cmp = compare_sides(st, baseline, candidate, o)?;
-        for r in &cmp.rows {
-            let Some(v) = r.versus.first() else { continue };
+    for cmp in cmps {
+        let each = cmp
+            .rows
+            .iter()
+            .flat_map(|r| r.versus.iter().map(move |v| (r, v)));
+        for (r, v) in each {
             if !matches!(policy(r, o), Policy::Threshold(_)) || r.direction == Direction::Info {
                 continue;
             }
@@ -84,12 +112,12 @@ pub fn calibrate(
             row.catches = wider(row.catches, need.map(|n| n.1));
         }
     }
-    Ok(rows)
+    rows
 }
 
 /// The rows as text: the threshold first, then what it catches and the
 /// A/A changes seen.
-pub fn text(rows: &[Row], baseline_runs: usize, candidate_runs: usize) -> String {
+pub fn text(rows: &[Row], design: &str) -> String {
     let mut o = String::new();
     let p = |x: f64| format!("{:.1}%", 100.0 * x);
     let name = |r: &Row| format!("{} {}", r.bench, r.metric);
@@ -129,7 +157,7 @@ pub fn text(rows: &[Row], baseline_runs: usize, candidate_runs: usize) -> String
         }
     }
     let words = format!(
-        "with {baseline_runs} baseline run(s) against {candidate_runs} candidate run(s), identical code passes 95% of checks at `threshold` or more, and a change of `catches` or more fails 95% of them"
+        "with {design}, identical code passes 95% of checks at `threshold` or more, and a change of `catches` or more fails 95% of them"
     );
     o.push('\n');
     o.push_str(&crate::report::text::wrapped("calibrate: ", &words, "  "));
@@ -158,7 +186,7 @@ mod tests {
                 catches: None,
             },
         ];
-        let t = text(&rows, 10, 3);
+        let t = text(&rows, "10 baseline run(s) against 3 candidate run(s)");
         let lines: Vec<&str> = t.lines().collect();
         assert!(
             lines[1].starts_with("3.1%") && lines[1].contains("6.3%"),

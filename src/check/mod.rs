@@ -16,6 +16,7 @@
 //! `--expect`) makes the check inconclusive, never failed.
 
 pub mod calibrate;
+pub mod interleaved;
 
 use crate::plan::gate::Policy;
 use crate::record::{Direction, Labels};
@@ -25,6 +26,7 @@ use crate::report::compare::{self, Comparison, RunBlocks, Selection, Test};
 use crate::stats::design::Degenerate;
 use crate::stats::multiple::Adjust;
 use crate::store::{self, RunRow, StoreRead};
+pub use interleaved::Against;
 
 /// Facts whose difference between the baseline and the candidate makes a
 /// check inconclusive (unless `--expect`ed): they change what is measured.
@@ -185,9 +187,80 @@ pub fn check(
             )
         })
         .collect();
-    let cells = gate(&cmp, o);
-    let level = level_words(&cmp, baseline.len(), candidate.len());
-    let outcome = if cells
+    let cells = gate(&cmp, o, Naming::Stored);
+    Ok(Check {
+        outcome: outcome(&cells, &inconclusive),
+        threshold: o.threshold,
+        baseline_selector: o.baseline.clone(),
+        baseline_runs: baseline.iter().map(|r| r.id).collect(),
+        candidate_runs: candidate.iter().map(|r| r.id).collect(),
+        interleaved: false,
+        level: level_words(&cmp, baseline.len(), candidate.len()),
+        inconclusive,
+        cells,
+        comparability,
+        unpaired: cmp.unpaired.clone(),
+    })
+}
+
+/// The comparison of a run's candidate cells with its baseline cells,
+/// measured interleaved in the same rounds (`interleaved.rs`).
+pub(crate) fn compare_interleaved(
+    st: &dyn StoreRead,
+    runs: &[RunRow],
+    against: &Against,
+    o: &Options,
+) -> anyhow::Result<Comparison> {
+    let sels = interleaved::selections(st, runs, against)?;
+    compare::compare_adjusted(&sels, Test::Welch, o.confidence, o.threshold, Adjust::Holm)
+}
+
+/// Check the candidate levels of `runs` against the baseline level
+/// measured with them, and decide. Both sides share every run, so no fact
+/// can differ between them.
+pub fn check_interleaved(
+    st: &dyn StoreRead,
+    runs: &[RunRow],
+    against: &Against,
+    o: &Options,
+) -> anyhow::Result<Check> {
+    let cmp = compare_interleaved(st, runs, against, o)?;
+    let fps: Vec<crate::system::Fingerprint> = runs
+        .iter()
+        .map(|r| Ok(st.run_details(r.id)?.fingerprint))
+        .collect::<anyhow::Result<_>>()?;
+    let comparability = comparability::check(
+        &[
+            ("baseline".into(), fps.iter().collect()),
+            ("candidate".into(), fps.iter().collect()),
+        ],
+        &o.expect,
+    );
+    let naming = match against {
+        Against::Level { .. } => Naming::Level,
+        Against::Command(_) => Naming::Command,
+    };
+    let cells = gate(&cmp, o, naming);
+    let ids: Vec<i64> = runs.iter().map(|r| r.id).collect();
+    Ok(Check {
+        outcome: outcome(&cells, &[]),
+        threshold: o.threshold,
+        baseline_selector: against.describe(),
+        baseline_runs: ids.clone(),
+        candidate_runs: ids.clone(),
+        interleaved: true,
+        level: interleaved_words(&cmp, &ids),
+        inconclusive: Vec::new(),
+        cells,
+        comparability,
+        unpaired: cmp.unpaired.clone(),
+    })
+}
+
+/// A regression (unless facts differ), else inconclusive when facts
+/// differ or a cell is unclear, else a pass.
+fn outcome(cells: &[Cell], inconclusive: &[String]) -> Outcome {
+    if cells
         .iter()
         .any(|c| matches!(c.verdict, Verdict::Regression | Verdict::NotBetter))
         && inconclusive.is_empty()
@@ -197,19 +270,17 @@ pub fn check(
         Outcome::Inconclusive
     } else {
         Outcome::Pass
-    };
-    Ok(Check {
-        outcome,
-        threshold: o.threshold,
-        baseline_selector: o.baseline.clone(),
-        baseline_runs: baseline.iter().map(|r| r.id).collect(),
-        candidate_runs: candidate.iter().map(|r| r.id).collect(),
-        level,
-        inconclusive,
-        cells,
-        comparability,
-        unpaired: cmp.unpaired.clone(),
-    })
+    }
+}
+
+/// How a gated cell names its candidate: the stored-baseline check has
+/// one, a level is named in the cell (`side=new`), a command is the
+/// benchmark.
+#[derive(Clone, Copy, PartialEq)]
+enum Naming {
+    Stored,
+    Level,
+    Command,
 }
 
 /// How the plan's `[gate]` (or `--threshold`) treats a compared row.
@@ -221,20 +292,26 @@ pub(crate) fn policy(r: &compare::Row, o: &Options) -> Policy {
 
 /// Each compared cell against the threshold, worst first (then by how
 /// far past the threshold).
-fn gate(cmp: &Comparison, o: &Options) -> Vec<Cell> {
+fn gate(cmp: &Comparison, o: &Options, naming: Naming) -> Vec<Cell> {
     let mut out = Vec::new();
-    for r in &cmp.rows {
-        let Some(v) = r.versus.first() else { continue };
+    let each = cmp
+        .rows
+        .iter()
+        .flat_map(|r| r.versus.iter().enumerate().map(move |v| (r, v)));
+    for (r, (j, v)) in each {
         let policy = policy(r, o);
         let t = match policy {
             Policy::Threshold(t) => t,
             _ => 0.0,
         };
         // Deterministic: every value of both sides must be the same.
-        let same = r.stats.windows(2).all(|w| {
-            let (a, b) = (&w[0].summary, &w[1].summary);
-            a.min == a.max && b.min == b.max && a.min == b.min
-        });
+        let same = match (r.stats.first(), r.stats.get(j + 1)) {
+            (Some(a), Some(b)) => {
+                let (a, b) = (&a.summary, &b.summary);
+                a.min == a.max && b.min == b.max && a.min == b.min
+            }
+            _ => false,
+        };
         // The change in the worse direction: positive is worse.
         let worse = |x: f64| match r.direction {
             Direction::Lower => x,
@@ -284,13 +361,19 @@ fn gate(cmp: &Comparison, o: &Options) -> Vec<Cell> {
         } else {
             verdict
         };
+        let (bench, cell) = match naming {
+            Naming::Stored => (r.bench.clone(), r.cell.clone()),
+            Naming::Level if r.cell.is_empty() => (r.bench.clone(), v.name.clone()),
+            Naming::Level => (r.bench.clone(), format!("{},{}", v.name, r.cell)),
+            Naming::Command => (v.name.clone(), r.cell.clone()),
+        };
         out.push(Cell {
             verdict,
-            bench: r.bench.clone(),
+            bench,
             metric: r.metric.clone(),
             unit: r.unit.clone(),
             direction: r.direction,
-            cell: r.cell.clone(),
+            cell,
             change: v.change,
             interval: v.interval,
             interval_confidence: v.interval_confidence,
@@ -336,5 +419,30 @@ fn level_words(cmp: &Comparison, nb: usize, nc: usize) -> String {
             }
             None => format!("{}: {runs}", d.unit.plural()),
         },
+    }
+}
+
+/// The level of an interleaved check, in words.
+fn interleaved_words(cmp: &Comparison, runs: &[i64]) -> String {
+    let unit = cmp
+        .rows
+        .iter()
+        .filter_map(|r| r.versus.first()?.design.as_ref())
+        .map(|d| d.unit)
+        .next();
+    let ids = runs
+        .iter()
+        .map(i64::to_string)
+        .collect::<Vec<_>>()
+        .join(",");
+    match unit {
+        None => format!("none: run(s) {ids}, no cell with a ratio"),
+        Some(crate::stats::design::Unit::Runs) => format!(
+            "runs: baseline and candidate interleaved in each of runs {ids}; the run is the unit"
+        ),
+        Some(u) => format!(
+            "{}: baseline and candidate interleaved in run {ids}, paired by round",
+            u.plural()
+        ),
     }
 }

@@ -91,6 +91,11 @@ pub struct Check {
     pub baseline_selector: String,
     pub baseline_runs: Vec<i64>,
     pub candidate_runs: Vec<i64>,
+    /// Whether the baseline was measured in the candidate's runs,
+    /// interleaved with it in rounds (`--against`); otherwise it came from
+    /// other runs, whose drift reads as a change, and the verdict is a
+    /// hint.
+    pub interleaved: bool,
     /// The level the verdicts used, in words.
     pub level: String,
     /// Why the whole check is inconclusive, when it is for a reason
@@ -143,16 +148,14 @@ pub fn text(c: &Check) -> String {
     for u in &c.unpaired {
         let _ = writeln!(o, "{:<10} {u}: in one side only", "unpaired");
     }
-    let _ = writeln!(
-        o,
-        "\ncheck: {} (threshold {}): baseline `{}` run(s) {}, candidate run(s) {}",
-        outcome_word(c),
-        pct(c.threshold),
-        c.baseline_selector,
-        ids(&c.baseline_runs),
-        ids(&c.candidate_runs)
-    );
+    let _ = writeln!(o, "\ncheck: {}", sides(c));
     let _ = writeln!(o, "level: {}", c.level);
+    if !c.interleaved {
+        let _ = writeln!(
+            o,
+            "hint only: the baseline was not measured in this run (see --against)"
+        );
+    }
     for i in &c.inconclusive {
         let _ = writeln!(o, "inconclusive: {i}");
     }
@@ -166,6 +169,21 @@ pub fn text(c: &Check) -> String {
         }
     }
     o
+}
+
+/// The outcome, the threshold and what was compared with what.
+fn sides(c: &Check) -> String {
+    let head = format!("{} (threshold {})", outcome_word(c), pct(c.threshold));
+    if c.interleaved {
+        format!("{head}, baseline `{}` in the same run", c.baseline_selector)
+    } else {
+        format!(
+            "{head}: baseline `{}` run(s) {}, candidate run(s) {}",
+            c.baseline_selector,
+            ids(&c.baseline_runs),
+            ids(&c.candidate_runs)
+        )
+    }
 }
 
 /// The most a pull-request comment holds (GitHub's limit is 65,536).
@@ -199,12 +217,23 @@ pub fn markdown(c: &Check) -> String {
     let head =
         "| verdict | benchmark | metric | cell | change [interval] |\n|---|---|---|---|---|\n";
     let mut o = format!(
-        "### kbench check: {} (threshold {})\n\nBaseline `{}`: run(s) {}; candidate run(s) {}.  \nLevel: {}\n\n",
+        "### kbench check: {} (threshold {})\n\n{}  \nLevel: {}\n\n",
         outcome_word(c),
         pct(c.threshold),
-        cell(&c.baseline_selector),
-        ids(&c.baseline_runs),
-        ids(&c.candidate_runs),
+        if c.interleaved {
+            format!(
+                "Baseline `{}` measured interleaved with the candidate: run(s) {}.",
+                cell(&c.baseline_selector),
+                ids(&c.candidate_runs)
+            )
+        } else {
+            format!(
+                "Baseline `{}`: run(s) {}; candidate run(s) {} (a hint: the baseline was not measured in this run).",
+                cell(&c.baseline_selector),
+                ids(&c.baseline_runs),
+                ids(&c.candidate_runs)
+            )
+        },
         c.level
     );
     for i in &c.inconclusive {
