@@ -522,12 +522,12 @@ fn sysinfo_reports_the_fingerprint() {
 
 // --- documentation -------------------------------------------------------------
 
-/// The plan shown in the README and the shipped smoke example are valid
-/// and run (with tiny samples).
+/// The plan shown in the usage guide and the shipped smoke example are
+/// valid and run (with tiny samples).
 #[test]
 fn readme_plan_and_smoke_example_run() {
     let readme =
-        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/usage.md")).unwrap();
     let start = readme
         .find("```toml\nname = \"smoke\"")
         .expect("the plan example")

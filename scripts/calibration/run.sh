@@ -3,7 +3,7 @@
 # load on the measured CPU: stress-ng keeps CPU $cpu 60% busy while spin
 # cells pinned to it are measured. Writes the store to DIR (kept, so the
 # figures can be read again) and prints the summary of analyse.py, which
-# the README's calibration table quotes.
+# docs/compare.md's calibration table quotes.
 #   scripts/calibration/run.sh DIR [CPU]
 # Plans (generated into DIR): aa (40 benches x factor v = 1000/1000, 20
 # rounds of 0.02 s; run 20 times), p1 (one bench, v = 1000/1050, 60

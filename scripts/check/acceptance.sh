@@ -6,7 +6,7 @@
 # alternated: identical code (A/A) twice, then `loop` 10% slower (44,000
 # iterations) and identical again, then `loop` 10% faster (36,364), each
 # round; `steady` never changes. Prints one line per check (kind, exit
-# status, first line) and the counts the README quotes.
+# status, first line) and the counts docs/check.md quotes.
 #   scripts/check/acceptance.sh DIR [ROUNDS] [SAMPLES] [CPU]
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)

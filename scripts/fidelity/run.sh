@@ -2,7 +2,7 @@
 # Fidelity of kbench's null-syscall against a bare C loop of
 # syscall(SYS_getppid) built with cc -O2, both pinned to the same CPU and
 # run alternately so drift hits both alike. Prints each pair, the medians
-# and the ratio kbench/C (the README's Accuracy table quotes it).
+# and the ratio kbench/C (docs/accuracy.md quotes it).
 #   scripts/fidelity/run.sh [ROUNDS] [CPU]
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)

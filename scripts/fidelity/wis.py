@@ -2,8 +2,8 @@
 """Fidelity of kbench's built-in scale testcases against will-it-scale.
 
 Given a directory where will-it-scale was built by the user (its
-NAME_processes and NAME_threads binaries; see the README's Accuracy
-section for how), measure every built-in testcase that has a binary there
+NAME_processes and NAME_threads binaries; docs/accuracy.md says
+how), measure every built-in testcase that has a binary there
 against it, alternately, for each mode and task count, and print one row
 per testcase, mode and task count: the medians of the rounds, the ratio
 kbench/wis, and the conditions the row was measured in.
@@ -62,9 +62,9 @@ neither fetches nor builds it.
 
     scripts/fidelity/wis.py WIS_DIR [--first 1] [--rounds 3] [--budget 20] [--tasks 1]
         [--modes processes,threads] [--warmup 1] [--seconds 2]
-        [--only a,b] [--markdown] [--readme README.md] [--save F.json]
+        [--only a,b] [--markdown] [--readme docs/accuracy.md] [--save F.json]
         [--session-nice N] [--aslr]
-    scripts/fidelity/wis.py --load F.json --readme README.md
+    scripts/fidelity/wis.py --load F.json --readme docs/accuracy.md
 """
 
 import argparse

@@ -1,5 +1,5 @@
 //! Where `kbench list` files each built-in benchmark, and the tool its
-//! numbers are checked against side by side (README "Accuracy").
+//! numbers are checked against side by side (docs/accuracy.md).
 //!
 //! Micro-benchmarks are listed here by name (a test makes sure none is
 //! missing); every scale testcase is will-it-scale's of the same name, a

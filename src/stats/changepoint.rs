@@ -317,7 +317,7 @@ mod tests {
 
     /// The acceptance simulation: a 5% step in 100 points of CV
     /// 3% is found at its place, and 20 series without a step raise at
-    /// most one alarm. The README quotes what this measures.
+    /// most one alarm. docs/reports.md quotes what this measures.
     #[test]
     fn a_five_percent_step_is_found_and_quiet_series_stay_quiet() {
         let s = Settings::default();
@@ -380,7 +380,7 @@ mod tests {
         assert!(alarms <= 1, "{alarms} false alarms in 20 series");
     }
 
-    /// The larger simulation the README quotes (`cargo test --release
+    /// The larger simulation docs/reports.md quotes (`cargo test --release
     /// --lib changepoint -- --ignored --nocapture`): 200 quiet series and
     /// 100 series with a 5% step at a random place in 10..90.
     #[test]

@@ -5,7 +5,7 @@
 //!
 //! Built-in probes (the portable names; what they read is per OS, in the
 //! backends' `read_probe`: `linux.rs` below, `freebsd.rs` from sysctls and
-//! loader variables, see the README's Platforms section):
+//! loader variables, see docs/platforms.md):
 //!
 //! | probe                | reading                                               |
 //! |----------------------|-------------------------------------------------------|

@@ -59,7 +59,7 @@ pub fn wanted(cells: &[Cell]) -> anyhow::Result<Option<&'static str>> {
 ///
 /// The re-executed process runs all of the run's cells, so micro and
 /// command cells of a run that has scale cells run with ASLR off too
-/// (their notes do not say so; the README does).
+/// (their notes do not say so; docs/benchmarks.md does).
 pub fn reexec_if_wanted(cells: &[Cell]) -> anyhow::Result<()> {
     let reexecuted = std::env::var_os(MARK).is_some();
     if reexecuted {

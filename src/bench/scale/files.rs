@@ -25,7 +25,7 @@ const MB: usize = 1 << 20;
 /// at every other 16-byte offset), so a buffer left where the stack frame
 /// happens to put it would make the result follow the compiler's frame
 /// layout and the environment's size. will-it-scale's buffers are stack
-/// arrays and fall where its frames put them (README, Accuracy).
+/// arrays and fall where its frames put them (docs/accuracy.md).
 #[repr(C, align(64))]
 struct IoBuf([u8; BUF]);
 

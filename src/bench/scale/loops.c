@@ -6,7 +6,7 @@
  * links it into kbench. In loops this short the shape alone (how a libc
  * function is called, which instruction increments a counter) moved
  * results by 5-34%, and by different amounts on different CPUs, so
- * imitating gcc's output from Rust matched one CPU only (README, Accuracy).
+ * imitating gcc's output from Rust matched one CPU only (docs/accuracy.md).
  *
  * Each loop bumps *ops once per operation, as will-it-scale's
  * `(*iterations)++` does, and never returns unless an operation fails; it

@@ -103,7 +103,7 @@ pub const ASLR: ParamDef = ParamDef {
 /// Seconds a scale sample spends starting and ending its cell process,
 /// beyond its intervals, and more for each task (fork or thread, pinning,
 /// the testcase's per-task setup); measured with `interval=0.001`
-/// samples (the `--dry-run` estimate, README "Commands on the command
+/// samples (the `--dry-run` estimate, docs/usage.md "Commands on the command
 /// line, and how long a run will take").
 pub const START_SECONDS: f64 = 0.010;
 pub const TASK_SECONDS: f64 = 0.004;
