@@ -42,6 +42,38 @@ pub fn now_ns() -> u64 {
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
+/// The calling thread's CPU time in nanoseconds (CLOCK_THREAD_CPUTIME_ID,
+/// POSIX).
+pub fn thread_cpu_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: ts is a valid out-pointer; the clock exists on Linux and
+    // FreeBSD.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// The share of a CPU a busy loop of the calling thread gets now, where
+/// its affinity lets it run: its CPU time over the wall time of a loop
+/// lasting `seconds` (1.0 on an idle CPU, 0.4 on a CPU where another
+/// process keeps 60% busy). A timed loop's iterations are calibrated on
+/// the fastest of three short runs; its samples then share the CPU, so
+/// they last the sample time divided by this.
+pub fn cpu_share(seconds: f64) -> f64 {
+    let wall = (seconds * 1e9) as u64;
+    let (t0, c0) = (now_ns(), thread_cpu_ns());
+    let mut x = 0u64;
+    while now_ns() - t0 < wall {
+        for _ in 0..1000 {
+            x = black_box(x.wrapping_add(1));
+        }
+    }
+    let (t, c) = (now_ns() - t0, thread_cpu_ns() - c0);
+    (c as f64 / t.max(1) as f64).clamp(0.01, 1.0)
+}
+
 /// Run `op` `iters` times between two clock reads; returns elapsed ns.
 /// Not inlined so every benchmark's loop is a separate, inspectable
 /// function, and the closure is inlined into it.
