@@ -225,6 +225,12 @@ fn gate(cmp: &Comparison, o: &Options) -> Vec<Cell> {
     let mut out = Vec::new();
     for r in &cmp.rows {
         let Some(v) = r.versus.first() else { continue };
+        // Counters per operation are context, gated only where the plan's
+        // `[gate]` names them.
+        let named = |g: &crate::plan::gate::Gate| g.names(&r.bench, &r.metric);
+        if crate::system::counters::is_metric(&r.metric) && !o.gate.as_ref().is_some_and(named) {
+            continue;
+        }
         let policy = policy(r, o);
         let t = match policy {
             Policy::Threshold(t) => t,

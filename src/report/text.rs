@@ -18,6 +18,7 @@ use crate::runner::campaign::{CellState, Status};
 use crate::stats::Summary;
 use crate::stats::cfmt::fmt_g;
 use crate::store::RunRow;
+use crate::system::counters;
 
 /// ministat's header after its one-character symbol column.
 const STAT_HEADER: &str =
@@ -74,7 +75,10 @@ fn report(o: &mut String, r: &Report) {
     // Two or more variants: their primary metric's summary stands for the
     // tables unless every metric is asked for.
     let compact = r.summary.as_ref().is_some_and(|s| s.stands_for_tables) && !r.all_metrics;
-    for g in r.groups.iter().filter(|_| !compact) {
+    // Counters per operation are named in one line; their tables are
+    // `--all-metrics`'.
+    let shown = |g: &&Group| !compact && (r.all_metrics || !counters::is_metric(&g.metric));
+    for g in r.groups.iter().filter(shown) {
         o.push('\n');
         // A benchmark's notes are per cell: print them under its first
         // metric's table only.
@@ -83,6 +87,9 @@ fn report(o: &mut String, r: &Report) {
         if let Some(rule) = r.stop() {
             precision_lines(o, g, rule.precision);
         }
+    }
+    if r.summary.is_none() && !r.all_metrics {
+        also_recorded(o, r, compact);
     }
     if let (Some(v), None) = (&r.verdict, &r.summary) {
         // Two cells whose metrics differ have no summary to word it in.
@@ -107,8 +114,8 @@ fn report(o: &mut String, r: &Report) {
     if let Some(s) = &r.summary {
         o.push('\n');
         super::summary::text(o, s);
-        if compact {
-            also_recorded(o, r);
+        if !r.all_metrics {
+            also_recorded(o, r, compact);
         }
     }
     if let Some(fp) = r.fingerprint()
@@ -122,21 +129,37 @@ fn report(o: &mut String, r: &Report) {
     }
 }
 
-/// The metrics a compact report leaves out, and how to see them.
-fn also_recorded(o: &mut String, r: &Report) {
+/// The metrics the report leaves out, and how to see them: a compact
+/// report's every metric but the first, any report's counters per
+/// operation (named once, without `/op`).
+fn also_recorded(o: &mut String, r: &Report, compact: bool) {
     let mut firsts: Vec<&str> = Vec::new();
     let mut others: Vec<&str> = Vec::new();
+    let mut counted: Vec<&str> = Vec::new();
     for g in &r.groups {
+        let name = g.metric.as_str();
         if !firsts.contains(&g.bench.as_str()) {
             firsts.push(&g.bench);
-        } else if !others.contains(&g.metric.as_str()) {
-            others.push(&g.metric);
+        } else if counters::is_metric(name) {
+            let name = name.strip_suffix("/op").unwrap_or(name);
+            if !counted.contains(&name) {
+                counted.push(name);
+            }
+        } else if compact && !others.contains(&name) {
+            others.push(name);
         }
     }
+    let mut parts = Vec::new();
     if !others.is_empty() {
+        parts.push(others.join(", "));
+    }
+    if !counted.is_empty() {
+        parts.push(format!("counters per op: {}", counted.join(", ")));
+    }
+    if !parts.is_empty() {
         o.push_str(&wrapped(
             "",
-            &format!("also recorded: {} (`--all-metrics`)", others.join(", ")),
+            &format!("also recorded: {} (`--all-metrics`)", parts.join("; ")),
             "  ",
         ));
     }
