@@ -83,7 +83,7 @@ fn report(o: &mut String, r: &Report) {
         // A benchmark's notes are per cell: print them under its first
         // metric's table only.
         let first = noted.insert(g.bench.clone());
-        group(o, g, first);
+        group(o, g, first, r.all_metrics);
         if let Some(rule) = r.stop() {
             precision_lines(o, g, rule.precision);
         }
@@ -153,8 +153,12 @@ fn also_recorded(o: &mut String, r: &Report, compact: bool) {
     if !others.is_empty() {
         parts.push(others.join(", "));
     }
-    if !counted.is_empty() {
-        parts.push(format!("counters per op: {}", counted.join(", ")));
+    match &counted[..] {
+        [] => {}
+        [one] => parts.push(format!("{one} per op")),
+        [first, rest @ ..] => {
+            parts.push(format!("{first} and {} more counters per op", rest.len()))
+        }
     }
     if !parts.is_empty() {
         o.push_str(&wrapped(
@@ -347,7 +351,7 @@ fn row_names(g: &Group) -> Vec<String> {
     }
 }
 
-fn group(o: &mut String, g: &Group, with_notes: bool) {
+fn group(o: &mut String, g: &Group, with_notes: bool, all_metrics: bool) {
     // `ns/op` and `ops/s` carry their unit; `real` or `user` do not.
     let unit = if g.metric == g.unit || g.metric.split('/').any(|p| p == g.unit) {
         String::new()
@@ -431,7 +435,7 @@ fn group(o: &mut String, g: &Group, with_notes: bool) {
         );
     }
     if with_notes {
-        notes_lines(o, g);
+        notes_lines(o, g, all_metrics);
     }
 }
 
@@ -440,13 +444,16 @@ fn group(o: &mut String, g: &Group, with_notes: bool) {
 const MAX_NOTED_ROWS: usize = 8;
 
 /// Notes that are bookkeeping rather than findings: left to the JSON.
-fn quiet_note(k: &str) -> bool {
-    k == "iterations"
+fn quiet_note(k: &str, all_metrics: bool) -> bool {
+    // Which counters were read is the `also recorded` line and the run's
+    // one warning; the note is printed beside their tables.
+    k == "iterations" || (k == "counters" && !all_metrics)
 }
 
 /// What the benchmarks learnt while running (the pipe size the kernel
 /// granted, the syscall path taken, per-task imbalance), under the table.
-fn notes_lines(o: &mut String, g: &Group) {
+fn notes_lines(o: &mut String, g: &Group, all_metrics: bool) {
+    let quiet_note = |k: &str| quiet_note(k, all_metrics);
     let noted = |r: &&CellSummary| r.notes.keys().any(|k| !quiet_note(k));
     if g.rows.len() > MAX_NOTED_ROWS || !g.rows.iter().any(|r| noted(&r)) {
         return;
