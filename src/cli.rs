@@ -158,6 +158,12 @@ pub enum Command {
         /// difference block under kbench's table.
         #[arg(long, value_name = "VERSION", value_parser = ["2015", "main"])]
         compat: Option<String>,
+        /// Explain the N cells that changed most (default 3): the counters
+        /// per operation that moved, then the symbols (`run --profile`),
+        /// as `kbench explain` does, after the comparison (its `explain`
+        /// member in JSON).
+        #[arg(long, value_name = "N", num_args = 0..=1, default_missing_value = "3")]
+        explain: Option<usize>,
         /// Print JSON instead of text (same as `--format json`).
         #[arg(long)]
         json: bool,
@@ -444,6 +450,11 @@ pub struct CheckArgs {
     /// the Markdown is appended to that file too.
     #[arg(long, value_enum, value_name = "FORMAT", default_value = "text")]
     pub format: CheckFormat,
+    /// Explain the N worst cells (default 3): the counters per operation
+    /// that moved, then the symbols (`run --profile`), as `kbench
+    /// explain` does, after the verdicts (its `explain` member in JSON).
+    #[arg(long, value_name = "N", num_args = 0..=1, default_missing_value = "3")]
+    pub explain: Option<usize>,
     /// Measure the candidate twice with nothing changed (A/A), check each
     /// against the baseline, and print per benchmark and metric the
     /// smallest threshold at which at most 5% of checks of identical code

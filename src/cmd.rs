@@ -131,6 +131,7 @@ fn execute(command: Command, db: &store::Locator) -> anyhow::Result<ExitCode> {
             metric,
             all_metrics,
             compat,
+            explain,
             json,
             format,
             exports,
@@ -154,6 +155,7 @@ fn execute(command: Command, db: &store::Locator) -> anyhow::Result<ExitCode> {
                     (false, true) => report::compare::Metrics::Primary,
                     (false, false) => report::compare::Metrics::Named(metric),
                 },
+                explain,
             };
             compare(db, &operands, how, compare_format(json, format)?, &exports)
         }
@@ -715,7 +717,7 @@ fn check(a: crate::cli::CheckArgs, db: &store::Locator) -> anyhow::Result<ExitCo
     let first = candidate.first().map_or(i64::MAX, |r| r.id);
     let baseline = crate::check::baseline_runs(&*st, &o.baseline, &host, first, history)?;
     let c = crate::check::check(&*st, &baseline, &candidate, &o)?;
-    check_output(&a, &c)
+    check_output(&a, &*st, &c)
 }
 
 /// The stored runs `--candidate SELECTOR` names (no benchmark may be
@@ -785,26 +787,36 @@ fn check_against(
     };
     let st = store::open(db, store::Access::Read)?;
     let c = crate::check::check_interleaved(&*st, &runs, against, o)?;
-    check_output(a, &c)
+    check_output(a, &*st, &c)
 }
 
 /// Print a check in its format (and to GITHUB_STEP_SUMMARY), and the exit
 /// status of its outcome.
 fn check_output(
     a: &crate::cli::CheckArgs,
+    st: &dyn store::StoreRead,
     c: &crate::report::check::Check,
 ) -> anyhow::Result<ExitCode> {
+    let explained = match a.explain {
+        Some(k) => Some(check_explained(st, c, k, a.confidence)?),
+        None => None,
+    };
+    let explained = explained.as_ref();
     use crate::cli::CheckFormat;
     let doc = Document::Check(c);
     match a.format {
-        CheckFormat::Text => out(&report::render(&doc, Format::Text)?)?,
-        CheckFormat::Json => out(&report::render(&doc, Format::Json)?)?,
-        CheckFormat::Markdown => out(&report::render(&doc, Format::Markdown)?)?,
+        CheckFormat::Text => out(&report::render_explained(&doc, explained, Format::Text)?)?,
+        CheckFormat::Json => out(&report::render_explained(&doc, explained, Format::Json)?)?,
+        CheckFormat::Markdown => out(&report::render_explained(
+            &doc,
+            explained,
+            Format::Markdown,
+        )?)?,
         CheckFormat::Junit => out(&report::check::junit(c))?,
     }
     // GitHub Actions shows this file on the run's page.
     if let Some(path) = std::env::var_os("GITHUB_STEP_SUMMARY").filter(|p| !p.is_empty()) {
-        let md = report::render(&doc, Format::Markdown)?;
+        let md = report::render_explained(&doc, explained, Format::Markdown)?;
         std::fs::OpenOptions::new()
             .create(true)
             .append(true)
@@ -818,6 +830,29 @@ fn check_output(
         (Outcome::Inconclusive, Some(crate::cli::Inconclusive::Fail)) => 1,
         (o, _) => o.code(),
     }))
+}
+
+/// `check --explain K`: the check's K worst cells (it lists them worst
+/// first) explained, baseline runs against candidate runs.
+fn check_explained(
+    st: &dyn store::StoreRead,
+    c: &report::check::Check,
+    k: usize,
+    confidence: f64,
+) -> anyhow::Result<report::explain::Explain> {
+    let sels = [
+        crate::explain::of_runs(st, "baseline", &c.baseline_runs)?,
+        crate::explain::of_runs(st, "candidate", &c.candidate_runs)?,
+    ];
+    let mut worst: Vec<String> = Vec::new();
+    for cell in &c.cells {
+        let name = crate::explain::cell_name(&cell.bench, &cell.cell);
+        if worst.len() < k && !worst.contains(&name) {
+            worst.push(name);
+        }
+    }
+    let ask = explain_ask("baseline", "candidate", confidence);
+    crate::explain::attach(st, &sels, &worst, &ask)
 }
 
 /// Run the candidate of a check (stored, no report, a plan's campaign
@@ -1467,6 +1502,8 @@ struct CompareHow<'a> {
     /// `--compat`: whose ministat the Student's t blocks imitate.
     ministat: crate::ministat::Version,
     metrics: report::compare::Metrics,
+    /// `--explain N`: the N cells that changed most, explained.
+    explain: Option<usize>,
 }
 
 /// `compare --json` / `--format`: text, JSON, Markdown or CSV.
@@ -1540,6 +1577,7 @@ fn compare(
         adjust,
         ministat,
         metrics,
+        explain,
     } = how;
     let expect = report::comparability::parse_expect(expect).map_err(|e| bad_input!("{e}"))?;
     if !(80.0..=99.5).contains(&confidence) {
@@ -1597,7 +1635,39 @@ fn compare(
         .collect();
     c.comparability = Some(report::comparability::check(&ops, &expect));
     targets.write(&|f| report::render(&Document::Compare(&c), f))?;
-    print(&Document::Compare(&c), format)
+    let explained = match (explain, &operands[..]) {
+        (Some(k), [a, b, ..]) => {
+            let sels = [
+                crate::explain::selection(&*st, &a.0)?,
+                crate::explain::selection(&*st, &b.0)?,
+            ];
+            let worst = crate::explain::worst_rows(&c.rows, k);
+            Some(crate::explain::attach(
+                &*st,
+                &sels,
+                &worst,
+                &explain_ask(a.0.as_str(), b.0.as_str(), confidence),
+            )?)
+        }
+        _ => None,
+    };
+    out(&report::render_explained(
+        &Document::Compare(&c),
+        explained.as_ref(),
+        format,
+    )?)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// What `compare --explain` and `check --explain` ask of `explain`: the
+/// comparison's confidence; the symbols `kbench explain` shows by default.
+fn explain_ask<'a>(a: &'a str, b: &'a str, confidence: f64) -> crate::explain::Ask<'a> {
+    crate::explain::Ask {
+        a,
+        b,
+        confidence: confidence / 100.0,
+        top: 10,
+    }
 }
 
 fn plan_size(

@@ -7,6 +7,40 @@ use common::{json, kbench, plan, sqlite};
 use predicates::prelude::*;
 use std::time::{Duration, Instant};
 
+/// A run report's cells split into each cell's own (primary) metric and
+/// the counters per operation read beside it by default
+/// (`system::counters`): their units are `events`, `cpu-ns` or, for IPC,
+/// `instructions/cycle`.
+fn own_and_counted(v: &serde_json::Value) -> (Vec<&serde_json::Value>, Vec<&serde_json::Value>) {
+    v["cells"].as_array().unwrap().iter().partition(|c| {
+        !matches!(
+            c["unit"].as_str(),
+            Some("events" | "cpu-ns" | "instructions/cycle")
+        )
+    })
+}
+
+/// Each cell of `own` has counters per operation beside it in `counted`
+/// (the same benchmark and parameters, as many samples), task-clock among
+/// them: on by default.
+fn counted_beside(own: &[&serde_json::Value], counted: &[&serde_json::Value]) {
+    for c in own {
+        let beside: Vec<_> = counted
+            .iter()
+            .filter(|k| k["bench"] == c["bench"] && k["params"] == c["params"])
+            .collect();
+        assert!(
+            beside.iter().any(|k| k["metric"] == "task-clock/op"),
+            "no counters beside {c}"
+        );
+        for k in beside {
+            assert_eq!(k["n"], c["n"], "{k}");
+            let x = k["median"].as_f64().unwrap();
+            assert!(x >= 0.0 && x.is_finite(), "{k}");
+        }
+    }
+}
+
 // --- ad-hoc runs and the store -------------------------------------------
 
 #[test]
@@ -29,9 +63,10 @@ fn adhoc_run_is_in_range_stored_and_listed() {
         .stdout
         .clone();
     let v = json(&out);
-    let cells = v["cells"].as_array().unwrap();
+    let (cells, counted) = own_and_counted(&v);
     assert_eq!(cells.len(), 2);
-    for c in cells {
+    counted_beside(&cells, &counted);
+    for c in &cells {
         for k in [
             "bench", "params", "metric", "unit", "n", "min", "max", "median", "mean", "stddev",
         ] {
@@ -49,7 +84,7 @@ fn adhoc_run_is_in_range_stored_and_listed() {
     // Exactly 5 samples per cell in the file; warm-ups are not stored.
     let db = sqlite(dir.path());
     let mut st = db
-        .prepare("SELECT cell_id, COUNT(*) FROM samples GROUP BY cell_id")
+        .prepare("SELECT cell_id, COUNT(*) FROM samples WHERE metric = 'ns/op' GROUP BY cell_id")
         .unwrap();
     let counts: Vec<i64> = st
         .query_map([], |r| r.get(1))
@@ -76,7 +111,13 @@ fn adhoc_run_is_in_range_stored_and_listed() {
         ))
         .stdout(predicate::str::contains(
             "   N           Min           Max        Median           Avg        Stddev",
-        ));
+        ))
+        // The counters are named in one line, not a table each.
+        .stdout(
+            predicate::str::is_match(r"also recorded: task-clock and \d+ more counters per op")
+                .unwrap(),
+        )
+        .stdout(predicate::str::contains("task-clock/op").not());
 }
 
 #[test]
@@ -97,7 +138,18 @@ fn text_report_labels_rows_with_parameters() {
         .success()
         .stdout(predicate::str::is_match(r"(?m)^cpu \|  N ").unwrap())
         .stdout(predicate::str::is_match(format!(r"(?m)^{a} +\|  3 ")).unwrap())
-        .stdout(predicate::str::contains(format!("placement [1]: cpu {b}")));
+        .stdout(predicate::str::contains(format!("placement [1]: cpu {b}")))
+        // One table (ns/op): the counters are a line, the report stays
+        // within 80 columns.
+        .stdout(
+            predicate::str::is_match(r"(?m)^cpu \|  N ")
+                .unwrap()
+                .count(1),
+        )
+        .stdout(predicate::str::is_match(r"task-clock and \d+ more counters per op").unwrap())
+        .stdout(predicate::function(|s: &str| {
+            s.lines().all(|l| l.chars().count() <= 80)
+        }));
 }
 
 #[test]
@@ -111,8 +163,23 @@ fn default_suite_uses_the_default_store() {
         .assert()
         .success()
         .stdout(predicate::str::contains("getppid: ns/op"))
-        .stdout(predicate::str::contains("gettimeofday: ns/op"));
+        .stdout(predicate::str::contains("gettimeofday: ns/op"))
+        // Counters are read by default and named once, in one line.
+        .stdout(predicate::str::contains("more counters per op").count(1))
+        .stdout(predicate::str::contains("task-clock/op").not());
     assert!(dir.path().join("kbench/kbench.db").exists());
+    let db = rusqlite::Connection::open(dir.path().join("kbench/kbench.db")).unwrap();
+    let (own, counted): (i64, i64) = db
+        .query_row(
+            "SELECT count(*) FILTER (WHERE metric = 'ns/op'), count(*) FILTER (WHERE metric = 'task-clock/op') FROM samples",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap();
+    assert!(
+        own > 0 && counted == own,
+        "{own} ns/op, {counted} task-clock/op"
+    );
 }
 
 // --- plans ------------------------------------------------------------------
@@ -148,10 +215,12 @@ sweep = { work = [50, 100] }
         .stdout
         .clone();
     let v = json(&out);
-    assert_eq!(v["cells"].as_array().unwrap().len(), 4);
+    let (cells, counted) = own_and_counted(&v);
+    assert_eq!(cells.len(), 4);
+    counted_beside(&cells, &counted);
     let db = sqlite(dir.path());
     let mut st = db
-        .prepare("SELECT cell_id FROM samples ORDER BY id")
+        .prepare("SELECT cell_id FROM samples WHERE metric = 'ns/op' ORDER BY id")
         .unwrap();
     let order: Vec<i64> = st
         .query_map([], |r| r.get(0))
@@ -568,8 +637,10 @@ fn readme_plan_and_smoke_example_run() {
                 .get_output()
                 .stdout,
         );
-        // spin x 2 cpus x 2 work + getppid x 2 cpus
-        assert_eq!(v["cells"].as_array().unwrap().len(), 6, "{plan}");
+        // spin x 2 cpus x 2 work + getppid x 2 cpus, counters beside each
+        let (cells, counted) = own_and_counted(&v);
+        assert_eq!(cells.len(), 6, "{plan}");
+        counted_beside(&cells, &counted);
     }
 }
 

@@ -109,3 +109,66 @@ fn without_perf_profile_is_refused_before_measuring() {
     // Nothing was recorded.
     assert!(!db(d).exists() || stored_samples(d) == 0);
 }
+
+/// `compare --explain` and `check --explain` attach explain's output for
+/// the cells that changed most; counters per operation (read by default)
+/// are enough, no profile needed. Text within 80 columns, JSON as the
+/// document's `explain` member.
+#[test]
+fn compare_and_check_attach_counters_explained() {
+    let dir = tempfile::tempdir().unwrap();
+    for _ in 0..2 {
+        kbench(dir.path())
+            .args(["run", "getpid", "getppid", "--samples", "4"])
+            .args(["--sample-time", "0.01", "--warmup", "0", "--quiet"])
+            .assert()
+            .success();
+    }
+    let text = kbench(dir.path())
+        .args(["compare", "1", "2", "--explain=1"])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let text = String::from_utf8(text).unwrap();
+    assert!(text.contains("explain: 1 -> 2"), "{text}");
+    assert!(text.contains("no profile (`run --profile`)"), "{text}");
+    assert!(text.lines().all(|l| l.chars().count() <= 80), "{text}");
+    let v = json(
+        &kbench(dir.path())
+            .args(["compare", "1", "2", "--explain", "--json"])
+            .assert()
+            .success()
+            .get_output()
+            .stdout,
+    );
+    let cells = v["explain"]["cells"].as_array().unwrap();
+    // Two benchmarks, both explained (at most 3), from their counters.
+    assert_eq!(cells.len(), 2, "{v}");
+    for c in cells {
+        assert_eq!(c["counter_rounds"], 4, "{c}");
+        assert_eq!(c["rounds"], 0, "{c}");
+        let metrics: Vec<&str> = (c["counters"].as_array().unwrap().iter())
+            .map(|k| k["metric"].as_str().unwrap())
+            .collect();
+        assert!(metrics.contains(&"task-clock/op"), "{metrics:?}");
+        assert!(!metrics.contains(&"ns/op"), "{metrics:?}");
+    }
+    let v = json(
+        &kbench(dir.path())
+            .args(["check", "--candidate", "2", "--baseline", "1"])
+            .args(["--explain=1", "--format", "json"])
+            .assert()
+            .get_output()
+            .stdout,
+    );
+    assert_eq!(v["kind"], "check");
+    // Counters are not gated unless a plan's [gate] names them.
+    for c in v["cells"].as_array().unwrap() {
+        assert_eq!(c["metric"], "ns/op", "{c}");
+    }
+    let cells = v["explain"]["cells"].as_array().unwrap();
+    assert_eq!(cells.len(), 1, "{v}");
+    assert_eq!(v["explain"]["a"], "baseline");
+}

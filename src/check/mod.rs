@@ -299,6 +299,12 @@ fn gate(cmp: &Comparison, o: &Options, naming: Naming) -> Vec<Cell> {
         .iter()
         .flat_map(|r| r.versus.iter().enumerate().map(move |v| (r, v)));
     for (r, (j, v)) in each {
+        // Counters per operation are context, gated only where the plan's
+        // `[gate]` names them.
+        let named = |g: &crate::plan::gate::Gate| g.names(&r.bench, &r.metric);
+        if crate::system::counters::is_metric(&r.metric) && !o.gate.as_ref().is_some_and(named) {
+            continue;
+        }
         let policy = policy(r, o);
         let t = match policy {
             Policy::Threshold(t) => t,

@@ -51,27 +51,86 @@ struct Round {
 /// Explain the difference between operands `a` (baseline) and `b`.
 pub fn explain(st: &dyn StoreRead, ask: &Ask<'_>) -> anyhow::Result<Explain> {
     let sels = [selection(st, ask.a)?, selection(st, ask.b)?];
-    let l = links(&sels);
-    let (ka, kb) = (keyed(&sels[0], &l), keyed(&sels[1], &l));
-    let mut cells = Vec::new();
-    for (name, ca) in &ka {
-        let Some(cb) = kb.get(name) else { continue };
-        let (sa, sb) = (side(st, ca)?, side(st, cb)?);
-        cells.push(explain_cell(name, &sa, &sb, ask));
-    }
-    if cells.is_empty() {
+    let e = of_selections(st, &sels, ask, None)?;
+    if e.cells.is_empty() {
         return Err(bad_input!(
             "`{}` and `{}` hold no cells of the same benchmark to explain (see `kbench report`)",
             ask.a,
             ask.b
         ));
     }
-    if cells.iter().all(|c| c.rounds == 0) {
+    if e.cells.iter().all(|c| c.rounds == 0) {
         return Err(bad_input!(
             "`{}` and `{}`: no profiles recorded in common; record them with `kbench run --profile`",
             ask.a,
             ask.b
         ));
+    }
+    Ok(e)
+}
+
+/// What `compare --explain` and `check --explain` attach: the cells named
+/// in `worst` (as [`cell_name`] names them), in that order, of the
+/// selections `sels` (baseline, contender); counters alone where no
+/// profile was recorded.
+pub fn attach(
+    st: &dyn StoreRead,
+    sels: &[Selection; 2],
+    worst: &[String],
+    ask: &Ask<'_>,
+) -> anyhow::Result<Explain> {
+    of_selections(st, sels, ask, Some(worst))
+}
+
+/// The name a pair of cells goes by: the benchmark and the factors and
+/// parameters neither operand fixed (a comparison row's `bench` and
+/// `cell`).
+pub fn cell_name(bench: &str, rest: &str) -> String {
+    if rest.is_empty() {
+        bench.to_string()
+    } else {
+        format!("{bench} {rest}")
+    }
+}
+
+/// The `k` rows of a comparison worth explaining: those whose change is
+/// significant first, then by the size of the change, each cell once.
+pub fn worst_rows(rows: &[crate::report::compare::Row], k: usize) -> Vec<String> {
+    let mut ranked: Vec<(bool, f64, String)> = (rows.iter())
+        .filter_map(|r| {
+            let v = r.versus.first()?;
+            Some((v.significant, v.change?.abs(), cell_name(&r.bench, &r.cell)))
+        })
+        .collect();
+    ranked.sort_by(|x, y| (y.0.cmp(&x.0)).then(y.1.total_cmp(&x.1)));
+    let mut out: Vec<String> = Vec::new();
+    for (_, _, name) in ranked {
+        if out.len() < k && !out.contains(&name) {
+            out.push(name);
+        }
+    }
+    out
+}
+
+/// The explanation of the cells of `sels` paired (those named in `only`,
+/// in its order, when given).
+fn of_selections(
+    st: &dyn StoreRead,
+    sels: &[Selection; 2],
+    ask: &Ask<'_>,
+    only: Option<&[String]>,
+) -> anyhow::Result<Explain> {
+    let l = links(sels);
+    let (ka, kb) = (keyed(&sels[0], &l), keyed(&sels[1], &l));
+    let names: Vec<&String> = match only {
+        Some(o) => o.iter().filter(|n| ka.contains_key(*n)).collect(),
+        None => ka.keys().collect(),
+    };
+    let mut cells = Vec::new();
+    for name in names {
+        let Some(cb) = kb.get(name) else { continue };
+        let (sa, sb) = (side(st, &ka[name])?, side(st, cb)?);
+        cells.push(explain_cell(name, &sa, &sb, ask));
     }
     Ok(Explain {
         a: ask.a.to_string(),
@@ -90,22 +149,32 @@ fn keyed<'s>(
     let mut m: indexmap::IndexMap<String, Vec<&StoredCell>> = indexmap::IndexMap::new();
     for c in &sel.cells {
         let (bench, _, rest) = pair_key(&c.0.info, "", &sel.fixed, l);
-        let name = if rest.is_empty() {
-            bench
-        } else {
-            format!("{bench} {rest}")
-        };
-        m.entry(name).or_default().push(c);
+        m.entry(cell_name(&bench, &rest)).or_default().push(c);
     }
     m
 }
 
-fn selection(st: &dyn StoreRead, spec: &str) -> anyhow::Result<Selection> {
+/// The cells an operand (`compare`'s syntax) selects, every metric kept.
+pub fn selection(st: &dyn StoreRead, spec: &str) -> anyhow::Result<Selection> {
     let op = select::resolve(st, spec)?;
     let cells = select::narrow(&op, st.cells(op.scope)?)?;
     Ok(Selection {
         name: spec.to_string(),
         fixed: op.filters.iter().map(|(k, _)| k.clone()).collect(),
+        cells,
+        runs: HashMap::new(),
+    })
+}
+
+/// The cells of stored runs `runs` (a check's baseline or candidate).
+pub fn of_runs(st: &dyn StoreRead, name: &str, runs: &[i64]) -> anyhow::Result<Selection> {
+    let mut cells = Vec::new();
+    for &r in runs {
+        cells.extend(st.cells(crate::store::Scope::Run(r))?);
+    }
+    Ok(Selection {
+        name: name.to_string(),
+        fixed: Vec::new(),
         cells,
         runs: HashMap::new(),
     })
@@ -118,7 +187,7 @@ fn side(st: &dyn StoreRead, cells: &[&StoredCell]) -> anyhow::Result<Side> {
         for p in st.profiles(c.id)? {
             s.rounds.entry((c.run_id, p.round)).or_default().profile = Some(p.stacks);
         }
-        for x in samples.iter().filter(|x| x.metric.ends_with("/op")) {
+        for x in (samples.iter()).filter(|x| crate::system::counters::is_metric(&x.metric)) {
             s.rounds
                 .entry((c.run_id, x.round))
                 .or_default()
@@ -227,6 +296,9 @@ fn explain_cell(name: &str, a: &Side, b: &Side, ask: &Ask<'_>) -> CellExplain {
         samples_a: prof.iter().map(|(x, _)| x.total()).sum(),
         samples_b: prof.iter().map(|(_, y)| y.total()).sum(),
         family,
+        counter_rounds: (pairs.iter())
+            .filter(|(x, y)| !x.counters.is_empty() && !y.counters.is_empty())
+            .count(),
         counters: counters(&pairs, ask.confidence),
         symbols,
         merged: prof

@@ -52,6 +52,16 @@ pub enum Policy {
 }
 
 impl Gate {
+    /// Whether a key of the section names `bench`'s `metric` itself (as
+    /// `bench:metric` or `metric`), not only through its benchmark.
+    pub fn names(&self, bench: &str, metric: &str) -> bool {
+        let keys = [format!("{bench}:{metric}"), metric.to_string()];
+        let lists = [&self.must_not_change, &self.report_only];
+        keys.iter().any(|k| {
+            lists.iter().any(|l| l.contains(k)) || self.thresholds.iter().any(|(x, _)| x == k)
+        })
+    }
+
     /// The policy for `bench`'s `metric`, `default` the threshold when
     /// neither the section nor a key sets one.
     pub fn policy(&self, bench: &str, metric: &str, default: f64) -> Policy {
@@ -83,11 +93,17 @@ pub fn validate(f: &GateFile, src: &Source<'_>, benches: &[BenchSpec]) -> anyhow
             Some((b, m)) => (Some(b), Some(m)),
             None => (None, None),
         };
+        // Counters per operation are every micro and scale cell's metrics.
+        let counted = |s: &BenchSpec, m: &str| {
+            crate::system::counters::is_metric(m) && s.bench.kind() != crate::record::Kind::Command
+        };
         benches.iter().any(|s| {
             let metrics = s.bench.metrics();
             match (b, m) {
-                (Some(b), Some(m)) => s.display == b && metrics.iter().any(|x| x.name == m),
-                _ => s.display == key || metrics.iter().any(|x| x.name == key),
+                (Some(b), Some(m)) => {
+                    s.display == b && (metrics.iter().any(|x| x.name == m) || counted(s, m))
+                }
+                _ => s.display == key || metrics.iter().any(|x| x.name == key) || counted(s, key),
             }
         })
     };
@@ -152,5 +168,8 @@ mod tests {
             Gate::default().policy("x", "y", 0.1),
             Policy::Threshold(0.1)
         );
+        // Named itself, not only through its benchmark.
+        assert!(g.names("pipe-bw", "MB/s") && g.names("x", "ivcsw"));
+        assert!(!g.names("pipe-bw", "ns/op") && !Gate::default().names("x", "y"));
     }
 }

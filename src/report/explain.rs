@@ -35,6 +35,8 @@ pub struct CellExplain {
     pub paired_by_round: bool,
     /// Pairs of rounds with a profile on both sides.
     pub rounds: usize,
+    /// Pairs of rounds with counters on both sides.
+    pub counter_rounds: usize,
     pub samples_a: u64,
     pub samples_b: u64,
     /// Symbol shares tested (the family of the intervals).
@@ -118,6 +120,20 @@ fn header(o: &mut String, e: &Explain, c: &CellExplain) {
     } else {
         "paired in order (different runs)"
     };
+    if c.rounds == 0 {
+        let _ = writeln!(
+            o,
+            "  {} rounds {how}; no profile (`run --profile`);",
+            c.counter_rounds
+        );
+        let _ = writeln!(
+            o,
+            "  {:.0}% intervals simultaneous over {} counters (Bonferroni)",
+            100.0 * e.confidence,
+            c.counters.len()
+        );
+        return;
+    }
     let _ = writeln!(
         o,
         "  {} rounds {how}; {} / {} samples; {} shares tested,",
@@ -148,6 +164,11 @@ pub fn text(e: &Explain) -> String {
                     interval(&k.diff)
                 );
             }
+        } else if !c.counters.is_empty() {
+            let _ = writeln!(o, "  no counter per op moved beyond its noise");
+        }
+        if c.rounds == 0 {
+            continue;
         }
         if c.symbols.is_empty() {
             let _ = writeln!(
@@ -193,20 +214,29 @@ pub fn markdown(e: &Explain) -> String {
     );
     for c in &e.cells {
         let _ = writeln!(o, "### {}\n", md_escape(&c.cell));
-        let _ = writeln!(
-            o,
-            "{} rounds {}; {} / {} samples; {:.0}% intervals simultaneous over {} shares.\n",
-            c.rounds,
-            if c.paired_by_round {
-                "paired by round"
-            } else {
-                "paired in order"
-            },
-            c.samples_a,
-            c.samples_b,
-            100.0 * e.confidence,
-            c.family
-        );
+        let how = if c.paired_by_round {
+            "paired by round"
+        } else {
+            "paired in order"
+        };
+        let _ = match c.rounds {
+            0 => writeln!(
+                o,
+                "{} rounds {how}; {:.0}% intervals simultaneous over {} counters.\n",
+                c.counter_rounds,
+                100.0 * e.confidence,
+                c.counters.len()
+            ),
+            _ => writeln!(
+                o,
+                "{} rounds {how}; {} / {} samples; {:.0}% intervals simultaneous over {} shares.\n",
+                c.rounds,
+                c.samples_a,
+                c.samples_b,
+                100.0 * e.confidence,
+                c.family
+            ),
+        };
         let moved: Vec<_> = c.counters.iter().filter(|k| k.changed).collect();
         if !moved.is_empty() {
             o.push_str("| counter | A | B | change | interval |\n|---|--:|--:|--:|---|\n");
@@ -222,6 +252,15 @@ pub fn markdown(e: &Explain) -> String {
                 );
             }
             o.push('\n');
+        }
+        if c.rounds == 0 {
+            let _ = writeln!(
+                o,
+                "No profile recorded (`run --profile`); {} of {} counters per op moved.\n",
+                c.counters.iter().filter(|k| k.changed).count(),
+                c.counters.len()
+            );
+            continue;
         }
         o.push_str(
             "| symbol | of | A | B | change (points) | interval |\n|---|---|--:|--:|--:|---|\n",

@@ -120,6 +120,33 @@ pub fn render(doc: &Document<'_>, format: Format) -> anyhow::Result<String> {
     })
 }
 
+/// `doc` with `kbench explain`'s output for its worst cells attached
+/// (`compare --explain`, `check --explain`): after it in text and
+/// Markdown, as its `explain` member in JSON; other formats leave it out.
+pub fn render_explained(
+    doc: &Document<'_>,
+    explained: Option<&explain::Explain>,
+    format: Format,
+) -> anyhow::Result<String> {
+    let Some(e) = explained else {
+        return render(doc, format);
+    };
+    Ok(match format {
+        Format::Json => {
+            let mut v = json::render(doc)?;
+            v["explain"] = json::render(&Document::Explain(e))?;
+            format!("{v:#}\n")
+        }
+        Format::Text | Format::Markdown => {
+            let mut s = render(doc, format)?;
+            s.push('\n');
+            s.push_str(&render(&Document::Explain(e), format)?);
+            s
+        }
+        _ => render(doc, format)?,
+    })
+}
+
 /// `kbench sysinfo`: the fingerprint and its noise warnings.
 #[derive(Clone, Debug, Serialize)]
 pub struct Sysinfo {

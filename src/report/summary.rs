@@ -140,10 +140,15 @@ pub fn of_groups(groups: &[Group]) -> Option<RunSummary> {
         );
         verdicts.extend(c.map(|c| c.verdicts).unwrap_or_default());
     }
-    // Commands, or a benchmark with metrics beyond the primary one: the
-    // tables of those are what `--all-metrics` adds.
+    // Commands, or a benchmark with metrics of its own beyond the primary
+    // one: the tables of those are what `--all-metrics` adds.
+    // Counters per operation are left out of the text report anyway.
+    let own = groups
+        .iter()
+        .filter(|g| !crate::system::counters::is_metric(&g.metric))
+        .count();
     let stands_for_tables =
-        rows.iter().all(|r| r.kind == crate::record::Kind::Command) || groups.len() > firsts.len();
+        rows.iter().all(|r| r.kind == crate::record::Kind::Command) || own > firsts.len();
     Some(RunSummary {
         stands_for_tables,
         order,

@@ -18,6 +18,7 @@ use crate::record::Direction;
 use crate::stats::Summary;
 use crate::stats::cfmt::fmt_g;
 use crate::store::RunRow;
+use crate::system::counters;
 
 /// ministat's header after its one-character symbol column.
 const STAT_HEADER: &str =
@@ -74,15 +75,21 @@ fn report(o: &mut String, r: &Report) {
     // Two or more variants: their primary metric's summary stands for the
     // tables unless every metric is asked for.
     let compact = r.summary.as_ref().is_some_and(|s| s.stands_for_tables) && !r.all_metrics;
-    for g in r.groups.iter().filter(|_| !compact) {
+    // Counters per operation are named in one line; their tables are
+    // `--all-metrics`'.
+    let shown = |g: &&Group| !compact && (r.all_metrics || !counters::is_metric(&g.metric));
+    for g in r.groups.iter().filter(shown) {
         o.push('\n');
         // A benchmark's notes are per cell: print them under its first
         // metric's table only.
         let first = noted.insert(g.bench.clone());
-        group(o, g, first);
+        group(o, g, first, r.all_metrics);
         if let Some(rule) = r.stop() {
             precision_lines(o, g, rule.precision);
         }
+    }
+    if r.summary.is_none() && !r.all_metrics {
+        also_recorded(o, r, compact);
     }
     if let (Some(v), None) = (&r.verdict, &r.summary) {
         // Two cells whose metrics differ have no summary to word it in.
@@ -107,8 +114,8 @@ fn report(o: &mut String, r: &Report) {
     if let Some(s) = &r.summary {
         o.push('\n');
         super::summary::text(o, s);
-        if compact {
-            also_recorded(o, r);
+        if !r.all_metrics {
+            also_recorded(o, r, compact);
         }
     }
     if let Some(fp) = r.fingerprint()
@@ -122,21 +129,41 @@ fn report(o: &mut String, r: &Report) {
     }
 }
 
-/// The metrics a compact report leaves out, and how to see them.
-fn also_recorded(o: &mut String, r: &Report) {
+/// The metrics the report leaves out, and how to see them: a compact
+/// report's every metric but the first, any report's counters per
+/// operation (named once, without `/op`).
+fn also_recorded(o: &mut String, r: &Report, compact: bool) {
     let mut firsts: Vec<&str> = Vec::new();
     let mut others: Vec<&str> = Vec::new();
+    let mut counted: Vec<&str> = Vec::new();
     for g in &r.groups {
+        let name = g.metric.as_str();
         if !firsts.contains(&g.bench.as_str()) {
             firsts.push(&g.bench);
-        } else if !others.contains(&g.metric.as_str()) {
-            others.push(&g.metric);
+        } else if counters::is_metric(name) {
+            let name = name.strip_suffix("/op").unwrap_or(name);
+            if !counted.contains(&name) {
+                counted.push(name);
+            }
+        } else if compact && !others.contains(&name) {
+            others.push(name);
         }
     }
+    let mut parts = Vec::new();
     if !others.is_empty() {
+        parts.push(others.join(", "));
+    }
+    match &counted[..] {
+        [] => {}
+        [one] => parts.push(format!("{one} per op")),
+        [first, rest @ ..] => {
+            parts.push(format!("{first} and {} more counters per op", rest.len()))
+        }
+    }
+    if !parts.is_empty() {
         o.push_str(&wrapped(
             "",
-            &format!("also recorded: {} (`--all-metrics`)", others.join(", ")),
+            &format!("also recorded: {} (`--all-metrics`)", parts.join("; ")),
             "  ",
         ));
     }
@@ -320,7 +347,7 @@ fn row_names(g: &Group) -> Vec<String> {
     }
 }
 
-fn group(o: &mut String, g: &Group, with_notes: bool) {
+fn group(o: &mut String, g: &Group, with_notes: bool, all_metrics: bool) {
     // `ns/op` and `ops/s` carry their unit; `real` or `user` do not.
     let unit = if g.metric == g.unit || g.metric.split('/').any(|p| p == g.unit) {
         String::new()
@@ -404,7 +431,7 @@ fn group(o: &mut String, g: &Group, with_notes: bool) {
         );
     }
     if with_notes {
-        notes_lines(o, g);
+        notes_lines(o, g, all_metrics);
     }
 }
 
@@ -413,13 +440,16 @@ fn group(o: &mut String, g: &Group, with_notes: bool) {
 const MAX_NOTED_ROWS: usize = 8;
 
 /// Notes that are bookkeeping rather than findings: left to the JSON.
-fn quiet_note(k: &str) -> bool {
-    k == "iterations"
+fn quiet_note(k: &str, all_metrics: bool) -> bool {
+    // Which counters were read is the `also recorded` line and the run's
+    // one warning; the note is printed beside their tables.
+    k == "iterations" || (k == "counters" && !all_metrics)
 }
 
 /// What the benchmarks learnt while running (the pipe size the kernel
 /// granted, the syscall path taken, per-task imbalance), under the table.
-fn notes_lines(o: &mut String, g: &Group) {
+fn notes_lines(o: &mut String, g: &Group, all_metrics: bool) {
+    let quiet_note = |k: &str| quiet_note(k, all_metrics);
     let noted = |r: &&CellSummary| r.notes.keys().any(|k| !quiet_note(k));
     if g.rows.len() > MAX_NOTED_ROWS || !g.rows.iter().any(|r| noted(&r)) {
         return;

@@ -124,11 +124,20 @@ impl fmt::Display for Counter {
     }
 }
 
-/// What `kbench run` reads when `--counters` is not given: nothing yet.
-/// Turning them on for every run changes the text report's layout (more
-/// than one metric per cell), which tests and users rely on; `default`
-/// names the set meant for then.
-pub const UNASKED: &str = "none";
+/// What `kbench run` reads when `--counters` is not given: every counter
+/// (the hardware ones where a PMU is there); `--counters none` turns them
+/// off. The text report names them in one line and shows their tables
+/// with `--all-metrics` only.
+pub const UNASKED: &str = "default";
+
+/// Whether `metric` is a counter's per-operation metric (or IPC), i.e. one
+/// the sampler added beside a benchmark's own.
+pub fn is_metric(metric: &str) -> bool {
+    metric == IPC
+        || ALL
+            .iter()
+            .any(|c| metric.strip_suffix("/op") == Some(c.name()))
+}
 
 /// `--counters LIST`: names separated by commas; `default` and `all` are
 /// every counter (the hardware ones where a PMU is there), `software` the
@@ -203,6 +212,8 @@ mod tests {
     #[test]
     fn metrics_are_per_operation_and_hardware_is_told_apart() {
         assert_eq!(Counter::ContextSwitches.metric(), "context-switches/op");
+        assert!(ALL.iter().all(|c| is_metric(&c.metric())) && is_metric(IPC));
+        assert!(!is_metric("ns/op") && !is_metric("task-clock") && !is_metric("ops/s"));
         assert_eq!(Counter::TaskClock.unit(), "cpu-ns");
         assert!(Counter::Cycles.hardware() && !Counter::MajorFaults.hardware());
         assert!(!Counter::InvoluntarySwitches.hardware());
