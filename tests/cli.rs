@@ -22,7 +22,7 @@ fn own_and_counted(v: &serde_json::Value) -> (Vec<&serde_json::Value>, Vec<&serd
 
 /// Each cell of `own` has counters per operation beside it in `counted`
 /// (the same benchmark and parameters, as many samples), task-clock among
-/// them: on by default.
+/// them (`--counters default`).
 fn counted_beside(own: &[&serde_json::Value], counted: &[&serde_json::Value]) {
     for c in own {
         let beside: Vec<_> = counted
@@ -51,6 +51,8 @@ fn adhoc_run_is_in_range_stored_and_listed() {
             "run",
             "getppid",
             "null-syscall",
+            "--counters",
+            "default",
             "--samples",
             "5",
             "--sample-time",
@@ -134,6 +136,7 @@ fn text_report_labels_rows_with_parameters() {
             &format!("getuid:cpu={b}"),
         ])
         .args(["--samples", "3", "--sample-time", "0.02"])
+        .args(["--counters", "default"])
         .assert()
         .success()
         .stdout(predicate::str::is_match(r"(?m)^cpu \|  N ").unwrap())
@@ -164,9 +167,8 @@ fn default_suite_uses_the_default_store() {
         .success()
         .stdout(predicate::str::contains("getppid: ns/op"))
         .stdout(predicate::str::contains("gettimeofday: ns/op"))
-        // Counters are read by default and named once, in one line.
-        .stdout(predicate::str::contains("more counters per op").count(1))
-        .stdout(predicate::str::contains("task-clock/op").not());
+        // Counters are read only when asked (`--counters`).
+        .stdout(predicate::str::contains("counters per op").not());
     assert!(dir.path().join("kbench/kbench.db").exists());
     let db = rusqlite::Connection::open(dir.path().join("kbench/kbench.db")).unwrap();
     let (own, counted): (i64, i64) = db
@@ -177,7 +179,7 @@ fn default_suite_uses_the_default_store() {
         )
         .unwrap();
     assert!(
-        own > 0 && counted == own,
+        own > 0 && counted == 0,
         "{own} ns/op, {counted} task-clock/op"
     );
 }
@@ -208,7 +210,13 @@ sweep = { work = [50, 100] }
         ),
     );
     let out = kbench(dir.path())
-        .args(["run", p.to_str().unwrap(), "--json"])
+        .args([
+            "run",
+            p.to_str().unwrap(),
+            "--json",
+            "--counters",
+            "default",
+        ])
         .assert()
         .success()
         .get_output()
@@ -623,6 +631,8 @@ fn readme_plan_and_smoke_example_run() {
             &kbench(store.path())
                 .args([
                     "run",
+                    "--counters",
+                    "default",
                     plan,
                     "--samples",
                     "2",
