@@ -318,7 +318,7 @@ command = ["true"]
     // `continue`: every attempt is tried and recorded.
     let flaky = fails
         .iter()
-        .filter(|f| f["message"].as_str().unwrap().contains("`sh -c exit 1`"))
+        .filter(|f| f["message"].as_str().unwrap().contains("`sh -c 'exit 1'`"))
         .count();
     assert_eq!(flaky, 3, "{fails:#?}");
     assert_eq!(cell(&rep, "good", "real")["n"], 3);
@@ -571,7 +571,7 @@ on_failure = "continue"
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
         text.contains("failed samples: 3, in 1 cell(s):")
-            && text.contains("cmd: 3 failed; last: command `sh -c echo oops"),
+            && text.contains("cmd: 3 failed; last: command `sh -c 'echo oops"),
         "{text}"
     );
     assert!(

@@ -41,7 +41,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     (
         "plan",
         &[
-            "bench", "error", "ids", "stats", "suggest", "system", "term", "units",
+            "bench", "error", "ids", "record", "stats", "suggest", "system", "term", "units",
         ],
     ),
     ("spec", &["bench", "error", "plan", "record", "suggest"]),
@@ -88,12 +88,14 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("export", &["error", "plan", "report", "select", "store"]),
     (
         "explain",
-        &["error", "profile", "report", "select", "stats", "store"],
+        &[
+            "error", "profile", "report", "select", "stats", "store", "system",
+        ],
     ),
     (
         "check",
         &[
-            "error", "plan", "record", "report", "stats", "store", "system",
+            "error", "plan", "record", "report", "select", "stats", "store", "suggest", "system",
         ],
     ),
     (

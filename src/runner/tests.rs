@@ -558,8 +558,19 @@ fn processes_take_turns_within_the_run_so_drift_is_not_a_process_effect() {
 /// of two boots, and no state gets more than one boot ahead of another.
 /// The boot is the run's `owner.boot_id`; the state a probe reading a
 /// file the test writes.
+/// Alone in a process of its own: a command cell of a test running beside
+/// it treats every child of the process as its own (the subreaper and the
+/// commands' cgroup), and took this test's probe or setup child with it.
 #[test]
 fn repeated_boots_take_a_share_each_and_the_states_alternate() {
+    crate::system::tests::run_alone(
+        "runner::tests::repeated_boots_take_a_share_each_and_the_states_alternate_alone",
+    );
+}
+
+#[test]
+#[ignore = "run by repeated_boots_take_a_share_each_and_the_states_alternate, alone"]
+fn repeated_boots_take_a_share_each_and_the_states_alternate_alone() {
     let dir = tempfile::tempdir().unwrap();
     let state = dir.path().join("state");
     let text = format!(
@@ -623,8 +634,17 @@ fn repeated_boots_take_a_share_each_and_the_states_alternate() {
 /// of two groups never share a round number, since they were never
 /// measured in the same stretch of time, and a paired analysis must not
 /// pair them.
+/// Alone in a process of its own: a command cell of a test running beside
+/// it treats every child of the process as its own (the subreaper and the
+/// commands' cgroup), and took this test's probe or setup child with it.
 #[test]
 fn rounds_of_shell_groups_do_not_overlap() {
+    crate::system::tests::run_alone("runner::tests::rounds_of_shell_groups_do_not_overlap_alone");
+}
+
+#[test]
+#[ignore = "run by rounds_of_shell_groups_do_not_overlap, alone"]
+fn rounds_of_shell_groups_do_not_overlap_alone() {
     let text = "name = \"groups\"\nsamples = 3\nwarmup = 1\n\n[factors]\nmode = { apply = \"shell\", values = [\"x\", \"y\"], setup = \"true\" }\n\n[[bench]]\nname = \"t\"\ncommand = [\"true\"]\n";
     let plan = crate::plan::parse(text, "groups.toml").unwrap();
     let mut st = MemoryStore::new();
