@@ -30,29 +30,28 @@ pub const CPU_PARAM: ParamDef = ParamDef {
     help: "pin the measuring thread to this CPU (unpinned if absent)",
 };
 
-/// CLOCK_MONOTONIC in nanoseconds.
+/// A POSIX clock in nanoseconds.
 #[inline(always)]
-pub fn now_ns() -> u64 {
+fn clock_ns(clock: libc::clockid_t) -> u64 {
     let mut ts = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,
     };
-    // SAFETY: ts is a valid out-pointer; CLOCK_MONOTONIC always exists.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    // SAFETY: ts is a valid out-pointer; both clocks used here exist on
+    // Linux and FreeBSD.
+    unsafe { libc::clock_gettime(clock, &mut ts) };
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
-/// The calling thread's CPU time in nanoseconds (CLOCK_THREAD_CPUTIME_ID,
-/// POSIX).
+/// CLOCK_MONOTONIC in nanoseconds.
+#[inline(always)]
+pub fn now_ns() -> u64 {
+    clock_ns(libc::CLOCK_MONOTONIC)
+}
+
+/// The calling thread's CPU time in nanoseconds (CLOCK_THREAD_CPUTIME_ID).
 pub fn thread_cpu_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: ts is a valid out-pointer; the clock exists on Linux and
-    // FreeBSD.
-    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+    clock_ns(libc::CLOCK_THREAD_CPUTIME_ID)
 }
 
 /// The share of a CPU a busy loop of the calling thread gets now, where
