@@ -26,11 +26,7 @@ fn check(dir: &Path, cmd: &str, extra: &[&str]) -> (i32, String, String) {
         .args(extra)
         .output()
         .unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into(),
-        String::from_utf8_lossy(&out.stderr).into(),
-    )
+    common::outcome(out)
 }
 
 /// `runs` runs of `cmd` labelled `branch=main`.
@@ -472,11 +468,7 @@ fn check_in(dir: &Path, args: &[&str]) -> (i32, String, String) {
         .args(args)
         .output()
         .unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into(),
-        String::from_utf8_lossy(&out.stderr).into(),
-    )
+    common::outcome(out)
 }
 
 /// `--against`: the baseline level measured in the same run, paired by

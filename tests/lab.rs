@@ -34,11 +34,7 @@ fn at(dir: &Path, db: &str, args: &[&str]) -> (i32, String, String) {
         .args(args)
         .output()
         .unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into(),
-        String::from_utf8_lossy(&out.stderr).into(),
-    )
+    common::outcome(out)
 }
 
 fn ok(dir: &Path, db: &str, args: &[&str]) -> (String, String) {

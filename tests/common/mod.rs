@@ -137,6 +137,16 @@ pub fn stdout(c: &mut assert_cmd::Command) -> String {
 
 /// A finished command must have succeeded; its stderr is the message if not.
 #[track_caller]
+/// A finished kbench's exit status (-1 when killed by a signal), stdout
+/// and stderr.
+pub fn outcome(out: std::process::Output) -> (i32, String, String) {
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into(),
+        String::from_utf8_lossy(&out.stderr).into(),
+    )
+}
+
 pub fn assert_ok(out: &std::process::Output) {
     assert!(
         out.status.success(),
