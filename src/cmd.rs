@@ -501,6 +501,14 @@ fn run(a: RunArgs, db: &store::Locator) -> anyhow::Result<ExitCode> {
         sinks.push(l);
     }
     sinks.push(&mut progress);
+    // Without a terminal there is no bar to watch: each cell's line
+    // instead, as soon as its last sample is in, before the report.
+    let mut finished =
+        (!a.quiet && !a.json && a.events.is_none() && !std::io::stdout().is_terminal())
+            .then(|| report::live::Finished::new(std::io::stdout()));
+    if let Some(f) = &mut finished {
+        sinks.push(f);
+    }
     let labels = run_labels(&a.label);
     let mut tee = event::Tee(sinks);
     let mut labelled = event::labels::Labelled {

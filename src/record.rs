@@ -185,6 +185,46 @@ impl CellInfo {
     }
 }
 
+/// A recorded cell (an event's) as the command line spells it.
+pub fn info_spelling(cell: &CellInfo) -> String {
+    let params: Vec<(&str, String)> = cell
+        .label_params
+        .iter()
+        .filter_map(|k| {
+            cell.params.get(k).map(|v| match v {
+                serde_json::Value::String(s) => (k.as_str(), s.clone()),
+                v => (k.as_str(), v.to_string()),
+            })
+        })
+        .collect();
+    spell(&cell.bench, cell.kind, &params, &cell.factors)
+}
+
+/// A cell as the command line spells it: `name:param=v,... @factor=level`,
+/// a command shell-quoted.
+pub fn spell(
+    name: &str,
+    kind: Kind,
+    params: &[(&str, String)],
+    factors: &IndexMap<String, String>,
+) -> String {
+    let mut s = match kind {
+        Kind::Command => {
+            shlex::try_quote(name).map_or_else(|_| name.to_string(), |q| q.into_owned())
+        }
+        _ => name.to_string(),
+    };
+    if !params.is_empty() {
+        let p: Vec<String> = params.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        s.push(':');
+        s.push_str(&p.join(","));
+    }
+    for (k, v) in factors {
+        s.push_str(&format!(" @{k}={v}"));
+    }
+    s
+}
+
 /// Probe readings as stored: JSON text of the map, in the plan's probe
 /// order, so equal states have equal text.
 pub fn readings_text(r: &IndexMap<String, String>) -> String {

@@ -131,3 +131,12 @@ mod shell_line_tests {
         assert_eq!(shell_line(&["true".to_string()]), "true");
     }
 }
+
+/// `s` cut to `width` characters, a cut marked with `~`.
+pub fn shorten(s: &str, width: usize) -> String {
+    if s.chars().count() <= width {
+        return s.to_string();
+    }
+    let cut: String = s.chars().take(width.saturating_sub(1)).collect();
+    format!("{cut}~")
+}

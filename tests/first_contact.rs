@@ -437,14 +437,86 @@ fn outliers_are_flagged_only_from_ten_samples_on() {
     assert_eq!(outliers, ["[9]", "[]"]);
 }
 
+// --- a line per finished benchmark without a terminal --------------------
+
+/// Whether `l` is the line a finished cell prints when stdout is not a
+/// terminal (`getppid: ns/op median 180 ns (5 samples)`).
+fn finished_line(l: &str) -> bool {
+    l.contains(" median ") && l.ends_with(" samples)")
+}
+
+#[test]
+fn each_finished_benchmark_is_a_line_as_soon_as_its_last_sample_is_in() {
+    use std::io::BufRead;
+    let dir = tempfile::tempdir().unwrap();
+    let _t = common::serial();
+    // Level b's setup sleeps 2 s: level a's cell is done by then, so its
+    // line must come while kbench still runs, not with the report.
+    let plan = common::plan(
+        dir.path(),
+        "p.toml",
+        r#"name = "p"
+samples = 3
+sample_time = 0.01
+warmup = 0
+
+[factors]
+mode = { apply = "shell", values = ["a", "b"], setup = "[ {value} = a ] || sleep 2" }
+
+[[bench]]
+use = "getppid"
+"#,
+    );
+    let mut child = common::kbench_process(dir.path())
+        .args(["run", plan.to_str().unwrap()])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let first = lines.next().unwrap().unwrap();
+    assert!(
+        first.starts_with("getppid @mode=a: ns/op median ") && first.ends_with(" (3 samples)"),
+        "{first}"
+    );
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "the first cell's line came only when kbench ended"
+    );
+    let rest: Vec<String> = lines.map(Result::unwrap).collect();
+    assert!(child.wait().unwrap().success());
+    assert!(
+        rest[0].starts_with("getppid @mode=b: ns/op median "),
+        "{rest:?}"
+    );
+    // Then a blank line and the report, as on a terminal.
+    assert_eq!(rest[1], "", "{rest:?}");
+    assert!(rest[2].starts_with("run 1 "), "{rest:?}");
+    assert_eq!(rest.iter().filter(|l| finished_line(l)).count(), 1);
+    // Not with --quiet, and never inside --json.
+    let quiet = common::stdout(kbench(dir.path()).args(["run", "getppid", "--quick", "-q"]));
+    assert!(!quiet.lines().any(finished_line), "{quiet}");
+    let json = common::stdout(kbench(dir.path()).args(["run", "getppid", "--quick", "--json"]));
+    common::json(json.as_bytes());
+}
+
 // --- the verdict line ----------------------------------------------------
 
 /// The report of `kbench run 'A' 'B'` without the noise warnings (which
-/// depend on the machine), as a user reads it.
+/// depend on the machine), as a user reads it on a terminal.
 fn without_warnings(text: &str) -> Vec<&str> {
     let mut out = Vec::new();
     let mut skipping = false;
-    for l in text.lines() {
+    // A pipe also gets a line per finished cell and a blank line before
+    // the report; a terminal shows the progress bar instead.
+    let mut lines = text.lines().peekable();
+    while lines.peek().is_some_and(|l| finished_line(l)) {
+        lines.next();
+        if lines.peek() == Some(&"") {
+            lines.next();
+        }
+    }
+    for l in lines {
         if l == "noise warnings:" {
             // The blank line before the block goes with it.
             if out.last() == Some(&"") {

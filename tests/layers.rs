@@ -67,8 +67,8 @@ const LAYERS: &[(&str, &[&str])] = &[
     (
         "report",
         &[
-            "bench", "campaign", "error", "ministat", "plan", "profile", "record", "stats",
-            "store", "suggest", "system", "term", "units",
+            "bench", "campaign", "error", "event", "ministat", "plan", "profile", "record",
+            "stats", "store", "suggest", "system", "term", "units",
         ],
     ),
     // Operands (runs, campaigns, `:k=v`) resolved against a store.

@@ -16,6 +16,7 @@ pub mod history;
 pub mod html;
 pub mod human;
 pub mod json;
+pub mod live;
 pub mod markdown;
 pub mod origin;
 pub mod plan_size;

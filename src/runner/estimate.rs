@@ -169,7 +169,7 @@ pub fn estimate(todo: &Todo, opts: &RunConfig) -> anyhow::Result<Estimate> {
 /// parameters after the name, then its factors as `@name=label`; a
 /// command shell-quoted, as it was typed (`'sleep 0.01'`).
 pub fn spelling(cell: &Cell) -> String {
-    spell(
+    crate::record::spell(
         &cell.display,
         cell.bench.kind(),
         &cell
@@ -179,44 +179,6 @@ pub fn spelling(cell: &Cell) -> String {
             .collect::<Vec<_>>(),
         &cell.factors,
     )
-}
-
-/// A recorded cell (an event's) as the command line spells it.
-pub fn info_spelling(cell: &crate::record::CellInfo) -> String {
-    let params: Vec<(&str, String)> = cell
-        .label_params
-        .iter()
-        .filter_map(|k| {
-            cell.params.get(k).map(|v| match v {
-                serde_json::Value::String(s) => (k.as_str(), s.clone()),
-                v => (k.as_str(), v.to_string()),
-            })
-        })
-        .collect();
-    spell(&cell.bench, cell.kind, &params, &cell.factors)
-}
-
-fn spell(
-    name: &str,
-    kind: Kind,
-    params: &[(&str, String)],
-    factors: &indexmap::IndexMap<String, String>,
-) -> String {
-    let mut s = match kind {
-        Kind::Command => {
-            shlex::try_quote(name).map_or_else(|_| name.to_string(), |q| q.into_owned())
-        }
-        _ => name.to_string(),
-    };
-    if !params.is_empty() {
-        let p: Vec<String> = params.iter().map(|(k, v)| format!("{k}={v}")).collect();
-        s.push(':');
-        s.push_str(&p.join(","));
-    }
-    for (k, v) in factors {
-        s.push_str(&format!(" @{k}={v}"));
-    }
-    s
 }
 
 /// A command shorter than this is timed twice, the faster run counting:
@@ -246,14 +208,7 @@ fn trial(cell: &Cell, settings: &RunSettings) -> anyhow::Result<(f64, f64)> {
     Ok((each + PER_SAMPLE, prepared))
 }
 
-/// `s` cut to `width` characters, a cut marked with `~`.
-pub fn shorten(s: &str, width: usize) -> String {
-    if s.chars().count() <= width {
-        return s.to_string();
-    }
-    let cut: String = s.chars().take(width.saturating_sub(1)).collect();
-    format!("{cut}~")
-}
+pub use crate::term::shorten;
 
 /// The time left in a run, from the time model corrected by the run so
 /// far: each cell's remaining samples at its modelled seconds, times the
@@ -472,6 +427,7 @@ pub fn text(e: &Estimate) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::record::info_spelling;
 
     #[test]
     fn human_durations() {

@@ -350,6 +350,10 @@ fn run_groups(
         if g == RunStatus::Interrupted {
             return Ok(g);
         }
+        // The group's cells are over (the next group's setup comes next).
+        for &i in &members {
+            s.cell_finished(&mut arms[i])?;
+        }
     }
     Ok(status)
 }

@@ -11,8 +11,9 @@ use std::collections::HashMap;
 use std::io::IsTerminal;
 use std::time::Instant;
 
-use super::estimate::{Eta, human, info_spelling, shorten};
+use super::estimate::{Eta, human, shorten};
 use crate::event::{Event, Sink};
+use crate::record::info_spelling;
 
 /// Columns the cell's spelling may take in the bar's line.
 const CELL_WIDTH: usize = 24;

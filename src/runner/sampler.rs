@@ -75,6 +75,8 @@ pub struct Arm {
     pub values: Vec<(u32, f64)>,
     /// Stopped early: precise enough.
     pub done: bool,
+    /// Its `cell_done` was sent (as soon as it took its last sample).
+    announced: bool,
     /// Event counters read around each sample, opened with the instances.
     counters: Option<Box<dyn CounterGroup>>,
     /// The last sample's counts, one per opened counter.
@@ -97,6 +99,7 @@ impl Arm {
             failures: 0,
             values: Vec::new(),
             done: false,
+            announced: false,
             counters: None,
             counts: Vec::new(),
         }
@@ -457,6 +460,9 @@ impl<'a> Sampler<'a> {
                 if rule.arm_done(arm) {
                     arm.done = true;
                 }
+                if !arm.open() {
+                    self.cell_finished(arm)?;
+                }
             }
             w += 1;
             if !warm {
@@ -547,11 +553,29 @@ impl<'a> Sampler<'a> {
         Ok(())
     }
 
+    /// The arm took its last sample in this run (all it was due, or a
+    /// rule said enough): its instances go and its `cell_done` is sent
+    /// now, so a reader learns of it while other cells are still sampled.
+    /// A failed cell waits for [`Sampler::finish`], which says why.
+    pub fn cell_finished(&mut self, arm: &mut Arm) -> anyhow::Result<()> {
+        if arm.announced || arm.failed_cell() {
+            return Ok(());
+        }
+        self.release(arm)?;
+        arm.announced = true;
+        self.emit(Event::CellDone(CellDone {
+            run: self.run.clone(),
+            cell: arm.cell.key.clone(),
+            status: CellStatus::Done,
+            samples: arm.taken,
+        }))
+    }
+
     /// End the run: every arm's instances go, its `cell_done` (failed,
     /// done, or interrupted when the run was and it missed samples), then
     /// `run_ended`.
     pub fn finish(mut self, arms: &mut [Arm], status: RunStatus) -> anyhow::Result<()> {
-        for arm in arms.iter_mut() {
+        for arm in arms.iter_mut().filter(|a| !a.announced) {
             if !arm.insts.is_empty() {
                 self.release(arm)?;
             }
