@@ -249,7 +249,10 @@ def run_wis(binary, tasks, warmup, seconds, aslr, waits):
 
 def run_kbench(name, mode, tasks, warmup, seconds, aslr, db, waits):
     cell = f"{name}:mode={mode},tasks={tasks},interval=1,warmup={warmup},intervals={seconds}"
-    cmd = prefix(aslr) + [KBENCH, "run", cell, "--samples", "1", "--warmup", "0", "--json", "-q"]
+    # No hardware counters: will-it-scale reads none, and each counter
+    # kbench opens costs a PMU save and restore at every context switch.
+    cmd = prefix(aslr) + [KBENCH, "run", cell, "--samples", "1", "--warmup", "0"]
+    cmd += ["--counters", "none", "--json", "-q"]
     # A session of its own, as will-it-scale's run has: with autogroup
     # scheduling (/proc/sys/kernel/sched_autogroup_enabled) each session is
     # one scheduling group, so both sides must compete with other work
@@ -475,7 +478,7 @@ def write_readme(path, key, text):
 
 def builtins():
     out = subprocess.run([KBENCH, "list", "--json"], capture_output=True, text=True, check=True)
-    return [b["name"] for b in json.loads(out.stdout) if b["kind"] == "scale"]
+    return [b["name"] for b in json.loads(out.stdout)["benches"] if b["kind"] == "scale"]
 
 
 def measure(a, rows, t0):
