@@ -266,8 +266,8 @@ def run_wis(binary, tasks, warmup, seconds, aslr, waits):
 
 def run_kbench(name, mode, tasks, warmup, seconds, aslr, db, waits):
     cell = f"{name}:mode={mode},tasks={tasks},interval=1,warmup={warmup},intervals={seconds}"
-    # No hardware counters: will-it-scale reads none, and each counter
-    # kbench opens costs a PMU save and restore at every context switch.
+    # No event counters (kbench's default opens some): will-it-scale reads
+    # none, so neither side pays for them.
     cmd = prefix(aslr) + [KBENCH, "run", cell, "--samples", "1", "--warmup", "0"]
     cmd += ["--counters", "none", "--json", "-q"]
     # A session of its own, as will-it-scale's run has: with autogroup
