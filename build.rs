@@ -11,8 +11,18 @@
 fn main() {
     let src = "src/bench/scale/loops.c";
     println!("cargo::rerun-if-changed={src}");
-    cc::Build::new()
-        .file(src)
+    if let Err(e) = loops(src).try_compile("kbench_loops") {
+        // One line naming what is missing, not cc's panic and backtrace.
+        println!(
+            "cargo::error=compiling {src} needs a C compiler (cc, or the one $CC names: install gcc or clang): {e}"
+        );
+    }
+}
+
+/// The build of `src` with will-it-scale's flags.
+fn loops(src: &str) -> cc::Build {
+    let mut b = cc::Build::new();
+    b.file(src)
         // will-it-scale's Makefile: CFLAGS+=-Wall -O2 -g, whatever the
         // profile of this build (cc would follow Cargo's opt-level).
         .opt_level(2)
@@ -26,6 +36,6 @@ fn main() {
         // information, which will-it-scale's -g does not.
         .pic(false)
         .flag("-fPIE")
-        .force_frame_pointer(false)
-        .compile("kbench_loops");
+        .force_frame_pointer(false);
+    b
 }

@@ -47,10 +47,12 @@ shows the worst of its runs. Rows outside 0.95-1.05 get the cause
 `unexplained`.
 
 On a machine shared with other sessions, `--session-nice -10` gives both
-sides' sessions (their autogroups: /proc/PID/autogroup) priority over
-other work, which a `nice -n 19` elsewhere does not give them under
-autogroup scheduling; the header says when it was used, and `waited`
-shows what it achieved.
+sides priority over other work: under autogroup scheduling their
+sessions' (/proc/PID/autogroup), since a `nice -n 19` elsewhere does not
+yield to another session; with autogroups off
+(/proc/sys/kernel/sched_autogroup_enabled 0) their own nice value, which
+their tasks inherit. The header says which was used, and `waited` shows
+what it achieved.
 
 --readme FILE writes the table, with the date, CPU, system and conditions,
 into FILE between `<!-- fidelity: KEY -->` and `<!-- /fidelity -->`, KEY
@@ -88,16 +90,31 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 KBENCH = os.environ.get("KBENCH", os.path.join(HERE, "..", "..", "target", "release", "kbench"))
 CAUSES = os.path.join(HERE, "causes.txt")
 LOW, HIGH = 0.95, 1.05
-# --session-nice: the autogroup nice value of both sides' sessions.
+# --session-nice: both sides' nice value (their sessions' autogroups', or
+# their own when autogroups are off).
 SESSION_NICE = None
 # A pass whose median run waited longer than this for its CPUs says so.
 CONTENDED = 0.05
 
 
+def autogroups():
+    """True when the scheduler groups processes by session (autogroup):
+    then a session's priority is its autogroup's nice value, and a
+    process's own nice value only ranks it inside its session."""
+    try:
+        with open("/proc/sys/kernel/sched_autogroup_enabled") as f:
+            return f.read().strip() == "1"
+    except OSError:
+        return False
+
+
 def prefix(aslr):
+    # Without autogroups --session-nice is each side's own nice value,
+    # which its tasks inherit (the autogroup's would change nothing).
+    p = [] if SESSION_NICE is None or autogroups() else ["nice", "-n", str(SESSION_NICE)]
     if aslr:
-        return []
-    return ["setarch", os.uname().machine, "-R"]
+        return p
+    return p + ["setarch", os.uname().machine, "-R"]
 
 
 # --- conditions -----------------------------------------------------------
@@ -144,7 +161,7 @@ class Waits:
 
     def start(self, pid):
         self.root = pid
-        if SESSION_NICE is not None:
+        if SESSION_NICE is not None and autogroups():
             # The nice value of the autogroup of the session `pid` leads:
             # every process of the side, tasks to come included.
             with open(f"/proc/{pid}/autogroup", "w") as f:
@@ -249,7 +266,10 @@ def run_wis(binary, tasks, warmup, seconds, aslr, waits):
 
 def run_kbench(name, mode, tasks, warmup, seconds, aslr, db, waits):
     cell = f"{name}:mode={mode},tasks={tasks},interval=1,warmup={warmup},intervals={seconds}"
-    cmd = prefix(aslr) + [KBENCH, "run", cell, "--samples", "1", "--warmup", "0", "--json", "-q"]
+    # No event counters (kbench's default opens some): will-it-scale reads
+    # none, so neither side pays for them.
+    cmd = prefix(aslr) + [KBENCH, "run", cell, "--samples", "1", "--warmup", "0"]
+    cmd += ["--counters", "none", "--json", "-q"]
     # A session of its own, as will-it-scale's run has: with autogroup
     # scheduling (/proc/sys/kernel/sched_autogroup_enabled) each session is
     # one scheduling group, so both sides must compete with other work
@@ -411,6 +431,7 @@ def versions(wis_dir):
         "wis": git if re.fullmatch(r"[0-9a-f]{7,}", git) else "unknown commit",
         "kbench": first_line(["git", "-C", HERE, "rev-parse", "--short", "HEAD"])
         + (" with uncommitted changes" if dirty() else ""),
+        "nice_kind": "autogroup" if autogroups() else "process",
     }
 
 
@@ -431,7 +452,7 @@ def section(key, rows, causes, meta):
             f"{os.cpu_count()} CPUs, Linux {meta['kernel']}, {meta['libc']}, {meta['cc']}; "
             f"will-it-scale `{meta['wis']}` built by its Makefile, kbench `{meta['kbench']}`; "
             f"`{meta['command']}`"
-            + (f" (both sides' sessions at autogroup nice {SESSION_NICE})" if SESSION_NICE is not None else "")
+            + (f" (both sides at {meta.get('nice_kind', 'autogroup')} nice {SESSION_NICE})" if SESSION_NICE is not None else "")
             + ".",
             "",
             f"Conditions: the measured threads waited for a CPU {statistics.median(waited):.0%} of a run "
@@ -475,7 +496,7 @@ def write_readme(path, key, text):
 
 def builtins():
     out = subprocess.run([KBENCH, "list", "--json"], capture_output=True, text=True, check=True)
-    return [b["name"] for b in json.loads(out.stdout) if b["kind"] == "scale"]
+    return [b["name"] for b in json.loads(out.stdout)["benches"] if b["kind"] == "scale"]
 
 
 def measure(a, rows, t0):
@@ -560,8 +581,8 @@ def main():
     ap.add_argument(
         "--session-nice",
         type=int,
-        help="autogroup nice value of both sides' sessions (negative needs root): "
-        "other sessions' work, niced or not, then yields the CPUs",
+        help="nice value of both sides (negative needs root): their sessions' autogroups', "
+        "or their own when autogroups are off; other work then yields the CPUs",
     )
     a = ap.parse_args()
     global SESSION_NICE

@@ -479,8 +479,16 @@ mod tests {
             // A wake-up on another CPU costs an IPI (and here a vCPU wake);
             // switching on the same CPU does not.
             assert!(cross > same, "cross {cross} ns <= same {same} ns");
+            // The first two CPUs this test was given, which need not be
+            // CPUs 0 and 1 (taskset, a cpuset).
             let pl = inst.placement().unwrap();
-            assert!(pl.contains("cpu 0") && pl.contains("cpu 1"), "{pl}");
+            let given = crate::system::get_affinity().unwrap().0;
+            let mut on: Vec<usize> = pl
+                .split(", ")
+                .filter_map(|p| p.rsplit_once("cpu ")?.1.parse().ok())
+                .collect();
+            on.sort_unstable();
+            assert_eq!(on, given[..2], "given {given:?}: {pl}");
         }
         let (sw, _) = run(&CtxSwitch, &[], 3);
         let sw = least(&sw);
