@@ -1575,20 +1575,10 @@ impl<'a> Sections<'a> {
     }
 }
 
-/// The comparison's summary within 80 columns: a row per cell and
-/// contender, values in human units, p for every test; each row is named
-/// by what varies between the rows (see [`row_labels`]).
-fn summary_lines(o: &mut String, c: &Comparison) {
-    o.push_str(&grid::wrap(
-        &format!(
-            "summary ({}% confidence; `~` = no significant difference, `?` = not judged; baseline {}):",
-            c.confidence, c.operands[0]
-        ),
-        WIDTH,
-        "  ",
-    ));
-    // `k=v` parts of the cell labels that every row of a benchmark
-    // shares: said once, under the table.
+/// Each row's `k=v` label parts, and per benchmark the parts that every
+/// row of it shares (said once, under the table).
+#[allow(clippy::type_complexity)]
+fn shared_parts(c: &Comparison) -> (Vec<Vec<&str>>, IndexMap<&str, Vec<&str>>) {
     let parts: Vec<Vec<&str>> = c
         .rows
         .iter()
@@ -1615,75 +1605,30 @@ fn summary_lines(o: &mut String, c: &Comparison) {
             .collect();
         shared.insert(r.bench.as_str(), common);
     }
+    (parts, shared)
+}
+
+/// The comparison's summary within 80 columns: a row per cell and
+/// contender, values in human units, p for every test; each row is named
+/// by what varies between the rows (see [`row_labels`]).
+fn summary_lines(o: &mut String, c: &Comparison) {
+    o.push_str(&grid::wrap(
+        &format!(
+            "summary ({}% confidence; `~` = no significant difference, `?` = not judged; baseline {}):",
+            c.confidence, c.operands[0]
+        ),
+        WIDTH,
+        "  ",
+    ));
+    let (parts, shared) = shared_parts(c);
     let (head, names, labels) = row_labels(c, &parts, &shared);
     let contenders = c.operands.len() > 2;
     let adjusted = c.family > 1;
-    let mut powers = Vec::new();
-    let mut notes: Vec<String> = Vec::new();
+    let mut notes = SummaryNotes::default();
     let mut rows: Vec<(Vec<String>, Vec<String>)> = Vec::new();
     for ((r, name), label) in c.rows.iter().zip(&names).zip(&labels) {
         for v in &r.versus {
-            // Fewer digits for large changes: the row stays within 80.
-            let short = super::verdict::signed;
-            let vs = if contenders {
-                format!(" vs {}", v.name)
-            } else {
-                String::new()
-            };
-            let unmeasured = v.design.as_ref().and_then(|d| d.unmeasured);
-            let change = match (v.change, unmeasured) {
-                (None, _) => "-".to_string(),
-                (Some(_), Some(_)) => "?".to_string(),
-                (Some(x), None) if v.significant => short(x),
-                (Some(_), None) => "~".to_string(),
-            };
-            if let Some(l) = unmeasured {
-                push_unique(&mut notes, format!("? {}", l.unmeasured()));
-            }
-            if let Some(g) = &v.degenerate {
-                notes.push(format!("- {name}{vs}: {g}"));
-            }
-            let iv = v
-                .interval
-                .map(|[l, h]| format!("[{}, {}]", short(l), short(h)))
-                .unwrap_or_else(|| "-".into());
-            let shown = if adjusted { v.p_adjusted } else { v.p };
-            let p = shown.map(fmt_p).unwrap_or_else(|| "-".into());
-            let mut labels = vec![label.clone()];
-            if contenders {
-                labels.push(v.name.clone());
-            }
-            if let (Some(pw), Some(d)) = (&v.power, &v.design) {
-                let need = match pw.need {
-                    Some(n) => format!(
-                        "; +/-{} needs {n} {} a side",
-                        short_pct(pw.margin),
-                        d.unit.plural()
-                    ),
-                    None => String::new(),
-                };
-                powers.push(format!(
-                    "no difference: {name}{vs}: could detect +/-{} ({:.0}% power){need}",
-                    short_pct(pw.detectable),
-                    pw.power * 100.0
-                ));
-            }
-            let n = match &v.design {
-                Some(d) if d.paired => format!("{}", d.n[0]),
-                Some(d) => format!("{}+{}", d.n[0], d.n[1]),
-                None => format!("{}+{}", v.n1, v.n2),
-            };
-            rows.push((
-                labels,
-                vec![
-                    human::value(r.mean, &r.unit, None, false),
-                    human::value(v.mean, &r.unit, None, false),
-                    change,
-                    iv,
-                    p,
-                    n,
-                ],
-            ));
+            rows.push(summary_row(c, (r, v), (name, label), &mut notes));
         }
     }
     let mut head = vec![head];
@@ -1719,10 +1664,10 @@ fn summary_lines(o: &mut String, c: &Comparison) {
             "  ",
         ));
     }
-    for l in &notes {
+    for l in &notes.notes {
         o.push_str(&grid::wrap(l, WIDTH, "    "));
     }
-    for l in &powers {
+    for l in &notes.powers {
         o.push_str(&grid::wrap(l, WIDTH, "    "));
     }
     for (bench, common) in &shared {
@@ -1734,6 +1679,87 @@ fn summary_lines(o: &mut String, c: &Comparison) {
             ));
         }
     }
+}
+
+/// What the summary says under its table: why a row is not judged or
+/// has no change, and what a non-significant row could have detected.
+#[derive(Default)]
+struct SummaryNotes {
+    notes: Vec<String>,
+    powers: Vec<String>,
+}
+
+/// One row of the summary: a cell (`name`, shown as `label`) against
+/// one contender; its notes go to `notes`.
+fn summary_row(
+    c: &Comparison,
+    (r, v): (&Row, &super::compare::Versus),
+    (name, label): (&str, &str),
+    sn: &mut SummaryNotes,
+) -> (Vec<String>, Vec<String>) {
+    let contenders = c.operands.len() > 2;
+    let adjusted = c.family > 1;
+    // Fewer digits for large changes: the row stays within 80.
+    let short = super::verdict::signed;
+    let vs = if contenders {
+        format!(" vs {}", v.name)
+    } else {
+        String::new()
+    };
+    let unmeasured = v.design.as_ref().and_then(|d| d.unmeasured);
+    let change = match (v.change, unmeasured) {
+        (None, _) => "-".to_string(),
+        (Some(_), Some(_)) => "?".to_string(),
+        (Some(x), None) if v.significant => short(x),
+        (Some(_), None) => "~".to_string(),
+    };
+    if let Some(l) = unmeasured {
+        push_unique(&mut sn.notes, format!("? {}", l.unmeasured()));
+    }
+    if let Some(g) = &v.degenerate {
+        sn.notes.push(format!("- {name}{vs}: {g}"));
+    }
+    let iv = v
+        .interval
+        .map(|[l, h]| format!("[{}, {}]", short(l), short(h)))
+        .unwrap_or_else(|| "-".into());
+    let shown = if adjusted { v.p_adjusted } else { v.p };
+    let p = shown.map(fmt_p).unwrap_or_else(|| "-".into());
+    let mut labels = vec![label.to_string()];
+    if contenders {
+        labels.push(v.name.clone());
+    }
+    if let (Some(pw), Some(d)) = (&v.power, &v.design) {
+        let need = match pw.need {
+            Some(n) => format!(
+                "; +/-{} needs {n} {} a side",
+                short_pct(pw.margin),
+                d.unit.plural()
+            ),
+            None => String::new(),
+        };
+        sn.powers.push(format!(
+            "no difference: {name}{vs}: could detect +/-{} ({:.0}% power){need}",
+            short_pct(pw.detectable),
+            pw.power * 100.0
+        ));
+    }
+    let n = match &v.design {
+        Some(d) if d.paired => format!("{}", d.n[0]),
+        Some(d) => format!("{}+{}", d.n[0], d.n[1]),
+        None => format!("{}+{}", v.n1, v.n2),
+    };
+    (
+        labels,
+        vec![
+            human::value(r.mean, &r.unit, None, false),
+            human::value(v.mean, &r.unit, None, false),
+            change,
+            iv,
+            p,
+            n,
+        ],
+    )
 }
 
 /// Each compared row's full name (`loop real [size=2k]`) and its label
