@@ -427,114 +427,12 @@ fn one_series(q: &Query, os: &[&Observation], metric: &str, conf: Confidence) ->
     }
     let mut points: Vec<Point> = Vec::new();
     for (key, g) in &groups {
-        let values: Vec<f64> = g
-            .iter()
-            .flat_map(|o| {
-                o.cell
-                    .1
-                    .iter()
-                    .filter(|s| *s.metric == *metric)
-                    .map(|s| s.value)
-            })
-            .collect();
-        let Ok(sample) = Sample::new(&values) else {
-            continue;
-        };
-        let obs = g
-            .iter()
-            .flat_map(|o| {
-                o.cell.1.iter().filter(|s| *s.metric == *metric).map(|s| {
-                    crate::stats::design::Obs {
-                        value: s.value,
-                        boot: 0,
-                        run: o.run.id as u64,
-                        process: s.process.unwrap_or(0),
-                        round: Some(s.round),
-                    }
-                })
-            })
-            .collect();
-        let mut runs: Vec<i64> = g.iter().map(|o| o.run.id).collect();
-        runs.dedup();
-        let mut campaigns: Vec<String> = Vec::new();
-        let mut hosts: Vec<String> = Vec::new();
-        for o in g {
-            if let Some(c) = &o.run.campaign
-                && !campaigns.contains(c)
-            {
-                campaigns.push(c.clone());
-            }
-            if !hosts.contains(&o.run.host) {
-                hosts.push(o.run.host.clone());
-            }
+        if let Some(p) = point(q, (key, g), metric, conf, points.len()) {
+            points.push(p);
         }
-        let revision = revision_of(g[0]);
-        let label = match q.by {
-            Order::Revision => key.clone(),
-            Order::Time => format!("run {}", g[0].run.id),
-        };
-        let time = g
-            .iter()
-            .flat_map(|o| o.cell.1.iter().map(|s| s.t))
-            .fold(f64::INFINITY, f64::min);
-        points.push(Point {
-            index: points.len(),
-            label,
-            revision,
-            time: if time.is_finite() {
-                time
-            } else {
-                g[0].run.started
-            },
-            runs,
-            campaigns,
-            hosts,
-            n: sample.len(),
-            mean: sample.mean(),
-            stddev: sample.stddev(),
-            ci95: sample.mean_ci(conf).map(|i| [i.lo, i.hi]),
-            step: None,
-            obs,
-        });
     }
-    for i in 1..points.len() {
-        let (a, b) = (&points[i - 1], &points[i]);
-        let change = if a.mean != 0.0 {
-            b.mean / a.mean - 1.0
-        } else {
-            f64::NAN
-        };
-        let step = match crate::stats::design::compare(&a.obs, &b.obs, m.direction, conf) {
-            Ok(d) => Step {
-                change,
-                p: d.p.filter(|_| d.too_few.is_none()),
-                significant: d.significant(),
-                unmeasured: d.unmeasured,
-            },
-            Err(_) => Step {
-                change,
-                p: None,
-                significant: false,
-                unmeasured: None,
-            },
-        };
-        points[i].step = Some(step);
-    }
-    let means: Vec<f64> = points.iter().map(|p| p.mean).collect();
-    let need = changepoint::min_points(&q.settings);
-    let (change_points, note) = if means.len() < need {
-        (
-            Vec::new(),
-            Some(format!(
-                "{} point{}: change points need at least {need}",
-                means.len(),
-                if means.len() == 1 { "" } else { "s" }
-            )),
-        )
-    } else {
-        let cps = changepoint::e_divisive(&means, &q.settings);
-        (changes(&points, &cps, m.direction, conf), None)
-    };
+    steps(&mut points, m.direction, conf);
+    let (change_points, note) = change_points_of(q, &points, m.direction, conf);
     let mut params: IndexMap<String, String> = IndexMap::new();
     for k in c0.params.keys() {
         if k != "revision" {
@@ -555,6 +453,135 @@ fn one_series(q: &Query, os: &[&Observation], metric: &str, conf: Confidence) ->
         change_points,
         note,
     }
+}
+
+/// One point of a series: the observations `g` grouped under `key` (a
+/// run and cell, or a revision), their metric's values pooled; `None`
+/// when they hold no value of it.
+fn point(
+    q: &Query,
+    (key, g): (&str, &[&Observation]),
+    metric: &str,
+    conf: Confidence,
+    index: usize,
+) -> Option<Point> {
+    let values: Vec<f64> = g
+        .iter()
+        .flat_map(|o| of_metric(o, metric).map(|s| s.value))
+        .collect();
+    let sample = Sample::new(&values).ok()?;
+    let obs = g
+        .iter()
+        .flat_map(|o| {
+            of_metric(o, metric).map(|s| crate::stats::design::Obs {
+                    value: s.value,
+                    boot: 0,
+                    run: o.run.id as u64,
+                    process: s.process.unwrap_or(0),
+                    round: Some(s.round),
+                })
+        })
+        .collect();
+    let mut runs: Vec<i64> = g.iter().map(|o| o.run.id).collect();
+    runs.dedup();
+    let mut campaigns: Vec<String> = Vec::new();
+    let mut hosts: Vec<String> = Vec::new();
+    for o in g {
+        if let Some(c) = &o.run.campaign
+            && !campaigns.contains(c)
+        {
+            campaigns.push(c.clone());
+        }
+        if !hosts.contains(&o.run.host) {
+            hosts.push(o.run.host.clone());
+        }
+    }
+    let label = match q.by {
+        Order::Revision => key.to_string(),
+        Order::Time => format!("run {}", g[0].run.id),
+    };
+    let time = g
+        .iter()
+        .flat_map(|o| o.cell.1.iter().map(|s| s.t))
+        .fold(f64::INFINITY, f64::min);
+    Some(Point {
+        index,
+        label,
+        revision: revision_of(g[0]),
+        time: if time.is_finite() {
+            time
+        } else {
+            g[0].run.started
+        },
+        runs,
+        campaigns,
+        hosts,
+        n: sample.len(),
+        mean: sample.mean(),
+        stddev: sample.stddev(),
+        ci95: sample.mean_ci(conf).map(|i| [i.lo, i.hi]),
+        step: None,
+        obs,
+    })
+}
+
+/// An observation's samples of `metric`.
+fn of_metric<'a>(
+    o: &'a Observation,
+    metric: &'a str,
+) -> impl Iterator<Item = &'a crate::store::SampleRec> + 'a {
+    o.cell.1.iter().filter(move |s| *s.metric == *metric)
+}
+
+/// Each point's step from the one before it, tested with the design
+/// that ran.
+fn steps(points: &mut [Point], direction: Direction, conf: Confidence) {
+    for i in 1..points.len() {
+        let (a, b) = (&points[i - 1], &points[i]);
+        let change = if a.mean != 0.0 {
+            b.mean / a.mean - 1.0
+        } else {
+            f64::NAN
+        };
+        let step = match crate::stats::design::compare(&a.obs, &b.obs, direction, conf) {
+            Ok(d) => Step {
+                change,
+                p: d.p.filter(|_| d.too_few.is_none()),
+                significant: d.significant(),
+                unmeasured: d.unmeasured,
+            },
+            Err(_) => Step {
+                change,
+                p: None,
+                significant: false,
+                unmeasured: None,
+            },
+        };
+        points[i].step = Some(step);
+    }
+}
+
+/// The change points of a series' means, or why none were looked for.
+fn change_points_of(
+    q: &Query,
+    points: &[Point],
+    direction: Direction,
+    conf: Confidence,
+) -> (Vec<Change>, Option<String>) {
+    let means: Vec<f64> = points.iter().map(|p| p.mean).collect();
+    let need = changepoint::min_points(&q.settings);
+    if means.len() < need {
+        return (
+            Vec::new(),
+            Some(format!(
+                "{} point{}: change points need at least {need}",
+                means.len(),
+                if means.len() == 1 { "" } else { "s" }
+            )),
+        );
+    }
+    let cps = changepoint::e_divisive(&means, &q.settings);
+    (changes(points, &cps, direction, conf), None)
 }
 
 /// Sizes and ranges of the change points found.
@@ -1104,10 +1131,39 @@ pub fn html(h: &History) -> String {
     o
 }
 
+/// The history chart's geometry: the plot area and the value axis (in
+/// the series' scaled unit, `k` per stored unit).
+struct HistoryPlot {
+    n: usize,
+    axis: super::axis::Axis,
+    k: f64,
+}
+
+impl HistoryPlot {
+    const W: f64 = 900.0;
+    const H: f64 = 320.0;
+    const LEFT: f64 = 80.0;
+    const RIGHT: f64 = 20.0;
+    const TOP: f64 = 20.0;
+    const BOTTOM: f64 = 90.0;
+    const PW: f64 = Self::W - Self::LEFT - Self::RIGHT;
+    const PH: f64 = Self::H - Self::TOP - Self::BOTTOM;
+
+    /// The x of point `i` (fractions between points allowed).
+    fn x(&self, i: f64) -> f64 {
+        Self::LEFT + Self::PW * (i + 0.5) / self.n.max(1) as f64
+    }
+
+    /// The y of a value in the stored unit.
+    fn y(&self, v: f64) -> f64 {
+        Self::TOP + Self::PH * (1.0 - self.axis.at(v * self.k))
+    }
+}
+
 /// The history chart, inline SVG.
 fn chart(s: &Series) -> String {
     use super::html::esc;
-    let (w, h, left, right, top, bottom) = (900.0, 320.0, 80.0, 20.0, 20.0, 90.0);
+    type P = HistoryPlot;
     let n = s.points.len();
     let mut lo = f64::INFINITY;
     let mut hi = f64::NEG_INFINITY;
@@ -1123,33 +1179,53 @@ fn chart(s: &Series) -> String {
     let k = if lo != 0.0 { scaled_lo / lo } else { 1.0 };
     // Round ticks in the scaled unit, the range widened to whole steps.
     let axis = super::axis::Axis::span(lo * k, hi * k);
-    let pw = w - left - right;
-    let ph = h - top - bottom;
-    let x = |i: f64| left + pw * (i + 0.5) / n.max(1) as f64;
-    let y = |v: f64| top + ph * (1.0 - axis.at(v * k));
+    let plot = HistoryPlot { n, axis, k };
     let mut o = format!(
-        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{h}\" class=\"chart\" role=\"img\"><title>{}</title>",
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" class=\"chart\" role=\"img\"><title>{}</title>",
+        P::W,
+        P::H,
         esc(&format!("{} history", s.bench))
     );
-    for t in &axis.ticks {
-        let yy = top + ph * (1.0 - axis.at(*t));
+    for t in &plot.axis.ticks {
+        let yy = P::TOP + P::PH * (1.0 - plot.axis.at(*t));
         let _ = write!(
             o,
-            "<line x1=\"{left}\" x2=\"{:.1}\" y1=\"{yy:.1}\" y2=\"{yy:.1}\" stroke=\"#eee\"/>\
+            "<line x1=\"{}\" x2=\"{:.1}\" y1=\"{yy:.1}\" y2=\"{yy:.1}\" stroke=\"#eee\"/>\
              <text class=\"ytick\" x=\"{:.1}\" y=\"{:.1}\" font-size=\"11\" text-anchor=\"end\">{}</text>",
-            w - right,
-            left - 4.0,
+            P::LEFT,
+            P::W - P::RIGHT,
+            P::LEFT - 4.0,
             yy + 4.0,
-            esc(&axis.label(*t)),
+            esc(&plot.axis.label(*t)),
         );
     }
     let _ = write!(
         o,
         "<text x=\"14\" y=\"{c:.1}\" font-size=\"11\" transform=\"rotate(-90 14 {c:.1})\" text-anchor=\"middle\">{}</text>",
         esc(&format!("{} [{u}]", s.metric)),
-        c = top + ph / 2.0
+        c = P::TOP + P::PH / 2.0
     );
-    // Segment means between change points.
+    segments(&mut o, s, &plot);
+    history_points(&mut o, s, &plot);
+    let _ = writeln!(
+        o,
+        "<line x1=\"{l}\" x2=\"{l}\" y1=\"{}\" y2=\"{:.1}\" stroke=\"#333\"/>\
+         <line x1=\"{l}\" x2=\"{:.1}\" y1=\"{b:.1}\" y2=\"{b:.1}\" stroke=\"#333\"/></svg>",
+        P::TOP,
+        P::TOP + P::PH,
+        P::W - P::RIGHT,
+        l = P::LEFT,
+        b = P::TOP + P::PH
+    );
+    o
+}
+
+/// The mean of each segment between change points as a grey rule, and
+/// each change point as a red dashed line titled with its verdict.
+fn segments(o: &mut String, s: &Series, plot: &HistoryPlot) {
+    use super::html::esc;
+    type P = HistoryPlot;
+    let n = s.points.len();
     let mut bounds = vec![0];
     bounds.extend(s.change_points.iter().map(|c| c.index));
     bounds.push(n);
@@ -1161,18 +1237,19 @@ fn chart(s: &Series) -> String {
         let _ = write!(
             o,
             "<line x1=\"{:.1}\" x2=\"{:.1}\" y1=\"{yy:.1}\" y2=\"{yy:.1}\" stroke=\"#999\" stroke-width=\"2\"/>",
-            x(b[0] as f64 - 0.4),
-            x(b[1] as f64 - 0.6),
-            yy = y(m)
+            plot.x(b[0] as f64 - 0.4),
+            plot.x(b[1] as f64 - 0.6),
+            yy = plot.y(m)
         );
     }
     for c in &s.change_points {
-        let cx = x(c.index as f64 - 0.5);
+        let cx = plot.x(c.index as f64 - 0.5);
         let _ = write!(
             o,
-            "<line x1=\"{cx:.1}\" x2=\"{cx:.1}\" y1=\"{top}\" y2=\"{:.1}\" stroke=\"#e15759\" stroke-dasharray=\"5,3\" class=\"change-point\">\
+            "<line x1=\"{cx:.1}\" x2=\"{cx:.1}\" y1=\"{}\" y2=\"{:.1}\" stroke=\"#e15759\" stroke-dasharray=\"5,3\" class=\"change-point\">\
              <title>{}</title></line>",
-            top + ph,
+            P::TOP,
+            P::TOP + P::PH,
             esc(&format!(
                 "change point: {} {:+.1}%",
                 c.verdict,
@@ -1180,6 +1257,14 @@ fn chart(s: &Series) -> String {
             ))
         );
     }
+}
+
+/// The line through the points' means, each point's interval and dot,
+/// and a label under every `n/30`th point.
+fn history_points(o: &mut String, s: &Series, plot: &HistoryPlot) {
+    use super::html::esc;
+    type P = HistoryPlot;
+    let (x, y) = (|i: f64| plot.x(i), |v: f64| plot.y(v));
     let mut path = String::new();
     for p in &s.points {
         let (px, py) = (x(p.index as f64), y(p.mean));
@@ -1190,7 +1275,7 @@ fn chart(s: &Series) -> String {
         );
     }
     let _ = write!(o, "<path d=\"{path}\" stroke=\"#4e79a7\" fill=\"none\"/>");
-    let every = n.div_ceil(30).max(1);
+    let every = s.points.len().div_ceil(30).max(1);
     for p in &s.points {
         let (px, py) = (x(p.index as f64), y(p.mean));
         if let Some([a, b]) = p.ci95 {
@@ -1219,7 +1304,7 @@ fn chart(s: &Series) -> String {
             ))
         );
         if p.index % every == 0 {
-            let ly = top + ph + 12.0;
+            let ly = P::TOP + P::PH + 12.0;
             let _ = write!(
                 o,
                 "<text x=\"{px:.1}\" y=\"{ly:.1}\" font-size=\"10\" text-anchor=\"end\" transform=\"rotate(-45 {px:.1} {ly:.1})\">{}</text>",
@@ -1227,15 +1312,6 @@ fn chart(s: &Series) -> String {
             );
         }
     }
-    let _ = writeln!(
-        o,
-        "<line x1=\"{left}\" x2=\"{left}\" y1=\"{top}\" y2=\"{:.1}\" stroke=\"#333\"/>\
-         <line x1=\"{left}\" x2=\"{:.1}\" y1=\"{b:.1}\" y2=\"{b:.1}\" stroke=\"#333\"/></svg>",
-        top + ph,
-        w - right,
-        b = top + ph
-    );
-    o
 }
 
 #[cfg(test)]
