@@ -525,20 +525,7 @@ fn groups(
     let varying = origin::varying(origins);
     for (i, (cell, samples)) in cells.iter().enumerate() {
         let c = &cell.info;
-        let mut columns: Vec<String> = c.factors.keys().cloned().collect();
-        columns.extend(c.label_params.iter().cloned());
-        let mut labels: Vec<String> = c.factors.values().cloned().collect();
-        labels.extend(
-            c.label_params
-                .iter()
-                .map(|p| param_label(&c.source, &c.params, p)),
-        );
-        for (k, v) in origins.get(i).into_iter().flatten() {
-            if varying.contains(k) {
-                columns.push(k.clone());
-                labels.push(v.clone());
-            }
-        }
+        let (columns, labels) = row_columns(c, origins.get(i), &varying);
         for m in &c.metrics {
             let values: Vec<f64> = samples
                 .iter()
@@ -632,16 +619,43 @@ fn groups(
             });
         }
     }
-    // Rows pushed before a column was added are one label short.
     let mut groups: Vec<Group> = groups.into_values().collect();
-    for g in &mut groups {
-        for r in &mut g.rows {
-            while r.labels.len() < g.columns.len() {
-                r.labels.push("-".into());
-            }
+    groups.iter_mut().for_each(pad_labels);
+    groups
+}
+
+/// A cell's label columns and its labels in them: its factors, the
+/// params that label it, and the origins that differ between cells.
+fn row_columns(
+    c: &crate::record::CellInfo,
+    origin: Option<&origin::Origin>,
+    varying: &[String],
+) -> (Vec<String>, Vec<String>) {
+    let mut columns: Vec<String> = c.factors.keys().cloned().collect();
+    columns.extend(c.label_params.iter().cloned());
+    let mut labels: Vec<String> = c.factors.values().cloned().collect();
+    labels.extend(
+        c.label_params
+            .iter()
+            .map(|p| param_label(&c.source, &c.params, p)),
+    );
+    for (k, v) in origin.into_iter().flatten() {
+        if varying.contains(k) {
+            columns.push(k.clone());
+            labels.push(v.clone());
         }
     }
-    groups
+    (columns, labels)
+}
+
+/// Rows pushed before a column was added are one label short: `-` in
+/// the columns they do not have.
+fn pad_labels(g: &mut Group) {
+    for r in &mut g.rows {
+        while r.labels.len() < g.columns.len() {
+            r.labels.push("-".into());
+        }
+    }
 }
 
 /// The values of one run's cell and metric per process of `--processes`
