@@ -163,7 +163,8 @@ impl Grid {
     /// The value columns packed into panels of at most `max` columns,
     /// each panel repeating the row labels.
     fn panels(&self, lay: &Layout, max: usize) -> Vec<Vec<usize>> {
-        let labels_w: usize = lay.lab_w.iter().sum::<usize>() + COL_GAP * lay.nlab.saturating_sub(1);
+        let labels_w: usize =
+            lay.lab_w.iter().sum::<usize>() + COL_GAP * lay.nlab.saturating_sub(1);
         let mut panels: Vec<Vec<usize>> = Vec::new();
         let mut cur: Vec<usize> = Vec::new();
         let mut w = labels_w;
@@ -314,27 +315,6 @@ impl Grid {
     }
 }
 
-/// Escape a user string for Markdown (and the HTML GitHub renders it to):
-/// table pipes, HTML specials, emphasis and code marks.
-pub fn md_escape(s: &str) -> String {
-    let mut o = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => o.push_str("&amp;"),
-            '<' => o.push_str("&lt;"),
-            '>' => o.push_str("&gt;"),
-            '"' => o.push_str("&quot;"),
-            '|' | '*' | '_' | '`' | '[' | ']' | '\\' | '#' => {
-                o.push('\\');
-                o.push(c);
-            }
-            '\n' => o.push(' '),
-            c => o.push(c),
-        }
-    }
-    o
-}
-
 use super::table::{Column, Table, TableRow, Value};
 
 /// Which numbers of a ratio table a grid shows.
@@ -409,7 +389,7 @@ pub fn of_scaling(s: &super::scale::Scaling, unicode: bool) -> Grid {
                     .iter()
                     .flat_map(|x| match x.points.iter().find(|p| p.tasks == *n) {
                         Some(p) => [
-                            super::human::value(p.mean, "ops/s", None, unicode),
+                            super::fmt::human::value(p.mean, "ops/s", None, unicode),
                             format!("{:.2}", p.efficiency),
                         ],
                         None => ["-".into(), "-".into()],
@@ -438,11 +418,9 @@ pub fn clip(text: &str, width: usize) -> String {
     format!("{}...", cut.trim_end_matches([',', ';', ':', ' ']))
 }
 
-pub use crate::term::wrap;
-
 #[cfg(test)]
 mod tests {
-    use super::{clip, wrap};
+    use super::clip;
 
     #[test]
     fn clip_cuts_at_a_word() {
@@ -452,13 +430,5 @@ mod tests {
             "getppid(2) through libc: a..."
         );
         assert!(clip(&"x".repeat(50), 20).chars().count() <= 20);
-    }
-
-    #[test]
-    fn wrap_keeps_lines_within_the_width() {
-        let t = "  - running under a hypervisor (KVMKVMKVM): steal time and vCPU wake-ups add noise (remedy: measure on bare metal, or pin vCPUs on the host)";
-        let w = wrap(t, 80, "    ");
-        assert!(w.lines().all(|l| l.chars().count() <= 80), "{w}");
-        assert!(w.starts_with("  - running") && w.lines().nth(1).unwrap().starts_with("    "));
     }
 }

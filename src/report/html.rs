@@ -7,29 +7,15 @@
 use std::fmt::Write;
 
 use super::Document;
-use super::axis::Axis;
+use super::fmt::axis::Axis;
+use super::fmt::html_escape as esc;
+use super::fmt::human;
 use super::grid::Panel;
-use super::human;
+use super::render::Render;
 use super::scale::Scaling;
 use super::table::{SystemBlock, Table, TableDoc, Value};
 use crate::ministat::{Version, difference_block};
 use crate::plan::report::TableKind;
-
-/// Escape text for HTML element content and attribute values.
-pub fn esc(s: &str) -> String {
-    let mut o = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => o.push_str("&amp;"),
-            '<' => o.push_str("&lt;"),
-            '>' => o.push_str("&gt;"),
-            '"' => o.push_str("&quot;"),
-            '\'' => o.push_str("&#39;"),
-            c => o.push(c),
-        }
-    }
-    o
-}
 
 const CSS: &str = "body{font-family:sans-serif;max-width:1100px;margin:1em auto;padding:0 1em;color:#222}\
 table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #ccc;padding:2px 8px;text-align:right}\
@@ -43,7 +29,7 @@ const COLOURS: [&str; 8] = [
 pub fn render(doc: &Document<'_>) -> String {
     let (title, body) = match doc {
         Document::Tables(t) => (t.title.join("; "), tables(t) + &flames(&t.flames)),
-        Document::History(h) => (format!("history of {}", h.spec), super::history::html(h)),
+        Document::History(h) => h.html(),
         Document::Explain(e) => ("kbench explain".to_string(), super::explain::html(e)),
         other => (
             "kbench".to_string(),
@@ -62,6 +48,9 @@ pub fn page(title: &str, body: &str) -> String {
         esc(title)
     )
 }
+
+/// A map from data units to pixels along one axis.
+type Px<'a> = &'a dyn Fn(f64) -> f64;
 
 /// One bar: value, optional interval.
 type Bar = Option<(f64, Option<(f64, f64)>)>;
@@ -160,7 +149,7 @@ fn error_bar(
     o: &mut String,
     cx: f64,
     (lo, hi): (f64, f64),
-    (axis, y): (&Axis, &dyn Fn(f64) -> f64),
+    (axis, y): (&Axis, Px<'_>),
     stroke: &str,
 ) {
     if !(lo.is_finite() && hi.is_finite()) {
@@ -332,7 +321,7 @@ fn value_span(base: f64, values: impl Iterator<Item = (f64, Option<(f64, f64)>)>
 
 /// The horizontal grid of a chart: a light rule and a label at every
 /// tick of `axis`, from `x1` to `x2`, mapped to pixels by `y`.
-fn y_grid(o: &mut String, axis: &Axis, (x1, x2): (f64, f64), y: &dyn Fn(f64) -> f64) {
+fn y_grid(o: &mut String, axis: &Axis, (x1, x2): (f64, f64), y: Px<'_>) {
     for v in &axis.ticks {
         let _ = write!(
             o,
@@ -405,7 +394,9 @@ fn sweep_chart(t: &Table) -> Option<String> {
     let log = xmax / xmin >= 10.0;
     let fx = |v: f64| if log { v.log10() } else { v };
     let (x0, x1) = (fx(xmin), fx(xmax).max(fx(xmin) + 1e-9));
-    let values = series.iter().flat_map(|(_, pts)| pts.iter().map(|p| (p.1, p.2)));
+    let values = series
+        .iter()
+        .flat_map(|(_, pts)| pts.iter().map(|p| (p.1, p.2)));
     let (lo, hi) = value_span(base, values);
     let axis = Axis::linear(lo, hi, base);
     let (w, h, left, right, top, bottom) = (900.0, 320.0, 70.0, 20.0, 20.0, 50.0);
@@ -470,7 +461,7 @@ fn sweep_curve(
     t: &Table,
     xs: &[f64],
     (name, pts, c): (&str, &[SweepPoint], &str),
-    (axis, x, y): (&Axis, &dyn Fn(f64) -> f64, &dyn Fn(f64) -> f64),
+    (axis, x, y): (&Axis, Px<'_>, Px<'_>),
 ) {
     let d: String = pts
         .iter()
@@ -754,8 +745,7 @@ fn scaling(o: &mut String, s: &Scaling, log_y: bool) {
     }
     let plot = ScalingPlot::new(s, log_y);
     let ideal = ideals(s);
-    if s
-        .series
+    if s.series
         .iter()
         .flat_map(|x| x.points.iter())
         .any(|p| p.n > 1 && p.max > p.min)

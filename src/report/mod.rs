@@ -4,27 +4,26 @@
 //! format; they never compute a statistic, and no command decides on a
 //! format anywhere else.
 
-pub mod axis;
 pub mod check;
 pub mod comparability;
 pub mod compare;
 pub mod csv;
 pub mod explain;
 pub mod flame;
+pub mod fmt;
 pub mod grid;
 pub mod history;
 pub mod html;
-pub mod human;
 pub mod json;
 pub mod markdown;
 pub mod origin;
 pub mod plan_size;
+pub mod render;
 pub mod samples;
 pub mod scale;
 pub mod summary;
 pub mod table;
 pub mod text;
-pub mod verdict;
 pub mod wis_csv;
 
 #[cfg(test)]
@@ -145,6 +144,13 @@ pub fn render_explained(
         }
         _ => render(doc, format)?,
     })
+}
+
+/// Push `x` unless `v` holds it already (first-seen order kept).
+pub(crate) fn push_unique<T: PartialEq>(v: &mut Vec<T>, x: T) {
+    if !v.contains(&x) {
+        v.push(x);
+    }
 }
 
 /// `kbench sysinfo`: the fingerprint and its noise warnings.

@@ -173,7 +173,7 @@ pub fn build(cells: &[StoredCell], origins: &[super::origin::Origin]) -> Vec<Sca
             .filter(|s| &*s.metric == "idle")
             .map(|s| s.value);
         if let Some(w) = warning {
-            super::table::push_unique(
+            super::push_unique(
                 warned
                     .entry((cell.bench.clone(), context.clone()))
                     .or_default(),

@@ -14,7 +14,7 @@ use indexmap::IndexMap;
 use serde::Serialize;
 
 use super::scale::Scaling;
-use super::{CellSummary, Report, Subject};
+use super::{CellSummary, Report, Subject, push_unique};
 use crate::plan::report::{Assign, Layout, TableKind};
 use crate::record::Direction;
 use crate::stats::design::{self, Degenerate, Design, Level, Obs};
@@ -274,12 +274,7 @@ impl SystemBlock {
             };
             v.push(("Microcode", m));
         }
-        let day = |t: f64| {
-            super::text::fmt_time(t)
-                .chars()
-                .take(10)
-                .collect::<String>()
-        };
+        let day = |t: f64| super::fmt::time(t).chars().take(10).collect::<String>();
         let (a, b) = (day(self.first), day(self.last));
         v.push(("Date", if a == b { a } else { format!("{a} .. {b}") }));
         v.extend(self.warnings.iter().map(|w| ("Noise", w.clone())));
@@ -389,12 +384,6 @@ fn key(d: &IndexMap<String, String>, dims: &[String]) -> Vec<String> {
     dims.iter()
         .map(|k| d.get(k).cloned().unwrap_or_else(|| "-".into()))
         .collect()
-}
-
-pub(crate) fn push_unique<T: PartialEq>(v: &mut Vec<T>, x: T) {
-    if !v.contains(&x) {
-        v.push(x);
-    }
 }
 
 fn matches(d: &IndexMap<String, String>, a: &Assign) -> bool {
@@ -969,15 +958,17 @@ fn column(cells: &Cells, label: String, metric: &str, dims: &[String], ck: &[Str
     }
 }
 
+/// Columns with their keys.
+type KeyedColumns = Vec<(Vec<String>, Column)>;
+
 /// A ratio table's columns, the baseline first, then the variants in
 /// their declared order; and the baseline's column key.
-#[allow(clippy::type_complexity)]
 fn ratio_columns(
     cells: &Cells,
     layout: &Layout,
     g: &Grid<'_>,
     metric: &str,
-) -> Result<(Vec<String>, Vec<(Vec<String>, Column)>), String> {
+) -> Result<(Vec<String>, KeyedColumns), String> {
     let base_ck: Vec<String> = match g.col_keys.first() {
         Some(first) => baseline_key(layout, &g.axes.cols, first),
         None => Vec::new(),
@@ -989,7 +980,7 @@ fn ratio_columns(
     } else {
         return Err("no cell is the baseline".into());
     }
-    let mut cols: Vec<(Vec<String>, Column)> = col_keys
+    let mut cols: KeyedColumns = col_keys
         .iter()
         .map(|ck| {
             let label = if g.axes.cols.is_empty() {
@@ -1341,7 +1332,13 @@ fn matrix_tables(
                 .iter()
                 .filter(|(_, d)| key(d, &dims.section) == sk)
                 .collect();
-            out.push(matrix_section(&bench, &groups, layout, &dims, (&sk, &in_sec)));
+            out.push(matrix_section(
+                &bench,
+                &groups,
+                layout,
+                &dims,
+                (&sk, &in_sec),
+            ));
         }
     }
     by_revision(&mut out, layout);
@@ -1412,7 +1409,7 @@ fn matrix_section(
                 unit: g.unit.clone(),
                 direction: g.direction,
                 assign: Vec::new(),
-                shown_unit: Some(super::human::column_unit(&means, &g.unit, false)),
+                shown_unit: Some(super::fmt::human::column_unit(&means, &g.unit, false)),
             }
         })
         .collect();

@@ -597,7 +597,7 @@ pub(crate) fn chart_ticks(page: &str) -> Vec<Vec<String>> {
 
 #[test]
 fn every_chart_kind_has_round_ticks_through_its_reference() {
-    use crate::report::axis::tests::assert_round;
+    use crate::report::fmt::axis::tests::assert_round;
     let html = |d: &TableDoc| render(&Document::Tables(d), Format::Html).unwrap();
     // Improvement: bars and the sweep, both through 0%.
     let page = html(&doc(Report::of_run(pipes("UP")), &improvement_layout()));
