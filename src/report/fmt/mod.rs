@@ -9,17 +9,25 @@ pub mod human;
 
 pub use crate::term::{WIDTH, wrap};
 
+/// The entity of a character HTML gives a meaning (`&`, `<`, `>`, `"`).
+fn entity(c: char) -> Option<&'static str> {
+    match c {
+        '&' => Some("&amp;"),
+        '<' => Some("&lt;"),
+        '>' => Some("&gt;"),
+        '"' => Some("&quot;"),
+        _ => None,
+    }
+}
+
 /// Escape text for HTML element content and attribute values.
 pub fn html_escape(s: &str) -> String {
     let mut o = String::with_capacity(s.len());
     for c in s.chars() {
-        match c {
-            '&' => o.push_str("&amp;"),
-            '<' => o.push_str("&lt;"),
-            '>' => o.push_str("&gt;"),
-            '"' => o.push_str("&quot;"),
-            '\'' => o.push_str("&#39;"),
-            c => o.push(c),
+        match (entity(c), c) {
+            (Some(e), _) => o.push_str(e),
+            (None, '\'') => o.push_str("&#39;"),
+            (None, c) => o.push(c),
         }
     }
     o
@@ -30,17 +38,14 @@ pub fn html_escape(s: &str) -> String {
 pub fn md_escape(s: &str) -> String {
     let mut o = String::with_capacity(s.len());
     for c in s.chars() {
-        match c {
-            '&' => o.push_str("&amp;"),
-            '<' => o.push_str("&lt;"),
-            '>' => o.push_str("&gt;"),
-            '"' => o.push_str("&quot;"),
-            '|' | '*' | '_' | '`' | '[' | ']' | '\\' | '#' => {
+        match (entity(c), c) {
+            (Some(e), _) => o.push_str(e),
+            (None, '|' | '*' | '_' | '`' | '[' | ']' | '\\' | '#') => {
                 o.push('\\');
                 o.push(c);
             }
-            '\n' => o.push(' '),
-            c => o.push(c),
+            (None, '\n') => o.push(' '),
+            (None, c) => o.push(c),
         }
     }
     o
