@@ -20,7 +20,7 @@ use super::decide::as_change;
 use super::{About, Bisection, Call, ENDS, RESULT, Rev, STEP, Step, StepVerdict};
 use crate::record::Direction;
 use crate::report::Format;
-use crate::report::html::esc;
+use crate::report::fmt::html_escape as esc;
 use crate::stats::Interval;
 use crate::store::{CampaignQuery, Scope, StoreRead};
 

@@ -5,7 +5,7 @@
 use super::decide::{Call, Look, as_change};
 use super::{Bisection, Step};
 use crate::record::Direction;
-use crate::report::human;
+use crate::report::fmt::human;
 use crate::stats::Interval;
 
 fn pct(x: f64) -> String {
@@ -28,7 +28,7 @@ fn spelled(worsening: f64, iv: Interval, direction: Direction) -> String {
 /// revision is bad when it is this by more than the threshold.
 pub fn worse_words(metric: &str, unit: &str, direction: Direction) -> String {
     let up = direction != Direction::Higher;
-    match crate::report::verdict::words(up, direction, unit) {
+    match crate::report::compare::verdict::words(up, direction, unit) {
         ("has", w) => format!("has {w} {metric}"),
         (_, w) => w.to_string(),
     }
@@ -177,11 +177,12 @@ pub fn render(b: &Bisection) -> String {
             if let Some(e) = &b.effect {
                 let half = (e.interval.hi - e.interval.lo) / 2.0 * e.good_mean;
                 let (c, iv) = as_change(e.regression, e.interval, a.direction);
-                let (verb, _) = crate::report::verdict::words(c > 0.0, a.direction, &a.unit);
+                let (verb, _) =
+                    crate::report::compare::verdict::words(c > 0.0, a.direction, &a.unit);
                 o += &format!(
                     "effect: it {} {} than the good end: {} -> {}\n",
                     verb,
-                    crate::report::verdict::phrase(c, a.direction, &a.metric, &a.unit),
+                    crate::report::compare::verdict::phrase(c, a.direction, &a.metric, &a.unit),
                     human::value(e.good_mean, &a.unit, Some(half), false),
                     human::value(e.mean, &a.unit, Some(half), false),
                 );

@@ -6,6 +6,7 @@
 use std::fmt::Write;
 
 use super::Document;
+use super::render::Render;
 use super::samples::SampleTable;
 
 /// A field, quoted when it holds a comma, quote or line break.
@@ -20,13 +21,16 @@ fn field(o: &mut String, s: &str) {
 }
 
 pub fn render(doc: &Document<'_>) -> anyhow::Result<String> {
+    let none = || {
+        crate::error::bad_input!(
+            "--format csv is for `kbench report` (one row per sample) and `kbench compare`"
+        )
+    };
     match doc {
         Document::Samples(t) => Ok(samples(t)),
-        Document::History(h) => Ok(super::history::csv(h)),
+        Document::History(h) => h.csv().ok_or_else(none),
         Document::Compare(c) => Ok(compare(c)),
-        _ => Err(crate::error::bad_input!(
-            "--format csv is for `kbench report` (one row per sample) and `kbench compare`"
-        )),
+        _ => Err(none()),
     }
 }
 

@@ -8,8 +8,8 @@ use std::fmt::Write;
 
 use serde::Serialize;
 
-use super::grid::md_escape;
-use super::html::esc;
+use super::fmt::html_escape as esc;
+use super::fmt::md_escape;
 use crate::stats::shares::PairedDiff;
 
 /// Two operands explained.

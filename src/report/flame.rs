@@ -10,7 +10,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
-use super::html::esc;
+use super::fmt::html_escape as esc;
 use crate::profile::Folded;
 
 const WIDTH: f64 = 1000.0;

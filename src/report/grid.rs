@@ -38,10 +38,91 @@ fn center(s: &str, w: usize) -> String {
 const COL_GAP: usize = 2;
 const GROUP_GAP: usize = 4;
 
+/// A grid's column widths and gaps, measured once for all its panels.
+struct Layout {
+    /// Number of row-label columns.
+    nlab: usize,
+    /// Width of each row-label column.
+    lab_w: Vec<usize>,
+    /// Width of each value column.
+    col_w: Vec<usize>,
+    /// Each value column's group.
+    group_of: Vec<usize>,
+    /// Whether group labels are drawn above the columns.
+    has_groups: bool,
+    /// The gap between the labels and the first value column.
+    lead_gap: usize,
+}
+
+impl Layout {
+    /// The gap before column `j` when `prev` is the column drawn before
+    /// it in the same panel.
+    fn gap(&self, prev: Option<usize>, j: usize) -> usize {
+        match prev {
+            None if self.nlab == 0 => 0,
+            None => self.lead_gap,
+            Some(p) if self.group_of[p] != self.group_of[j] => GROUP_GAP,
+            Some(_) => COL_GAP,
+        }
+    }
+}
+
+/// One panel of a grid: its columns and their widths (a group's last
+/// column widened when the group's label is wider than its columns).
+struct Pane<'a> {
+    lay: &'a Layout,
+    cols: &'a [usize],
+    cw: Vec<usize>,
+    /// Each group in this panel with its columns.
+    spans: Vec<(usize, Vec<usize>)>,
+}
+
+impl Pane<'_> {
+    /// The row-label cells, padded and joined.
+    fn lead(&self, o: &mut String, cells: &[String]) {
+        let parts: Vec<String> = (0..self.lay.nlab)
+            .map(|i| pad_right(cells.get(i).map_or("", |s| s.as_str()), self.lay.lab_w[i]))
+            .collect();
+        o.push_str(&parts.join(&" ".repeat(COL_GAP)));
+    }
+
+    /// The value cells of this panel's columns, right-aligned.
+    fn body(&self, o: &mut String, cells: &dyn Fn(usize) -> String) {
+        let mut prev: Option<usize> = None;
+        for &j in self.cols {
+            o.push_str(&" ".repeat(self.lay.gap(prev, j)));
+            o.push_str(&pad_left(&cells(j), self.cw[j]));
+            prev = Some(j);
+        }
+    }
+
+    /// The width of a group's columns with the gaps between them.
+    fn span(&self, cols: &[usize]) -> usize {
+        cols.iter().map(|j| self.cw[*j]).sum::<usize>() + COL_GAP * cols.len().saturating_sub(1)
+    }
+}
+
 impl Grid {
     /// Plain text, each line at most `max` columns where the labels allow
     /// (columns that do not fit go to a following panel).
     pub fn text(&self, max: usize, rule: char) -> String {
+        let lay = self.layout();
+        let mut o = String::new();
+        for (pi, cols) in self.panels(&lay, max).iter().enumerate() {
+            if pi > 0 {
+                o.push('\n');
+            }
+            let panel = self.panel(&lay, cols);
+            if lay.has_groups {
+                self.group_heads(&mut o, &panel, rule);
+            }
+            self.rows_text(&mut o, &panel, max, rule);
+        }
+        o
+    }
+
+    /// Measure every column and where groups part.
+    fn layout(&self) -> Layout {
         let nlab = self.row_head.len();
         let lab_w: Vec<usize> = (0..nlab)
             .map(|i| {
@@ -53,8 +134,7 @@ impl Grid {
                     .unwrap_or(0)
             })
             .collect();
-        let ncols = self.col_head.len();
-        let col_w: Vec<usize> = (0..ncols)
+        let col_w: Vec<usize> = (0..self.col_head.len())
             .map(|j| {
                 self.rows
                     .iter()
@@ -64,33 +144,35 @@ impl Grid {
                     .unwrap_or(0)
             })
             .collect();
-        // Column j's group.
-        let mut group_of = Vec::with_capacity(ncols);
+        let mut group_of = Vec::with_capacity(col_w.len());
         for (gi, (_, n)) in self.groups.iter().enumerate() {
             group_of.extend(std::iter::repeat_n(gi, *n));
         }
-        let labels_w: usize = lab_w.iter().sum::<usize>() + COL_GAP * nlab.saturating_sub(1);
         // Labels and values part by a wider gap only where groups are drawn.
         let has_groups = self.groups.iter().any(|(l, _)| !l.is_empty());
-        let lead_gap = if has_groups { GROUP_GAP } else { COL_GAP + 1 };
-        // Pack columns into panels.
+        Layout {
+            nlab,
+            lab_w,
+            col_w,
+            group_of,
+            has_groups,
+            lead_gap: if has_groups { GROUP_GAP } else { COL_GAP + 1 },
+        }
+    }
+
+    /// The value columns packed into panels of at most `max` columns,
+    /// each panel repeating the row labels.
+    fn panels(&self, lay: &Layout, max: usize) -> Vec<Vec<usize>> {
+        let labels_w: usize =
+            lay.lab_w.iter().sum::<usize>() + COL_GAP * lay.nlab.saturating_sub(1);
         let mut panels: Vec<Vec<usize>> = Vec::new();
         let mut cur: Vec<usize> = Vec::new();
         let mut w = labels_w;
-        for j in 0..ncols {
-            let gap = match cur.last() {
-                None if nlab == 0 => 0,
-                None => lead_gap,
-                Some(&p) if group_of[p] != group_of[j] => GROUP_GAP,
-                Some(_) => COL_GAP,
-            };
-            // A group's label must fit over its columns too.
-            let need = gap + col_w[j];
+        for j in 0..lay.col_w.len() {
+            let need = lay.gap(cur.last().copied(), j) + lay.col_w[j];
             if !cur.is_empty() && w + need > max {
                 panels.push(std::mem::take(&mut cur));
-                w = labels_w;
-                let gap = if nlab == 0 { 0 } else { lead_gap };
-                w += gap + col_w[j];
+                w = labels_w + lay.gap(None, j) + lay.col_w[j];
             } else {
                 w += need;
             }
@@ -99,124 +181,96 @@ impl Grid {
         if !cur.is_empty() || panels.is_empty() {
             panels.push(cur);
         }
-        let mut o = String::new();
-        for (pi, panel) in panels.iter().enumerate() {
-            if pi > 0 {
-                o.push('\n');
-            }
-            // Spans of each group in this panel.
-            let mut spans: Vec<(usize, Vec<usize>)> = Vec::new();
-            for &j in panel {
-                match spans.last_mut() {
-                    Some((g, v)) if *g == group_of[j] => v.push(j),
-                    _ => spans.push((group_of[j], vec![j])),
-                }
-            }
-            // Widen a group's last column when its label is wider.
-            let mut cw = col_w.clone();
-            for (g, cols) in &spans {
-                let lw = width(&self.groups[*g].0);
-                let span: usize = cols.iter().map(|j| cw[*j]).sum::<usize>()
-                    + COL_GAP * cols.len().saturating_sub(1);
-                if lw > span {
-                    let last = *cols.last().expect("non-empty");
-                    cw[last] += lw - span;
-                }
-            }
-            let lead = |o: &mut String, cells: &[String]| {
-                let parts: Vec<String> = (0..nlab)
-                    .map(|i| pad_right(cells.get(i).map_or("", |s| s.as_str()), lab_w[i]))
-                    .collect();
-                o.push_str(&parts.join(&" ".repeat(COL_GAP)));
-            };
-            let body = |o: &mut String, cells: &dyn Fn(usize) -> String, right: bool| {
-                let mut prev: Option<usize> = None;
-                for &j in panel {
-                    let gap = match prev {
-                        None if nlab == 0 => 0,
-                        None => lead_gap,
-                        Some(p) if group_of[p] != group_of[j] => GROUP_GAP,
-                        Some(_) => COL_GAP,
-                    };
-                    o.push_str(&" ".repeat(gap));
-                    let s = cells(j);
-                    o.push_str(&if right {
-                        pad_left(&s, cw[j])
-                    } else {
-                        pad_right(&s, cw[j])
-                    });
-                    prev = Some(j);
-                }
-            };
-            if has_groups {
-                for line in 0..2 {
-                    let mut l = String::new();
-                    lead(&mut l, &vec![String::new(); nlab]);
-                    let mut first = true;
-                    for (g, cols) in &spans {
-                        let span: usize = cols.iter().map(|j| cw[*j]).sum::<usize>()
-                            + COL_GAP * cols.len().saturating_sub(1);
-                        if !(first && nlab == 0) {
-                            l.push_str(&" ".repeat(GROUP_GAP));
-                        }
-                        first = false;
-                        let label = &self.groups[*g].0;
-                        let text = if line == 0 {
-                            label.clone()
-                        } else {
-                            rule.to_string().repeat(width(label))
-                        };
-                        l.push_str(&center(&text, span));
-                    }
-                    o.push_str(l.trim_end());
-                    o.push('\n');
-                }
-            }
-            for line in 0..2 {
-                let mut l = String::new();
-                let heads: Vec<String> = if line == 0 {
-                    self.row_head.clone()
-                } else {
-                    self.row_head
-                        .iter()
-                        .map(|h| rule.to_string().repeat(width(h)))
-                        .collect()
-                };
-                lead(&mut l, &heads);
-                body(
-                    &mut l,
-                    &|j| {
-                        if line == 0 {
-                            self.col_head[j].clone()
-                        } else {
-                            rule.to_string().repeat(width(&self.col_head[j]))
-                        }
-                    },
-                    true,
-                );
-                o.push_str(l.trim_end());
-                o.push('\n');
-            }
-            for (ri, (labels, values)) in self.rows.iter().enumerate() {
-                if self.summary_from == Some(ri) {
-                    let mut l = String::new();
-                    lead(&mut l, &vec![String::new(); nlab]);
-                    body(&mut l, &|_| String::new(), true);
-                    o.push_str(&rule.to_string().repeat(width(&l).min(max)));
-                    o.push('\n');
-                }
-                let mut l = String::new();
-                lead(&mut l, labels);
-                body(
-                    &mut l,
-                    &|j| values.get(j).cloned().unwrap_or_default(),
-                    true,
-                );
-                o.push_str(l.trim_end());
-                o.push('\n');
+        panels
+    }
+
+    /// A panel's groups and column widths.
+    fn panel<'a>(&self, lay: &'a Layout, cols: &'a [usize]) -> Pane<'a> {
+        let mut spans: Vec<(usize, Vec<usize>)> = Vec::new();
+        for &j in cols {
+            match spans.last_mut() {
+                Some((g, v)) if *g == lay.group_of[j] => v.push(j),
+                _ => spans.push((lay.group_of[j], vec![j])),
             }
         }
-        o
+        let mut panel = Pane {
+            lay,
+            cols,
+            cw: lay.col_w.clone(),
+            spans,
+        };
+        // Widen a group's last column when its label is wider.
+        for (g, cols) in &panel.spans {
+            let lw = width(&self.groups[*g].0);
+            let span = panel.span(cols);
+            if lw > span {
+                let last = *cols.last().expect("non-empty");
+                panel.cw[last] += lw - span;
+            }
+        }
+        panel
+    }
+
+    /// The two lines over a panel's groups: each label centred over its
+    /// columns, then a rule under it.
+    fn group_heads(&self, o: &mut String, panel: &Pane<'_>, rule: char) {
+        let nlab = panel.lay.nlab;
+        for line in 0..2 {
+            let mut l = String::new();
+            panel.lead(&mut l, &vec![String::new(); nlab]);
+            for (i, (g, cols)) in panel.spans.iter().enumerate() {
+                if !(i == 0 && nlab == 0) {
+                    l.push_str(&" ".repeat(GROUP_GAP));
+                }
+                let label = &self.groups[*g].0;
+                let text = if line == 0 {
+                    label.clone()
+                } else {
+                    rule.to_string().repeat(width(label))
+                };
+                l.push_str(&center(&text, panel.span(cols)));
+            }
+            o.push_str(l.trim_end());
+            o.push('\n');
+        }
+    }
+
+    /// A panel's column heads with their rule, then its rows, a rule
+    /// above the summary rows.
+    fn rows_text(&self, o: &mut String, panel: &Pane<'_>, max: usize, rule: char) {
+        let ruled = |h: &str| rule.to_string().repeat(width(h));
+        for line in 0..2 {
+            let mut l = String::new();
+            let heads: Vec<String> = if line == 0 {
+                self.row_head.clone()
+            } else {
+                self.row_head.iter().map(|h| ruled(h)).collect()
+            };
+            panel.lead(&mut l, &heads);
+            panel.body(&mut l, &|j| {
+                if line == 0 {
+                    self.col_head[j].clone()
+                } else {
+                    ruled(&self.col_head[j])
+                }
+            });
+            o.push_str(l.trim_end());
+            o.push('\n');
+        }
+        for (ri, (labels, values)) in self.rows.iter().enumerate() {
+            if self.summary_from == Some(ri) {
+                let mut l = String::new();
+                panel.lead(&mut l, &vec![String::new(); panel.lay.nlab]);
+                panel.body(&mut l, &|_| String::new());
+                o.push_str(&rule.to_string().repeat(width(&l).min(max)));
+                o.push('\n');
+            }
+            let mut l = String::new();
+            panel.lead(&mut l, labels);
+            panel.body(&mut l, &|j| values.get(j).cloned().unwrap_or_default());
+            o.push_str(l.trim_end());
+            o.push('\n');
+        }
     }
 
     /// A GitHub Markdown table; `esc` escapes user strings (labels and
@@ -259,27 +313,6 @@ impl Grid {
         }
         o
     }
-}
-
-/// Escape a user string for Markdown (and the HTML GitHub renders it to):
-/// table pipes, HTML specials, emphasis and code marks.
-pub fn md_escape(s: &str) -> String {
-    let mut o = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => o.push_str("&amp;"),
-            '<' => o.push_str("&lt;"),
-            '>' => o.push_str("&gt;"),
-            '"' => o.push_str("&quot;"),
-            '|' | '*' | '_' | '`' | '[' | ']' | '\\' | '#' => {
-                o.push('\\');
-                o.push(c);
-            }
-            '\n' => o.push(' '),
-            c => o.push(c),
-        }
-    }
-    o
 }
 
 use super::table::{Column, Table, TableRow, Value};
@@ -356,7 +389,7 @@ pub fn of_scaling(s: &super::scale::Scaling, unicode: bool) -> Grid {
                     .iter()
                     .flat_map(|x| match x.points.iter().find(|p| p.tasks == *n) {
                         Some(p) => [
-                            super::human::value(p.mean, "ops/s", None, unicode),
+                            super::fmt::human::value(p.mean, "ops/s", None, unicode),
                             format!("{:.2}", p.efficiency),
                         ],
                         None => ["-".into(), "-".into()],
@@ -385,11 +418,9 @@ pub fn clip(text: &str, width: usize) -> String {
     format!("{}...", cut.trim_end_matches([',', ';', ':', ' ']))
 }
 
-pub use crate::term::wrap;
-
 #[cfg(test)]
 mod tests {
-    use super::{clip, wrap};
+    use super::clip;
 
     #[test]
     fn clip_cuts_at_a_word() {
@@ -399,13 +430,5 @@ mod tests {
             "getppid(2) through libc: a..."
         );
         assert!(clip(&"x".repeat(50), 20).chars().count() <= 20);
-    }
-
-    #[test]
-    fn wrap_keeps_lines_within_the_width() {
-        let t = "  - running under a hypervisor (KVMKVMKVM): steal time and vCPU wake-ups add noise (remedy: measure on bare metal, or pin vCPUs on the host)";
-        let w = wrap(t, 80, "    ");
-        assert!(w.lines().all(|l| l.chars().count() <= 80), "{w}");
-        assert!(w.starts_with("  - running") && w.lines().nth(1).unwrap().starts_with("    "));
     }
 }

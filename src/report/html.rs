@@ -7,28 +7,15 @@
 use std::fmt::Write;
 
 use super::Document;
+use super::fmt::axis::Axis;
+use super::fmt::html_escape as esc;
+use super::fmt::human;
 use super::grid::Panel;
-use super::human;
+use super::render::Render;
 use super::scale::Scaling;
 use super::table::{SystemBlock, Table, TableDoc, Value};
 use crate::ministat::{Version, difference_block};
 use crate::plan::report::TableKind;
-
-/// Escape text for HTML element content and attribute values.
-pub fn esc(s: &str) -> String {
-    let mut o = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => o.push_str("&amp;"),
-            '<' => o.push_str("&lt;"),
-            '>' => o.push_str("&gt;"),
-            '"' => o.push_str("&quot;"),
-            '\'' => o.push_str("&#39;"),
-            c => o.push(c),
-        }
-    }
-    o
-}
 
 const CSS: &str = "body{font-family:sans-serif;max-width:1100px;margin:1em auto;padding:0 1em;color:#222}\
 table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #ccc;padding:2px 8px;text-align:right}\
@@ -42,7 +29,7 @@ const COLOURS: [&str; 8] = [
 pub fn render(doc: &Document<'_>) -> String {
     let (title, body) = match doc {
         Document::Tables(t) => (t.title.join("; "), tables(t) + &flames(&t.flames)),
-        Document::History(h) => (format!("history of {}", h.spec), super::history::html(h)),
+        Document::History(h) => h.html(),
         Document::Explain(e) => ("kbench explain".to_string(), super::explain::html(e)),
         other => (
             "kbench".to_string(),
@@ -62,6 +49,9 @@ pub fn page(title: &str, body: &str) -> String {
     )
 }
 
+/// A map from data units to pixels along one axis.
+type Px<'a> = &'a dyn Fn(f64) -> f64;
+
 /// One bar: value, optional interval.
 type Bar = Option<(f64, Option<(f64, f64)>)>;
 
@@ -75,21 +65,8 @@ fn bar_chart(
     (ylabel, unit): (&str, Option<&str>),
 ) -> String {
     let (w, h, left, bottom, top) = (900.0, 300.0, 70.0, 60.0, 20.0);
-    let mut lo = base;
-    let mut hi = base;
-    for b in bars.iter().flatten().flatten() {
-        let (v, iv) = b;
-        for x in [Some(*v), iv.map(|i| i.0), iv.map(|i| i.1)]
-            .into_iter()
-            .flatten()
-        {
-            if x.is_finite() {
-                lo = lo.min(x);
-                hi = hi.max(x);
-            }
-        }
-    }
-    let mut axis = super::axis::Axis::linear(lo, hi, base);
+    let (lo, hi) = value_span(base, bars.iter().flatten().flatten().copied());
+    let mut axis = Axis::linear(lo, hi, base);
     if let Some(u) = unit {
         axis = axis.in_unit(u);
     }
@@ -104,17 +81,7 @@ fn bar_chart(
     );
     // Axis, round ticks and the reference line (a tick labelled with its
     // value).
-    for v in &axis.ticks {
-        let _ = write!(
-            o,
-            "<line x1=\"{left}\" x2=\"{}\" y1=\"{y:.1}\" y2=\"{y:.1}\" stroke=\"#eee\"/><text class=\"ytick\" x=\"{}\" y=\"{:.1}\" font-size=\"11\" text-anchor=\"end\">{}</text>",
-            w - 10.0,
-            left - 4.0,
-            y(*v) + 4.0,
-            esc(&axis.label(*v)),
-            y = y(*v)
-        );
-    }
+    y_grid(&mut o, &axis, (left, w - 10.0), &y);
     let _ = write!(
         o,
         "<line x1=\"{left}\" x2=\"{}\" y1=\"{b:.1}\" y2=\"{b:.1}\" stroke=\"#333\"/>\
@@ -182,7 +149,7 @@ fn error_bar(
     o: &mut String,
     cx: f64,
     (lo, hi): (f64, f64),
-    (axis, y): (&super::axis::Axis, &dyn Fn(f64) -> f64),
+    (axis, y): (&Axis, Px<'_>),
     stroke: &str,
 ) {
     if !(lo.is_finite() && hi.is_finite()) {
@@ -332,6 +299,71 @@ fn swept_x(label: &str) -> Option<f64> {
     (v > 0.0).then_some(v)
 }
 
+/// A sweep's point: x, value, interval.
+type SweepPoint = (f64, f64, Option<(f64, f64)>);
+
+/// The lowest and highest of `base` and every finite value and interval
+/// end in `values`: the range a chart's axis must hold.
+fn value_span(base: f64, values: impl Iterator<Item = (f64, Option<(f64, f64)>)>) -> (f64, f64) {
+    let (mut lo, mut hi) = (base, base);
+    for (v, iv) in values {
+        for y in [Some(v), iv.map(|i| i.0), iv.map(|i| i.1)]
+            .into_iter()
+            .flatten()
+            .filter(|y| y.is_finite())
+        {
+            lo = lo.min(y);
+            hi = hi.max(y);
+        }
+    }
+    (lo, hi)
+}
+
+/// The horizontal grid of a chart: a light rule and a label at every
+/// tick of `axis`, from `x1` to `x2`, mapped to pixels by `y`.
+fn y_grid(o: &mut String, axis: &Axis, (x1, x2): (f64, f64), y: Px<'_>) {
+    for v in &axis.ticks {
+        let _ = write!(
+            o,
+            "<line x1=\"{x1}\" x2=\"{x2}\" y1=\"{yy:.1}\" y2=\"{yy:.1}\" stroke=\"#eee\"/><text class=\"ytick\" x=\"{}\" y=\"{:.1}\" font-size=\"11\" text-anchor=\"end\">{}</text>",
+            x1 - 4.0,
+            y(*v) + 4.0,
+            esc(&axis.label(*v)),
+            yy = y(*v)
+        );
+    }
+}
+
+/// A sweep chart's series: one per group and column, each point the
+/// swept x of its row, the value and its interval.
+fn sweep_series(t: &Table, xs: &[f64]) -> Vec<(String, Vec<SweepPoint>)> {
+    let mut series = Vec::new();
+    for (gi, g) in t.groups.iter().enumerate() {
+        for (ci, c) in t.cols.iter().enumerate() {
+            let name = if g.is_empty() {
+                c.label.clone()
+            } else {
+                format!("{g}: {}", c.label)
+            };
+            let pts: Vec<SweepPoint> = t
+                .rows
+                .iter()
+                .zip(xs)
+                .filter_map(|(r, x)| match r.cells.get(gi * t.cols.len() + ci)? {
+                    Some(Value::Change { pct, lo, hi, .. }) => Some((*x, *pct, lo.zip(*hi))),
+                    Some(Value::Ratio { ratio, lo, hi, .. }) => Some((*x, *ratio, lo.zip(*hi))),
+                    _ => None,
+                })
+                .filter(|p| p.1.is_finite())
+                .collect();
+            if !pts.is_empty() {
+                series.push((name, pts));
+            }
+        }
+    }
+    series
+}
+
 /// A sweep line chart for a table whose rows are one numeric parameter
 /// (the pipe patches report's T.S): x = the parameter, on a log scale when its values
 /// span a decade or more, a line per group and column with the
@@ -350,32 +382,7 @@ fn sweep_chart(t: &Table) -> Option<String> {
         TableKind::Ratio => (1.0, "ratio to the baseline"),
         _ => return None,
     };
-    // Series: group x column, each point (x, value, interval).
-    type Point = (f64, f64, Option<(f64, f64)>);
-    let mut series: Vec<(String, Vec<Point>)> = Vec::new();
-    for (gi, g) in t.groups.iter().enumerate() {
-        for (ci, c) in t.cols.iter().enumerate() {
-            let name = if g.is_empty() {
-                c.label.clone()
-            } else {
-                format!("{g}: {}", c.label)
-            };
-            let pts: Vec<Point> = t
-                .rows
-                .iter()
-                .zip(&xs)
-                .filter_map(|(r, x)| match r.cells.get(gi * t.cols.len() + ci)? {
-                    Some(Value::Change { pct, lo, hi, .. }) => Some((*x, *pct, lo.zip(*hi))),
-                    Some(Value::Ratio { ratio, lo, hi, .. }) => Some((*x, *ratio, lo.zip(*hi))),
-                    _ => None,
-                })
-                .filter(|p| p.1.is_finite())
-                .collect();
-            if !pts.is_empty() {
-                series.push((name, pts));
-            }
-        }
-    }
+    let series = sweep_series(t, &xs);
     if series.is_empty() {
         return None;
     }
@@ -387,20 +394,11 @@ fn sweep_chart(t: &Table) -> Option<String> {
     let log = xmax / xmin >= 10.0;
     let fx = |v: f64| if log { v.log10() } else { v };
     let (x0, x1) = (fx(xmin), fx(xmax).max(fx(xmin) + 1e-9));
-    let (mut lo, mut hi): (f64, f64) = (base, base);
-    for (_, pts) in &series {
-        for (_, v, iv) in pts {
-            for y in [Some(*v), iv.map(|i| i.0), iv.map(|i| i.1)]
-                .into_iter()
-                .flatten()
-                .filter(|y| y.is_finite())
-            {
-                lo = lo.min(y);
-                hi = hi.max(y);
-            }
-        }
-    }
-    let axis = super::axis::Axis::linear(lo, hi, base);
+    let values = series
+        .iter()
+        .flat_map(|(_, pts)| pts.iter().map(|p| (p.1, p.2)));
+    let (lo, hi) = value_span(base, values);
+    let axis = Axis::linear(lo, hi, base);
     let (w, h, left, right, top, bottom) = (900.0, 320.0, 70.0, 20.0, 20.0, 50.0);
     let x = |v: f64| left + (w - left - right) * (fx(v) - x0) / (x1 - x0);
     let y = |v: f64| top + (h - top - bottom) * (1.0 - axis.at(v));
@@ -409,17 +407,7 @@ fn sweep_chart(t: &Table) -> Option<String> {
         "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{}\" class=\"chart sweep\" role=\"img\">",
         h + 20.0 * rows_of_legend
     );
-    for v in &axis.ticks {
-        let _ = write!(
-            o,
-            "<line x1=\"{left}\" x2=\"{}\" y1=\"{yy:.1}\" y2=\"{yy:.1}\" stroke=\"#eee\"/><text class=\"ytick\" x=\"{}\" y=\"{:.1}\" font-size=\"11\" text-anchor=\"end\">{}</text>",
-            w - right,
-            left - 4.0,
-            y(*v) + 4.0,
-            esc(&axis.label(*v)),
-            yy = y(*v)
-        );
-    }
+    y_grid(&mut o, &axis, (left, w - right), &y);
     let _ = write!(
         o,
         "<line x1=\"{left}\" x2=\"{}\" y1=\"{b:.1}\" y2=\"{b:.1}\" stroke=\"#333\"/>\
@@ -449,42 +437,7 @@ fn sweep_chart(t: &Table) -> Option<String> {
     );
     for (si, (name, pts)) in series.iter().enumerate() {
         let c = COLOURS[si % COLOURS.len()];
-        let d: String = pts
-            .iter()
-            .enumerate()
-            .map(|(i, (xv, v, _))| {
-                format!(
-                    "{}{:.1} {:.1}",
-                    if i == 0 { "M" } else { "L" },
-                    x(*xv),
-                    y(*v)
-                )
-            })
-            .collect();
-        let _ = write!(
-            o,
-            "<path d=\"{d}\" stroke=\"{c}\" stroke-width=\"2\" fill=\"none\"/>"
-        );
-        for (xv, v, iv) in pts {
-            let cx = x(*xv);
-            if let Some(iv) = iv {
-                error_bar(&mut o, cx, *iv, (&axis, &y), c);
-            }
-            let _ = write!(
-                o,
-                "<circle cx=\"{cx:.1}\" cy=\"{:.1}\" r=\"3\" fill=\"{c}\"><title>{}</title></circle>",
-                y(*v),
-                esc(&format!(
-                    "{name} at {} {}: {v:.4}",
-                    t.row_dims[0],
-                    t.rows
-                        .iter()
-                        .zip(&xs)
-                        .find(|(_, x)| *x == xv)
-                        .map_or("", |(r, _)| r.labels[0].as_str())
-                ))
-            );
-        }
+        sweep_curve(&mut o, t, &xs, (name, pts, c), (&axis, &x, &y));
         let (lx, ly) = (
             left + 200.0 * (si % 4) as f64,
             h - bottom + 50.0 + 20.0 * (si / 4) as f64,
@@ -499,6 +452,53 @@ fn sweep_chart(t: &Table) -> Option<String> {
     }
     o.push_str("</svg>\n");
     Some(o)
+}
+
+/// One series of a sweep chart: its line, each point's whisker and a
+/// dot titled with the series, the swept parameter and the value.
+fn sweep_curve(
+    o: &mut String,
+    t: &Table,
+    xs: &[f64],
+    (name, pts, c): (&str, &[SweepPoint], &str),
+    (axis, x, y): (&Axis, Px<'_>, Px<'_>),
+) {
+    let d: String = pts
+        .iter()
+        .enumerate()
+        .map(|(i, (xv, v, _))| {
+            format!(
+                "{}{:.1} {:.1}",
+                if i == 0 { "M" } else { "L" },
+                x(*xv),
+                y(*v)
+            )
+        })
+        .collect();
+    let _ = write!(
+        o,
+        "<path d=\"{d}\" stroke=\"{c}\" stroke-width=\"2\" fill=\"none\"/>"
+    );
+    for (xv, v, iv) in pts {
+        let cx = x(*xv);
+        if let Some(iv) = iv {
+            error_bar(o, cx, *iv, (axis, y), c);
+        }
+        let _ = write!(
+            o,
+            "<circle cx=\"{cx:.1}\" cy=\"{:.1}\" r=\"3\" fill=\"{c}\"><title>{}</title></circle>",
+            y(*v),
+            esc(&format!(
+                "{name} at {} {}: {v:.4}",
+                t.row_dims[0],
+                t.rows
+                    .iter()
+                    .zip(xs)
+                    .find(|(_, x)| *x == xv)
+                    .map_or("", |(r, _)| r.labels[0].as_str())
+            ))
+        );
+    }
 }
 
 fn cell(v: &Value, c: &super::table::Column, panel: Panel) -> String {
@@ -663,11 +663,78 @@ fn ideals(s: &Scaling) -> Vec<(String, f64)> {
     out
 }
 
+/// A scaling chart's frame: the task counts along x (log2), the value
+/// axis, and the pixel geometry both map into.
+struct ScalingPlot {
+    /// Every task count measured, ascending.
+    ts: Vec<u32>,
+    tmin: f64,
+    tmax: f64,
+    xa: Axis,
+    ya: Axis,
+}
+
+impl ScalingPlot {
+    const W: f64 = 760.0;
+    const H: f64 = 340.0;
+    const LEFT: f64 = 100.0;
+    const RIGHT: f64 = 20.0;
+    const TOP: f64 = 15.0;
+    const BOTTOM: f64 = 45.0;
+    const PLOT_H: f64 = Self::H - Self::TOP - Self::BOTTOM;
+
+    fn new(s: &Scaling, log_y: bool) -> ScalingPlot {
+        let mut ts: Vec<u32> = s
+            .series
+            .iter()
+            .flat_map(|x| x.points.iter().map(|p| p.tasks))
+            .collect();
+        ts.sort_unstable();
+        ts.dedup();
+        let tmin = ts.first().copied().unwrap_or(1).max(1) as f64;
+        let tmax = ts.last().copied().unwrap_or(1).max(2) as f64;
+        let xa = Axis::log(tmin, tmax, 2.0);
+        // The ideal lines reach the axis only as far as the data goes: sized
+        // to them, the real curves would lie flat on the floor.
+        let vals = || s.series.iter().flat_map(|x| x.points.iter());
+        let top = vals().map(|p| p.max).fold(0.0f64, f64::max);
+        // A stalled interval (0 ops/s) has no place on a log scale: the
+        // floor is the lowest positive value, its whisker cut there.
+        let bottom = vals()
+            .flat_map(|p| [p.min, p.mean])
+            .filter(|v| *v > 0.0)
+            .fold(f64::INFINITY, f64::min);
+        let ya = if log_y {
+            Axis::log(bottom, top, 10.0)
+        } else {
+            Axis::linear(0.0, top, 0.0)
+        }
+        .in_unit("ops/s");
+        ScalingPlot {
+            ts,
+            tmin,
+            tmax,
+            xa,
+            ya,
+        }
+    }
+
+    fn x(&self, t: f64) -> f64 {
+        Self::LEFT + (Self::W - Self::LEFT - Self::RIGHT) * self.xa.at(t)
+    }
+
+    fn y(&self, v: f64) -> f64 {
+        Self::TOP + Self::PLOT_H * (1.0 - self.ya.at(v))
+    }
+}
+
+/// The dash patterns of the ideal lines, one per mode.
+const DASHES: [&str; 3] = ["6 4", "2 3", "8 3 2 3"];
+
 /// A scaling chart: ops/s against tasks (log2 x), a labelled curve per
 /// origin and mode, a dashed ideal line per mode, all in the legend; y
 /// from zero, or logarithmic with `log_y`.
 fn scaling(o: &mut String, s: &Scaling, log_y: bool) {
-    use super::axis::Axis;
     let mut head = format!("{}: ops/s by tasks", s.bench);
     if !s.context.is_empty() {
         let _ = write!(head, " ({})", s.context.join(", "));
@@ -676,132 +743,123 @@ fn scaling(o: &mut String, s: &Scaling, log_y: bool) {
     for w in &s.warnings {
         let _ = writeln!(o, "<p class=\"warning\"><b>warning:</b> {}</p>", esc(w));
     }
-    let mut ts: Vec<u32> = s
-        .series
-        .iter()
-        .flat_map(|x| x.points.iter().map(|p| p.tasks))
-        .collect();
-    ts.sort_unstable();
-    ts.dedup();
-    let tmin = ts.first().copied().unwrap_or(1).max(1) as f64;
-    let tmax = ts.last().copied().unwrap_or(1).max(2) as f64;
-    let xa = Axis::log(tmin, tmax, 2.0);
+    let plot = ScalingPlot::new(s, log_y);
     let ideal = ideals(s);
-    // The ideal lines reach the axis only as far as the data goes: sized
-    // to them, the real curves would lie flat on the floor.
-    let vals = || s.series.iter().flat_map(|x| x.points.iter());
-    let top = vals().map(|p| p.max).fold(0.0f64, f64::max);
-    // A stalled interval (0 ops/s) has no place on a log scale: the
-    // floor is the lowest positive value, its whisker cut there.
-    let bottom = vals()
-        .flat_map(|p| [p.min, p.mean])
-        .filter(|v| *v > 0.0)
-        .fold(f64::INFINITY, f64::min);
-    let ya = if log_y {
-        Axis::log(bottom, top, 10.0)
-    } else {
-        Axis::linear(0.0, top, 0.0)
-    }
-    .in_unit("ops/s");
-    if vals().any(|p| p.n > 1 && p.max > p.min) {
+    if s.series
+        .iter()
+        .flat_map(|x| x.points.iter())
+        .any(|p| p.n > 1 && p.max > p.min)
+    {
         o.push_str(
             "<p class=\"legend\">whiskers: the slowest and the fastest interval of each point</p>\n",
         );
     }
-    let legend_rows = (s.series.len() + ideal.len()).div_ceil(3) as f64;
-    let (w, h, left, right, top_m, bottom_m) = (760.0, 340.0, 100.0, 20.0, 15.0, 45.0);
-    let plot_h = h - top_m - bottom_m;
-    let x = |t: f64| left + (w - left - right) * xa.at(t);
-    let y = |v: f64| top_m + plot_h * (1.0 - ya.at(v));
-    let _ = write!(
-        o,
-        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{}\" class=\"chart scaling\" role=\"img\">",
-        h + 20.0 * legend_rows
-    );
-    let _ = write!(
-        o,
-        "<clipPath id=\"plot-{id}\"><rect x=\"{left}\" y=\"{top_m}\" width=\"{}\" height=\"{plot_h}\"/></clipPath>",
-        w - left - right,
-        id = clip_id(s)
-    );
-    for v in &ya.ticks {
-        let _ = write!(
-            o,
-            "<line x1=\"{left}\" x2=\"{}\" y1=\"{yy:.1}\" y2=\"{yy:.1}\" stroke=\"#eee\"/><text class=\"ytick\" x=\"{}\" y=\"{:.1}\" font-size=\"11\" text-anchor=\"end\">{}</text>",
-            w - right,
-            left - 4.0,
-            y(*v) + 4.0,
-            esc(&ya.label(*v)),
-            yy = y(*v)
-        );
-    }
-    for t in &ts {
-        let _ = write!(
-            o,
-            "<line x1=\"{xx:.1}\" x2=\"{xx:.1}\" y1=\"{top_m}\" y2=\"{:.1}\" stroke=\"#f3f3f3\"/><text class=\"xtick\" x=\"{xx:.1}\" y=\"{:.1}\" font-size=\"11\" text-anchor=\"middle\">{t}</text>",
-            h - bottom_m,
-            h - bottom_m + 16.0,
-            xx = x(*t as f64)
-        );
-    }
-    let _ = write!(
-        o,
-        "<text x=\"{:.1}\" y=\"{:.1}\" font-size=\"11\" text-anchor=\"middle\">tasks (log2 scale)</text>",
-        (left + w - right) / 2.0,
-        h - 8.0
-    );
+    scaling_frame(o, s, &plot, ideal.len());
     let _ = write!(o, "<g clip-path=\"url(#plot-{})\">", clip_id(s));
-    const DASHES: [&str; 3] = ["6 4", "2 3", "8 3 2 3"];
     for (i, (mode, per)) in ideal.iter().enumerate() {
         let _ = write!(
             o,
             "<path class=\"ideal\" d=\"M{:.1} {:.1}L{:.1} {:.1}\" stroke=\"#888\" stroke-dasharray=\"{}\" fill=\"none\"><title>ideal ({})</title></path>",
-            x(tmin),
-            y(per * tmin),
-            x(tmax),
-            y(per * tmax),
+            plot.x(plot.tmin),
+            plot.y(per * plot.tmin),
+            plot.x(plot.tmax),
+            plot.y(per * plot.tmax),
             DASHES[i % DASHES.len()],
             esc(mode)
         );
     }
     for (si, sr) in s.series.iter().enumerate() {
-        let c = COLOURS[si % COLOURS.len()];
-        let d: String = sr
-            .points
-            .iter()
-            .enumerate()
-            .map(|(i, p)| {
-                format!(
-                    "{}{:.1} {:.1}",
-                    if i == 0 { "M" } else { "L" },
-                    x(p.tasks as f64),
-                    y(p.mean)
-                )
-            })
-            .collect();
-        let _ = write!(
-            o,
-            "<path class=\"curve\" d=\"{d}\" stroke=\"{c}\" stroke-width=\"2\" fill=\"none\"/>"
-        );
-        for p in sr.points.iter().filter(|p| p.n > 1 && p.max > p.min) {
-            error_bar(o, x(p.tasks as f64), (p.min, p.max), (&ya, &y), c);
-        }
-        for p in &sr.points {
-            let _ = write!(
-                o,
-                "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"3\" fill=\"{c}\"><title>{}</title></circle>",
-                x(p.tasks as f64),
-                y(p.mean),
-                esc(&format!(
-                    "{} {} tasks: {}",
-                    sr.label(),
-                    p.tasks,
-                    human::value(p.mean, "ops/s", None, true)
-                ))
-            );
-        }
+        scaling_curve(o, sr, &plot, COLOURS[si % COLOURS.len()]);
     }
     o.push_str("</g>");
+    scaling_legend(o, s, &ideal);
+    o.push_str("</svg>\n");
+    scaling_table(o, s, &plot.ts);
+}
+
+/// A scaling chart's frame: the svg element sized for `legend` more
+/// entries than curves, the clip path of the plot, the value grid and
+/// the task ticks.
+fn scaling_frame(o: &mut String, s: &Scaling, plot: &ScalingPlot, ideals: usize) {
+    type P = ScalingPlot;
+    let legend_rows = (s.series.len() + ideals).div_ceil(3) as f64;
+    let _ = write!(
+        o,
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" class=\"chart scaling\" role=\"img\">",
+        P::W,
+        P::H + 20.0 * legend_rows
+    );
+    let _ = write!(
+        o,
+        "<clipPath id=\"plot-{id}\"><rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\"/></clipPath>",
+        P::LEFT,
+        P::TOP,
+        P::W - P::LEFT - P::RIGHT,
+        P::PLOT_H,
+        id = clip_id(s)
+    );
+    y_grid(o, &plot.ya, (P::LEFT, P::W - P::RIGHT), &|v| plot.y(v));
+    for t in &plot.ts {
+        let _ = write!(
+            o,
+            "<line x1=\"{xx:.1}\" x2=\"{xx:.1}\" y1=\"{}\" y2=\"{:.1}\" stroke=\"#f3f3f3\"/><text class=\"xtick\" x=\"{xx:.1}\" y=\"{:.1}\" font-size=\"11\" text-anchor=\"middle\">{t}</text>",
+            P::TOP,
+            P::H - P::BOTTOM,
+            P::H - P::BOTTOM + 16.0,
+            xx = plot.x(*t as f64)
+        );
+    }
+    let _ = write!(
+        o,
+        "<text x=\"{:.1}\" y=\"{:.1}\" font-size=\"11\" text-anchor=\"middle\">tasks (log2 scale)</text>",
+        (P::LEFT + P::W - P::RIGHT) / 2.0,
+        P::H - 8.0
+    );
+}
+
+/// One curve of a scaling chart: the line through the means, each
+/// point's whisker and a dot titled with its value.
+fn scaling_curve(o: &mut String, sr: &super::scale::Series, plot: &ScalingPlot, c: &str) {
+    let d: String = sr
+        .points
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            format!(
+                "{}{:.1} {:.1}",
+                if i == 0 { "M" } else { "L" },
+                plot.x(p.tasks as f64),
+                plot.y(p.mean)
+            )
+        })
+        .collect();
+    let _ = write!(
+        o,
+        "<path class=\"curve\" d=\"{d}\" stroke=\"{c}\" stroke-width=\"2\" fill=\"none\"/>"
+    );
+    for p in sr.points.iter().filter(|p| p.n > 1 && p.max > p.min) {
+        let y = |v: f64| plot.y(v);
+        error_bar(o, plot.x(p.tasks as f64), (p.min, p.max), (&plot.ya, &y), c);
+    }
+    for p in &sr.points {
+        let _ = write!(
+            o,
+            "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"3\" fill=\"{c}\"><title>{}</title></circle>",
+            plot.x(p.tasks as f64),
+            plot.y(p.mean),
+            esc(&format!(
+                "{} {} tasks: {}",
+                sr.label(),
+                p.tasks,
+                human::value(p.mean, "ops/s", None, true)
+            ))
+        );
+    }
+}
+
+/// A scaling chart's legend below the plot, three entries a row: each
+/// curve in its colour, then each mode's dashed ideal line.
+fn scaling_legend(o: &mut String, s: &Scaling, ideal: &[(String, f64)]) {
     let entries = s
         .series
         .iter()
@@ -816,8 +874,8 @@ fn scaling(o: &mut String, s: &Scaling, log_y: bool) {
         }));
     for (i, (name, c, dash)) in entries.enumerate() {
         let (lx, ly) = (
-            left + 220.0 * (i % 3) as f64,
-            h + 14.0 + 20.0 * (i / 3) as f64,
+            ScalingPlot::LEFT + 220.0 * (i % 3) as f64,
+            ScalingPlot::H + 14.0 + 20.0 * (i / 3) as f64,
         );
         let _ = write!(
             o,
@@ -829,12 +887,17 @@ fn scaling(o: &mut String, s: &Scaling, log_y: bool) {
             esc(&name)
         );
     }
-    o.push_str("</svg>\n<table><tr><th>tasks</th>");
+}
+
+/// The table under a scaling chart: a row per task count, ops/s and
+/// efficiency per curve.
+fn scaling_table(o: &mut String, s: &Scaling, ts: &[u32]) {
+    o.push_str("<table><tr><th>tasks</th>");
     for sr in &s.series {
         let _ = write!(o, "<th>{} ops/s</th><th>eff</th>", esc(&sr.label()));
     }
     o.push_str("</tr>\n");
-    for t in &ts {
+    for t in ts {
         let _ = write!(o, "<tr><td>{t}</td>");
         for sr in &s.series {
             match sr.points.iter().find(|p| p.tasks == *t) {

@@ -14,6 +14,8 @@
 
 use serde_json::{Value, json};
 
+use super::history::History;
+use super::render::Render;
 use super::table::TableDoc;
 use super::{Document, Report, Subject};
 
@@ -46,7 +48,7 @@ pub fn render(doc: &Document<'_>) -> anyhow::Result<Value> {
         Document::Bench(b) => document("bench", serde_json::to_value(b)?),
         Document::Tables(t) => document("tables", serde_json::to_value(t)?),
         Document::Samples(t) => document("samples", serde_json::to_value(t)?),
-        Document::History(h) => document("history", serde_json::to_value(h)?),
+        Document::History(h) => document(History::KIND, h.json()?),
         Document::PlanSize(p) => document("plan_size", serde_json::to_value(p)?),
         Document::Check(c) => document("check", serde_json::to_value(c)?),
         Document::Explain(e) => document("explain", serde_json::to_value(e)?),

@@ -6,8 +6,10 @@
 use std::fmt::Write;
 
 use super::Document;
-use super::grid::{self, Panel, md_escape};
-use super::human;
+use super::fmt::human;
+use super::fmt::md_escape;
+use super::grid::{self, Panel};
+use super::render::Render;
 use super::table::{Column, SystemBlock, Table, TableDoc, Value};
 use crate::ministat::{Version, difference_block};
 use crate::plan::report::TableKind;
@@ -15,7 +17,7 @@ use crate::plan::report::TableKind;
 pub fn render(doc: &Document<'_>) -> String {
     match doc {
         Document::Tables(t) => tables(t),
-        Document::History(h) => super::history::markdown(h),
+        Document::History(h) => h.markdown(),
         Document::Compare(c) => compare(c),
         Document::Check(c) => super::check::markdown(c),
         Document::Explain(e) => super::explain::markdown(e),

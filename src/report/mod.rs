@@ -4,28 +4,27 @@
 //! format; they never compute a statistic, and no command decides on a
 //! format anywhere else.
 
-pub mod axis;
 pub mod check;
 pub mod comparability;
 pub mod compare;
 pub mod csv;
 pub mod explain;
 pub mod flame;
+pub mod fmt;
 pub mod grid;
 pub mod history;
 pub mod html;
-pub mod human;
 pub mod json;
 pub mod live;
 pub mod markdown;
 pub mod origin;
 pub mod plan_size;
+pub mod render;
 pub mod samples;
 pub mod scale;
 pub mod summary;
 pub mod table;
 pub mod text;
-pub mod verdict;
 pub mod wis_csv;
 
 #[cfg(test)]
@@ -146,6 +145,13 @@ pub fn render_explained(
         }
         _ => render(doc, format)?,
     })
+}
+
+/// Push `x` unless `v` holds it already (first-seen order kept).
+pub(crate) fn push_unique<T: PartialEq>(v: &mut Vec<T>, x: T) {
+    if !v.contains(&x) {
+        v.push(x);
+    }
 }
 
 /// `kbench sysinfo`: the fingerprint and its noise warnings.
@@ -526,20 +532,7 @@ fn groups(
     let varying = origin::varying(origins);
     for (i, (cell, samples)) in cells.iter().enumerate() {
         let c = &cell.info;
-        let mut columns: Vec<String> = c.factors.keys().cloned().collect();
-        columns.extend(c.label_params.iter().cloned());
-        let mut labels: Vec<String> = c.factors.values().cloned().collect();
-        labels.extend(
-            c.label_params
-                .iter()
-                .map(|p| param_label(&c.source, &c.params, p)),
-        );
-        for (k, v) in origins.get(i).into_iter().flatten() {
-            if varying.contains(k) {
-                columns.push(k.clone());
-                labels.push(v.clone());
-            }
-        }
+        let (columns, labels) = row_columns(c, origins.get(i), &varying);
         for m in &c.metrics {
             let values: Vec<f64> = samples
                 .iter()
@@ -633,16 +626,43 @@ fn groups(
             });
         }
     }
-    // Rows pushed before a column was added are one label short.
     let mut groups: Vec<Group> = groups.into_values().collect();
-    for g in &mut groups {
-        for r in &mut g.rows {
-            while r.labels.len() < g.columns.len() {
-                r.labels.push("-".into());
-            }
+    groups.iter_mut().for_each(pad_labels);
+    groups
+}
+
+/// A cell's label columns and its labels in them: its factors, the
+/// params that label it, and the origins that differ between cells.
+fn row_columns(
+    c: &crate::record::CellInfo,
+    origin: Option<&origin::Origin>,
+    varying: &[String],
+) -> (Vec<String>, Vec<String>) {
+    let mut columns: Vec<String> = c.factors.keys().cloned().collect();
+    columns.extend(c.label_params.iter().cloned());
+    let mut labels: Vec<String> = c.factors.values().cloned().collect();
+    labels.extend(
+        c.label_params
+            .iter()
+            .map(|p| param_label(&c.source, &c.params, p)),
+    );
+    for (k, v) in origin.into_iter().flatten() {
+        if varying.contains(k) {
+            columns.push(k.clone());
+            labels.push(v.clone());
         }
     }
-    groups
+    (columns, labels)
+}
+
+/// Rows pushed before a column was added are one label short: `-` in
+/// the columns they do not have.
+fn pad_labels(g: &mut Group) {
+    for r in &mut g.rows {
+        while r.labels.len() < g.columns.len() {
+            r.labels.push("-".into());
+        }
+    }
 }
 
 /// The values of one run's cell and metric per process of `--processes`

@@ -294,7 +294,7 @@ pub fn text(o: &mut String, p: &PlanSize) {
         } else {
             ""
         };
-        o.push_str(&super::grid::wrap(
+        o.push_str(&super::fmt::wrap(
             &format!(
                 "  {} {}{cell}: {need} {what} a side (pilot: {} {what}{one}, CV {:.2}%, detects {det}){paired}",
                 r.bench,
@@ -302,17 +302,17 @@ pub fn text(o: &mut String, p: &PlanSize) {
                 r.n,
                 r.cv * 100.0
             ),
-            super::text::WIDTH,
+            super::fmt::WIDTH,
             "      ",
         ));
     }
     if unmeasured {
-        o.push_str(&super::grid::wrap(
+        o.push_str(&super::fmt::wrap(
             &format!(
                 "a pilot of one run: {}; these counts hold only if runs do not differ",
                 Level::Run.unmeasured()
             ),
-            super::text::WIDTH,
+            super::fmt::WIDTH,
             "  ",
         ));
     }

@@ -94,6 +94,52 @@ impl Scaling {
     }
 }
 
+/// A scale cell's context: its factors and label params other than the
+/// mode and the task count, `name=value`.
+fn context_of(cell: &crate::record::CellInfo) -> Vec<String> {
+    let mut context: Vec<String> = Vec::new();
+    for (k, v) in &cell.factors {
+        if k != "mode" && k != "tasks" {
+            context.push(format!("{k}={v}"));
+        }
+    }
+    for p in &cell.label_params {
+        if p != "mode" && p != "tasks" {
+            context.push(format!("{p}={}", super::json_label(&cell.params[p])));
+        }
+    }
+    context
+}
+
+/// One curve's points, by task count: the ops/s values (and idle
+/// shares) of each count summarised, the efficiency against the curve's
+/// first point per task; a count without a value has no point.
+fn points(mut by_tasks: IndexMap<u32, (Vec<f64>, Vec<f64>)>) -> Vec<Point> {
+    by_tasks.sort_keys();
+    let mut points = Vec::new();
+    let mut base: Option<f64> = None;
+    for (tasks, (vals, idle)) in by_tasks {
+        let Ok(s) = Sample::new(&vals).map(|s| s.summary()) else {
+            continue;
+        };
+        let per_task = s.mean / tasks as f64;
+        let b = *base.get_or_insert(per_task);
+        points.push(Point {
+            tasks,
+            n: s.n,
+            mean: s.mean,
+            median: s.median,
+            stddev: s.stddev,
+            min: s.min,
+            max: s.max,
+            per_task,
+            efficiency: if b > 0.0 { per_task / b } else { 0.0 },
+            idle: (!idle.is_empty()).then(|| idle.iter().sum::<f64>() / idle.len() as f64),
+        });
+    }
+    points
+}
+
 /// The scaling model of every scale benchmark among `cells`; `origins[i]`
 /// (when given) is whose data cell `i` is: a curve per origin and mode.
 pub fn build(cells: &[StoredCell], origins: &[super::origin::Origin]) -> Vec<Scaling> {
@@ -116,17 +162,7 @@ pub fn build(cells: &[StoredCell], origins: &[super::origin::Origin]) -> Vec<Sca
             .get("mode")
             .map(super::json_label)
             .unwrap_or_else(|| "processes".into());
-        let mut context: Vec<String> = Vec::new();
-        for (k, v) in &cell.factors {
-            if k != "mode" && k != "tasks" {
-                context.push(format!("{k}={v}"));
-            }
-        }
-        for p in &cell.label_params {
-            if p != "mode" && p != "tasks" {
-                context.push(format!("{p}={}", super::json_label(&cell.params[p])));
-            }
-        }
+        let context = context_of(cell);
         let values: Vec<f64> = samples
             .iter()
             .filter(|s| &*s.metric == "ops/s")
@@ -137,7 +173,7 @@ pub fn build(cells: &[StoredCell], origins: &[super::origin::Origin]) -> Vec<Sca
             .filter(|s| &*s.metric == "idle")
             .map(|s| s.value);
         if let Some(w) = warning {
-            super::table::push_unique(
+            super::push_unique(
                 warned
                     .entry((cell.bench.clone(), context.clone()))
                     .or_default(),
@@ -162,29 +198,8 @@ pub fn build(cells: &[StoredCell], origins: &[super::origin::Origin]) -> Vec<Sca
             .unwrap_or_default();
         let mut series = Vec::new();
         let order: Vec<super::origin::Origin> = curves.keys().map(|k| k.0.clone()).collect();
-        for ((origin, mode), mut by_tasks) in curves {
-            by_tasks.sort_keys();
-            let mut points = Vec::new();
-            let mut base: Option<f64> = None;
-            for (tasks, (vals, idle)) in by_tasks {
-                let Ok(s) = Sample::new(&vals).map(|s| s.summary()) else {
-                    continue;
-                };
-                let per_task = s.mean / tasks as f64;
-                let b = *base.get_or_insert(per_task);
-                points.push(Point {
-                    tasks,
-                    n: s.n,
-                    mean: s.mean,
-                    median: s.median,
-                    stddev: s.stddev,
-                    min: s.min,
-                    max: s.max,
-                    per_task,
-                    efficiency: if b > 0.0 { per_task / b } else { 0.0 },
-                    idle: (!idle.is_empty()).then(|| idle.iter().sum::<f64>() / idle.len() as f64),
-                });
-            }
+        for ((origin, mode), by_tasks) in curves {
+            let points = points(by_tasks);
             let flattens_at = points
                 .iter()
                 .skip(1)

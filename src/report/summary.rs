@@ -29,7 +29,7 @@ pub struct RunSummary {
     /// In the order given: the first is the baseline.
     pub variants: Vec<Variant>,
     /// Each contender against the baseline, in words and numbers.
-    pub verdicts: Vec<super::verdict::VerdictLine>,
+    pub verdicts: Vec<super::compare::verdict::VerdictLine>,
     /// The variants are commands, or record metrics beyond the primary
     /// one: the text shows this summary in place of the tables unless
     /// every metric is asked for.
@@ -170,7 +170,9 @@ impl RunSummary {
         };
         let level = crate::stats::sequential::look_confidence(max);
         let what = (self.metric.as_str(), self.unit.as_str(), self.direction);
-        self.verdicts = vec![super::verdict::of_look(&a.name, &b.name, look, what, level)];
+        self.verdicts = vec![super::compare::verdict::of_look(
+            &a.name, &b.name, look, what, level,
+        )];
     }
 }
 
@@ -212,7 +214,7 @@ pub fn text(o: &mut String, s: &RunSummary) {
         .variants
         .iter()
         .map(|v| {
-            let h = |x: f64| super::human::value(x, &s.unit, None, false);
+            let h = |x: f64| super::fmt::human::value(x, &s.unit, None, false);
             vec![
                 v.n.to_string(),
                 h(v.median),
@@ -234,7 +236,7 @@ pub fn text(o: &mut String, s: &RunSummary) {
         })
         .collect();
     let table: usize = widths.iter().map(|w| w + 2).sum();
-    let room = super::text::WIDTH.saturating_sub(table).max(8);
+    let room = super::fmt::WIDTH.saturating_sub(table).max(8);
     let names: Vec<String> = s
         .variants
         .iter()
@@ -268,7 +270,7 @@ fn clip_tail(name: &str, room: usize) -> String {
 /// The verdict of each contender against the baseline, one sentence each.
 pub fn verdicts(o: &mut String, s: &RunSummary) {
     for v in &s.verdicts {
-        o.push_str(&super::grid::wrap(&v.sentence, super::text::WIDTH, "  "));
+        o.push_str(&super::fmt::wrap(&v.sentence, super::fmt::WIDTH, "  "));
     }
 }
 

@@ -14,7 +14,7 @@ use indexmap::IndexMap;
 use serde::Serialize;
 
 use super::scale::Scaling;
-use super::{CellSummary, Report, Subject};
+use super::{CellSummary, Report, Subject, push_unique};
 use crate::plan::report::{Assign, Layout, TableKind};
 use crate::record::Direction;
 use crate::stats::design::{self, Degenerate, Design, Level, Obs};
@@ -274,12 +274,7 @@ impl SystemBlock {
             };
             v.push(("Microcode", m));
         }
-        let day = |t: f64| {
-            super::text::fmt_time(t)
-                .chars()
-                .take(10)
-                .collect::<String>()
-        };
+        let day = |t: f64| super::fmt::time(t).chars().take(10).collect::<String>();
         let (a, b) = (day(self.first), day(self.last));
         v.push(("Date", if a == b { a } else { format!("{a} .. {b}") }));
         v.extend(self.warnings.iter().map(|w| ("Noise", w.clone())));
@@ -389,12 +384,6 @@ fn key(d: &IndexMap<String, String>, dims: &[String]) -> Vec<String> {
     dims.iter()
         .map(|k| d.get(k).cloned().unwrap_or_else(|| "-".into()))
         .collect()
-}
-
-pub(crate) fn push_unique<T: PartialEq>(v: &mut Vec<T>, x: T) {
-    if !v.contains(&x) {
-        v.push(x);
-    }
 }
 
 fn matches(d: &IndexMap<String, String>, a: &Assign) -> bool {
@@ -969,15 +958,17 @@ fn column(cells: &Cells, label: String, metric: &str, dims: &[String], ck: &[Str
     }
 }
 
-fn ratio_table(cells: &Cells, layout: &Layout, bench: &str, metric: &str) -> Result<Table, String> {
-    // Default columns: the factors (configurations); rows the rest.
-    let factor_dims: Vec<String> = cells.rows[0].0.factors.keys().cloned().collect();
-    let default = if layout.baseline.is_empty() {
-        factor_dims
-    } else {
-        layout.baseline.iter().map(|(k, _)| k.clone()).collect()
-    };
-    let g = grid(cells, layout, default)?;
+/// Columns with their keys.
+type KeyedColumns = Vec<(Vec<String>, Column)>;
+
+/// A ratio table's columns, the baseline first, then the variants in
+/// their declared order; and the baseline's column key.
+fn ratio_columns(
+    cells: &Cells,
+    layout: &Layout,
+    g: &Grid<'_>,
+    metric: &str,
+) -> Result<(Vec<String>, KeyedColumns), String> {
     let base_ck: Vec<String> = match g.col_keys.first() {
         Some(first) => baseline_key(layout, &g.axes.cols, first),
         None => Vec::new(),
@@ -989,7 +980,7 @@ fn ratio_table(cells: &Cells, layout: &Layout, bench: &str, metric: &str) -> Res
     } else {
         return Err("no cell is the baseline".into());
     }
-    let mut cols: Vec<(Vec<String>, Column)> = col_keys
+    let mut cols: KeyedColumns = col_keys
         .iter()
         .map(|ck| {
             let label = if g.axes.cols.is_empty() {
@@ -1000,17 +991,26 @@ fn ratio_table(cells: &Cells, layout: &Layout, bench: &str, metric: &str) -> Res
             (ck.clone(), column(cells, label, metric, &g.axes.cols, ck))
         })
         .collect();
-    // Baseline first, then variants in their declared order.
     cols[1..].sort_by_key(|(_, c)| col_rank(layout, &c.label));
+    Ok((base_ck, cols))
+}
+
+/// The rows of a ratio table and the geomean row under them (when there
+/// are rows to pool); why a cell has no ratio goes to `no_ratio`.
+fn ratio_rows(
+    g: &Grid<'_>,
+    layout: &Layout,
+    (base_ck, cols): (&[String], &[(Vec<String>, Column)]),
+    no_ratio: &mut Vec<String>,
+) -> (Vec<TableRow>, Vec<TableRow>) {
     let mut rows = Vec::new();
     let conf = Confidence::percent(layout.confidence);
-    let mut no_ratio: Vec<String> = Vec::new();
     // Per group and column, the cells' comparisons for the geomean row.
     let mut per_col: Vec<Vec<(Arms, Design)>> = vec![Vec::new(); g.group_keys.len() * cols.len()];
     for rk in &g.row_keys {
         let mut out = Vec::new();
         for (gi, gk) in g.group_keys.iter().enumerate() {
-            let base = g.at.get(&(rk.clone(), gk.clone(), base_ck.clone()));
+            let base = g.at.get(&(rk.clone(), gk.clone(), base_ck.to_vec()));
             for (ci, (ck, _)) in cols.iter().enumerate() {
                 let v = g.at.get(&(rk.clone(), gk.clone(), ck.clone()));
                 let val = match (base, v) {
@@ -1021,7 +1021,7 @@ fn ratio_table(cells: &Cells, layout: &Layout, bench: &str, metric: &str) -> Res
                             per_col[gi * cols.len() + ci].push((arms, d));
                         }
                         ratio_value(b, v, layout)
-                            .map_err(|e| push_unique(&mut no_ratio, format!("- = {e}")))
+                            .map_err(|e| push_unique(no_ratio, format!("- = {e}")))
                             .ok()
                     }
                     _ => None,
@@ -1034,7 +1034,10 @@ fn ratio_table(cells: &Cells, layout: &Layout, bench: &str, metric: &str) -> Res
             cells: out,
         });
     }
-    let direction = cells.rows[0].0.direction;
+    if g.row_keys.len() < 2 {
+        return (rows, Vec::new());
+    }
+    let direction = cols[0].1.direction;
     let gm: Vec<Option<Value>> = per_col
         .iter()
         .enumerate()
@@ -1049,15 +1052,26 @@ fn ratio_table(cells: &Cells, layout: &Layout, bench: &str, metric: &str) -> Res
             Some(ratio_of(&d, None, None, None))
         })
         .collect();
-    let first = cells.rows[0].0;
-    let summary = if g.row_keys.len() > 1 {
-        vec![TableRow {
-            labels: vec!["geomean".to_string()],
-            cells: gm,
-        }]
+    let summary = vec![TableRow {
+        labels: vec!["geomean".to_string()],
+        cells: gm,
+    }];
+    (rows, summary)
+}
+
+fn ratio_table(cells: &Cells, layout: &Layout, bench: &str, metric: &str) -> Result<Table, String> {
+    // Default columns: the factors (configurations); rows the rest.
+    let factor_dims: Vec<String> = cells.rows[0].0.factors.keys().cloned().collect();
+    let default = if layout.baseline.is_empty() {
+        factor_dims
     } else {
-        Vec::new()
+        layout.baseline.iter().map(|(k, _)| k.clone()).collect()
     };
+    let g = grid(cells, layout, default)?;
+    let (base_ck, cols) = ratio_columns(cells, layout, &g, metric)?;
+    let mut no_ratio: Vec<String> = Vec::new();
+    let (rows, summary) = ratio_rows(&g, layout, (&base_ck, &cols), &mut no_ratio);
+    let first = cells.rows[0].0;
     let base_text = assign_text(
         &g.axes
             .cols
@@ -1066,6 +1080,25 @@ fn ratio_table(cells: &Cells, layout: &Layout, bench: &str, metric: &str) -> Res
             .zip(base_ck.iter().cloned())
             .collect::<Vec<_>>(),
     );
+    // The words the `normalised to` heading uses: the baseline
+    // column's label, then what it assigns when that differs.
+    let label = &cols[0].1.label;
+    let what = if base_text.is_empty() || base_text == *label {
+        String::new()
+    } else {
+        format!("{base_text}; ")
+    };
+    let mut legend = vec![format!(
+        "normalised to {label} ({what}{}); * = the {}% interval excludes 1",
+        first.direction, layout.confidence
+    )];
+    if g.row_keys.len() > 1 {
+        legend.push(
+            "geomean: the rows as replicates, never narrower than their own intervals warrant"
+                .into(),
+        );
+    }
+    legend.extend(no_ratio);
     Ok(Table {
         kind: TableKind::Ratio,
         bench: bench.to_string(),
@@ -1074,28 +1107,7 @@ fn ratio_table(cells: &Cells, layout: &Layout, bench: &str, metric: &str) -> Res
         direction: Some(first.direction),
         section: Vec::new(),
         constant: g.constant,
-        legend: {
-            // The words the `normalised to` heading uses: the baseline
-            // column's label, then what it assigns when that differs.
-            let label = &cols[0].1.label;
-            let what = if base_text.is_empty() || base_text == *label {
-                String::new()
-            } else {
-                format!("{base_text}; ")
-            };
-            let mut l = vec![format!(
-                "normalised to {label} ({what}{}); * = the {}% interval excludes 1",
-                first.direction, layout.confidence
-            )];
-            if g.row_keys.len() > 1 {
-                l.push(
-                    "geomean: the rows as replicates, never narrower than their own intervals warrant"
-                        .into(),
-                );
-            }
-            l.extend(no_ratio);
-            l
-        },
+        legend,
         row_dims: g
             .axes
             .rows
@@ -1275,13 +1287,24 @@ fn values_summary(tables: &[Table]) -> Option<Table> {
     Some(summary_table(first, vec![legend], cols, rows))
 }
 
+/// A cell with its dimensions, as a matrix section holds it.
+type Dimmed<'a> = (&'a CellSummary, IndexMap<String, String>);
+
+/// What every section of one benchmark's matrix shares: the dimensions
+/// that split it into sections and those its rows show, and the
+/// dimensions that vary over the whole benchmark.
+struct MatrixDims {
+    section: Vec<String>,
+    rows: Vec<String>,
+    varying: Vec<String>,
+}
+
 fn matrix_tables(
     r: &Report,
     layout: &Layout,
     hosts: &IndexMap<i64, String>,
     only: &str,
 ) -> Vec<Table> {
-    let level = student::level_index(layout.confidence).unwrap_or(2);
     let mut benches: IndexMap<String, Vec<&super::Group>> = IndexMap::new();
     for g in &r.groups {
         benches.entry(g.bench.clone()).or_default().push(g);
@@ -1289,7 +1312,7 @@ fn matrix_tables(
     let mut out = Vec::new();
     for (bench, groups) in benches {
         // Every cell of every metric, with dimensions.
-        let all: Vec<(&CellSummary, IndexMap<String, String>)> = groups
+        let all: Vec<Dimmed<'_>> = groups
             .iter()
             .flat_map(|g| g.rows.iter())
             .map(|c| (c, dims_of(c, &host_of(c, hosts, only))))
@@ -1298,158 +1321,202 @@ fn matrix_tables(
         if cells.rows.is_empty() {
             continue;
         }
-        let varying = cells.varying();
-        let section_dims: Vec<String> = ["host", "revision"]
-            .iter()
-            .map(|s| s.to_string())
-            .filter(|d| cells.rows[0].1.contains_key(d))
-            .collect();
-        // The rows the layout names stay even when constant (the PTI/PCID report's
-        // `pti | pcid` columns); other dimensions only when they vary.
-        let mut row_dims: Vec<String> = layout
-            .rows
-            .iter()
-            .filter(|d| cells.rows[0].1.contains_key(*d))
-            .cloned()
-            .collect();
-        for d in &varying {
-            if !row_dims.contains(d) && !section_dims.contains(d) {
-                row_dims.push(d.clone());
-            }
-        }
-        let metrics: Vec<&super::Group> = groups.clone();
+        let dims = matrix_dims(&cells, layout);
         let mut sections: Vec<Vec<String>> = Vec::new();
         for (_, d) in &cells.rows {
-            push_unique(&mut sections, key(d, &section_dims));
+            push_unique(&mut sections, key(d, &dims.section));
         }
         for sk in sections {
-            let in_sec: Vec<&(&CellSummary, IndexMap<String, String>)> = cells
+            let in_sec: Vec<&Dimmed<'_>> = cells
                 .rows
                 .iter()
-                .filter(|(_, d)| key(d, &section_dims) == sk)
+                .filter(|(_, d)| key(d, &dims.section) == sk)
                 .collect();
-            let mut row_keys: Vec<Vec<String>> = Vec::new();
-            for (_, d) in &in_sec {
-                push_unique(&mut row_keys, key(d, &row_dims));
-            }
-            layout.sort_keys(&mut row_keys, &row_dims);
-            let find = |rk: &Vec<String>, metric: &str| {
-                in_sec
-                    .iter()
-                    .find(|(c, d)| c.metric == metric && key(d, &row_dims) == *rk)
-                    .map(|(c, _)| *c)
-            };
-            let cols: Vec<Column> = metrics
-                .iter()
-                .map(|g| {
-                    let means: Vec<f64> = in_sec
-                        .iter()
-                        .filter(|(c, _)| c.metric == g.metric)
-                        .map(|(c, _)| c.summary.mean)
-                        .collect();
-                    Column {
-                        label: g.metric.clone(),
-                        metric: g.metric.clone(),
-                        unit: g.unit.clone(),
-                        direction: g.direction,
-                        assign: Vec::new(),
-                        shown_unit: Some(super::human::column_unit(&means, &g.unit, false)),
-                    }
-                })
-                .collect();
-            let rows: Vec<TableRow> = row_keys
-                .iter()
-                .map(|rk| TableRow {
-                    labels: rk.clone(),
-                    cells: cols
-                        .iter()
-                        .map(|c| find(rk, &c.metric).map(mean_value))
-                        .collect(),
-                })
-                .collect();
-            let mut diffs = Vec::new();
-            let mut legend = vec![format!(
-                "mean +/- half-width of its {}% confidence interval",
-                adaptive_conf()
-            )];
-            for (a, b) in &layout.pairs {
-                // A pair whose side is not measured here (a boot state
-                // still to come) says so rather than vanish.
-                let missing: Vec<String> = [a, b]
-                    .into_iter()
-                    .filter(|want| !in_sec.iter().any(|(_, d)| matches(d, want)))
-                    .map(|want| assign_text(want))
-                    .collect();
-                if !missing.is_empty() {
-                    legend.push(format!(
-                        "{} vs {}: no difference block, {} not measured here",
-                        assign_text(a),
-                        assign_text(b),
-                        missing.join(" and ")
-                    ));
-                }
-                for c in &cols {
-                    let pick = |want: &Assign| {
-                        in_sec
-                            .iter()
-                            .find(|(x, d)| x.metric == c.metric && matches(d, want))
-                            .and_then(|(x, _)| Some((sample(x)?, x.values.clone())))
-                    };
-                    if let (Some((sa, pa)), Some((sb, pb))) = (pick(a), pick(b)) {
-                        diffs.push(Diff {
-                            metric: c.metric.clone(),
-                            unit: c.unit.clone(),
-                            baseline: assign_text(a),
-                            contender: assign_text(b),
-                            a: Moments::of(&sa),
-                            b: Moments::of(&sb),
-                            level,
-                            points: [pa, pb],
-                        });
-                    }
-                }
-            }
-            let sec_cells = Cells {
-                rows: in_sec.iter().map(|(c, d)| (*c, d.clone())).collect(),
-            };
-            let mut hide: Vec<&str> = section_dims.iter().map(|s| s.as_str()).collect();
-            hide.extend(row_dims.iter().map(|s| s.as_str()));
-            let mut constant = sec_cells.constant(&varying, &hide);
-            // The section's revision is its heading: the parameter that
-            // set it (`env.REV=11.1`) would say it a second time.
-            let revision = section_dims
-                .iter()
-                .position(|d| d == "revision")
-                .map(|i| &sk[i]);
-            constant.retain(|(_, v)| Some(v) != revision);
-            out.push(Table {
-                kind: TableKind::Matrix,
-                bench: bench.clone(),
-                metric: None,
-                unit: None,
-                direction: None,
-                section: section_dims
-                    .iter()
-                    .cloned()
-                    .zip(sk.iter().cloned())
-                    .collect(),
-                constant,
-                legend,
-                row_dims: row_dims
-                    .iter()
-                    .map(|d| layout.name_of(d).to_string())
-                    .collect(),
-                group_dims: Vec::new(),
-                groups: vec![String::new()],
-                cols,
-                rows,
-                summary: Vec::new(),
-                diffs,
-            });
+            out.push(matrix_section(
+                &bench,
+                &groups,
+                layout,
+                &dims,
+                (&sk, &in_sec),
+            ));
         }
     }
     by_revision(&mut out, layout);
     out
+}
+
+/// A matrix's sections (by host and revision) and rows: the rows the
+/// layout names stay even when constant (the PTI/PCID report's
+/// `pti | pcid` columns); other dimensions only when they vary.
+fn matrix_dims(cells: &Cells<'_>, layout: &Layout) -> MatrixDims {
+    let varying = cells.varying();
+    let section: Vec<String> = ["host", "revision"]
+        .iter()
+        .map(|s| s.to_string())
+        .filter(|d| cells.rows[0].1.contains_key(d))
+        .collect();
+    let mut rows: Vec<String> = layout
+        .rows
+        .iter()
+        .filter(|d| cells.rows[0].1.contains_key(*d))
+        .cloned()
+        .collect();
+    for d in &varying {
+        if !rows.contains(d) && !section.contains(d) {
+            rows.push(d.clone());
+        }
+    }
+    MatrixDims {
+        section,
+        rows,
+        varying,
+    }
+}
+
+/// One section of a benchmark's matrix (section key `sk`, its cells
+/// `in_sec`): a row per row key, a column per metric in its shown unit,
+/// the layout's difference blocks and what is constant.
+fn matrix_section(
+    bench: &str,
+    metrics: &[&super::Group],
+    layout: &Layout,
+    dims: &MatrixDims,
+    (sk, in_sec): (&[String], &[&Dimmed<'_>]),
+) -> Table {
+    let row_dims = &dims.rows;
+    let mut row_keys: Vec<Vec<String>> = Vec::new();
+    for (_, d) in in_sec {
+        push_unique(&mut row_keys, key(d, row_dims));
+    }
+    layout.sort_keys(&mut row_keys, row_dims);
+    let find = |rk: &Vec<String>, metric: &str| {
+        in_sec
+            .iter()
+            .find(|(c, d)| c.metric == metric && key(d, row_dims) == *rk)
+            .map(|(c, _)| *c)
+    };
+    let cols: Vec<Column> = metrics
+        .iter()
+        .map(|g| {
+            let means: Vec<f64> = in_sec
+                .iter()
+                .filter(|(c, _)| c.metric == g.metric)
+                .map(|(c, _)| c.summary.mean)
+                .collect();
+            Column {
+                label: g.metric.clone(),
+                metric: g.metric.clone(),
+                unit: g.unit.clone(),
+                direction: g.direction,
+                assign: Vec::new(),
+                shown_unit: Some(super::fmt::human::column_unit(&means, &g.unit, false)),
+            }
+        })
+        .collect();
+    let rows: Vec<TableRow> = row_keys
+        .iter()
+        .map(|rk| TableRow {
+            labels: rk.clone(),
+            cells: cols
+                .iter()
+                .map(|c| find(rk, &c.metric).map(mean_value))
+                .collect(),
+        })
+        .collect();
+    let mut legend = vec![format!(
+        "mean +/- half-width of its {}% confidence interval",
+        adaptive_conf()
+    )];
+    let diffs = pair_diffs(layout, in_sec, &cols, &mut legend);
+    let sec_cells = Cells {
+        rows: in_sec.iter().map(|(c, d)| (*c, d.clone())).collect(),
+    };
+    let mut hide: Vec<&str> = dims.section.iter().map(|s| s.as_str()).collect();
+    hide.extend(row_dims.iter().map(|s| s.as_str()));
+    let mut constant = sec_cells.constant(&dims.varying, &hide);
+    // The section's revision is its heading: the parameter that
+    // set it (`env.REV=11.1`) would say it a second time.
+    let revision = dims
+        .section
+        .iter()
+        .position(|d| d == "revision")
+        .map(|i| &sk[i]);
+    constant.retain(|(_, v)| Some(v) != revision);
+    Table {
+        kind: TableKind::Matrix,
+        bench: bench.to_string(),
+        metric: None,
+        unit: None,
+        direction: None,
+        section: dims
+            .section
+            .iter()
+            .cloned()
+            .zip(sk.iter().cloned())
+            .collect(),
+        constant,
+        legend,
+        row_dims: row_dims
+            .iter()
+            .map(|d| layout.name_of(d).to_string())
+            .collect(),
+        group_dims: Vec::new(),
+        groups: vec![String::new()],
+        cols,
+        rows,
+        summary: Vec::new(),
+        diffs,
+    }
+}
+
+/// The difference blocks of the layout's pairs in one section, a block
+/// per metric measured on both sides; a pair whose side is not measured
+/// here (a boot state still to come) says so in the legend rather than
+/// vanish.
+fn pair_diffs(
+    layout: &Layout,
+    in_sec: &[&Dimmed<'_>],
+    cols: &[Column],
+    legend: &mut Vec<String>,
+) -> Vec<Diff> {
+    let level = student::level_index(layout.confidence).unwrap_or(2);
+    let mut diffs = Vec::new();
+    for (a, b) in &layout.pairs {
+        let missing: Vec<String> = [a, b]
+            .into_iter()
+            .filter(|want| !in_sec.iter().any(|(_, d)| matches(d, want)))
+            .map(|want| assign_text(want))
+            .collect();
+        if !missing.is_empty() {
+            legend.push(format!(
+                "{} vs {}: no difference block, {} not measured here",
+                assign_text(a),
+                assign_text(b),
+                missing.join(" and ")
+            ));
+        }
+        for c in cols {
+            let pick = |want: &Assign| {
+                in_sec
+                    .iter()
+                    .find(|(x, d)| x.metric == c.metric && matches(d, want))
+                    .and_then(|(x, _)| Some((sample(x)?, x.values.clone())))
+            };
+            if let (Some((sa, pa)), Some((sb, pb))) = (pick(a), pick(b)) {
+                diffs.push(Diff {
+                    metric: c.metric.clone(),
+                    unit: c.unit.clone(),
+                    baseline: assign_text(a),
+                    contender: assign_text(b),
+                    a: Moments::of(&sa),
+                    b: Moments::of(&sb),
+                    level,
+                    points: [pa, pb],
+                });
+            }
+        }
+    }
+    diffs
 }
 
 /// A table's value of a section dimension (`host`, `revision`).

@@ -123,7 +123,7 @@ fn assert_fits(s: &str) {
 }
 
 #[test]
-fn improvement_is_seed_001_table_1() {
+fn improvement_is_the_pipe_patches_reports_table_1() {
     let d = doc(Report::of_run(pipes("UP")), &improvement_layout());
     let t = &d.tables[0];
     assert_eq!(t.groups, ["2way", "UP"]);
@@ -253,7 +253,7 @@ fn jcc() -> crate::store::RunData {
 }
 
 #[test]
-fn ratio_is_seed_004_with_a_geomean_row() {
+fn ratio_is_the_llvm_jcc_erratum_threads_table_with_a_geomean_row() {
     let l = Layout {
         table: TableKind::Ratio,
         cols: vec!["sw".into(), "mcu".into()],
@@ -345,7 +345,7 @@ fn mitigation() -> crate::store::RunData {
 }
 
 #[test]
-fn matrix_is_seed_000_with_difference_blocks() {
+fn matrix_is_the_pti_pcid_reports_table_with_difference_blocks() {
     let l = Layout {
         table: TableKind::Matrix,
         rows: vec!["pti".into(), "pcid".into()],
@@ -597,7 +597,7 @@ pub(crate) fn chart_ticks(page: &str) -> Vec<Vec<String>> {
 
 #[test]
 fn every_chart_kind_has_round_ticks_through_its_reference() {
-    use crate::report::axis::tests::assert_round;
+    use crate::report::fmt::axis::tests::assert_round;
     let html = |d: &TableDoc| render(&Document::Tables(d), Format::Html).unwrap();
     // Improvement: bars and the sweep, both through 0%.
     let page = html(&doc(Report::of_run(pipes("UP")), &improvement_layout()));

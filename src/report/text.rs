@@ -10,6 +10,7 @@ use std::fmt::Write;
 use indexmap::IndexMap;
 
 use super::compare::{Comparison, Detail, Row};
+use super::render::Render;
 use super::scale::{FLATTEN_BELOW, Scaling};
 use super::{BenchInfo, CellSummary, Document, Group, Report, Subject, Sysinfo};
 use crate::campaign::{CellState, Status};
@@ -42,7 +43,7 @@ pub fn render(doc: &Document<'_>) -> String {
         Document::Benches(b) => benches(&mut o, b),
         Document::Bench(b) => bench_detail(&mut o, b),
         Document::Tables(t) => tables(&mut o, t),
-        Document::History(h) => o.push_str(&super::history::text(h)),
+        Document::History(h) => o.push_str(&h.text()),
         Document::PlanSize(p) => super::plan_size::text(&mut o, p),
         Document::Check(c) => o.push_str(&super::check::text(c)),
         Document::Explain(e) => o.push_str(&super::explain::text(e)),
@@ -51,12 +52,6 @@ pub fn render(doc: &Document<'_>) -> String {
         }
     }
     o
-}
-
-pub fn fmt_time(t: f64) -> String {
-    chrono::DateTime::from_timestamp(t as i64, 0)
-        .map(|d| d.format("%Y-%m-%d %H:%M:%S UTC").to_string())
-        .unwrap_or_else(|| t.to_string())
 }
 
 fn gib(bytes: u64) -> String {
@@ -179,7 +174,7 @@ pub(crate) fn header(o: &mut String, r: &Report) {
             run.id,
             run.campaign.as_deref().unwrap_or("ad hoc"),
             run.host,
-            fmt_time(run.started),
+            super::fmt::time(run.started),
             run.status
         )),
         Subject::Campaign { campaign, runs } => {
@@ -195,7 +190,7 @@ pub(crate) fn header(o: &mut String, r: &Report) {
                     "latest run {} on {}, {}, {}",
                     last.id,
                     last.host,
-                    fmt_time(last.started),
+                    super::fmt::time(last.started),
                     last.status
                 ));
             }
@@ -619,7 +614,7 @@ fn runs(o: &mut String, rows: &[RunRow]) {
             r.id,
             r.campaign.as_deref().unwrap_or("-"),
             r.host,
-            fmt_time(r.started),
+            super::fmt::time(r.started),
             r.cells,
             r.samples,
             r.status
@@ -916,7 +911,7 @@ fn status(o: &mut String, st: &Status) {
 const SYMBOL: [char; super::compare::MAX_OPERANDS] = ['x', '+', '*', '%', '#', '@', 'O'];
 
 fn pct(x: f64) -> String {
-    super::verdict::signed(x)
+    super::compare::verdict::signed(x)
 }
 
 /// How a comparison's design counted its units: `paired by round, 12
@@ -951,7 +946,7 @@ fn design_words(v: &super::compare::Versus, r: &Row, family: usize, adjust: &str
     let Some(d) = &v.design else {
         return String::new();
     };
-    let words = super::verdict::phrase(d.change(), r.direction, &r.metric, &r.unit);
+    let words = super::compare::verdict::phrase(d.change(), r.direction, &r.metric, &r.unit);
     if let Some(level) = d.unmeasured {
         let within = d
             .within
@@ -1014,7 +1009,7 @@ fn compare_block(o: &mut String, c: &Comparison, r: &Row) {
         // `, ` so a long cell wraps within the width.
         format!(" [{}]", r.cell.replace(',', ", "))
     };
-    o.push_str(&grid::wrap(
+    o.push_str(&super::fmt::wrap(
         &format!(
             "{} {}{cell} ({}, {})",
             r.bench,
@@ -1109,7 +1104,7 @@ fn compare_block(o: &mut String, c: &Comparison, r: &Row) {
             }
         }
         if !line.is_empty() {
-            o.push_str(&grid::wrap(&line, WIDTH, "    "));
+            o.push_str(&super::fmt::wrap(&line, WIDTH, "    "));
         }
         let vs = if c.operands.len() > 2 {
             format!(" {} vs x", SYMBOL[j + 1])
@@ -1118,7 +1113,11 @@ fn compare_block(o: &mut String, c: &Comparison, r: &Row) {
         };
         let words = design_words(v, r, r.family, c.adjust.label());
         if !words.is_empty() {
-            o.push_str(&grid::wrap(&format!("design{vs}: {words}"), WIDTH, "    "));
+            o.push_str(&super::fmt::wrap(
+                &format!("design{vs}: {words}"),
+                WIDTH,
+                "    ",
+            ));
         }
     }
 }
@@ -1158,7 +1157,11 @@ fn compare_short(o: &mut String, c: &Comparison, r: &Row) {
         };
         let words = design_words(v, r, r.family, c.adjust.label());
         if !words.is_empty() {
-            o.push_str(&grid::wrap(&format!("design{vs}: {words}"), WIDTH, "    "));
+            o.push_str(&super::fmt::wrap(
+                &format!("design{vs}: {words}"),
+                WIDTH,
+                "    ",
+            ));
         }
     }
     compare_tail(o, c, false);
@@ -1185,7 +1188,7 @@ fn compare_tail(o: &mut String, c: &Comparison, gap: bool) {
         o.push('\n');
     }
     for v in &c.verdicts {
-        o.push_str(&grid::wrap(&v.sentence, WIDTH, "  "));
+        o.push_str(&super::fmt::wrap(&v.sentence, WIDTH, "  "));
     }
 }
 
@@ -1202,7 +1205,7 @@ fn compare(o: &mut String, c: &Comparison) {
         o.push_str("\ngeomean per unit (change = new/baseline - 1):\n");
     }
     for g in &c.geomean {
-        let words = super::verdict::phrase(g.change, g.direction, &g.unit, &g.unit);
+        let words = super::compare::verdict::phrase(g.change, g.direction, &g.unit, &g.unit);
         let d = &g.design;
         let tail = if let Some(level) = d.unmeasured {
             format!("; not judged: {}", level.unmeasured())
@@ -1225,7 +1228,7 @@ fn compare(o: &mut String, c: &Comparison) {
             let mark = if d.significant() { "" } else { " ~" };
             format!("{mark}{iv}, {}% interval over {units}", c.confidence)
         };
-        o.push_str(&grid::wrap(
+        o.push_str(&super::fmt::wrap(
             &format!(
                 "  {} ({}), {}: {words}{tail}; ratio {} over {} row(s)",
                 g.unit,
@@ -1254,22 +1257,22 @@ pub(crate) fn comparability(
         } else {
             (format!("  {l}"), "      ")
         };
-        o.push_str(&grid::wrap(&l, WIDTH, indent));
+        o.push_str(&super::fmt::wrap(&l, WIDTH, indent));
     }
     for w in &k.warnings {
-        o.push_str(&grid::wrap(&format!("warning: {w}"), WIDTH, "  "));
+        o.push_str(&super::fmt::wrap(&format!("warning: {w}"), WIDTH, "  "));
     }
 }
 
 // --- layouts (table.rs) ------------------------------------------------------
 
+use super::fmt::human;
 use super::grid::{self, Panel};
-use super::human;
-use super::table::{Column, SystemBlock, Table, TableDoc, Value, push_unique};
+use super::push_unique;
+use super::table::{Column, SystemBlock, Table, TableDoc, Value};
 use crate::plan::report::TableKind;
 
-/// Widest line of a layout's text.
-pub const WIDTH: usize = crate::term::WIDTH;
+use super::fmt::WIDTH;
 
 /// One value as text: human units, a `*` when the change is significant.
 pub fn cell_text(v: &Value, c: &Column, panel: Panel, unicode: bool) -> String {
@@ -1357,14 +1360,14 @@ fn table_head(o: &mut String, t: &Table, hardware: &str) {
     if !section.is_empty() {
         let _ = write!(head, " ({})", section.join(", "));
     }
-    o.push_str(&grid::wrap(&head, WIDTH, "  "));
+    o.push_str(&super::fmt::wrap(&head, WIDTH, "  "));
     o.push_str(hardware);
     for l in &t.legend {
-        o.push_str(&grid::wrap(l, WIDTH, "  "));
+        o.push_str(&super::fmt::wrap(l, WIDTH, "  "));
     }
     if !t.constant.is_empty() {
         let c: Vec<String> = t.constant.iter().map(|(k, v)| format!("{k}={v}")).collect();
-        o.push_str(&grid::wrap(
+        o.push_str(&super::fmt::wrap(
             &format!("all cells: {}", c.join(", ")),
             WIDTH,
             "  ",
@@ -1376,7 +1379,7 @@ fn table_head(o: &mut String, t: &Table, hardware: &str) {
             .iter()
             .map(|c| format!("{}: {}", c.metric, c.direction))
             .collect();
-        o.push_str(&grid::wrap(&d.join("; "), WIDTH, "  "));
+        o.push_str(&super::fmt::wrap(&d.join("; "), WIDTH, "  "));
     }
 }
 
@@ -1429,7 +1432,7 @@ fn layout_table(o: &mut String, t: &Table, d: &TableDoc, hardware: &str) {
 fn system_text(o: &mut String, s: &SystemBlock) {
     let _ = writeln!(o, "System configuration ({}):", s.host);
     let mut kv = |k: &str, v: String| {
-        o.push_str(&grid::wrap(
+        o.push_str(&super::fmt::wrap(
             &format!("  {k:<11} {v}"),
             WIDTH,
             &" ".repeat(14),
@@ -1447,7 +1450,7 @@ fn scaling_text(o: &mut String, s: &super::scale::Scaling, unicode: bool) {
     if !s.context.is_empty() {
         let _ = write!(head, " ({})", s.context.join(", "));
     }
-    o.push_str(&grid::wrap(&head, WIDTH, "  "));
+    o.push_str(&super::fmt::wrap(&head, WIDTH, "  "));
     o.push_str("eff = ops(n) / (n * ops(first)), the per-task efficiency\n\n");
     let g = grid::of_scaling(s, unicode);
     o.push_str(&g.text(WIDTH, '-'));
@@ -1459,13 +1462,13 @@ fn scaling_text(o: &mut String, s: &super::scale::Scaling, unicode: bool) {
             None => format!("{} not within the tasks measured", x.label()),
         })
         .collect();
-    o.push_str(&grid::wrap(
+    o.push_str(&super::fmt::wrap(
         &format!("flattens (eff < {FLATTEN_BELOW:.2}): {}", flat.join("; ")),
         WIDTH,
         "  ",
     ));
     for w in &s.warnings {
-        o.push_str(&grid::wrap(&format!("warning: {w}"), WIDTH, "  "));
+        o.push_str(&super::fmt::wrap(&format!("warning: {w}"), WIDTH, "  "));
     }
 }
 
@@ -1488,7 +1491,7 @@ fn tables(o: &mut String, d: &TableDoc) {
     if !d.skipped.is_empty() {
         o.push('\n');
         for s in &d.skipped {
-            o.push_str(&grid::wrap(&format!("no table: {s}"), WIDTH, "  "));
+            o.push_str(&super::fmt::wrap(&format!("no table: {s}"), WIDTH, "  "));
         }
     }
     if let Some(k) = &d.comparability {
@@ -1575,20 +1578,12 @@ impl<'a> Sections<'a> {
     }
 }
 
-/// The comparison's summary within 80 columns: a row per cell and
-/// contender, values in human units, p for every test; each row is named
-/// by what varies between the rows (see [`row_labels`]).
-fn summary_lines(o: &mut String, c: &Comparison) {
-    o.push_str(&grid::wrap(
-        &format!(
-            "summary ({}% confidence; `~` = no significant difference, `?` = not judged; baseline {}):",
-            c.confidence, c.operands[0]
-        ),
-        WIDTH,
-        "  ",
-    ));
-    // `k=v` parts of the cell labels that every row of a benchmark
-    // shares: said once, under the table.
+/// Per benchmark, the label parts every row of it shares.
+type Shared<'a> = IndexMap<&'a str, Vec<&'a str>>;
+
+/// Each row's `k=v` label parts, and per benchmark the parts that every
+/// row of it shares (said once, under the table).
+fn shared_parts(c: &Comparison) -> (Vec<Vec<&str>>, Shared<'_>) {
     let parts: Vec<Vec<&str>> = c
         .rows
         .iter()
@@ -1600,7 +1595,7 @@ fn summary_lines(o: &mut String, c: &Comparison) {
                 .collect()
         })
         .collect();
-    let mut shared: IndexMap<&str, Vec<&str>> = IndexMap::new();
+    let mut shared: Shared<'_> = IndexMap::new();
     for (i, r) in c.rows.iter().enumerate() {
         if shared.contains_key(r.bench.as_str()) {
             continue;
@@ -1615,75 +1610,30 @@ fn summary_lines(o: &mut String, c: &Comparison) {
             .collect();
         shared.insert(r.bench.as_str(), common);
     }
+    (parts, shared)
+}
+
+/// The comparison's summary within 80 columns: a row per cell and
+/// contender, values in human units, p for every test; each row is named
+/// by what varies between the rows (see [`row_labels`]).
+fn summary_lines(o: &mut String, c: &Comparison) {
+    o.push_str(&super::fmt::wrap(
+        &format!(
+            "summary ({}% confidence; `~` = no significant difference, `?` = not judged; baseline {}):",
+            c.confidence, c.operands[0]
+        ),
+        WIDTH,
+        "  ",
+    ));
+    let (parts, shared) = shared_parts(c);
     let (head, names, labels) = row_labels(c, &parts, &shared);
     let contenders = c.operands.len() > 2;
     let adjusted = c.family > 1;
-    let mut powers = Vec::new();
-    let mut notes: Vec<String> = Vec::new();
+    let mut notes = SummaryNotes::default();
     let mut rows: Vec<(Vec<String>, Vec<String>)> = Vec::new();
     for ((r, name), label) in c.rows.iter().zip(&names).zip(&labels) {
         for v in &r.versus {
-            // Fewer digits for large changes: the row stays within 80.
-            let short = super::verdict::signed;
-            let vs = if contenders {
-                format!(" vs {}", v.name)
-            } else {
-                String::new()
-            };
-            let unmeasured = v.design.as_ref().and_then(|d| d.unmeasured);
-            let change = match (v.change, unmeasured) {
-                (None, _) => "-".to_string(),
-                (Some(_), Some(_)) => "?".to_string(),
-                (Some(x), None) if v.significant => short(x),
-                (Some(_), None) => "~".to_string(),
-            };
-            if let Some(l) = unmeasured {
-                push_unique(&mut notes, format!("? {}", l.unmeasured()));
-            }
-            if let Some(g) = &v.degenerate {
-                notes.push(format!("- {name}{vs}: {g}"));
-            }
-            let iv = v
-                .interval
-                .map(|[l, h]| format!("[{}, {}]", short(l), short(h)))
-                .unwrap_or_else(|| "-".into());
-            let shown = if adjusted { v.p_adjusted } else { v.p };
-            let p = shown.map(fmt_p).unwrap_or_else(|| "-".into());
-            let mut labels = vec![label.clone()];
-            if contenders {
-                labels.push(v.name.clone());
-            }
-            if let (Some(pw), Some(d)) = (&v.power, &v.design) {
-                let need = match pw.need {
-                    Some(n) => format!(
-                        "; +/-{} needs {n} {} a side",
-                        short_pct(pw.margin),
-                        d.unit.plural()
-                    ),
-                    None => String::new(),
-                };
-                powers.push(format!(
-                    "no difference: {name}{vs}: could detect +/-{} ({:.0}% power){need}",
-                    short_pct(pw.detectable),
-                    pw.power * 100.0
-                ));
-            }
-            let n = match &v.design {
-                Some(d) if d.paired => format!("{}", d.n[0]),
-                Some(d) => format!("{}+{}", d.n[0], d.n[1]),
-                None => format!("{}+{}", v.n1, v.n2),
-            };
-            rows.push((
-                labels,
-                vec![
-                    human::value(r.mean, &r.unit, None, false),
-                    human::value(v.mean, &r.unit, None, false),
-                    change,
-                    iv,
-                    p,
-                    n,
-                ],
-            ));
+            rows.push(summary_row(c, (r, v), (name, label), &mut notes));
         }
     }
     let mut head = vec![head];
@@ -1708,7 +1658,7 @@ fn summary_lines(o: &mut String, c: &Comparison) {
     };
     o.push_str(&g.text(WIDTH, '-'));
     if adjusted {
-        o.push_str(&grid::wrap(
+        o.push_str(&super::fmt::wrap(
             &format!(
                 "p adjusted ({}, {}) over {}; each interval is taken at the level its adjusted p is decided at, so `~` and the interval agree",
                 c.adjust.label(),
@@ -1719,21 +1669,102 @@ fn summary_lines(o: &mut String, c: &Comparison) {
             "  ",
         ));
     }
-    for l in &notes {
-        o.push_str(&grid::wrap(l, WIDTH, "    "));
+    for l in &notes.notes {
+        o.push_str(&super::fmt::wrap(l, WIDTH, "    "));
     }
-    for l in &powers {
-        o.push_str(&grid::wrap(l, WIDTH, "    "));
+    for l in &notes.powers {
+        o.push_str(&super::fmt::wrap(l, WIDTH, "    "));
     }
     for (bench, common) in &shared {
         if !common.is_empty() {
-            o.push_str(&grid::wrap(
+            o.push_str(&super::fmt::wrap(
                 &format!("every {bench} row: {}", common.join(", ")),
                 WIDTH,
                 "  ",
             ));
         }
     }
+}
+
+/// What the summary says under its table: why a row is not judged or
+/// has no change, and what a non-significant row could have detected.
+#[derive(Default)]
+struct SummaryNotes {
+    notes: Vec<String>,
+    powers: Vec<String>,
+}
+
+/// One row of the summary: a cell (`name`, shown as `label`) against
+/// one contender; its notes go to `notes`.
+fn summary_row(
+    c: &Comparison,
+    (r, v): (&Row, &super::compare::Versus),
+    (name, label): (&str, &str),
+    sn: &mut SummaryNotes,
+) -> (Vec<String>, Vec<String>) {
+    let contenders = c.operands.len() > 2;
+    let adjusted = c.family > 1;
+    // Fewer digits for large changes: the row stays within 80.
+    let short = super::compare::verdict::signed;
+    let vs = if contenders {
+        format!(" vs {}", v.name)
+    } else {
+        String::new()
+    };
+    let unmeasured = v.design.as_ref().and_then(|d| d.unmeasured);
+    let change = match (v.change, unmeasured) {
+        (None, _) => "-".to_string(),
+        (Some(_), Some(_)) => "?".to_string(),
+        (Some(x), None) if v.significant => short(x),
+        (Some(_), None) => "~".to_string(),
+    };
+    if let Some(l) = unmeasured {
+        push_unique(&mut sn.notes, format!("? {}", l.unmeasured()));
+    }
+    if let Some(g) = &v.degenerate {
+        sn.notes.push(format!("- {name}{vs}: {g}"));
+    }
+    let iv = v
+        .interval
+        .map(|[l, h]| format!("[{}, {}]", short(l), short(h)))
+        .unwrap_or_else(|| "-".into());
+    let shown = if adjusted { v.p_adjusted } else { v.p };
+    let p = shown.map(fmt_p).unwrap_or_else(|| "-".into());
+    let mut labels = vec![label.to_string()];
+    if contenders {
+        labels.push(v.name.clone());
+    }
+    if let (Some(pw), Some(d)) = (&v.power, &v.design) {
+        let need = match pw.need {
+            Some(n) => format!(
+                "; +/-{} needs {n} {} a side",
+                short_pct(pw.margin),
+                d.unit.plural()
+            ),
+            None => String::new(),
+        };
+        sn.powers.push(format!(
+            "no difference: {name}{vs}: could detect +/-{} ({:.0}% power){need}",
+            short_pct(pw.detectable),
+            pw.power * 100.0
+        ));
+    }
+    let n = match &v.design {
+        Some(d) if d.paired => format!("{}", d.n[0]),
+        Some(d) => format!("{}+{}", d.n[0], d.n[1]),
+        None => format!("{}+{}", v.n1, v.n2),
+    };
+    (
+        labels,
+        vec![
+            human::value(r.mean, &r.unit, None, false),
+            human::value(v.mean, &r.unit, None, false),
+            change,
+            iv,
+            p,
+            n,
+        ],
+    )
 }
 
 /// Each compared row's full name (`loop real [size=2k]`) and its label
@@ -1830,7 +1861,7 @@ fn process_lines(o: &mut String, c: &crate::stats::nested::Components, who: &str
         .process_p
         .map(|p| format!(", F test p = {}", fmt_p(p)))
         .unwrap_or_default();
-    o.push_str(&grid::wrap(
+    o.push_str(&super::fmt::wrap(
         &format!(
             "  processes [{who}]: {} processes; variance between processes {:.0}%, within one {:.0}%{f}; 95% interval of the mean over {} {} (one-process analysis: {})",
             c.processes,

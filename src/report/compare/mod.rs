@@ -24,6 +24,8 @@
 //! would let a gain in one cancel a gain in the other. Its interval treats
 //! the cells as the replicates (or the runs, when the runs are the unit).
 
+pub mod verdict;
+
 use indexmap::IndexMap;
 use serde::Serialize;
 
@@ -446,7 +448,7 @@ pub struct Comparison {
     pub family: usize,
     /// One verdict per contender, in words (`verdict.rs`): the
     /// comparison's one row, or the geomean of the first unit's rows.
-    pub verdicts: Vec<super::verdict::VerdictLine>,
+    pub verdicts: Vec<verdict::VerdictLine>,
     /// One row and no test asked for: the text is the row's summary, its
     /// design line and the verdict (a hyperfine-sized answer), not
     /// ministat's blocks, a summary table and a geomean that repeat it.
@@ -639,8 +641,8 @@ fn of_observations(names: &[String], all: &[Observed], how: How) -> anyhow::Resu
 
 /// One verdict per contender: its row when the comparison has one for
 /// the first row's unit, else the geomean of those rows.
-fn verdicts(c: &Comparison) -> Vec<super::verdict::VerdictLine> {
-    use super::verdict::{Judged, line};
+fn verdicts(c: &Comparison) -> Vec<verdict::VerdictLine> {
+    use verdict::{Judged, line};
     let Some(first) = c.rows.first() else {
         return Vec::new();
     };

@@ -3,7 +3,7 @@
 //! (`sleep 0.013 is 29.6% slower than sleep 0.01 [+28.1%, +31.2%]`).
 //!
 //! It only words a [`Versus`] of the design-aware comparison
-//! (`compare.rs`): the change is new/baseline - 1 with the interval the
+//! (this folder's `mod.rs`): the change is new/baseline - 1 with the interval the
 //! comparison shows beside its mark, so the sentence, the tables and the
 //! JSON never disagree. Where the design cannot judge (one run a side, too
 //! few samples, data without a ratio) it says so and how to get a
@@ -11,7 +11,7 @@
 
 use serde::Serialize;
 
-use super::compare::{GeoRow, Versus};
+use super::{GeoRow, Versus};
 use crate::record::Direction;
 use crate::stats::design::{Degenerate, Design};
 

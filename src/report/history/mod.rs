@@ -14,14 +14,21 @@
 //! lies between and its permutation p-value.
 //!
 //! The model is built here (the store is read in [`load`], the statistics
-//! are computed in [`build`]); the renderers at the bottom only format it.
+//! are computed in [`build`]); the files beside this one only format it,
+//! one format each, behind [`Render`].
+
+mod csv;
+mod html;
+mod markdown;
+mod text;
 
 use std::fmt::Write;
 
 use indexmap::IndexMap;
 use serde::Serialize;
 
-use super::human;
+use super::fmt::human;
+use super::render::Render;
 use crate::error::bad_input;
 use crate::record::Direction;
 use crate::stats::changepoint::{self, Settings};
@@ -427,114 +434,12 @@ fn one_series(q: &Query, os: &[&Observation], metric: &str, conf: Confidence) ->
     }
     let mut points: Vec<Point> = Vec::new();
     for (key, g) in &groups {
-        let values: Vec<f64> = g
-            .iter()
-            .flat_map(|o| {
-                o.cell
-                    .1
-                    .iter()
-                    .filter(|s| *s.metric == *metric)
-                    .map(|s| s.value)
-            })
-            .collect();
-        let Ok(sample) = Sample::new(&values) else {
-            continue;
-        };
-        let obs = g
-            .iter()
-            .flat_map(|o| {
-                o.cell.1.iter().filter(|s| *s.metric == *metric).map(|s| {
-                    crate::stats::design::Obs {
-                        value: s.value,
-                        boot: 0,
-                        run: o.run.id as u64,
-                        process: s.process.unwrap_or(0),
-                        round: Some(s.round),
-                    }
-                })
-            })
-            .collect();
-        let mut runs: Vec<i64> = g.iter().map(|o| o.run.id).collect();
-        runs.dedup();
-        let mut campaigns: Vec<String> = Vec::new();
-        let mut hosts: Vec<String> = Vec::new();
-        for o in g {
-            if let Some(c) = &o.run.campaign
-                && !campaigns.contains(c)
-            {
-                campaigns.push(c.clone());
-            }
-            if !hosts.contains(&o.run.host) {
-                hosts.push(o.run.host.clone());
-            }
+        if let Some(p) = point(q, (key, g), metric, conf, points.len()) {
+            points.push(p);
         }
-        let revision = revision_of(g[0]);
-        let label = match q.by {
-            Order::Revision => key.clone(),
-            Order::Time => format!("run {}", g[0].run.id),
-        };
-        let time = g
-            .iter()
-            .flat_map(|o| o.cell.1.iter().map(|s| s.t))
-            .fold(f64::INFINITY, f64::min);
-        points.push(Point {
-            index: points.len(),
-            label,
-            revision,
-            time: if time.is_finite() {
-                time
-            } else {
-                g[0].run.started
-            },
-            runs,
-            campaigns,
-            hosts,
-            n: sample.len(),
-            mean: sample.mean(),
-            stddev: sample.stddev(),
-            ci95: sample.mean_ci(conf).map(|i| [i.lo, i.hi]),
-            step: None,
-            obs,
-        });
     }
-    for i in 1..points.len() {
-        let (a, b) = (&points[i - 1], &points[i]);
-        let change = if a.mean != 0.0 {
-            b.mean / a.mean - 1.0
-        } else {
-            f64::NAN
-        };
-        let step = match crate::stats::design::compare(&a.obs, &b.obs, m.direction, conf) {
-            Ok(d) => Step {
-                change,
-                p: d.p.filter(|_| d.too_few.is_none()),
-                significant: d.significant(),
-                unmeasured: d.unmeasured,
-            },
-            Err(_) => Step {
-                change,
-                p: None,
-                significant: false,
-                unmeasured: None,
-            },
-        };
-        points[i].step = Some(step);
-    }
-    let means: Vec<f64> = points.iter().map(|p| p.mean).collect();
-    let need = changepoint::min_points(&q.settings);
-    let (change_points, note) = if means.len() < need {
-        (
-            Vec::new(),
-            Some(format!(
-                "{} point{}: change points need at least {need}",
-                means.len(),
-                if means.len() == 1 { "" } else { "s" }
-            )),
-        )
-    } else {
-        let cps = changepoint::e_divisive(&means, &q.settings);
-        (changes(&points, &cps, m.direction, conf), None)
-    };
+    steps(&mut points, m.direction, conf);
+    let (change_points, note) = change_points_of(q, &points, m.direction, conf);
     let mut params: IndexMap<String, String> = IndexMap::new();
     for k in c0.params.keys() {
         if k != "revision" {
@@ -555,6 +460,135 @@ fn one_series(q: &Query, os: &[&Observation], metric: &str, conf: Confidence) ->
         change_points,
         note,
     }
+}
+
+/// One point of a series: the observations `g` grouped under `key` (a
+/// run and cell, or a revision), their metric's values pooled; `None`
+/// when they hold no value of it.
+fn point(
+    q: &Query,
+    (key, g): (&str, &[&Observation]),
+    metric: &str,
+    conf: Confidence,
+    index: usize,
+) -> Option<Point> {
+    let values: Vec<f64> = g
+        .iter()
+        .flat_map(|o| of_metric(o, metric).map(|s| s.value))
+        .collect();
+    let sample = Sample::new(&values).ok()?;
+    let obs = g
+        .iter()
+        .flat_map(|o| {
+            of_metric(o, metric).map(|s| crate::stats::design::Obs {
+                value: s.value,
+                boot: 0,
+                run: o.run.id as u64,
+                process: s.process.unwrap_or(0),
+                round: Some(s.round),
+            })
+        })
+        .collect();
+    let mut runs: Vec<i64> = g.iter().map(|o| o.run.id).collect();
+    runs.dedup();
+    let mut campaigns: Vec<String> = Vec::new();
+    let mut hosts: Vec<String> = Vec::new();
+    for o in g {
+        if let Some(c) = &o.run.campaign
+            && !campaigns.contains(c)
+        {
+            campaigns.push(c.clone());
+        }
+        if !hosts.contains(&o.run.host) {
+            hosts.push(o.run.host.clone());
+        }
+    }
+    let label = match q.by {
+        Order::Revision => key.to_string(),
+        Order::Time => format!("run {}", g[0].run.id),
+    };
+    let time = g
+        .iter()
+        .flat_map(|o| o.cell.1.iter().map(|s| s.t))
+        .fold(f64::INFINITY, f64::min);
+    Some(Point {
+        index,
+        label,
+        revision: revision_of(g[0]),
+        time: if time.is_finite() {
+            time
+        } else {
+            g[0].run.started
+        },
+        runs,
+        campaigns,
+        hosts,
+        n: sample.len(),
+        mean: sample.mean(),
+        stddev: sample.stddev(),
+        ci95: sample.mean_ci(conf).map(|i| [i.lo, i.hi]),
+        step: None,
+        obs,
+    })
+}
+
+/// An observation's samples of `metric`.
+fn of_metric<'a>(
+    o: &'a Observation,
+    metric: &'a str,
+) -> impl Iterator<Item = &'a crate::store::SampleRec> + 'a {
+    o.cell.1.iter().filter(move |s| *s.metric == *metric)
+}
+
+/// Each point's step from the one before it, tested with the design
+/// that ran.
+fn steps(points: &mut [Point], direction: Direction, conf: Confidence) {
+    for i in 1..points.len() {
+        let (a, b) = (&points[i - 1], &points[i]);
+        let change = if a.mean != 0.0 {
+            b.mean / a.mean - 1.0
+        } else {
+            f64::NAN
+        };
+        let step = match crate::stats::design::compare(&a.obs, &b.obs, direction, conf) {
+            Ok(d) => Step {
+                change,
+                p: d.p.filter(|_| d.too_few.is_none()),
+                significant: d.significant(),
+                unmeasured: d.unmeasured,
+            },
+            Err(_) => Step {
+                change,
+                p: None,
+                significant: false,
+                unmeasured: None,
+            },
+        };
+        points[i].step = Some(step);
+    }
+}
+
+/// The change points of a series' means, or why none were looked for.
+fn change_points_of(
+    q: &Query,
+    points: &[Point],
+    direction: Direction,
+    conf: Confidence,
+) -> (Vec<Change>, Option<String>) {
+    let means: Vec<f64> = points.iter().map(|p| p.mean).collect();
+    let need = changepoint::min_points(&q.settings);
+    if means.len() < need {
+        return (
+            Vec::new(),
+            Some(format!(
+                "{} point{}: change points need at least {need}",
+                means.len(),
+                if means.len() == 1 { "" } else { "s" }
+            )),
+        );
+    }
+    let cps = changepoint::e_divisive(&means, &q.settings);
+    (changes(points, &cps, direction, conf), None)
 }
 
 /// Sizes and ranges of the change points found.
@@ -620,8 +654,28 @@ fn changes(
         .collect()
 }
 
+impl Render for History {
+    const KIND: &'static str = "history";
+
+    fn text(&self) -> String {
+        text::text(self)
+    }
+
+    fn markdown(&self) -> String {
+        markdown::markdown(self)
+    }
+
+    fn html(&self) -> (String, String) {
+        (format!("history of {}", self.spec), html::html(self))
+    }
+
+    fn csv(&self) -> Option<String> {
+        Some(csv::csv(self))
+    }
+}
+
 // ---------------------------------------------------------------------
-// Rendering: formatting only.
+// Words the formats share.
 
 fn date(t: f64) -> String {
     chrono::DateTime::from_timestamp(t as i64, 0)
@@ -765,481 +819,11 @@ fn fit(s: &str, w: usize) -> String {
     }
 }
 
-/// Plain text, at most 80 columns.
-pub fn text(h: &History) -> String {
-    let unicode = h.unicode;
-    let mut o = String::new();
-    let _ = writeln!(o, "{}", scope(h));
-    for s in &h.series {
-        o.push('\n');
-        for line in wrap(&title(h, s), 80) {
-            let _ = writeln!(o, "{line}");
-        }
-        let lw = s
-            .points
-            .iter()
-            .map(|p| p.label.chars().count())
-            .max()
-            .unwrap_or(5)
-            .clamp(5, 19);
-        let head = match h.by {
-            Order::Time => "point",
-            Order::Revision => "revision",
-        };
-        let _ = writeln!(
-            o,
-            "{:>3}  {:<lw$}  {:<16}  {:>5}  {:>11}  {:>6}  {:>8}",
-            "#", head, "measured (UTC)", "n", "mean", "+/-", "vs prev"
-        );
-        for p in &s.points {
-            if let Some(c) = s.change_points.iter().find(|c| c.index == p.index) {
-                let _ = writeln!(
-                    o,
-                    "{:>3}  --- change point: {}, {} ---",
-                    "",
-                    c.verdict,
-                    p_text(c.p)
-                );
-            }
-            let row = format!(
-                "{:>3}  {:<lw$}  {:<16}  {:>5}  {:>11}  {:>6}  {:>8}",
-                p.index + 1,
-                fit(&p.label, lw),
-                date(p.time),
-                p.n,
-                human::value(p.mean, &s.unit, half(p), unicode),
-                ci_rel(p),
-                step_text(p)
-            );
-            let _ = writeln!(o, "{}", row.trim_end());
-        }
-        let _ = writeln!(
-            o,
-            "+/-: 95% interval of the mean; * the step from the previous point is\n\
-             significant with the run as the unit; ? not judged: one run a point\n\
-             does not measure run-to-run variation (kbench run --repeat N does);\n\
-             the change points, over the point means, judge the series."
-        );
-        if let Some(n) = &s.note {
-            let _ = writeln!(o, "Change points: none looked for ({n}).");
-            continue;
-        }
-        if s.change_points.is_empty() {
-            let _ = writeln!(
-                o,
-                "Change points (E-divisive means, p <= {}): none.",
-                h.method.settings.significance
-            );
-            continue;
-        }
-        let _ = writeln!(
-            o,
-            "Change points (E-divisive means, p <= {}, {} permutations):",
-            h.method.settings.significance, h.method.settings.permutations
-        );
-        for c in &s.change_points {
-            let head = format!(
-                "#{} {} -> #{} {}: {} {}",
-                c.index,
-                c.from,
-                c.index + 1,
-                c.to,
-                c.verdict,
-                change_size(c, &s.unit, unicode)
-            );
-            let detail = format!(
-                "{} -> {} (means of {} and {} points), {} (confidence {:.1}%)",
-                human::value(c.before, &s.unit, None, unicode),
-                human::value(c.after, &s.unit, None, unicode),
-                c.points_before,
-                c.points_after,
-                p_text(c.p),
-                c.confidence * 100.0
-            );
-            let when = format!("measured {} .. {}", date(c.from_time), date(c.to_time));
-            for l in wrap(&head, 78) {
-                let _ = writeln!(o, "  {l}");
-            }
-            for l in wrap(&detail, 76).iter().chain([&when]) {
-                let _ = writeln!(o, "    {l}");
-            }
-        }
-    }
-    o
-}
-
-/// Split `s` at spaces into lines of at most `w` characters.
-fn wrap(s: &str, w: usize) -> Vec<String> {
-    let mut lines = vec![String::new()];
-    for word in s.split(' ') {
-        let cur = lines.last_mut().expect("one line");
-        if !cur.is_empty() && cur.chars().count() + 1 + word.chars().count() > w {
-            lines.push(word.to_string());
-        } else {
-            if !cur.is_empty() {
-                cur.push(' ');
-            }
-            cur.push_str(word);
-        }
-    }
-    lines
-}
-
-/// GitHub Markdown: a table per series, then its change points.
-pub fn markdown(h: &History) -> String {
-    let unicode = h.unicode;
-    use super::grid::md_escape as e;
-    let mut o = String::new();
-    let _ = writeln!(o, "## {}", e(&scope(h)));
-    for s in &h.series {
-        let _ = writeln!(o, "\n### {}\n", e(&title(h, s)));
-        let head = match h.by {
-            Order::Time => "point",
-            Order::Revision => "revision",
-        };
-        let _ = writeln!(
-            o,
-            "| # | {head} | measured (UTC) | runs | n | mean | 95% CI | vs previous |\n\
-             |--:|:--|:--|:--|--:|--:|--:|--:|"
-        );
-        for p in &s.points {
-            let cp = s.change_points.iter().any(|c| c.index == p.index);
-            let ci = ci_range(p, &s.unit, unicode);
-            let step = step_text(p).trim_end().replace('*', "\\*");
-            let _ = writeln!(
-                o,
-                "| {}{} | {} | {} | {} | {} | {} | {} | {} |",
-                p.index + 1,
-                if cp { " ⟂" } else { "" },
-                e(&p.label),
-                date(p.time),
-                runs_named(p),
-                p.n,
-                human::value(p.mean, &s.unit, half(p), unicode),
-                ci,
-                step
-            );
-        }
-        let _ = writeln!(
-            o,
-            "\n\\* the step from the previous point is significant with the run as the unit; \
-             ? not judged: one run a point does not measure run-to-run variation \
-             (`kbench run --repeat N` does); ⟂ a change point lies before this point."
-        );
-        if let Some(n) = &s.note {
-            let _ = writeln!(o, "\nChange points: none looked for ({}).", e(n));
-            continue;
-        }
-        let _ = writeln!(
-            o,
-            "\nChange points (E-divisive means, permutation p ≤ {}, {} permutations){}",
-            h.method.settings.significance,
-            h.method.settings.permutations,
-            if s.change_points.is_empty() {
-                ": none."
-            } else {
-                ":"
-            }
-        );
-        if !s.change_points.is_empty() {
-            let _ = writeln!(
-                o,
-                "\n| between | and | measured (UTC) | change | before | after | verdict | p |\n\
-                 |:--|:--|:--|--:|--:|--:|:--|--:|"
-            );
-            for c in &s.change_points {
-                let _ = writeln!(
-                    o,
-                    "| #{} {} | #{} {} | {} .. {} | {} | {} | {} | {} | {} |",
-                    c.index,
-                    e(&c.from),
-                    c.index + 1,
-                    e(&c.to),
-                    date(c.from_time),
-                    date(c.to_time),
-                    change_size(c, &s.unit, unicode),
-                    human::value(c.before, &s.unit, None, unicode),
-                    human::value(c.after, &s.unit, None, unicode),
-                    if c.verdict == "worse" {
-                        "**worse**"
-                    } else {
-                        c.verdict
-                    },
-                    p_text(c.p)
-                        .trim_start_matches("p ")
-                        .trim_start_matches("= ")
-                );
-            }
-        }
-    }
-    o
-}
-
-/// CSV: one row per point, with the step test and whether a change
-/// point starts there.
-pub fn csv(h: &History) -> String {
-    let mut o = String::from(
-        "series,bench,metric,unit,index,label,revision,time,runs,n,mean,stddev,ci_lo,ci_hi,\
-         step_change,step_p,step_significant,change_point,change_p\n",
-    );
-    let q = |s: &str| {
-        if s.contains([',', '"', '\n', '\r']) {
-            format!("\"{}\"", s.replace('"', "\"\""))
-        } else {
-            s.to_string()
-        }
-    };
-    let num = |v: Option<f64>| v.map_or(String::new(), |v| v.to_string());
-    for (si, s) in h.series.iter().enumerate() {
-        for p in &s.points {
-            let cp = s.change_points.iter().find(|c| c.index == p.index);
-            let _ = writeln!(
-                o,
-                "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
-                si + 1,
-                q(&s.bench),
-                q(&s.metric),
-                q(&s.unit),
-                p.index + 1,
-                q(&p.label),
-                q(p.revision.as_deref().unwrap_or("")),
-                p.time,
-                q(&runs_text(p, " ")),
-                p.n,
-                p.mean,
-                p.stddev,
-                num(p.ci95.map(|c| c[0])),
-                num(p.ci95.map(|c| c[1])),
-                num(p.step.as_ref().map(|s| s.change)),
-                num(p.step.as_ref().and_then(|s| s.p)),
-                p.step
-                    .as_ref()
-                    .map_or("", |s| if s.significant { "1" } else { "0" }),
-                if cp.is_some() { "1" } else { "0" },
-                num(cp.map(|c| c.p)),
-            );
-        }
-    }
-    o
-}
-
-/// The body of the HTML page: per series, a chart (x = point, y = mean
-/// with its interval, change points as dashed lines, each segment's mean
-/// as a grey line), the points table and the change points.
-pub fn html(h: &History) -> String {
-    let unicode = h.unicode;
-    use super::html::esc;
-    let mut o = format!("<h1>{}</h1>\n", esc(&scope(h)));
-    for s in &h.series {
-        let _ = writeln!(o, "<h2>{}</h2>", esc(&title(h, s)));
-        o.push_str(&chart(s));
-        let _ = writeln!(
-            o,
-            "<table><tr><th>#</th><th class=\"l\">point</th><th class=\"l\">measured (UTC)</th>\
-             <th>runs</th><th>n</th><th>mean</th><th>95% CI</th><th>vs previous</th></tr>"
-        );
-        for p in &s.points {
-            let cp = s.change_points.iter().any(|c| c.index == p.index);
-            let ci = ci_range(p, &s.unit, unicode);
-            let sig = p.step.as_ref().is_some_and(|x| x.significant);
-            let _ = writeln!(
-                o,
-                "<tr{}><td>{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td>{}</td><td>{}</td>\
-                 <td>{}</td><td>{}</td><td{}>{}</td></tr>",
-                if cp {
-                    " style=\"border-top:3px solid #e15759\""
-                } else {
-                    ""
-                },
-                p.index + 1,
-                esc(&p.label),
-                esc(&date(p.time)),
-                esc(&runs_named(p)),
-                p.n,
-                esc(&human::value(p.mean, &s.unit, half(p), unicode)),
-                esc(&ci),
-                if sig { " class=\"sig\"" } else { "" },
-                esc(step_text(p).trim_end())
-            );
-        }
-        o.push_str("</table>\n<p class=\"legend\">Bold: the step from the previous point is significant with the run as the unit; ? not judged: one run a point does not measure run-to-run variation (kbench run --repeat N does). A red rule: a change point lies before the point.</p>\n");
-        if let Some(n) = &s.note {
-            let _ = writeln!(o, "<p>Change points: none looked for ({}).</p>", esc(n));
-            continue;
-        }
-        let _ = writeln!(
-            o,
-            "<p>Change points (E-divisive means, permutation p &le; {}, {} permutations): {}</p>",
-            h.method.settings.significance,
-            h.method.settings.permutations,
-            if s.change_points.is_empty() {
-                "none."
-            } else {
-                ""
-            }
-        );
-        if !s.change_points.is_empty() {
-            o.push_str("<table><tr><th class=\"l\">between</th><th class=\"l\">and</th><th class=\"l\">measured (UTC)</th><th>change</th><th>before</th><th>after</th><th class=\"l\">verdict</th><th>p</th></tr>\n");
-            for c in &s.change_points {
-                let _ = writeln!(
-                    o,
-                    "<tr><td class=\"l\">#{} {}</td><td class=\"l\">#{} {}</td><td class=\"l\">{} .. {}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"l{}\">{}</td><td>{}</td></tr>",
-                    c.index,
-                    esc(&c.from),
-                    c.index + 1,
-                    esc(&c.to),
-                    esc(&date(c.from_time)),
-                    esc(&date(c.to_time)),
-                    esc(&change_size(c, &s.unit, unicode)),
-                    esc(&human::value(c.before, &s.unit, None, unicode)),
-                    esc(&human::value(c.after, &s.unit, None, unicode)),
-                    if c.verdict == "worse" { " sig" } else { "" },
-                    c.verdict,
-                    esc(&p_text(c.p))
-                );
-            }
-            o.push_str("</table>\n");
-        }
-    }
-    o
-}
-
-/// The history chart, inline SVG.
-fn chart(s: &Series) -> String {
-    use super::html::esc;
-    let (w, h, left, right, top, bottom) = (900.0, 320.0, 80.0, 20.0, 20.0, 90.0);
-    let n = s.points.len();
-    let mut lo = f64::INFINITY;
-    let mut hi = f64::NEG_INFINITY;
-    for p in &s.points {
-        let (a, b) = p.ci95.map_or((p.mean, p.mean), |[a, b]| (a, b));
-        lo = lo.min(a).min(p.mean);
-        hi = hi.max(b).max(p.mean);
-    }
-    if hi <= lo {
-        hi = lo + lo.abs().max(1.0) * 0.01;
-    }
-    let (scaled_lo, u, _) = human::scale(lo, &s.unit, None, false);
-    let k = if lo != 0.0 { scaled_lo / lo } else { 1.0 };
-    // Round ticks in the scaled unit, the range widened to whole steps.
-    let axis = super::axis::Axis::span(lo * k, hi * k);
-    let pw = w - left - right;
-    let ph = h - top - bottom;
-    let x = |i: f64| left + pw * (i + 0.5) / n.max(1) as f64;
-    let y = |v: f64| top + ph * (1.0 - axis.at(v * k));
-    let mut o = format!(
-        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{h}\" class=\"chart\" role=\"img\"><title>{}</title>",
-        esc(&format!("{} history", s.bench))
-    );
-    for t in &axis.ticks {
-        let yy = top + ph * (1.0 - axis.at(*t));
-        let _ = write!(
-            o,
-            "<line x1=\"{left}\" x2=\"{:.1}\" y1=\"{yy:.1}\" y2=\"{yy:.1}\" stroke=\"#eee\"/>\
-             <text class=\"ytick\" x=\"{:.1}\" y=\"{:.1}\" font-size=\"11\" text-anchor=\"end\">{}</text>",
-            w - right,
-            left - 4.0,
-            yy + 4.0,
-            esc(&axis.label(*t)),
-        );
-    }
-    let _ = write!(
-        o,
-        "<text x=\"14\" y=\"{c:.1}\" font-size=\"11\" transform=\"rotate(-90 14 {c:.1})\" text-anchor=\"middle\">{}</text>",
-        esc(&format!("{} [{u}]", s.metric)),
-        c = top + ph / 2.0
-    );
-    // Segment means between change points.
-    let mut bounds = vec![0];
-    bounds.extend(s.change_points.iter().map(|c| c.index));
-    bounds.push(n);
-    for b in bounds.windows(2) {
-        if b[1] <= b[0] {
-            continue;
-        }
-        let m = s.points[b[0]..b[1]].iter().map(|p| p.mean).sum::<f64>() / (b[1] - b[0]) as f64;
-        let _ = write!(
-            o,
-            "<line x1=\"{:.1}\" x2=\"{:.1}\" y1=\"{yy:.1}\" y2=\"{yy:.1}\" stroke=\"#999\" stroke-width=\"2\"/>",
-            x(b[0] as f64 - 0.4),
-            x(b[1] as f64 - 0.6),
-            yy = y(m)
-        );
-    }
-    for c in &s.change_points {
-        let cx = x(c.index as f64 - 0.5);
-        let _ = write!(
-            o,
-            "<line x1=\"{cx:.1}\" x2=\"{cx:.1}\" y1=\"{top}\" y2=\"{:.1}\" stroke=\"#e15759\" stroke-dasharray=\"5,3\" class=\"change-point\">\
-             <title>{}</title></line>",
-            top + ph,
-            esc(&format!(
-                "change point: {} {:+.1}%",
-                c.verdict,
-                c.change * 100.0
-            ))
-        );
-    }
-    let mut path = String::new();
-    for p in &s.points {
-        let (px, py) = (x(p.index as f64), y(p.mean));
-        let _ = write!(
-            path,
-            "{}{px:.1} {py:.1}",
-            if path.is_empty() { "M" } else { "L" }
-        );
-    }
-    let _ = write!(o, "<path d=\"{path}\" stroke=\"#4e79a7\" fill=\"none\"/>");
-    let every = n.div_ceil(30).max(1);
-    for p in &s.points {
-        let (px, py) = (x(p.index as f64), y(p.mean));
-        if let Some([a, b]) = p.ci95 {
-            let _ = write!(
-                o,
-                "<path d=\"M{px:.1} {:.1}V{:.1}M{:.1} {:.1}H{:.1}M{:.1} {:.1}H{:.1}\" stroke=\"#000\" fill=\"none\"/>",
-                y(a),
-                y(b),
-                px - 3.0,
-                y(a),
-                px + 3.0,
-                px - 3.0,
-                y(b),
-                px + 3.0
-            );
-        }
-        let _ = write!(
-            o,
-            "<circle cx=\"{px:.1}\" cy=\"{py:.1}\" r=\"3\" fill=\"#4e79a7\"><title>{}</title></circle>",
-            esc(&format!(
-                "#{} {}: {:.6} {}",
-                p.index + 1,
-                p.label,
-                p.mean,
-                s.unit
-            ))
-        );
-        if p.index % every == 0 {
-            let ly = top + ph + 12.0;
-            let _ = write!(
-                o,
-                "<text x=\"{px:.1}\" y=\"{ly:.1}\" font-size=\"10\" text-anchor=\"end\" transform=\"rotate(-45 {px:.1} {ly:.1})\">{}</text>",
-                esc(&fit(&p.label, 18))
-            );
-        }
-    }
-    let _ = writeln!(
-        o,
-        "<line x1=\"{left}\" x2=\"{left}\" y1=\"{top}\" y2=\"{:.1}\" stroke=\"#333\"/>\
-         <line x1=\"{left}\" x2=\"{:.1}\" y1=\"{b:.1}\" y2=\"{b:.1}\" stroke=\"#333\"/></svg>",
-        top + ph,
-        w - right,
-        b = top + ph
-    );
-    o
-}
-
 #[cfg(test)]
 mod tests {
+    use super::csv::csv;
+    use super::markdown::markdown;
+    use super::text::text;
     use super::*;
     use crate::record::RunStatus;
     use crate::testing::{ns, stored_cell};
@@ -1499,7 +1083,7 @@ mod tests {
         // Round y ticks, not the range cut in quarters.
         let ticks = crate::report::table_tests::chart_ticks(&page);
         assert_eq!(ticks.len(), 1, "{page}");
-        crate::report::axis::tests::assert_round(&ticks[0], None);
+        crate::report::fmt::axis::tests::assert_round(&ticks[0], None);
         let md = markdown(&h);
         assert!(!md.contains("<script>"), "{md}");
     }
