@@ -48,7 +48,7 @@ fn line(s: &Seen) -> String {
     let tail = format!(
         ": {} median {} ({} samples)",
         s.metric,
-        super::human::value(med, &s.unit, None, false),
+        super::fmt::human::value(med, &s.unit, None, false),
         s.values.len()
     );
     let room = WIDTH.saturating_sub(tail.chars().count()).max(12);
