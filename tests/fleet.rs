@@ -301,7 +301,7 @@ fn count(dir: &Path, host: &str) -> i64 {
     let c = common::sqlite(dir);
     c.query_row(
         "SELECT COUNT(*) FROM samples s JOIN cells c ON c.id = s.cell_id
-         WHERE json_extract(c.readings, '$.host') = ?1",
+         WHERE json_extract(c.readings, '$.host') = ?1 AND s.metric = 'ns/op'",
         [host],
         |r| r.get(0),
     )
@@ -477,10 +477,13 @@ fn cells_of(d: &Path, plan: &str, host: &str) -> Vec<i64> {
         return Vec::new();
     }
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    // Each cell's own metric (the counters per operation beside it have
+    // as many samples).
     v["cells"]
         .as_array()
         .unwrap()
         .iter()
+        .filter(|c| c["metric"] == "ns/op")
         .map(|c| c["n"].as_i64().unwrap())
         .collect()
 }
