@@ -206,11 +206,7 @@ sweep = { work = [50, 100] }
         ),
     );
     let out = kbench(dir.path())
-        .args([
-            "run",
-            p.to_str().unwrap(),
-            "--json",
-        ])
+        .args(["run", p.to_str().unwrap(), "--json"])
         .assert()
         .success()
         .get_output()

@@ -500,8 +500,5 @@ fn a_postgres_server_restarted_mid_run_loses_nothing_and_the_run_completes() {
     // 2 command cells x 2 metrics + getppid ...
     assert_eq!(counts, [40; 5], "{v:#}");
     // ... and the counters per operation beside getppid as many samples.
-    assert!(
-        common::cells(&v).iter().all(|c| c["n"] == 40),
-        "{v:#}"
-    );
+    assert!(common::cells(&v).iter().all(|c| c["n"] == 40), "{v:#}");
 }

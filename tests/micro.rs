@@ -521,7 +521,10 @@ fn bandwidth_counters_are_per_write() {
             .stdout,
     );
     let about = list["description"].as_str().unwrap_or_default();
-    assert!(about.contains("per operation: one `chunk`-byte write"), "{list}");
+    assert!(
+        about.contains("per operation: one `chunk`-byte write"),
+        "{list}"
+    );
 }
 
 /// Every fault of page-fault's timed pages is a minor fault: one per

@@ -75,10 +75,7 @@ fn repeat_makes_whole_runs_in_fresh_processes_in_one_campaign() {
         .map(|c| c["n"].as_u64().unwrap())
         .collect();
     assert_eq!(n, [9, 9], "{rep:#}");
-    assert!(
-        common::cells(&rep).iter().all(|c| c["n"] == 9),
-        "{rep:#}"
-    );
+    assert!(common::cells(&rep).iter().all(|c| c["n"] == 9), "{rep:#}");
     assert!(err.contains("kbench compare campaign:"), "{err}");
 
     // Another repeat of the same benchmarks is a campaign of its own.

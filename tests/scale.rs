@@ -254,7 +254,10 @@ fn every_testcase_runs_two_intervals_in_both_modes() {
         let (mode, cells) = r.join().unwrap();
         // The counters per operation beside each cell are checked in
         // `counters_sum_every_tasks_measured_intervals_per_operation`.
-        let cells: Vec<_> = cells.into_iter().filter(|c| !common::is_counter(c)).collect();
+        let cells: Vec<_> = cells
+            .into_iter()
+            .filter(|c| !common::is_counter(c))
+            .collect();
         assert_eq!(cells.len(), names.len(), "{mode}");
         for c in &cells {
             if c["n"] != 2 || f(&c["max"]) <= 0.0 {
