@@ -520,7 +520,7 @@ fn bandwidth_counters_are_per_write() {
             .get_output()
             .stdout,
     );
-    let about = list["description"].as_str().unwrap_or_default();
+    let about = list["bench"]["description"].as_str().unwrap_or_default();
     assert!(
         about.contains("per operation: one `chunk`-byte write"),
         "{list}"
