@@ -279,13 +279,14 @@ fn status_json(lab: &Lab, plan: &str) -> serde_json::Value {
     common::json(&out.stdout)
 }
 
-/// Samples per (host, cell key) in the coordinator's store, and the total.
+/// Samples of ns/op per (host, cell key) in the coordinator's store.
 fn per_host(dir: &Path) -> Vec<(String, String, i64)> {
     let c = common::sqlite(dir);
     let mut st = c
         .prepare(
             "SELECT json_extract(c.readings, '$.host'), c.key, COUNT(s.id) FROM cells c
-             JOIN samples s ON s.cell_id = c.id GROUP BY 1, 2 ORDER BY 1, 2",
+             JOIN samples s ON s.cell_id = c.id WHERE s.metric = 'ns/op'
+             GROUP BY 1, 2 ORDER BY 1, 2",
         )
         .unwrap();
     st.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
@@ -974,6 +975,13 @@ fn a_host_short_of_samples_fails_the_fleet_run() {
     let out = fleet(&lab, &["run", plan]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{err}");
-    assert!(err.contains("host a: fetched 4 sample(s)"), "{err}");
+    // 4 samples of ns/op, each with its counters per operation.
+    let metrics: i64 = common::sqlite(d)
+        .query_row("SELECT COUNT(DISTINCT metric) FROM samples", [], |r| {
+            r.get(0)
+        })
+        .unwrap();
+    let fetched = format!("host a: fetched {} sample(s)", 4 * metrics);
+    assert!(err.contains(&fetched), "{fetched}: {err}");
     assert_exact(d, "fleet", 4, 3, "after the re-run");
 }
