@@ -362,7 +362,7 @@ fn options(a: &RunArgs, plan: &crate::plan::Plan, quick: bool) -> anyhow::Result
     let list = a
         .counters
         .as_deref()
-        .unwrap_or(crate::system::counters::UNASKED);
+        .unwrap_or(crate::system::counters::unasked());
     let counters: Vec<String> = crate::system::counters::parse_list(list)
         .map_err(|e| bad_input!("{e}"))?
         .iter()

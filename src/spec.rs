@@ -66,8 +66,9 @@ pub struct MeasureArgs {
     /// (`context-switches/op`): a comma list of task-clock,
     /// context-switches, voluntary-switches, involuntary-switches,
     /// cpu-migrations, minor-faults, major-faults, cycles, instructions,
-    /// cache-misses, branch-misses; `default` or `all` (the hardware ones
-    /// where the CPU's PMU is there), `software`, `none` [default: none].
+    /// cache-misses, branch-misses; `default` (the same as `software`),
+    /// `all` (the hardware ones too where the CPU's PMU is there), `none`
+    /// [default: default].
     #[arg(long, value_name = "LIST")]
     pub counters: Option<String>,
     /// Record a sampled call-stack profile (`perf record -g`, kernel

@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{cells, kbench, plan, run_json, serial};
+use common::{kbench, own_cells, plan, run_json, serial};
 
 /// Relative half-width of the 95% interval of the mean of a cell's values,
 /// computed here independently of kbench's code.
@@ -41,7 +41,7 @@ fn precision_target_stops_cells_or_flags_them() {
             "0.01",
         ],
     );
-    for c in cells(&v) {
+    for c in own_cells(&v) {
         let n = c["n"].as_u64().unwrap();
         let precision = precision_of(&c);
         // kbench's verdict on the precision agrees with this one (away
@@ -148,7 +148,7 @@ fn until_verdict_decides_a_5_percent_difference_with_half_the_samples() {
                 "0.02",
             ],
         );
-        let f = cells(&fixed);
+        let f = own_cells(&fixed);
         // The claim is about a machine quiet enough that 30 samples see the
         // 5% clearly (noise of a few percent); under heavier load there is
         // nothing to check.
@@ -182,7 +182,7 @@ fn until_verdict_decides_a_5_percent_difference_with_half_the_samples() {
         );
         // "Half the samples" holds for the noise the fixed run saw; a
         // neighbour that starts between the two runs changes the question.
-        let now = noise(&cells(&adaptive));
+        let now = noise(&own_cells(&adaptive));
         if now > 1.5 * was {
             return Err(Attempt::Noisy(format!(
                 "noise grew from {:.2}% to {:.2}% between the runs",
@@ -199,7 +199,7 @@ fn until_verdict_decides_a_5_percent_difference_with_half_the_samples() {
                 "work 1050 should cost more: delta {delta}"
             )));
         }
-        for c in cells(&adaptive) {
+        for c in own_cells(&adaptive) {
             if c["n"].as_u64().unwrap() > 15 {
                 return Err(Attempt::Failed(format!(
                     "more than half of 30 samples: n = {}",
@@ -254,7 +254,7 @@ params = {{ work = 1000 }}
             // Undecided only at the cap, with an interval wider than the
             // margin: the machine's noise, not a wrong stop.
             Some("inconclusive")
-                if cells(&v).iter().all(|c| c["n"] == 60)
+                if own_cells(&v).iter().all(|c| c["n"] == 60)
                     && (verdict["interval"]["hi"].as_f64().unwrap()
                         - verdict["interval"]["lo"].as_f64().unwrap())
                         > 0.03 =>

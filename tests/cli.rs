@@ -9,20 +9,14 @@ use std::time::{Duration, Instant};
 
 /// A run report's cells split into each cell's own (primary) metric and
 /// the counters per operation read beside it by default
-/// (`system::counters`): their units are `events`, `cpu-ns` or, for IPC,
-/// `instructions/cycle`.
+/// ([`common::is_counter`]).
 fn own_and_counted(v: &serde_json::Value) -> (Vec<&serde_json::Value>, Vec<&serde_json::Value>) {
-    v["cells"].as_array().unwrap().iter().partition(|c| {
-        !matches!(
-            c["unit"].as_str(),
-            Some("events" | "cpu-ns" | "instructions/cycle")
-        )
-    })
+    (v["cells"].as_array().unwrap().iter()).partition(|c| !common::is_counter(c))
 }
 
 /// Each cell of `own` has counters per operation beside it in `counted`
 /// (the same benchmark and parameters, as many samples), task-clock among
-/// them (`--counters default`).
+/// them (read by default).
 fn counted_beside(own: &[&serde_json::Value], counted: &[&serde_json::Value]) {
     for c in own {
         let beside: Vec<_> = counted
@@ -51,8 +45,6 @@ fn adhoc_run_is_in_range_stored_and_listed() {
             "run",
             "getppid",
             "null-syscall",
-            "--counters",
-            "default",
             "--samples",
             "5",
             "--sample-time",
@@ -114,12 +106,16 @@ fn adhoc_run_is_in_range_stored_and_listed() {
         .stdout(predicate::str::contains(
             "   N           Min           Max        Median           Avg        Stddev",
         ))
-        // The counters are named in one line, not a table each.
-        .stdout(
-            predicate::str::is_match(r"also recorded: task-clock and \d+ more counters per op")
-                .unwrap(),
-        )
+        // The counters (read by default) add no line: no table, and no
+        // line naming them in a report that leaves nothing else out ...
+        .stdout(predicate::str::contains("counters per op").not())
         .stdout(predicate::str::contains("task-clock/op").not());
+    // ... `--all-metrics` shows their tables.
+    kbench(dir.path())
+        .args(["report", "1", "--all-metrics"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("null-syscall: task-clock/op"));
 }
 
 #[test]
@@ -136,20 +132,19 @@ fn text_report_labels_rows_with_parameters() {
             &format!("getuid:cpu={b}"),
         ])
         .args(["--samples", "3", "--sample-time", "0.02"])
-        .args(["--counters", "default"])
         .assert()
         .success()
         .stdout(predicate::str::is_match(r"(?m)^cpu \|  N ").unwrap())
         .stdout(predicate::str::is_match(format!(r"(?m)^{a} +\|  3 ")).unwrap())
         .stdout(predicate::str::contains(format!("placement [1]: cpu {b}")))
-        // One table (ns/op): the counters are a line, the report stays
-        // within 80 columns.
+        // One table (ns/op): the counters read by default add no table
+        // and no line; the report stays within 80 columns.
         .stdout(
             predicate::str::is_match(r"(?m)^cpu \|  N ")
                 .unwrap()
                 .count(1),
         )
-        .stdout(predicate::str::is_match(r"task-clock and \d+ more counters per op").unwrap())
+        .stdout(predicate::str::contains("counters per op").not())
         .stdout(predicate::function(|s: &str| {
             s.lines().all(|l| l.chars().count() <= 80)
         }));
@@ -167,7 +162,7 @@ fn default_suite_uses_the_default_store() {
         .success()
         .stdout(predicate::str::contains("getppid: ns/op"))
         .stdout(predicate::str::contains("gettimeofday: ns/op"))
-        // Counters are read only when asked (`--counters`).
+        // Counters are read by default but add no line to the text.
         .stdout(predicate::str::contains("counters per op").not());
     assert!(dir.path().join("kbench/kbench.db").exists());
     let db = rusqlite::Connection::open(dir.path().join("kbench/kbench.db")).unwrap();
@@ -178,8 +173,9 @@ fn default_suite_uses_the_default_store() {
             |r| Ok((r.get(0)?, r.get(1)?)),
         )
         .unwrap();
+    // Every sample of a micro-benchmark has its task-clock per operation.
     assert!(
-        own > 0 && counted == 0,
+        own > 0 && counted == own,
         "{own} ns/op, {counted} task-clock/op"
     );
 }
@@ -210,13 +206,7 @@ sweep = { work = [50, 100] }
         ),
     );
     let out = kbench(dir.path())
-        .args([
-            "run",
-            p.to_str().unwrap(),
-            "--json",
-            "--counters",
-            "default",
-        ])
+        .args(["run", p.to_str().unwrap(), "--json"])
         .assert()
         .success()
         .get_output()
@@ -631,8 +621,6 @@ fn readme_plan_and_smoke_example_run() {
             &kbench(store.path())
                 .args([
                     "run",
-                    "--counters",
-                    "default",
                     plan,
                     "--samples",
                     "2",

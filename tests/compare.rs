@@ -39,6 +39,7 @@ fn values(dir: &std::path::Path, work: i64, cpus: &str) -> Vec<f64> {
         .prepare(
             "SELECT s.value FROM samples s JOIN cells c ON c.id = s.cell_id
              WHERE json_extract(c.params, '$.work') = ?1 AND json_extract(c.factors, '$.cpus') = ?2
+               AND s.metric = 'ns/op'
              ORDER BY s.id",
         )
         .unwrap();
@@ -336,7 +337,8 @@ fn processes_measure_in_fresh_workers_and_compare_names_what_it_cannot_judge() {
     let db = common::sqlite(dir.path());
     let per: Vec<(i64, i64, i64)> = db
         .prepare(
-            "SELECT run_id, process, COUNT(*) FROM samples GROUP BY run_id, process ORDER BY 1, 2",
+            "SELECT run_id, process, COUNT(*) FROM samples WHERE metric = 'ns/op'
+             GROUP BY run_id, process ORDER BY 1, 2",
         )
         .unwrap()
         .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))

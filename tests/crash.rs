@@ -193,8 +193,9 @@ fn sigkill_at_twenty_moments_loses_and_corrupts_nothing() {
                 )
             })
             .collect();
-        // One row per metric: getppid, pipe-lat and cmd's six rusage ones.
-        assert_eq!(counts.len(), 8, "{counts:?}");
+        // One row per own metric: getppid, pipe-lat and cmd's six rusage
+        // ones; every row, the counters beside them too, has every sample.
+        assert_eq!(common::own_cells(&v).len(), 8, "{counts:?}");
         for (b, n) in &counts {
             assert_eq!(*n, 60, "crash{i} {b}: {counts:?}");
         }
@@ -353,8 +354,9 @@ fn a_full_disk_stops_the_run_cleanly_and_a_rerun_completes_the_campaign() {
             )
         })
         .collect();
-    // 4 command cells x 6 rusage metrics + getppid.
-    assert_eq!(counts.len(), 4 * 6 + 1, "{counts:?}");
+    // 4 command cells x 6 rusage metrics + getppid (and the counters per
+    // operation beside getppid, with as many samples).
+    assert_eq!(common::own_cells(&v).len(), 4 * 6 + 1, "{counts:?}");
     assert!(counts.iter().all(|(_, _, n)| *n == 60), "{counts:?}");
 }
 
@@ -491,10 +493,12 @@ fn a_postgres_server_restarted_mid_run_loses_nothing_and_the_run_completes() {
             .unwrap()
             .stdout,
     );
-    let counts: Vec<u64> = common::cells(&v)
+    let counts: Vec<u64> = common::own_cells(&v)
         .iter()
         .map(|c| c["n"].as_u64().unwrap())
         .collect();
-    // 2 command cells x 2 metrics + getppid.
+    // 2 command cells x 2 metrics + getppid ...
     assert_eq!(counts, [40; 5], "{v:#}");
+    // ... and the counters per operation beside getppid as many samples.
+    assert!(common::cells(&v).iter().all(|c| c["n"] == 40), "{v:#}");
 }

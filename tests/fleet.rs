@@ -279,13 +279,14 @@ fn status_json(lab: &Lab, plan: &str) -> serde_json::Value {
     common::json(&out.stdout)
 }
 
-/// Samples per (host, cell key) in the coordinator's store, and the total.
+/// Samples of ns/op per (host, cell key) in the coordinator's store.
 fn per_host(dir: &Path) -> Vec<(String, String, i64)> {
     let c = common::sqlite(dir);
     let mut st = c
         .prepare(
             "SELECT json_extract(c.readings, '$.host'), c.key, COUNT(s.id) FROM cells c
-             JOIN samples s ON s.cell_id = c.id GROUP BY 1, 2 ORDER BY 1, 2",
+             JOIN samples s ON s.cell_id = c.id WHERE s.metric = 'ns/op'
+             GROUP BY 1, 2 ORDER BY 1, 2",
         )
         .unwrap();
     st.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
@@ -301,7 +302,7 @@ fn count(dir: &Path, host: &str) -> i64 {
     let c = common::sqlite(dir);
     c.query_row(
         "SELECT COUNT(*) FROM samples s JOIN cells c ON c.id = s.cell_id
-         WHERE json_extract(c.readings, '$.host') = ?1",
+         WHERE json_extract(c.readings, '$.host') = ?1 AND s.metric = 'ns/op'",
         [host],
         |r| r.get(0),
     )
@@ -384,9 +385,10 @@ fn two_hosts_one_killed_mid_run_then_resumed() {
             String::from_utf8_lossy(&out.stderr)
         );
         let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-        let cells = v["cells"].as_array().unwrap();
-        assert_eq!(cells.len(), 4, "{op}");
-        assert!(cells.iter().all(|c| c["n"] == 6), "{op}: {v}");
+        // Four cells; each metric (the counters per operation too) has
+        // the 6 samples.
+        assert_eq!(common::own_cells(&v).len(), 4, "{op}");
+        assert!(common::cells(&v).iter().all(|c| c["n"] == 6), "{op}: {v}");
     }
     // The two hosts compare cell by cell.
     let out = kbench(d)
@@ -477,10 +479,13 @@ fn cells_of(d: &Path, plan: &str, host: &str) -> Vec<i64> {
         return Vec::new();
     }
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    // Each cell's own metric (the counters per operation beside it have
+    // as many samples).
     v["cells"]
         .as_array()
         .unwrap()
         .iter()
+        .filter(|c| c["metric"] == "ns/op")
         .map(|c| c["n"].as_i64().unwrap())
         .collect()
 }
@@ -981,6 +986,13 @@ fn a_host_short_of_samples_fails_the_fleet_run() {
     let out = fleet(&lab, &["run", plan]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{err}");
-    assert!(err.contains("host a: fetched 4 sample(s)"), "{err}");
+    // 4 samples of ns/op, each with its counters per operation.
+    let metrics: i64 = common::sqlite(d)
+        .query_row("SELECT COUNT(DISTINCT metric) FROM samples", [], |r| {
+            r.get(0)
+        })
+        .unwrap();
+    let fetched = format!("host a: fetched {} sample(s)", 4 * metrics);
+    assert!(err.contains(&fetched), "{fetched}: {err}");
     assert_exact(d, "fleet", 4, 3, "after the re-run");
 }

@@ -109,8 +109,6 @@ fn every_benchmark_runs_in_a_sane_range() {
         "0.02",
         "--warmup",
         "0",
-        "--counters",
-        "default",
     ];
     args.extend(["--json", "--quiet"]);
     // Cross placement needs two CPUs; on one CPU run the parties together.
@@ -130,15 +128,7 @@ fn every_benchmark_runs_in_a_sane_range() {
     let all = v["cells"].as_array().unwrap();
     // Each benchmark's own metric, then the counters read by default
     // beside it.
-    let cells: Vec<_> = all
-        .iter()
-        .filter(|c| {
-            !matches!(
-                c["unit"].as_str(),
-                Some("events" | "cpu-ns" | "instructions/cycle")
-            )
-        })
-        .collect();
+    let cells: Vec<_> = all.iter().filter(|c| !common::is_counter(c)).collect();
     assert_eq!(cells.len(), MICRO.len());
     for c in &cells {
         let name = c["bench"].as_str().unwrap();
@@ -150,11 +140,9 @@ fn every_benchmark_runs_in_a_sane_range() {
             u => panic!("{name}: unexpected unit {u}"),
         };
         assert!(med > lo && med < hi, "{name}: median {med}");
-        // Bandwidth benchmarks do not count operations (yet): no
-        // counters per operation.
-        if c["unit"] == "ns" {
-            counters_are_sane(all, name);
-        }
+        // Every micro-benchmark counts its operations (a bandwidth
+        // benchmark's are its writes), so each has counters per operation.
+        counters_are_sane(all, name);
         if MULTI.iter().any(|(m, _)| *m == name) {
             let pl = c["placement"].as_str().unwrap_or_else(|| panic!("{name}"));
             assert!(pl.contains("cpu "), "{name}: placement {pl}");
@@ -262,8 +250,11 @@ fn the_pipe_patches_example_is_valid_and_runs() {
         .unwrap()
         .iter()
         .filter(|c| c["bench"] == "pipe-bw" || c["bench"] == "pipeflex")
+        .filter(|c| !common::is_counter(c))
         .collect();
-    // 2 pipe sizes x 2 copy modes x 2 CPU sets x 10 sizes x 2 benchmarks.
+    // 2 pipe sizes x 2 copy modes x 2 CPU sets x 10 sizes x 2 benchmarks
+    // (bytes/s; the counters per write beside each are checked in
+    // `every_benchmark_runs_in_a_sane_range`).
     assert_eq!(cells.len(), 160);
     for c in cells {
         let granted = c["notes"]["pipe size"].as_str().unwrap();
@@ -487,6 +478,56 @@ fn cell_median(v: &serde_json::Value, bench: &str, metric: &str, placement: Opti
         })
         .unwrap_or_else(|| panic!("no {bench} {metric} {placement:?} in {v}"));
     c["median"].as_f64().unwrap()
+}
+
+/// A bandwidth benchmark's operation is one write of `chunk` bytes: its
+/// counters are per write, so its CPU time per operation lies between
+/// what copying the chunk in and out must cost at the very least and what
+/// every CPU could spend in the wall time one write takes.
+#[test]
+fn bandwidth_counters_are_per_write() {
+    let _t = common::serial();
+    let dir = tempfile::tempdir().unwrap();
+    let chunk = 16384.0;
+    let spec = if two_cpus() {
+        "pipe-bw:chunk=16k"
+    } else {
+        "pipe-bw:chunk=16k,placement=same"
+    };
+    let out = kbench(dir.path())
+        .args(["run", spec, "--samples", "3", "--sample-time", "0.05"])
+        .args(["--warmup", "1", "--json", "--quiet"])
+        .assert()
+        .success();
+    let v = json(&out.get_output().stdout);
+    let bw = cell_median(&v, "pipe-bw", "bytes/s", None);
+    let cpu = cell_median(&v, "pipe-bw", "task-clock/op", None);
+    let wall = chunk / bw * 1e9;
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
+    // 16 KiB copied in and out at no more than 100 GB/s: at least 300 ns;
+    // per sample (thousands of writes) it would be far above the bound.
+    assert!(
+        cpu > 300.0 && cpu <= wall * cpus * 1.2 + 1e3,
+        "task-clock {cpu} ns per write, {wall} ns of wall time per write, {cpus} CPUs"
+    );
+    // The writer blocks at most a few times per write (the pipe holds
+    // 64 KiB by default): a context switch per byte would be thousands.
+    let sw = cell_median(&v, "pipe-bw", "context-switches/op", None);
+    assert!((0.0..20.0).contains(&sw), "{sw} context switches per write");
+    // `kbench list` says what the operation is.
+    let list = json(
+        &kbench(dir.path())
+            .args(["list", "pipe-bw", "--json"])
+            .assert()
+            .success()
+            .get_output()
+            .stdout,
+    );
+    let about = list["bench"]["description"].as_str().unwrap_or_default();
+    assert!(
+        about.contains("per operation: one `chunk`-byte write"),
+        "{list}"
+    );
 }
 
 /// Every fault of page-fault's timed pages is a minor fault: one per

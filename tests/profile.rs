@@ -121,7 +121,6 @@ fn compare_and_check_attach_counters_explained() {
         kbench(dir.path())
             .args(["run", "getpid", "getppid", "--samples", "4"])
             .args(["--sample-time", "0.01", "--warmup", "0", "--quiet"])
-            .args(["--counters", "default"])
             .assert()
             .success();
     }

@@ -12,16 +12,33 @@ fn runs(dir: &Path) -> Vec<Value> {
     v["runs"].as_array().unwrap().clone()
 }
 
+/// Samples of run `id` in the store: of the benchmarks' own metrics
+/// (`own`), or all, the counters per operation beside them too (what
+/// `runs` counts).
+fn stored(dir: &Path, id: &Value, own: bool) -> i64 {
+    let only = if own {
+        " AND metric IN ('ns/op', 'real', 'user')"
+    } else {
+        ""
+    };
+    let q = format!("SELECT COUNT(*) FROM samples WHERE run_id = ?1{only}");
+    common::sqlite(dir)
+        .query_row(&q, [id.as_i64().unwrap()], |r| r.get(0))
+        .unwrap()
+}
+
 /// The store's runs: `n` of them, each of the `adhoc` campaign, done,
-/// with `cells` cells and `samples` samples.
-fn done_runs(dir: &Path, n: usize, cells: u64, samples: u64) {
+/// with `cells` cells and `samples` samples of the benchmarks' own
+/// metrics (`runs` counts the counters per operation beside them too).
+fn done_runs(dir: &Path, n: usize, cells: u64, samples: i64) {
     let rs = runs(dir);
     assert_eq!(rs.len(), n, "{rs:#?}");
     for r in &rs {
         assert_eq!(r["campaign"], "adhoc", "{r:#}");
         assert_eq!(r["status"], "done", "{r:#}");
         assert_eq!(r["cells"], cells, "{r:#}");
-        assert_eq!(r["samples"], samples, "{r:#}");
+        assert_eq!(stored(dir, &r["id"], true), samples, "{r:#}");
+        assert_eq!(r["samples"], stored(dir, &r["id"], false), "{r:#}");
     }
 }
 
@@ -57,13 +74,12 @@ fn repeat_makes_whole_runs_in_fresh_processes_in_one_campaign() {
     assert_eq!(pids.len(), 3, "{pids:?}");
     // The report printed is the campaign's: every run's samples.
     let rep = common::json(&out.stdout);
-    let n: Vec<u64> = rep["cells"]
-        .as_array()
-        .unwrap()
+    let n: Vec<u64> = common::own_cells(&rep)
         .iter()
         .map(|c| c["n"].as_u64().unwrap())
         .collect();
     assert_eq!(n, [9, 9], "{rep:#}");
+    assert!(common::cells(&rep).iter().all(|c| c["n"] == 9), "{rep:#}");
     assert!(err.contains("kbench compare campaign:"), "{err}");
 
     // Another repeat of the same benchmarks is a campaign of its own.
@@ -115,8 +131,10 @@ fn a_plan_repeats_its_runs_and_a_rerun_resumes_the_missing_ones() {
     let rs = runs(d);
     assert_eq!(rs.len(), 3);
     assert!(
-        rs.iter()
-            .all(|r| r["campaign"] == "rep" && r["samples"] == 2)
+        rs.iter().all(|r| r["campaign"] == "rep"
+            && stored(d, &r["id"], true) == 2
+            && r["samples"] == stored(d, &r["id"], false)),
+        "{rs:#?}"
     );
     // Events of every run reach --events.
     let plan2 = common::plan(

@@ -192,9 +192,22 @@ fn four_processes_create_one_store_at_once() {
         );
         let runs = runs["runs"].as_array().unwrap();
         assert_eq!(runs.len(), 4);
+        // Each run holds its 2 samples of ns/op (and as many of each
+        // counter per operation beside it): `runs` counts them all.
+        let c = rusqlite::Connection::open(&db).unwrap();
+        let per_run = |id: &serde_json::Value, metric: &str| -> i64 {
+            c.query_row(
+                "SELECT COUNT(*) FROM samples WHERE run_id = ?1 AND metric LIKE ?2",
+                rusqlite::params![id.as_i64().unwrap(), metric],
+                |r| r.get(0),
+            )
+            .unwrap()
+        };
         assert!(
-            runs.iter()
-                .all(|r| r["samples"] == 2 && r["status"] == "done")
+            runs.iter().all(|r| per_run(&r["id"], "ns/op") == 2
+                && r["samples"] == per_run(&r["id"], "%")
+                && r["status"] == "done"),
+            "{runs:?}"
         );
     }
 }
@@ -244,9 +257,10 @@ fn four_runs_of_one_campaign_at_once_never_exceed_the_plan() {
         )
         .as_bytes(),
     );
-    let cells = rep["cells"].as_array().unwrap();
-    assert_eq!(cells.len(), 2, "{rep}");
-    for c in cells {
+    // Two cells, each metric of each (the counters per operation too)
+    // with exactly the planned samples.
+    assert_eq!(common::own_cells(&rep).len(), 2, "{rep}");
+    for c in rep["cells"].as_array().unwrap() {
         assert_eq!(c["n"], 5, "{c}");
     }
 }

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The default counters' cost on null-syscall: N pairs of runs (default 12)
-# pinned to one CPU, `--counters none` and the default alternating (the
-# side that goes first alternates too), each run 10 samples of 0.2 s.
+# pinned to one CPU, `--counters none` and the default (no --counters:
+# the software counters) alternating (the side that goes first alternates
+# too), each run 10 samples of 0.2 s.
 # Prints each pair's medians and load, then the geometric mean of the
 # paired ratios (counters / none) with its 95% t interval.
 #   scripts/counters/overhead.sh [N] [CPU]
@@ -13,16 +14,16 @@ cpu=${2:-1}
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 export KBENCH_DB=$dir/store.db
-median() { # --counters LIST -> median ns/op
-    "$kbench" run "null-syscall:cpu=$cpu" --counters "$1" --samples 10 \
+median() { # [--counters LIST] -> median ns/op
+    "$kbench" run "null-syscall:cpu=$cpu" "$@" --samples 10 \
         --sample-time 0.2 --json --quiet 2>/dev/null |
         python3 -c 'import json,sys; print([c["median"] for c in json.load(sys.stdin)["cells"] if c["metric"] == "ns/op"][0])'
 }
 for i in $(seq 1 "$n"); do
     if [ $((i % 2)) -eq 1 ]; then
-        off=$(median none); on=$(median default)
+        off=$(median --counters none); on=$(median)
     else
-        on=$(median default); off=$(median none)
+        on=$(median); off=$(median --counters none)
     fi
     echo "$i $off $on $(cut -d' ' -f1-3 /proc/loadavg)"
 done | tee "$dir/pairs"

@@ -1,17 +1,31 @@
 #!/usr/bin/env bash
-# False alarms of `kbench explain`: N A/A pairs (default 20), each a run
-# of the two identical variants of prog.c (VARIANT=a and a2, interleaved
-# in rounds, profiled), explained; then one A/B run (VARIANT=b spends
-# ~10% more in named_hotspot). Prints per pair how many symbols explain
-# marks as changed beyond the noise, and the totals.
-#   scripts/explain/aa.sh DIR [N]
+# `kbench explain`'s acceptance in one command: N A/A pairs (default 20),
+# each a run of the two identical variants of prog.c (VARIANT=a and a2,
+# interleaved in rounds, profiled), explained; then one A/B run
+# (VARIANT=b spends ~10% more in named_hotspot). Prints per pair how many
+# symbols explain marks as changed beyond the noise, the totals, and the
+# A/B's first symbol with its interval.
+# With CPU, the program runs pinned to that CPU while
+# `stress-ng --cpu 1 --cpu-load 60 --taskset CPU` competes for it (stopped
+# when the script ends, however it ends).
+#   scripts/explain/aa.sh DIR [N] [CPU]
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 kbench=${KBENCH:-$here/../../target/release/kbench}
 dir=$(mkdir -p "$1" && cd "$1" && pwd)
 n=${2:-20}
+cpu=${3:-}
 export KBENCH_DB=$dir/store.db
 cc -O1 -g -fno-omit-frame-pointer -o "$dir/prog" "$here/prog.c"
+command="\"$dir/prog\""
+if [ -n "$cpu" ]; then
+    command="\"taskset\", \"-c\", \"$cpu\", \"$dir/prog\""
+    stress-ng --cpu 1 --cpu-load 60 --taskset "$cpu" --quiet &
+    load=$!
+    trap 'kill "$load" 2>/dev/null; wait "$load" 2>/dev/null || true' EXIT
+    sleep 2
+    echo "competing load: stress-ng --cpu 1 --cpu-load 60 --taskset $cpu (pid $load)"
+fi
 plan() { # name value-a value-b
     cat > "$dir/$1.toml" <<TOML
 name = "$1"
@@ -21,7 +35,7 @@ warmup = 1
 variant = { apply = "env", var = "VARIANT", values = ["$2", "$3"] }
 [[bench]]
 name = "prog"
-command = ["$dir/prog"]
+command = [$command]
 TOML
 }
 changed() { # A B -> symbols marked changed
@@ -35,9 +49,19 @@ for i in $(seq 1 "$n"); do
     run=$("$kbench" runs --json | python3 -c 'import json,sys; print(max(r["id"] for r in json.load(sys.stdin)["runs"]))')
     c=$(changed "$run:variant=a" "$run:variant=a2")
     echo "A/A pair $i (run $run): $c symbols changed; load $(cut -d' ' -f1-3 /proc/loadavg)"
-    [ "$c" -gt 0 ] && flagged=$((flagged + 1))
+    if [ "$c" -gt 0 ]; then
+        flagged=$((flagged + 1))
+        "$kbench" explain "$run:variant=a" "$run:variant=a2" | grep -E '^ *\*' || true
+    fi
 done
 echo "A/A: $flagged of $n pairs show a change"
 plan ab a b
 "$kbench" run "$dir/ab.toml" --profile -q > /dev/null
+echo "A/B (load $(cut -d' ' -f1-3 /proc/loadavg)):"
 "$kbench" explain ab:variant=a ab:variant=b
+"$kbench" explain ab:variant=a ab:variant=b --json | python3 -c '
+import json, sys
+s = json.load(sys.stdin)["cells"][0]["symbols"][0]
+d, name, m = s["diff"], s["symbol"], s["measure"]
+print("A/B first: %s (%s) %.1f%% -> %.1f%%, %+.2f points [%+.2f, %+.2f], changed: %s"
+      % (name, m, s["share_a"], s["share_b"], d["mean"], d["lo"], d["hi"], s["changed"]))'

@@ -125,8 +125,9 @@ fn report(o: &mut String, r: &Report) {
 }
 
 /// The metrics the report leaves out, and how to see them: a compact
-/// report's every metric but the first, any report's counters per
-/// operation (named once, without `/op`).
+/// report's every metric but the first. Counters per operation (read by
+/// default) never add a line: they are named (once, without `/op`) only
+/// on a line printed anyway, and only where it still fits on one line.
 fn also_recorded(o: &mut String, r: &Report, compact: bool) {
     let mut firsts: Vec<&str> = Vec::new();
     let mut others: Vec<&str> = Vec::new();
@@ -144,24 +145,23 @@ fn also_recorded(o: &mut String, r: &Report, compact: bool) {
             others.push(name);
         }
     }
-    let mut parts = Vec::new();
-    if !others.is_empty() {
-        parts.push(others.join(", "));
+    if others.is_empty() {
+        return;
     }
-    match &counted[..] {
-        [] => {}
-        [one] => parts.push(format!("{one} per op")),
-        [first, rest @ ..] => {
-            parts.push(format!("{first} and {} more counters per op", rest.len()))
+    let line = |parts: &str| format!("also recorded: {parts} (`--all-metrics`)");
+    let mut text = line(&others.join(", "));
+    let counted = match &counted[..] {
+        [] => None,
+        [one] => Some(format!("{one} per op")),
+        [first, rest @ ..] => Some(format!("{first} and {} more counters per op", rest.len())),
+    };
+    if let Some(c) = counted {
+        let with = line(&format!("{}; {c}", others.join(", ")));
+        if with.chars().count() <= 80 {
+            text = with;
         }
     }
-    if !parts.is_empty() {
-        o.push_str(&wrapped(
-            "",
-            &format!("also recorded: {} (`--all-metrics`)", parts.join("; ")),
-            "  ",
-        ));
-    }
+    o.push_str(&wrapped("", &text, "  "));
 }
 
 /// The lines naming the run (or campaign), the machine and the settings,
@@ -436,8 +436,8 @@ const MAX_NOTED_ROWS: usize = 8;
 
 /// Notes that are bookkeeping rather than findings: left to the JSON.
 fn quiet_note(k: &str, all_metrics: bool) -> bool {
-    // Which counters were read is the `also recorded` line and the run's
-    // one warning; the note is printed beside their tables.
+    // Which counters were read shows with their tables (`--all-metrics`)
+    // and in the run's one warning; the note is printed beside them.
     k == "iterations" || (k == "counters" && !all_metrics)
 }
 

@@ -45,9 +45,23 @@ fn builder(c: Counter) -> Builder<'static> {
     b
 }
 
+/// One line per reason counters were refused for, naming them all
+/// (perf_event_open(2) denied in a container refuses every one alike: a
+/// default run warns once).
+fn refusals(mut failed: Vec<(String, Counter)>) -> Vec<String> {
+    let mut out = Vec::new();
+    while let Some((why, _)) = failed.first().cloned() {
+        let (same, rest): (Vec<_>, Vec<_>) = failed.into_iter().partition(|(w, _)| *w == why);
+        failed = rest;
+        let names: Vec<&str> = same.iter().map(|(_, c)| c.name()).collect();
+        out.push(format!("{}: not available here ({why})", names.join(", ")));
+    }
+    out
+}
+
 /// Open `kinds` for this thread and its future children. A counter that
 /// cannot be opened is left out with its reason; hardware counters on a
-/// machine without a PMU share one line.
+/// machine without a PMU share one line, as do counters refused alike.
 pub fn open(kinds: &[Counter]) -> Opened {
     let mut perf = Perf {
         kinds: Vec::new(),
@@ -56,6 +70,7 @@ pub fn open(kinds: &[Counter]) -> Opened {
         base: Vec::new(),
     };
     let mut missing = Vec::new();
+    let mut failed: Vec<(String, Counter)> = Vec::new();
     let mut no_pmu = false;
     for &c in kinds {
         if no_pmu && c.hardware() {
@@ -92,9 +107,10 @@ pub fn open(kinds: &[Counter]) -> Opened {
                 };
                 missing.push(format!("hardware counters: not available here ({why})"));
             }
-            Err(e) => missing.push(format!("{c}: not available here ({e})")),
+            Err(e) => failed.push((e.to_string(), c)),
         }
     }
+    missing.extend(refusals(failed));
     let group: Option<Box<dyn CounterGroup>> = if perf.counters.is_empty() {
         None
     } else {
@@ -183,6 +199,24 @@ impl CounterGroup for Perf {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn counters_refused_alike_share_one_line() {
+        let denied = "Operation not permitted (os error 1)".to_string();
+        let lines = refusals(vec![
+            (denied.clone(), Counter::TaskClock),
+            ("No such device (os error 19)".into(), Counter::Cycles),
+            (denied.clone(), Counter::MinorFaults),
+        ]);
+        assert_eq!(
+            lines,
+            [
+                format!("task-clock, minor-faults: not available here ({denied})"),
+                "cycles: not available here (No such device (os error 19))".to_string(),
+            ]
+        );
+        assert!(refusals(Vec::new()).is_empty());
+    }
 
     #[test]
     fn faults_inside_the_interval_are_counted_and_outside_not() {

@@ -124,6 +124,22 @@ pub fn cells(v: &serde_json::Value) -> Vec<serde_json::Value> {
     v["cells"].as_array().expect("cells").clone()
 }
 
+/// Whether a report cell is a counter per operation (read beside a micro
+/// or scale cell's own metric by default): its unit is `events`,
+/// `cpu-ns` or, for IPC, `instructions/cycle`.
+pub fn is_counter(c: &serde_json::Value) -> bool {
+    matches!(
+        c["unit"].as_str(),
+        Some("events" | "cpu-ns" | "instructions/cycle")
+    )
+}
+
+/// The `cells` of a report that are the benchmarks' own metrics, without
+/// the counters per operation beside them.
+pub fn own_cells(v: &serde_json::Value) -> Vec<serde_json::Value> {
+    cells(v).into_iter().filter(|c| !is_counter(c)).collect()
+}
+
 /// stdout of a command that must succeed.
 pub fn stdout(c: &mut assert_cmd::Command) -> String {
     let out = c.output().expect("kbench runs");

@@ -603,6 +603,15 @@ impl Instance for Flow {
         Ok(())
     }
 
+    /// An operation is one writer's piece of `write_size` bytes (the last
+    /// piece of an amount may be shorter), over all pairs: what one
+    /// write(2) moves, so counters read per operation are per piece.
+    fn operations(&self) -> Option<f64> {
+        let piece = self.spec.write_size.max(1) as u64;
+        self.amount
+            .map(|a| (a.div_ceil(piece) * self.pairs as u64) as f64)
+    }
+
     fn placement(&self) -> Option<String> {
         Some(self.parties.describe(&self.allowed).join(", "))
     }

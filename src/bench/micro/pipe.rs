@@ -168,7 +168,7 @@ impl Bench for PipeBw {
         Kind::Micro
     }
     fn description(&self) -> &str {
-        "lmbench bw_pipe: a writer process write()s `chunk`-byte pieces into a pipe and a reader process read()s them; the kernel copies each piece into the pipe's ring of pages and out again (pipe_write/pipe_read), waking the other side whenever the ring fills or drains, so pipe_size sets how often that happens. zero_copy makes the writer vmsplice() its pages into the ring with SPLICE_F_GIFT (no copy in); reader=splice moves them to /dev/null (no copy out). Bytes/s per sample. Default placement cross: writer and reader on two different allowed CPUs (the SMP rate); same gives the UP case where every wake-up is a context switch"
+        "lmbench bw_pipe: a writer process write()s `chunk`-byte pieces into a pipe and a reader process read()s them; the kernel copies each piece into the pipe's ring of pages and out again (pipe_write/pipe_read), waking the other side whenever the ring fills or drains, so pipe_size sets how often that happens. zero_copy makes the writer vmsplice() its pages into the ring with SPLICE_F_GIFT (no copy in); reader=splice moves them to /dev/null (no copy out). Bytes/s per sample. Default placement cross: writer and reader on two different allowed CPUs (the SMP rate); same gives the UP case where every wake-up is a context switch. Counters are per operation: one `chunk`-byte write"
     }
     fn params(&self) -> &[ParamDef] {
         PIPE_BW_PARAMS
@@ -236,7 +236,7 @@ impl Bench for Pipeflex {
         Kind::Micro
     }
     fn description(&self) -> &str {
-        "pipeflex as the pipe patches report ran it: `copies` writer/reader pairs, each writer write()s `write_size` pieces (small ones are merged into the pipe's last page) and each reader read()s up to `read_size` at a time, so the number of wake-ups per byte depends on both sizes and the pipe size; zero_copy vmsplice()s every piece as its own pipe buffer (a 512-byte piece then takes a whole slot). Bytes/s summed over pairs. Default placement cross: writer and reader of a pair on different allowed CPUs (pairs round-robin over them)"
+        "pipeflex as the pipe patches report ran it: `copies` writer/reader pairs, each writer write()s `write_size` pieces (small ones are merged into the pipe's last page) and each reader read()s up to `read_size` at a time, so the number of wake-ups per byte depends on both sizes and the pipe size; zero_copy vmsplice()s every piece as its own pipe buffer (a 512-byte piece then takes a whole slot). Bytes/s summed over pairs. Default placement cross: writer and reader of a pair on different allowed CPUs (pairs round-robin over them). Counters are per operation: one `write_size`-byte write of any pair"
     }
     fn params(&self) -> &[ParamDef] {
         PIPEFLEX_PARAMS

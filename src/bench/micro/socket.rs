@@ -163,7 +163,7 @@ impl Bench for UnixBw {
         Kind::Micro
     }
     fn description(&self) -> &str {
-        "lmbench bw_unix: a writer process write()s `chunk` bytes at a time into an AF_UNIX socketpair and a reader process read()s them: each write allocates skbs, copies the data in and queues them on the peer's receive queue (unix_stream_sendmsg), each read copies out and frees them; the writer blocks when its send buffer is full. dgram sends one datagram per chunk. Bytes/s. Default placement cross (writer and reader on different allowed CPUs)"
+        "lmbench bw_unix: a writer process write()s `chunk` bytes at a time into an AF_UNIX socketpair and a reader process read()s them: each write allocates skbs, copies the data in and queues them on the peer's receive queue (unix_stream_sendmsg), each read copies out and frees them; the writer blocks when its send buffer is full. dgram sends one datagram per chunk. Bytes/s. Default placement cross (writer and reader on different allowed CPUs). Counters are per operation: one `chunk`-byte write"
     }
     fn params(&self) -> &[ParamDef] {
         UNIX_BW_PARAMS
@@ -217,7 +217,7 @@ impl Bench for TcpBw {
         Kind::Micro
     }
     fn description(&self) -> &str {
-        "lmbench bw_tcp over loopback: a writer process sends `chunk`-byte writes on a TCP connection to 127.0.0.1 and a reader process reads them: the full TCP/IP stack on both sides of one machine (segmentation, delivery through the loopback device's softirq, ACKs, window updates) plus one copy in and one out. Bytes/s. Default placement cross (sender and receiver on different allowed CPUs)"
+        "lmbench bw_tcp over loopback: a writer process sends `chunk`-byte writes on a TCP connection to 127.0.0.1 and a reader process reads them: the full TCP/IP stack on both sides of one machine (segmentation, delivery through the loopback device's softirq, ACKs, window updates) plus one copy in and one out. Bytes/s. Default placement cross (sender and receiver on different allowed CPUs). Counters are per operation: one `chunk`-byte write"
     }
     fn params(&self) -> &[ParamDef] {
         TCP_BW_PARAMS
