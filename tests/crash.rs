@@ -393,7 +393,7 @@ fn pg_stored(url: &str) -> (BTreeSet<(String, String, u64)>, i64) {
         .collect();
     let dup: i64 = c
         .query_one(
-            "SELECT COUNT(*) - COUNT(DISTINCT (cell_id, metric, round, seq)) FROM samples",
+            "SELECT COUNT(*) - COUNT(DISTINCT (series_id, round, seq)) FROM samples",
             &[],
         )
         .unwrap()

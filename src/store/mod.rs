@@ -580,6 +580,101 @@ pub mod suite {
         assert_eq!(s.fleet_hosts("p", "h2").unwrap()[0].state, "interrupted");
     }
 
+    /// Rows as a store before the series table held them (metric and
+    /// unit as text on every sample), in SQL both dialects take: a run,
+    /// two cells, two metrics of one cell, a second value of a sample,
+    /// `--processes` samples, ids not in cell order.
+    pub const LEGACY_ROWS: &str = r#"
+INSERT INTO runs (id, uuid, campaign_id, host, started, ended, status, fingerprint, config,
+                  overhead_ns)
+    VALUES (1, 'legacy', NULL, 'h', 1.0, 9.0, 'done', '{}', '{}', 0.3);
+INSERT INTO cells (id, run_id, key, bench, source, kind, params, factors, label_params,
+                   metrics, notes)
+    VALUES (1, 1, 'a', 'getppid', 'getppid', 'micro', '{}', '{}', '[]', '[]', '{}'),
+           (2, 1, 'b', 'getppid', 'getppid', 'micro', '{}', '{}', '[]', '[]', '{}');
+INSERT INTO samples (id, run_id, cell_id, metric, unit, value, round, seq, t, process)
+    VALUES (1, 1, 1, 'ns/op', 'ns', 10.5, 0, 0, 2.5, NULL),
+           (2, 1, 1, 'cycles', 'count', 31.0, 0, 0, 2.5, NULL),
+           (3, 1, 2, 'ns/op', 'ns', 7.25, 0, 0, 2.75, 1),
+           (4, 1, 2, 'ns/op', 'ns', 7.5, 0, 1, 2.75, 1),
+           (5, 1, 1, 'ns/op', 'ns', 0.1, 1, 0, 3.5, NULL),
+           (6, 1, 2, 'ns/op', 'ns', 1e-300, 1, 0, 3.75, 0),
+           (7, 1, 1, 'cycles', 'count', 32.0, 1, 0, 3.5, NULL);
+"#;
+
+    /// What [`LEGACY_ROWS`] read back as: every value, in each cell's
+    /// order.
+    fn legacy_samples() -> Vec<(i64, Vec<SampleRec>)> {
+        let s = |cell_id, metric: &str, unit: &str, value, round, seq, t, process| SampleRec {
+            cell_id,
+            metric: metric.into(),
+            unit: unit.into(),
+            value,
+            round,
+            seq,
+            t,
+            process,
+        };
+        vec![
+            (
+                1,
+                vec![
+                    s(1, "ns/op", "ns", 10.5, 0, 0, 2.5, None),
+                    s(1, "cycles", "count", 31.0, 0, 0, 2.5, None),
+                    s(1, "ns/op", "ns", 0.1, 1, 0, 3.5, None),
+                    s(1, "cycles", "count", 32.0, 1, 0, 3.5, None),
+                ],
+            ),
+            (
+                2,
+                vec![
+                    s(2, "ns/op", "ns", 7.25, 0, 0, 2.75, Some(1)),
+                    s(2, "ns/op", "ns", 7.5, 0, 1, 2.75, Some(1)),
+                    s(2, "ns/op", "ns", 1e-300, 1, 0, 3.75, Some(0)),
+                ],
+            ),
+        ]
+    }
+
+    /// A store holding [`LEGACY_ROWS`] under the schema before the series
+    /// table, migrated by `open`: every sample reads back as written,
+    /// counts agree, identities hold (a replay adds nothing, another
+    /// value conflicts), new samples go in, and opening again changes
+    /// nothing.
+    pub fn legacy_samples_migrate(open: &mut dyn FnMut() -> Box<dyn Store>) {
+        let read = |s: &dyn Store| -> Vec<(i64, Vec<SampleRec>)> {
+            let cells = s.cells(Scope::Run(1)).unwrap();
+            cells.into_iter().map(|(c, smp)| (c.id, smp)).collect()
+        };
+        let mut s = open();
+        assert_eq!(read(&*s), legacy_samples());
+        assert_eq!(s.runs(None).unwrap()[0].samples, 7);
+        let old = legacy_samples()[1].1[0].clone();
+        assert_eq!(s.add_samples(1, std::slice::from_ref(&old)).unwrap(), 0);
+        let clash = SampleRec {
+            value: 8.0,
+            ..old.clone()
+        };
+        let e = s.add_samples(1, &[clash]).unwrap_err();
+        assert!(e.downcast_ref::<Conflict>().is_some(), "{e:#}");
+        let new = [
+            SampleRec { round: 2, ..old },
+            SampleRec {
+                metric: "cycles".into(),
+                unit: "count".into(),
+                ..sample(2, 0, 40.0)
+            },
+        ];
+        assert_eq!(s.add_samples(1, &new).unwrap(), 2);
+        let mut want = legacy_samples();
+        want[1].1.extend(new);
+        assert_eq!(read(&*s), want);
+        drop(s);
+        let s = open();
+        assert_eq!(read(&*s), want, "opened again");
+        assert_eq!(s.runs(None).unwrap()[0].samples, 9);
+    }
+
     pub fn all_or_nothing(s: &mut dyn Store) {
         s.begin().unwrap();
         let run = s.begin_run(&new_run("t1", None)).unwrap();

@@ -144,6 +144,53 @@ CREATE TABLE fleet_hosts (
     PRIMARY KEY (plan, plan_hash, host)
 );
 "#,
+    // 7: a cell's metric and unit stored once (a series), not as text on
+    // every sample (the SQLite store's schema 9). The table is rebuilt, so
+    // its rows are slim on disk too; ids are kept.
+    r#"
+CREATE TABLE series (
+    id BIGSERIAL PRIMARY KEY,
+    cell_id BIGINT NOT NULL REFERENCES cells(id),
+    metric TEXT NOT NULL,
+    unit TEXT NOT NULL,
+    UNIQUE (cell_id, metric, unit)
+);
+INSERT INTO series (cell_id, metric, unit)
+    SELECT cell_id, metric, unit FROM samples GROUP BY cell_id, metric, unit ORDER BY MIN(id);
+CREATE TABLE samples_v7 (
+    id BIGSERIAL PRIMARY KEY,
+    run_id BIGINT NOT NULL REFERENCES runs(id),
+    cell_id BIGINT NOT NULL REFERENCES cells(id),
+    series_id BIGINT NOT NULL REFERENCES series(id),
+    value DOUBLE PRECISION NOT NULL,
+    round BIGINT NOT NULL,
+    seq BIGINT NOT NULL,
+    t DOUBLE PRECISION NOT NULL,
+    process BIGINT
+);
+INSERT INTO samples_v7 (id, run_id, cell_id, series_id, value, round, seq, t, process)
+    SELECT s.id, s.run_id, s.cell_id, m.id, s.value, s.round, s.seq, s.t, s.process
+    FROM samples s
+    JOIN series m ON m.cell_id = s.cell_id AND m.metric = s.metric AND m.unit = s.unit
+    ORDER BY s.id;
+SELECT setval(pg_get_serial_sequence('samples_v7', 'id'),
+              (SELECT COALESCE(MAX(id), 0) + 1 FROM samples_v7), false);
+DROP TABLE samples;
+ALTER TABLE samples_v7 RENAME TO samples;
+ALTER TABLE samples ADD CONSTRAINT samples_identity UNIQUE (series_id, round, seq);
+CREATE INDEX samples_run ON samples(run_id);
+"#,
+];
+
+/// The tables kbench made that each have a unique identity, checked by
+/// `store check`.
+const IDENTIFIED_TABLES: [&str; 6] = [
+    "campaigns",
+    "runs",
+    "cells",
+    "series",
+    "samples",
+    "failures",
 ];
 
 /// The advisory lock every kbench migration takes ("kbench" in ASCII).
@@ -209,14 +256,22 @@ pub struct PgStore {
 /// recovery included) takes seconds.
 const PATIENCE: std::time::Duration = std::time::Duration::from_secs(30);
 
+/// A batch's new series (`$1` cells, `$2` metrics, `$3` units), before
+/// [`INSERT_SAMPLES`] finds them.
+const ADD_SERIES: &str = "INSERT INTO series (cell_id, metric, unit)
+     SELECT DISTINCT u.cell_id, u.metric, u.unit
+     FROM UNNEST($1::BIGINT[], $2::TEXT[], $3::TEXT[]) AS u(cell_id, metric, unit)
+     ON CONFLICT (cell_id, metric, unit) DO NOTHING";
+
 const INSERT_SAMPLES: &str =
-    "INSERT INTO samples (run_id, cell_id, metric, unit, value, round, seq, t, process)
-     SELECT $1::BIGINT, u.cell_id, u.metric, u.unit, u.value, u.round, u.seq, u.t, u.process
+    "INSERT INTO samples (run_id, cell_id, series_id, value, round, seq, t, process)
+     SELECT $1::BIGINT, u.cell_id, m.id, u.value, u.round, u.seq, u.t, u.process
      FROM UNNEST($2::BIGINT[], $3::TEXT[], $4::TEXT[], $5::DOUBLE PRECISION[], $6::BIGINT[],
                  $7::BIGINT[], $8::DOUBLE PRECISION[], $9::BIGINT[]) WITH ORDINALITY
          AS u(cell_id, metric, unit, value, round, seq, t, process, ord)
+     JOIN series m ON m.cell_id = u.cell_id AND m.metric = u.metric AND m.unit = u.unit
      ORDER BY ord
-     ON CONFLICT (cell_id, metric, round, seq) DO NOTHING";
+     ON CONFLICT (series_id, round, seq) DO NOTHING";
 
 impl PgStore {
     /// Connect to the store at `url`; with `create`, make its tables when
@@ -443,7 +498,7 @@ impl PgStore {
         }
         // Reading every row reads every page (checked by the server when
         // the cluster has data checksums).
-        for t in ["campaigns", "runs", "cells", "samples", "failures"] {
+        for t in IDENTIFIED_TABLES {
             if let Err(e) = self
                 .conn
                 .borrow_mut()
@@ -458,7 +513,7 @@ impl PgStore {
     /// Every table kbench made, each with its identity (a unique
     /// constraint): a table or constraint dropped by hand is damage.
     fn check_schema(&self) -> anyhow::Result<()> {
-        for t in ["campaigns", "runs", "cells", "samples", "failures"] {
+        for t in IDENTIFIED_TABLES {
             let unique: i64 = self
                 .conn
                 .borrow_mut()
@@ -553,15 +608,17 @@ impl StoreRead for PgStore {
         f: &mut dyn FnMut(SampleRec) -> anyhow::Result<()>,
     ) -> anyhow::Result<()> {
         use postgres::fallible_iterator::FallibleIterator;
+        let (cells, arg) = sql::scope_sql(scope, "c");
+        let mut series = sql::Series::default();
+        self.rows(&sql::series_sql(&cells), &[&arg], |r| series.add(r))?;
         let (cond, arg) = sql::scope_sql(scope, "s");
         let mut conn = self.conn.borrow_mut();
         let mut rows = conn.query_raw(
             &format!("SELECT {SAMPLE_COLUMNS} FROM samples s WHERE {cond} ORDER BY s.id"),
             [&arg],
         )?;
-        let mut names = sql::Names::default();
         while let Some(r) = rows.next()? {
-            f(sql::sample_rec(&r, &mut names)?)?;
+            f(sql::sample_rec(&r, &series)?)?;
         }
         Ok(())
     }
@@ -974,6 +1031,7 @@ impl PgStore {
         let t: Vec<f64> = samples.iter().map(|s| s.t).collect();
         let process: Vec<Option<i64>> = samples.iter().map(|s| s.process.map(i64::from)).collect();
         let conn = self.conn.get_mut();
+        conn.execute(ADD_SERIES, &[&cell, &metric, &unit])?;
         let st = match &self.insert_samples {
             Some(st) => st.clone(),
             None => {
@@ -993,12 +1051,13 @@ impl PgStore {
             // others, a conflict (reported; inside `begin` nothing is kept).
             let clash = conn.query_opt(
                 "SELECT u.metric, u.round, s.value, u.value, u.cell_id
-                 FROM UNNEST($1::BIGINT[], $2::TEXT[], $3::BIGINT[], $4::BIGINT[],
-                             $5::DOUBLE PRECISION[]) AS u(cell_id, metric, round, seq, value)
-                 JOIN samples s ON s.cell_id = u.cell_id AND s.metric = u.metric
-                      AND s.round = u.round AND s.seq = u.seq
+                 FROM UNNEST($1::BIGINT[], $2::TEXT[], $3::TEXT[], $4::BIGINT[], $5::BIGINT[],
+                             $6::DOUBLE PRECISION[]) AS u(cell_id, metric, unit, round, seq, value)
+                 JOIN series m ON m.cell_id = u.cell_id AND m.metric = u.metric
+                      AND m.unit = u.unit
+                 JOIN samples s ON s.series_id = m.id AND s.round = u.round AND s.seq = u.seq
                  WHERE s.value <> u.value LIMIT 1",
-                &[&cell, &metric, &round, &seq, &value],
+                &[&cell, &metric, &unit, &round, &seq, &value],
             )?;
             if let Some(r) = clash {
                 let round: i64 = r.get(1);
@@ -1082,6 +1141,29 @@ mod tests {
         let other = pg_url(&pg::fresh_db("passes_the_store_suite_read").unwrap());
         let e = PgStore::open(&other, false).err().unwrap();
         assert!(format!("{e}").contains("no kbench store"), "{e}");
+    }
+
+    /// A store of schema 6 (metric and unit on every sample) migrates to
+    /// the series table exactly.
+    #[test]
+    fn a_schema_6_store_migrates_its_samples() {
+        let Some(db) = pg::fresh_db("schema_6_migrates") else {
+            return;
+        };
+        let url = pg_url(&db);
+        let mut old = PgStore::client(&url).unwrap();
+        old.batch_execute("CREATE TABLE kbench_schema (version BIGINT NOT NULL)")
+            .unwrap();
+        for sql in &MIGRATIONS[..6] {
+            old.batch_execute(sql).unwrap();
+        }
+        old.batch_execute("INSERT INTO kbench_schema (version) VALUES (6)")
+            .unwrap();
+        old.batch_execute(super::super::suite::LEGACY_ROWS).unwrap();
+        drop(old);
+        super::super::suite::legacy_samples_migrate(&mut || {
+            Box::new(PgStore::open(&url, true).unwrap())
+        });
     }
 
     #[test]

@@ -34,9 +34,27 @@ pub fn cells_sql(cond: &str) -> String {
     )
 }
 
-/// The columns of a sample as [`sample_rec`] reads them (alias `s`).
-pub const SAMPLE_COLUMNS: &str =
-    "s.cell_id, s.metric, s.unit, s.value, s.round, s.seq, s.t, s.process";
+/// The columns of a sample as [`sample_rec`] reads them (alias `s`): its
+/// cell, metric and unit are its series' ([`series_sql`]), stored once.
+pub const SAMPLE_COLUMNS: &str = "s.series_id, s.value, s.round, s.seq, s.t, s.process";
+
+/// A scope's series (a cell's metric in its unit), for [`Series::add`];
+/// `{cond}` from [`scope_sql`] with alias `c`.
+pub fn series_sql(cond: &str) -> String {
+    format!(
+        "SELECT m.id, m.cell_id, m.metric, m.unit FROM series m
+         JOIN cells c ON c.id = m.cell_id WHERE {cond}"
+    )
+}
+
+/// Make a sample's series if it is new (`$1` cell, `$2` metric, `$3`
+/// unit); [`SERIES_ID`] then finds it.
+pub const ADD_SERIES: &str = "INSERT INTO series (cell_id, metric, unit) VALUES ($1, $2, $3)
+     ON CONFLICT (cell_id, metric, unit) DO NOTHING";
+
+/// The id of a series (`$1` cell, `$2` metric, `$3` unit).
+pub const SERIES_ID: &str =
+    "SELECT id FROM series WHERE cell_id = $1 AND metric = $2 AND unit = $3";
 
 /// A scope's failures, in order, for [`failure_rec`].
 pub fn failures_sql(cond: &str) -> String {
@@ -260,36 +278,38 @@ pub fn verdict_rec(r: &impl Row) -> anyhow::Result<VerdictRec> {
     Ok(VerdictRec { run_id, kind, body })
 }
 
-/// Metric and unit names repeat on every sample row: one allocation each.
+/// A scope's series by id: the cell, metric and unit its samples share,
+/// the names allocated once per series, never per sample.
 #[derive(Default)]
-pub struct Names(Vec<Arc<str>>);
+pub struct Series(std::collections::HashMap<i64, (i64, Arc<str>, Arc<str>)>);
 
-impl Names {
-    pub fn intern(&mut self, s: &str) -> Arc<str> {
-        match self.0.iter().find(|n| &***n == s) {
-            Some(n) => n.clone(),
-            None => {
-                let n: Arc<str> = s.into();
-                self.0.push(n.clone());
-                n
-            }
-        }
+impl Series {
+    /// Add a row of [`series_sql`].
+    pub fn add(&mut self, r: &impl Row) -> anyhow::Result<()> {
+        let (metric, unit) = (r.str_at(2)?, r.str_at(3)?);
+        self.0
+            .insert(r.i64_at(0)?, (r.i64_at(1)?, metric.into(), unit.into()));
+        Ok(())
     }
 }
 
-/// A row of [`SAMPLE_COLUMNS`].
-pub fn sample_rec(r: &impl Row, names: &mut Names) -> anyhow::Result<SampleRec> {
+/// A row of [`SAMPLE_COLUMNS`], its names from its series.
+pub fn sample_rec(r: &impl Row, series: &Series) -> anyhow::Result<SampleRec> {
+    let id = r.i64_at(0)?;
+    let (cell_id, metric, unit) = series.0.get(&id).with_context(|| {
+        format!("corrupt stored data: a sample of series {id}, which is missing")
+    })?;
     Ok(SampleRec {
-        cell_id: r.i64_at(0)?,
-        metric: names.intern(r.str_at(1)?),
-        unit: names.intern(r.str_at(2)?),
-        value: r.f64_at(3)?,
-        round: r.u32_at(4)?,
-        seq: r.u32_at(5)?,
-        t: r.f64_at(6)?,
+        cell_id: *cell_id,
+        metric: metric.clone(),
+        unit: unit.clone(),
+        value: r.f64_at(1)?,
+        round: r.u32_at(2)?,
+        seq: r.u32_at(3)?,
+        t: r.f64_at(4)?,
         process: r
-            .int(7)
-            .context("corrupt stored data in column 7")?
+            .int(5)
+            .context("corrupt stored data in column 5")?
             .map(u32::try_from)
             .transpose()
             .context("corrupt stored data: sample process out of range")?,
