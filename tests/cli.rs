@@ -166,6 +166,7 @@ fn default_suite_uses_the_default_store() {
         .stdout(predicate::str::contains("counters per op").not());
     assert!(dir.path().join("kbench/kbench.db").exists());
     let db = rusqlite::Connection::open(dir.path().join("kbench/kbench.db")).unwrap();
+    common::sample_rows(&db);
     let (own, counted): (i64, i64) = db
         .query_row(
             "SELECT count(*) FILTER (WHERE metric = 'ns/op'), count(*) FILTER (WHERE metric = 'task-clock/op') FROM samples",

@@ -423,6 +423,7 @@ measure = ["real"]
     assert_eq!(setups(), Vec::<String>::new());
     assert_eq!(none_left(&m), Vec::<String>::new());
     let db = rusqlite::Connection::open(common::db(d)).unwrap();
+    common::sample_rows(&db);
     let mut q = db
         .prepare(
             "SELECT c.key, s.metric, COUNT(*) FROM samples s JOIN cells c ON c.id = s.cell_id

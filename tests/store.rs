@@ -195,6 +195,7 @@ fn four_processes_create_one_store_at_once() {
         // Each run holds its 2 samples of ns/op (and as many of each
         // counter per operation beside it): `runs` counts them all.
         let c = rusqlite::Connection::open(&db).unwrap();
+        common::sample_rows(&c);
         let per_run = |id: &serde_json::Value, metric: &str| -> i64 {
             c.query_row(
                 "SELECT COUNT(*) FROM samples WHERE run_id = ?1 AND metric LIKE ?2",

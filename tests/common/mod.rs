@@ -84,10 +84,27 @@ pub fn db(dir: &Path) -> PathBuf {
     dir.join("kbench.db")
 }
 
-/// Open the store a test wrote, read-only.
+/// Open the store a test wrote, read-only, its samples readable as rows
+/// with their metric and unit ([`sample_rows`]).
 pub fn sqlite(dir: &Path) -> rusqlite::Connection {
-    rusqlite::Connection::open_with_flags(db(dir), rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
-        .expect("store exists")
+    let c =
+        rusqlite::Connection::open_with_flags(db(dir), rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+            .expect("store exists");
+    sample_rows(&c);
+    c
+}
+
+/// In this connection only, `samples` reads as one row per value with
+/// its metric and unit (the store keeps them once per cell, in `series`):
+/// a temporary view, which SQLite finds before the stored table.
+pub fn sample_rows(c: &rusqlite::Connection) {
+    c.execute_batch(
+        "CREATE TEMP VIEW samples AS
+         SELECT s.id, s.run_id, s.cell_id, m.metric, m.unit, s.value, s.round, s.seq, s.t,
+                s.process
+         FROM main.samples s JOIN main.series m ON m.id = s.series_id",
+    )
+    .expect("the store has the series table");
 }
 
 /// Write a plan file into `dir`.
