@@ -131,6 +131,26 @@ pub struct MeasureArgs {
 }
 
 /// What one word names.
+impl MeasureArgs {
+    /// What these flags say of a run's settings (`RunConfig::resolve`).
+    pub fn overrides(&self) -> crate::plan::settings::Overrides {
+        crate::plan::settings::Overrides {
+            samples: self.samples,
+            sample_time: self.sample_time,
+            warmup: self.warmup,
+            seed: self.seed,
+            precision: self.precision.clone(),
+            max_samples: self.max_samples,
+            max_time: self.max_time,
+            processes: self.processes,
+            counters: self.counters.clone(),
+            profile: self.profile,
+            quick: self.quick,
+            ..Default::default()
+        }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq)]
 pub enum Spec {
     /// `NAME[:k=v,...]` or `FILE.c[:k=v,...]`.
