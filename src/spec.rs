@@ -522,7 +522,7 @@ mod tests {
         let b = command("sleep 0.01", &o).unwrap();
         assert_eq!(b.display, "sleep 0.01");
         assert_eq!(b.bench.kind(), crate::bench::Kind::Command);
-        let m: Vec<String> = b.bench.metrics().into_iter().map(|m| m.name).collect();
+        let m: Vec<&str> = b.bench.metrics().iter().map(|m| m.name.as_str()).collect();
         assert_eq!(m, ["real"]);
         // Braces are literal: no placeholder error.
         command("awk '{print}' /dev/null", &o).unwrap();
