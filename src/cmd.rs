@@ -1535,7 +1535,7 @@ fn compare(
             runs: runs.clone(),
         });
     }
-    let tested = test.unwrap_or(report::compare::Test::Student);
+    let tested = test.unwrap_or(report::compare::Test::STUDENT);
     let mut c = report::compare::compare_adjusted(&sels, tested, confidence, margin, adjust)?;
     c.ministat = ministat;
     // Asking for a ministat asks for its blocks.
