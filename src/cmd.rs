@@ -1003,23 +1003,7 @@ fn report(db: &store::Locator, a: &crate::cli::ReportArgs) -> anyhow::Result<Exi
     {
         return write_out(a.output.as_deref(), &text);
     }
-    // Runs of different origin stay apart unless pooled; a layout that
-    // names `run` keeps every run apart.
-    let names_run = [&a.rows, &a.cols, &a.groups]
-        .into_iter()
-        .flatten()
-        .flatten()
-        .any(|d| d.trim() == "run");
-    let pooling = match (a.pool, names_run) {
-        (true, true) => {
-            return Err(bad_input!(
-                "--pool merges the runs that a `run` dimension keeps apart: use one of them"
-            ));
-        }
-        (true, false) => report::origin::Pooling::All,
-        (false, true) => report::origin::Pooling::ByRun,
-        (false, false) => report::origin::Pooling::ByOrigin,
-    };
+    let pooling = pooling(a)?;
     let mut reports: Vec<report::Report> = ops
         .iter()
         .map(|op| select::report(&*st, op, pooling))
@@ -1074,6 +1058,26 @@ fn report(db: &store::Locator, a: &crate::cli::ReportArgs) -> anyhow::Result<Exi
         report::render(&Document::Tables(&doc), format)?
     };
     write_out(a.output.as_deref(), &text)
+}
+
+/// Which runs a report pools: runs of different origin stay apart
+/// unless `--pool`ed; a layout that names `run` keeps every run apart.
+fn pooling(a: &crate::cli::ReportArgs) -> anyhow::Result<report::origin::Pooling> {
+    let names_run = [&a.rows, &a.cols, &a.groups]
+        .into_iter()
+        .flatten()
+        .flatten()
+        .any(|d| d.trim() == "run");
+    Ok(match (a.pool, names_run) {
+        (true, true) => {
+            return Err(bad_input!(
+                "--pool merges the runs that a `run` dimension keeps apart: use one of them"
+            ));
+        }
+        (true, false) => report::origin::Pooling::All,
+        (false, true) => report::origin::Pooling::ByRun,
+        (false, false) => report::origin::Pooling::ByOrigin,
+    })
 }
 
 /// `kbench report`'s layout: the first campaign's `[report]` (in its
