@@ -13,7 +13,7 @@ use crate::cli::{
 };
 use crate::error::bad_input;
 use crate::event::{self, Sink};
-use crate::record::{RunConfig, RunStatus, StopRule};
+use crate::record::{RunConfig, RunStatus};
 use crate::report::{self, BenchInfo, Document, Format, Sysinfo};
 use crate::runner;
 use crate::select;
@@ -309,95 +309,16 @@ fn print(doc: &Document<'_>, format: Format) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// The run's settings from the plan and the command line: `--quick` caps
-/// the plan's settings (a first look at a big plan), explicit flags win.
+/// The run's settings: the plan's, what the command line overrides.
 fn options(a: &RunArgs, plan: &crate::plan::Plan, quick: bool) -> anyhow::Result<RunConfig> {
-    let samples = a.samples.unwrap_or(match (quick, plan.samples) {
-        (true, p) => p.unwrap_or(5).min(5),
-        (false, p) => p.unwrap_or(10),
-    });
-    let sample_time = a.sample_time.unwrap_or(match (quick, plan.sample_time) {
-        (true, p) => p.unwrap_or(0.05).min(0.05),
-        (false, p) => p.unwrap_or(0.2),
-    });
-    if !(sample_time > 0.0 && sample_time <= 3600.0) {
-        return Err(bad_input!(
-            "--sample-time {sample_time}: must be in (0, 3600] seconds"
-        ));
-    }
-    if samples == 0 {
-        return Err(bad_input!("--samples 0: need at least one sample"));
-    }
-    let precision = match &a.precision {
-        Some(p) => {
-            Some(crate::units::parse_percent(p).map_err(|e| bad_input!("--precision: {e}"))?)
-        }
-        None => plan.precision,
-    };
-    let stop = if precision.is_some() || a.until_verdict {
-        let max_samples = a.max_samples.unwrap_or(100);
-        if max_samples < 2 {
-            return Err(bad_input!("--max-samples {max_samples}: need at least 2"));
-        }
-        if let Some(t) = a.max_time
-            && (t.is_nan() || t <= 0.0)
-        {
-            return Err(bad_input!("--max-time {t}: must be positive"));
-        }
-        Some(StopRule {
-            precision: precision.unwrap_or(0.01),
-            max_samples,
-            max_time: a.max_time,
-            until_verdict: a.until_verdict,
-        })
-    } else {
-        if a.max_samples.is_some() || a.max_time.is_some() {
-            return Err(bad_input!(
-                "--max-samples and --max-time go with --precision or --until-verdict"
-            ));
-        }
-        None
-    };
-    let processes = a.processes.or(plan.processes).filter(|&n| n > 1);
-    let list = a
-        .counters
-        .as_deref()
-        .unwrap_or(crate::system::counters::unasked());
-    let counters: Vec<String> = crate::system::counters::parse_list(list)
-        .map_err(|e| bad_input!("{e}"))?
-        .iter()
-        .map(|c| c.name().to_string())
-        .collect();
-    if let Some(n) = processes {
-        if stop.is_some() {
-            return Err(bad_input!(
-                "--processes {n} shares each cell's samples between processes; it does not go with --precision or --until-verdict"
-            ));
-        }
-        if samples < n {
-            return Err(bad_input!(
-                "--processes {n}: each process needs a sample; ask for at least {n} samples (--samples)"
-            ));
-        }
-    }
-    Ok(RunConfig {
-        version: RunConfig::VERSION,
-        plan: plan.name.clone(),
-        stop,
-        samples,
-        sample_time,
-        warmup: a.warmup.unwrap_or(match (quick, plan.warmup) {
-            (true, p) => p.unwrap_or(1).min(1),
-            (false, p) => p.unwrap_or(2),
-        }),
-        seed: a.seed.or(plan.seed).unwrap_or_else(crate::ids::fresh_seed),
+    let o = crate::plan::settings::Overrides {
+        until_verdict: a.until_verdict,
         force: a.force,
+        quick,
         argv: store::locator::redact_args(std::env::args()),
-        owner: crate::system::owner(),
-        processes,
-        counters,
-        profile: a.profile,
-    })
+        ..a.measure.overrides()
+    };
+    RunConfig::resolve(plan, &o)
 }
 
 /// `run --dry-run`: what the run would measure here and how long it
@@ -1031,7 +952,12 @@ fn status(
             d.describe()
         );
     }
-    let s = campaign::status(&*st, &plan, plan_arg, plan.samples.unwrap_or(10))?;
+    let s = campaign::status(
+        &*st,
+        &plan,
+        plan_arg,
+        crate::plan::settings::samples(&plan, None, false),
+    )?;
     print(&Document::Status(&s), Format::json_if(json))
 }
 
@@ -1085,23 +1011,7 @@ fn report(db: &store::Locator, a: &crate::cli::ReportArgs) -> anyhow::Result<Exi
     {
         return write_out(a.output.as_deref(), &text);
     }
-    // Runs of different origin stay apart unless pooled; a layout that
-    // names `run` keeps every run apart.
-    let names_run = [&a.rows, &a.cols, &a.groups]
-        .into_iter()
-        .flatten()
-        .flatten()
-        .any(|d| d.trim() == "run");
-    let pooling = match (a.pool, names_run) {
-        (true, true) => {
-            return Err(bad_input!(
-                "--pool merges the runs that a `run` dimension keeps apart: use one of them"
-            ));
-        }
-        (true, false) => report::origin::Pooling::All,
-        (false, true) => report::origin::Pooling::ByRun,
-        (false, false) => report::origin::Pooling::ByOrigin,
-    };
+    let pooling = pooling(a)?;
     let mut reports: Vec<report::Report> = ops
         .iter()
         .map(|op| select::report(&*st, op, pooling))
@@ -1156,6 +1066,26 @@ fn report(db: &store::Locator, a: &crate::cli::ReportArgs) -> anyhow::Result<Exi
         report::render(&Document::Tables(&doc), format)?
     };
     write_out(a.output.as_deref(), &text)
+}
+
+/// Which runs a report pools: runs of different origin stay apart
+/// unless `--pool`ed; a layout that names `run` keeps every run apart.
+fn pooling(a: &crate::cli::ReportArgs) -> anyhow::Result<report::origin::Pooling> {
+    let names_run = [&a.rows, &a.cols, &a.groups]
+        .into_iter()
+        .flatten()
+        .flatten()
+        .any(|d| d.trim() == "run");
+    Ok(match (a.pool, names_run) {
+        (true, true) => {
+            return Err(bad_input!(
+                "--pool merges the runs that a `run` dimension keeps apart: use one of them"
+            ));
+        }
+        (true, false) => report::origin::Pooling::All,
+        (false, true) => report::origin::Pooling::ByRun,
+        (false, false) => report::origin::Pooling::ByOrigin,
+    })
 }
 
 /// `kbench report`'s layout: the first campaign's `[report]` (in its
@@ -1617,7 +1547,7 @@ fn compare(
             runs: runs.clone(),
         });
     }
-    let tested = test.unwrap_or(report::compare::Test::Student);
+    let tested = test.unwrap_or(report::compare::Test::STUDENT);
     let mut c = report::compare::compare_adjusted(&sels, tested, confidence, margin, adjust)?;
     c.ministat = ministat;
     // Asking for a ministat asks for its blocks.

@@ -333,6 +333,34 @@ struct OptionsV1 {
 impl RunConfig {
     pub const VERSION: u32 = 2;
 
+    /// Settings of `samples` samples of `sample_time` seconds after
+    /// `warmup` rounds in the order `seed` shuffles, and nothing else asked
+    /// for (no adaptive stopping, one process, no counters or profile).
+    /// A run of a plan takes its settings from `RunConfig::resolve`.
+    pub fn new(
+        plan: impl Into<String>,
+        samples: u32,
+        sample_time: f64,
+        warmup: u32,
+        seed: u64,
+    ) -> RunConfig {
+        RunConfig {
+            version: Self::VERSION,
+            plan: plan.into(),
+            samples,
+            sample_time,
+            warmup,
+            seed,
+            stop: None,
+            force: false,
+            argv: Vec::new(),
+            owner: None,
+            processes: None,
+            counters: Vec::new(),
+            profile: false,
+        }
+    }
+
     /// Read a stored configuration of any known version.
     pub fn from_json(text: &str) -> anyhow::Result<RunConfig> {
         let v: serde_json::Value = serde_json::from_str(text)?;
@@ -344,20 +372,13 @@ impl RunConfig {
             ),
             None => {
                 let old: ConfigV1 = serde_json::from_value(v)?;
+                let o = old.options;
+                let plan = old.plan.unwrap_or_else(|| "adhoc".into());
                 Ok(RunConfig {
-                    version: Self::VERSION,
-                    plan: old.plan.unwrap_or_else(|| "adhoc".into()),
-                    samples: old.options.samples,
-                    sample_time: old.options.sample_time,
-                    warmup: old.options.warmup,
-                    seed: old.options.seed,
-                    stop: old.options.stop,
-                    force: old.options.force,
-                    argv: old.options.argv,
-                    owner: None,
-                    processes: None,
-                    counters: Vec::new(),
-                    profile: false,
+                    stop: o.stop,
+                    force: o.force,
+                    argv: o.argv,
+                    ..RunConfig::new(plan, o.samples, o.sample_time, o.warmup, o.seed)
                 })
             }
         }

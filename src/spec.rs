@@ -132,6 +132,26 @@ pub struct MeasureArgs {
 }
 
 /// What one word names.
+impl MeasureArgs {
+    /// What these flags say of a run's settings (`RunConfig::resolve`).
+    pub fn overrides(&self) -> crate::plan::settings::Overrides {
+        crate::plan::settings::Overrides {
+            samples: self.samples,
+            sample_time: self.sample_time,
+            warmup: self.warmup,
+            seed: self.seed,
+            precision: self.precision.clone(),
+            max_samples: self.max_samples,
+            max_time: self.max_time,
+            processes: self.processes,
+            counters: self.counters.clone(),
+            profile: self.profile,
+            quick: self.quick,
+            ..Default::default()
+        }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq)]
 pub enum Spec {
     /// `NAME[:k=v,...]` or `FILE.c[:k=v,...]`.
@@ -503,7 +523,7 @@ mod tests {
         let b = command("sleep 0.01", &o).unwrap();
         assert_eq!(b.display, "sleep 0.01");
         assert_eq!(b.bench.kind(), crate::bench::Kind::Command);
-        let m: Vec<String> = b.bench.metrics().into_iter().map(|m| m.name).collect();
+        let m: Vec<&str> = b.bench.metrics().iter().map(|m| m.name.as_str()).collect();
         assert_eq!(m, ["real"]);
         // Braces are literal: no placeholder error.
         command("awk '{print}' /dev/null", &o).unwrap();

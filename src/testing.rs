@@ -84,19 +84,8 @@ pub fn plan(name: &str, benches: Vec<BenchSpec>) -> Plan {
 
 pub fn options(samples: u32, warmup: u32) -> RunConfig {
     RunConfig {
-        version: RunConfig::VERSION,
-        plan: "test".into(),
-        samples,
-        sample_time: 0.001,
-        warmup,
-        seed: 7,
-        stop: None,
-        force: false,
         argv: vec!["kbench".into(), "run".into()],
-        owner: None,
-        processes: None,
-        counters: Vec::new(),
-        profile: false,
+        ..RunConfig::new("test", samples, 0.001, warmup, 7)
     }
 }
 
@@ -203,21 +192,7 @@ pub fn run_data(cells: Vec<crate::store::StoredCell>) -> crate::store::RunData {
         },
         details: crate::store::RunDetails {
             fingerprint: fingerprint(),
-            config: crate::record::RunConfig {
-                version: crate::record::RunConfig::VERSION,
-                plan: "adhoc".into(),
-                samples: 10,
-                sample_time: 0.2,
-                warmup: 2,
-                seed: 7,
-                stop: None,
-                force: false,
-                argv: vec![],
-                owner: None,
-                processes: None,
-                counters: Vec::new(),
-                profile: false,
-            },
+            config: crate::record::RunConfig::new("adhoc", 10, 0.2, 2, 7),
         },
         cells,
         failures: Vec::new(),

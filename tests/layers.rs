@@ -656,3 +656,78 @@ fn f() { crate::report::text::render() }
         ])
     );
 }
+
+/// The modules of `src/lib.rs` that exist only for tests.
+const TEST_SUPPORT: &[&str] = &["testing", "testing_pg", "test_support"];
+
+/// What would put test support into a release build: a test-support
+/// module of `lib` declared without `cfg(test)` or the `test-support`
+/// feature before it, or a `cargo` manifest whose default features, or
+/// any dependency but the crate's dev-dependency on itself, turn that
+/// feature on. Cheaper than reading a release binary's symbols, and it
+/// fails as soon as a gate goes.
+fn test_support_ungated(lib: &str, cargo: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let lines: Vec<&str> = lib.lines().collect();
+    for (i, l) in lines.iter().enumerate() {
+        let decl = l.trim_start_matches("pub ").strip_prefix("mod ");
+        let Some(name) = decl.map(|d| d.trim_end_matches([';', '{', ' '])) else {
+            continue;
+        };
+        if !TEST_SUPPORT.contains(&name) {
+            continue;
+        }
+        let gated = lines[..i]
+            .iter()
+            .rev()
+            .take_while(|a| a.starts_with("#["))
+            .any(|a| *a == "#[cfg(test)]" || *a == "#[cfg(any(test, feature = \"test-support\"))]");
+        if !gated {
+            out.push(format!(
+                "src/lib.rs:{}: `mod {name}` is not test-only",
+                i + 1
+            ));
+        }
+    }
+    let mut section = "";
+    for (i, l) in cargo.lines().enumerate() {
+        let l = l.trim();
+        if l.starts_with('[') {
+            section = l;
+        } else if section == "[features]" && l.starts_with("default") && l.contains("test-support")
+        {
+            out.push(format!(
+                "Cargo.toml:{}: default features turn on test-support",
+                i + 1
+            ));
+        } else if l.contains("\"test-support\"")
+            && !(section == "[dev-dependencies]" && l.starts_with("kbench "))
+        {
+            out.push(format!(
+                "Cargo.toml:{}: test-support turned on outside dev-dependencies",
+                i + 1
+            ));
+        }
+    }
+    out
+}
+
+#[test]
+fn the_release_build_carries_no_test_support() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let read = |f: &str| std::fs::read_to_string(root.join(f)).expect("readable");
+    let found = test_support_ungated(&read("src/lib.rs"), &read("Cargo.toml"));
+    assert!(found.is_empty(), "{}", found.join("\n"));
+
+    // A gate taken away, or the feature turned on by default, is named.
+    let lib = "mod stats;\n#[cfg(test)]\nmod testing;\n#[doc(hidden)]\npub mod testing_pg;\n";
+    let cargo = "[features]\ndefault = [\"test-support\"]\n[dependencies]\nx = { path = \"x\", features = [\"test-support\"] }\n[dev-dependencies]\nkbench = { path = \".\", features = [\"test-support\"] }\n";
+    assert_eq!(
+        test_support_ungated(lib, cargo),
+        [
+            "src/lib.rs:5: `mod testing_pg` is not test-only",
+            "Cargo.toml:2: default features turn on test-support",
+            "Cargo.toml:4: test-support turned on outside dev-dependencies",
+        ]
+    );
+}

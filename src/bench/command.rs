@@ -290,6 +290,8 @@ pub struct CommandBench {
     spec: Arc<CommandSpec>,
     defs: Vec<ParamDef>,
     description: String,
+    /// The rusage metrics asked for, then the custom ones.
+    metrics: Vec<Metric>,
 }
 
 /// A `&'static str` for a plan's parameter name or default (ParamDef holds
@@ -331,10 +333,24 @@ impl CommandBench {
             Argv::Exec(v) => format!("command: {}", crate::term::shell_line(v)),
             Argv::Shell(s) => format!("shell: {s}"),
         };
+        let metrics = {
+            let mut m: Vec<Metric> = spec
+                .measure
+                .iter()
+                .map(|&i| Metric::new(BUILTINS[i].0, BUILTINS[i].1, Direction::Lower))
+                .collect();
+            m.extend(
+                spec.custom
+                    .iter()
+                    .map(|c| Metric::new(&c.name, &c.unit, c.direction)),
+            );
+            m
+        };
         CommandBench {
             spec: Arc::new(spec),
             defs,
             description,
+            metrics,
         }
     }
 }
@@ -352,20 +368,8 @@ impl Bench for CommandBench {
     fn params(&self) -> &[ParamDef] {
         &self.defs
     }
-    fn metrics(&self) -> Vec<Metric> {
-        let mut m: Vec<Metric> = self
-            .spec
-            .measure
-            .iter()
-            .map(|&i| Metric::new(BUILTINS[i].0, BUILTINS[i].1, Direction::Lower))
-            .collect();
-        m.extend(
-            self.spec
-                .custom
-                .iter()
-                .map(|c| Metric::new(&c.name, &c.unit, c.direction)),
-        );
-        m
+    fn metrics(&self) -> &[Metric] {
+        &self.metrics
     }
     /// Only a trial run tells how long a command takes.
     fn sample_seconds(&self, _params: &Params, _settings: &super::RunSettings) -> Option<f64> {

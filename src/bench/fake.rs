@@ -79,8 +79,8 @@ impl Bench for Fake {
     fn params(&self) -> &[ParamDef] {
         &self.params
     }
-    fn metrics(&self) -> Vec<Metric> {
-        self.metrics.clone()
+    fn metrics(&self) -> &[Metric] {
+        &self.metrics
     }
     fn instantiate(&self, p: &Params, s: &RunSettings) -> anyhow::Result<Box<dyn Instance>> {
         let variant = p.opt_int("variant").unwrap_or(0);

@@ -99,7 +99,9 @@ pub trait Bench: Send + Sync {
     /// One or two sentences: what is measured and what the kernel does.
     fn description(&self) -> &str;
     fn params(&self) -> &[ParamDef];
-    fn metrics(&self) -> Vec<Metric>;
+    /// What each sample yields, in order; the runner asks around every
+    /// sample, so this lends a list made once.
+    fn metrics(&self) -> &[Metric];
     /// Checks across parameters after each one was parsed (e.g. `chunk`
     /// must be positive). The message names the parameter and value.
     fn check(&self, _params: &Params) -> Result<(), String> {
@@ -316,6 +318,20 @@ mod tests {
             assert!(!b.metrics().is_empty());
             // Defaults must parse against their own types.
             Params::resolve(&**b, &[]).unwrap();
+        }
+    }
+
+    /// The runner asks for a benchmark's metrics around every sample: a
+    /// built-in lends one list made once, never a new one per call.
+    #[test]
+    fn built_in_metrics_are_one_static_list() {
+        for b in BENCHES {
+            let (m1, m2) = (b.metrics(), b.metrics());
+            assert!(
+                std::ptr::eq(m1, m2),
+                "{} makes its metrics per call",
+                b.name()
+            );
         }
     }
 }

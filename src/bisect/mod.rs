@@ -309,20 +309,11 @@ fn campaign_key(
 }
 
 fn config(a: &BisectArgs, name: &str) -> RunConfig {
+    let seed = a.seed.unwrap_or_else(crate::ids::fresh_seed);
     RunConfig {
-        version: RunConfig::VERSION,
-        plan: name.to_string(),
-        stop: None,
-        samples: a.max_samples,
-        sample_time: a.sample_time,
-        warmup: a.warmup,
-        seed: a.seed.unwrap_or_else(crate::ids::fresh_seed),
-        force: false,
         argv: store::locator::redact_args(std::env::args()),
         owner: crate::system::owner(),
-        processes: None,
-        counters: Vec::new(),
-        profile: false,
+        ..RunConfig::new(name, a.max_samples, a.sample_time, a.warmup, seed)
     }
 }
 

@@ -149,7 +149,7 @@ pub(crate) fn compare_sides(
         })
     };
     let sels = [sel("baseline", baseline)?, sel("candidate", candidate)?];
-    compare::compare_adjusted(&sels, Test::Welch, o.confidence, o.threshold, Adjust::Holm)
+    compare::compare_adjusted(&sels, Test::WELCH, o.confidence, o.threshold, Adjust::Holm)
 }
 
 /// Compare the candidate's runs with the baseline's and decide.
@@ -212,7 +212,7 @@ pub(crate) fn compare_interleaved(
     o: &Options,
 ) -> anyhow::Result<Comparison> {
     let sels = interleaved::selections(st, runs, against)?;
-    compare::compare_adjusted(&sels, Test::Welch, o.confidence, o.threshold, Adjust::Holm)
+    compare::compare_adjusted(&sels, Test::WELCH, o.confidence, o.threshold, Adjust::Holm)
 }
 
 /// Check the candidate levels of `runs` against the baseline level

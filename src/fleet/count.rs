@@ -29,11 +29,8 @@ pub fn wants(plan: &Plan, run_args: &[String]) -> anyhow::Result<Wants> {
     };
     let adaptive = plan.precision.is_some() || arg("--precision").is_some();
     let quick = run_args.iter().any(|a| a == "--quick");
-    let default = match arg("--samples").and_then(|s| s.parse::<u32>().ok()) {
-        Some(n) => n,
-        None if quick => plan.samples.unwrap_or(5).min(5),
-        None => plan.samples.unwrap_or(10),
-    };
+    let explicit = arg("--samples").and_then(|s| s.parse::<u32>().ok());
+    let default = crate::plan::settings::samples(plan, explicit, quick);
     let per = plan.repeat.runs * plan.repeat.boots;
     Ok(crate::plan::expand(plan)?
         .iter()

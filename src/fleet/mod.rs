@@ -572,7 +572,7 @@ fn sha256_hex(path: &Path) -> anyhow::Result<String> {
 pub fn status(db: &store::Locator, plan_path: &Path, hosts: &[Host]) -> anyhow::Result<FleetState> {
     let plan = crate::plan::load_for_hosts(plan_path)?;
     let cells = crate::plan::expand(&plan)?.len();
-    let target = plan.samples.unwrap_or(10);
+    let target = crate::plan::settings::samples(&plan, None, false);
     let st = store::open(db, store::Access::Read)?;
     let mut known: BTreeMap<String, store::FleetHostRec> = st
         .fleet_hosts(&plan.name, &plan.hash())?

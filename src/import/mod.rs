@@ -115,6 +115,12 @@ impl ImportedRun {
             ..Fingerprint::default()
         };
         let samples: u64 = self.cells.iter().map(|c| c.rounds().len() as u64).sum();
+        let rounds = self
+            .cells
+            .iter()
+            .map(|c| c.rounds().len())
+            .max()
+            .unwrap_or(0) as u32;
         Event::RunBegun(Box::new(RunBegun {
             schema: 1,
             run: self.uuid.clone(),
@@ -128,19 +134,6 @@ impl ImportedRun {
             started: now,
             fingerprint,
             config: RunConfig {
-                version: RunConfig::VERSION,
-                plan: format!("import:{}", self.source),
-                samples: self
-                    .cells
-                    .iter()
-                    .map(|c| c.rounds().len())
-                    .max()
-                    .unwrap_or(0) as u32,
-                sample_time: 0.0,
-                warmup: 0,
-                seed: 0,
-                stop: None,
-                force: false,
                 argv: vec![
                     "kbench".into(),
                     "import".into(),
@@ -148,10 +141,7 @@ impl ImportedRun {
                     "--from".into(),
                     self.format.into(),
                 ],
-                owner: None,
-                processes: None,
-                counters: Vec::new(),
-                profile: false,
+                ..RunConfig::new(format!("import:{}", self.source), rounds, 0.0, 0, 0)
             },
             overhead_ns: 0.0,
             planned_cells: self.cells.len(),

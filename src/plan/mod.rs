@@ -75,6 +75,7 @@
 
 pub mod gate;
 pub mod report;
+pub mod settings;
 mod validate;
 
 use indexmap::IndexMap;

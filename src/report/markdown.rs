@@ -34,12 +34,7 @@ fn compare(c: &super::compare::Comparison) -> String {
         o,
         "**compare**: baseline `{}`; {} at {}% confidence{}\n",
         md_escape(&c.operands[0]),
-        match c.test {
-            super::compare::Test::Student => "Student's t",
-            super::compare::Test::Welch => "Welch's t",
-            super::compare::Test::Mwu => "Mann-Whitney U",
-            super::compare::Test::Bootstrap => "bootstrap",
-        },
+        c.test.label(),
         c.confidence,
         if adjusted {
             format!("; p adjusted over {}", super::text::families(c))

@@ -193,7 +193,7 @@ impl BenchInfo {
             family: crate::bench::catalogue::family(b),
             description: b.description().to_string(),
             reference: crate::bench::catalogue::reference(b),
-            metrics: b.metrics(),
+            metrics: b.metrics().to_vec(),
             params: b
                 .params()
                 .iter()

@@ -9,7 +9,7 @@ use std::fmt::Write;
 
 use indexmap::IndexMap;
 
-use super::compare::{Comparison, Detail, Row};
+use super::compare::{Comparison, Row};
 use super::render::Render;
 use super::scale::{FLATTEN_BELOW, Scaling};
 use super::{BenchInfo, CellSummary, Document, Group, Report, Subject, Sysinfo};
@@ -18,6 +18,7 @@ use crate::ministat::{Version, difference_block};
 use crate::record::Direction;
 use crate::stats::Summary;
 use crate::stats::cfmt::fmt_g;
+use crate::stats::twosample::Shown;
 use crate::store::RunRow;
 use crate::system::counters;
 
@@ -987,7 +988,7 @@ fn design_words(v: &super::compare::Versus, r: &Row, family: usize, adjust: &str
 /// files holding the values in the order they were taken. `None` where
 /// ministat prints no report (fewer than 3 values) or is not asked for.
 fn debian_report(c: &Comparison, r: &Row) -> Option<String> {
-    if c.ministat != Version::Debian2015 || c.test != super::compare::Test::Student {
+    if c.ministat != Version::Debian2015 || !c.test.is_ministat() {
         return None;
     }
     let level = crate::stats::student::level_index(c.confidence)?;
@@ -1041,67 +1042,19 @@ fn compare_block(o: &mut String, c: &Comparison, r: &Row) {
     let conf = c.confidence;
     for (j, v) in r.versus.iter().enumerate() {
         let mut line = String::new();
-        match &v.detail {
+        match v.detail.outcome.summary(conf, &r.unit) {
             // A zero baseline has no relative difference (ministat would
             // print `inf%`): the design's words say why instead.
             _ if r.mean == 0.0 => {}
             // Debian's report printed its own difference blocks.
-            Detail::Student(_) if whole.is_some() => {}
-            Detail::Student(d) => o.push_str(&difference_block(
+            Shown::Ministat { .. } if whole.is_some() => {}
+            Shown::Ministat { level } => o.push_str(&difference_block(
                 c.ministat,
                 r.stats[0].moments,
                 r.stats[j + 1].moments,
-                d.level,
+                level,
             )),
-            Detail::Welch(t) => {
-                let few = t.too_few.map(|t| format!(" ({t})")).unwrap_or_default();
-                let _ = write!(
-                    line,
-                    "Welch's t at {conf}% confidence: difference {} [{}, {}] {}, t = {}, df = {}, p = {}{few}",
-                    fmt_g(t.mean2 - t.mean1, 0, 6),
-                    fmt_g(t.interval.lo, 0, 6),
-                    fmt_g(t.interval.hi, 0, 6),
-                    r.unit,
-                    fmt_g(t.statistic, 0, 6),
-                    fmt_g(t.df, 0, 4),
-                    fmt_g(t.p, 0, 4),
-                );
-            }
-            Detail::Mwu(u) => {
-                let few = u.too_few.map(|t| format!(" ({t})")).unwrap_or_default();
-                let _ = write!(
-                    line,
-                    "Mann-Whitney U at {conf}% confidence: U = {}, p = {} ({}), shift (Hodges-Lehmann) = {}{few}",
-                    fmt_g(u.statistic, 0, 6),
-                    fmt_g(u.p, 0, 4),
-                    match u.method {
-                        crate::stats::utest::UMethod::Exact => "exact",
-                        crate::stats::utest::UMethod::Normal => "normal approximation",
-                    },
-                    fmt_g(u.shift, 0, 6),
-                );
-            }
-            Detail::Bootstrap(b) if b.undefined > 0 => {
-                let _ = write!(
-                    line,
-                    "Bootstrap ({} resamples, seed 1) ratio of means at {conf}% confidence: {}; no interval: {} resamples have no ratio (a mean of 0)",
-                    b.resamples,
-                    fmt_g(b.statistic, 0, 6),
-                    b.undefined
-                );
-            }
-            Detail::Bootstrap(b) => {
-                let few = b.too_few.map(|t| format!(" ({t})")).unwrap_or_default();
-                let _ = write!(
-                    line,
-                    "Bootstrap ({} resamples, seed 1) ratio of means at {conf}% confidence: {} [{}, {}], p ~ {}{few}",
-                    b.resamples,
-                    fmt_g(b.statistic, 0, 6),
-                    fmt_g(b.interval.lo, 0, 6),
-                    fmt_g(b.interval.hi, 0, 6),
-                    fmt_g(b.p, 0, 3)
-                );
-            }
+            Shown::Line(l) => line = l,
         }
         if !line.is_empty() {
             o.push_str(&super::fmt::wrap(&line, WIDTH, "    "));

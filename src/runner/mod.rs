@@ -68,7 +68,7 @@ pub(crate) fn cell_info(
         params,
         factors: cell.factors.clone(),
         label_params: cell.label_params.clone(),
-        metrics: cell.bench.metrics(),
+        metrics: cell.bench.metrics().to_vec(),
         readings: readings.clone(),
     })
 }

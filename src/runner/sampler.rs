@@ -88,7 +88,12 @@ impl Arm {
     /// metric number `keep`.
     pub fn new(cell: Cell, want: u32, keep: usize) -> Arm {
         Arm {
-            metrics: cell.bench.metrics().into_iter().map(|m| m.name).collect(),
+            metrics: cell
+                .bench
+                .metrics()
+                .iter()
+                .map(|m| m.name.clone())
+                .collect(),
             cell,
             keep,
             insts: Vec::new(),
@@ -504,7 +509,7 @@ impl<'a> Sampler<'a> {
         let b = &arm.cell.bench;
         if let Some(why) = self
             .hz
-            .and_then(|hz| guard::impossible(b.kind(), &b.metrics(), &arm.cell.params, out, hz))
+            .and_then(|hz| guard::impossible(b.kind(), b.metrics(), &arm.cell.params, out, hz))
         {
             return Err(anyhow::Error::new(SampleFailure {
                 message: why,

@@ -49,7 +49,24 @@ pub mod shares;
 pub mod sim;
 pub mod student;
 pub mod ttest;
+pub mod twosample;
 pub mod utest;
+
+/// Every two-sample test `compare --test` offers, in the order `--help`
+/// lists them; a new test is its own file and one line here.
+pub const TESTS: &[twosample::Test] = &[
+    twosample::Test::STUDENT,
+    twosample::Test::WELCH,
+    twosample::Test(&utest::MannWhitney),
+    twosample::Test(&bootstrap::RatioOfMeans),
+];
+
+impl twosample::Test {
+    /// ministat's Student's t: `kbench compare`'s default.
+    pub const STUDENT: twosample::Test = twosample::Test(&student::MinistatT);
+    /// Welch's t: what `check` and verdict lines use.
+    pub const WELCH: twosample::Test = twosample::Test(&ttest::Welch);
+}
 
 pub use sample::Sample;
 

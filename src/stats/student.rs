@@ -214,6 +214,51 @@ pub fn ministat_diff(
     }
 }
 
+/// ministat's Student's t as `kbench compare --test student` runs it.
+pub struct MinistatT;
+
+impl super::twosample::TwoSample for MinistatT {
+    fn name(&self) -> &'static str {
+        "student"
+    }
+    fn help(&self) -> &'static str {
+        "ministat's Student's t (pooled variance, table t values)"
+    }
+    fn label(&self) -> &'static str {
+        "Student's t"
+    }
+    fn check(&self, confidence: f64) -> Result<(), String> {
+        match level_index(confidence) {
+            Some(_) => Ok(()),
+            None => Err(format!(
+                "--confidence {confidence}: ministat's Student's t has 80, 90, 95, 98, 99 and 99.5; use --test welch for other levels"
+            )),
+        }
+    }
+    fn is_ministat(&self) -> bool {
+        true
+    }
+    fn run(
+        &self,
+        a: &super::Sample,
+        b: &super::Sample,
+        confidence: f64,
+    ) -> std::sync::Arc<dyn super::twosample::Outcome> {
+        std::sync::Arc::new(ministat_diff(
+            Moments::of(a),
+            Moments::of(b),
+            level_index(confidence).expect("checked"),
+            RelativeFormula::FreeBsdMain,
+        ))
+    }
+}
+
+impl super::twosample::Outcome for MinistatDiff {
+    fn summary(&self, _confidence: f64, _unit: &str) -> super::twosample::Shown {
+        super::twosample::Shown::Ministat { level: self.level }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -8,6 +8,10 @@
 use super::dist::{t_quantile, t_two_sided_p};
 use super::{Confidence, Interval, Sample, TooFew};
 use serde::Serialize;
+use std::sync::Arc;
+
+use super::cfmt::fmt_g;
+use super::twosample::{Outcome, Shown, few};
 
 /// Which t-test.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -140,6 +144,39 @@ fn test(kind: TKind, a: &Sample, b: &Sample, confidence: Confidence) -> TTest {
         interval,
         relative: interval.scale(1.0 / m1.abs()),
         too_few: None,
+    }
+}
+
+/// Welch's t as `kbench compare --test welch` runs it.
+pub struct Welch;
+
+impl super::twosample::TwoSample for Welch {
+    fn name(&self) -> &'static str {
+        "welch"
+    }
+    fn help(&self) -> &'static str {
+        "Welch's t (unequal variances, exact quantiles)"
+    }
+    fn label(&self) -> &'static str {
+        "Welch's t"
+    }
+    fn run(&self, a: &Sample, b: &Sample, confidence: f64) -> Arc<dyn Outcome> {
+        Arc::new(TTest::welch(a, b, Confidence::percent(confidence)))
+    }
+}
+
+impl Outcome for TTest {
+    fn summary(&self, conf: f64, unit: &str) -> Shown {
+        Shown::Line(format!(
+            "Welch's t at {conf}% confidence: difference {} [{}, {}] {unit}, t = {}, df = {}, p = {}{}",
+            fmt_g(self.mean2 - self.mean1, 0, 6),
+            fmt_g(self.interval.lo, 0, 6),
+            fmt_g(self.interval.hi, 0, 6),
+            fmt_g(self.statistic, 0, 6),
+            fmt_g(self.df, 0, 4),
+            fmt_g(self.p, 0, 4),
+            few(self.too_few),
+        ))
     }
 }
 

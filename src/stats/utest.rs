@@ -10,6 +10,10 @@
 use super::dist::normal_sf;
 use super::{Confidence, Sample, TooFew};
 use serde::Serialize;
+use std::sync::Arc;
+
+use super::cfmt::fmt_g;
+use super::twosample::{Outcome, Shown, few};
 
 /// Largest n1 + n2 for the exact distribution.
 pub const EXACT_MAX_N: usize = 100;
@@ -236,6 +240,40 @@ fn kth_difference(a: &[f64], b: &[f64], k: u128) -> f64 {
         }
     }
     unkey(lo)
+}
+
+/// Mann-Whitney U as `kbench compare --test mwu` runs it.
+pub struct MannWhitney;
+
+impl super::twosample::TwoSample for MannWhitney {
+    fn name(&self) -> &'static str {
+        "mwu"
+    }
+    fn help(&self) -> &'static str {
+        "Mann-Whitney U (no normality assumed)"
+    }
+    fn label(&self) -> &'static str {
+        "Mann-Whitney U"
+    }
+    fn run(&self, a: &Sample, b: &Sample, confidence: f64) -> Arc<dyn Outcome> {
+        Arc::new(UTest::new(a, b, Confidence::percent(confidence)))
+    }
+}
+
+impl Outcome for UTest {
+    fn summary(&self, conf: f64, _unit: &str) -> Shown {
+        Shown::Line(format!(
+            "Mann-Whitney U at {conf}% confidence: U = {}, p = {} ({}), shift (Hodges-Lehmann) = {}{}",
+            fmt_g(self.statistic, 0, 6),
+            fmt_g(self.p, 0, 4),
+            match self.method {
+                UMethod::Exact => "exact",
+                UMethod::Normal => "normal approximation",
+            },
+            fmt_g(self.shift, 0, 6),
+            few(self.too_few),
+        ))
+    }
 }
 
 #[cfg(test)]

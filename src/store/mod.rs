@@ -477,21 +477,7 @@ pub mod suite {
                 hostname: "h".into(),
                 ..Default::default()
             },
-            config: RunConfig {
-                version: RunConfig::VERSION,
-                plan: "p".into(),
-                samples: 2,
-                sample_time: 0.1,
-                warmup: 0,
-                seed: 1,
-                stop: None,
-                force: false,
-                argv: vec![],
-                owner: None,
-                processes: None,
-                counters: Vec::new(),
-                profile: false,
-            },
+            config: RunConfig::new("p", 2, 0.1, 0, 1),
             overhead_ns: 0.3,
             labels: Labels::new(),
         }

@@ -166,6 +166,84 @@ impl<'a> StoreSink<'a> {
         })?;
         Ok((id, cell))
     }
+
+    /// A run begins: its campaign found or made, the run recorded.
+    fn run_begun(&mut self, b: &crate::event::RunBegun) -> anyhow::Result<()> {
+        let campaign = match &b.campaign {
+            Some(k) => Some(self.store.campaign(k)?),
+            None => None,
+        };
+        let id = self.store.begin_run(&NewRun {
+            uuid: b.run.clone(),
+            campaign,
+            host: b.host.clone(),
+            started: b.started,
+            fingerprint: b.fingerprint.clone(),
+            config: b.config.clone(),
+            overhead_ns: b.overhead_ns,
+            labels: b.labels.clone(),
+        })?;
+        self.runs.insert(
+            b.run.clone(),
+            RunIds {
+                id,
+                cells: HashMap::new(),
+                ended: false,
+            },
+        );
+        Ok(())
+    }
+
+    /// A sample's values checked against its cell's metrics, then
+    /// batched (or written at once when not batching).
+    fn sample(&mut self, s: &crate::event::SampleEvent) -> anyhow::Result<()> {
+        let (run_id, cell) = self.cell(&s.run, &s.cell)?;
+        let mut recs: Vec<SampleRec> = Vec::with_capacity(s.values.len());
+        for (name, value) in &s.values {
+            let m = cell
+                .metrics
+                .iter()
+                .find(|m| &m.name == name)
+                .ok_or_else(|| {
+                    bad_input!("sample of cell `{}` has undeclared metric `{name}`", s.cell)
+                })?;
+            crate::stats::sample::check_value(*value)
+                .map_err(|why| bad_input!("sample of cell `{}`: `{name}` is {why}", s.cell))?;
+            let seq = recs.iter().filter(|r| *r.metric == *m.name).count() as u32;
+            recs.push(SampleRec {
+                cell_id: cell.id,
+                metric: m.name.as_str().into(),
+                unit: m.unit.as_str().into(),
+                value: *value,
+                round: s.round,
+                seq,
+                t: s.t,
+                process: s.process,
+            });
+        }
+        match &mut self.batch {
+            Some(b) => {
+                if b.run_id != run_id || b.samples.len() >= BATCH {
+                    self.flush()?;
+                }
+                let b = self.batch.as_mut().expect("batched");
+                b.run_id = run_id;
+                b.samples.extend(recs);
+                let since = *b.since.get_or_insert_with(Instant::now);
+                if !self.atomic && (b.samples.len() >= BATCH || since.elapsed() >= BATCH_AGE) {
+                    self.flush()?;
+                }
+            }
+            None => {
+                let n = self
+                    .store
+                    .add_samples(run_id, &recs)
+                    .map_err(|e| self.name_conflict(e))?;
+                self.added += n;
+            }
+        }
+        Ok(())
+    }
 }
 
 impl Drop for StoreSink<'_> {
@@ -188,30 +266,7 @@ impl Sink for StoreSink<'_> {
             self.flush()?;
         }
         match e {
-            Event::RunBegun(b) => {
-                let campaign = match &b.campaign {
-                    Some(k) => Some(self.store.campaign(k)?),
-                    None => None,
-                };
-                let id = self.store.begin_run(&NewRun {
-                    uuid: b.run.clone(),
-                    campaign,
-                    host: b.host.clone(),
-                    started: b.started,
-                    fingerprint: b.fingerprint.clone(),
-                    config: b.config.clone(),
-                    overhead_ns: b.overhead_ns,
-                    labels: b.labels.clone(),
-                })?;
-                self.runs.insert(
-                    b.run.clone(),
-                    RunIds {
-                        id,
-                        cells: HashMap::new(),
-                        ended: false,
-                    },
-                );
-            }
+            Event::RunBegun(b) => self.run_begun(b)?,
             Event::CellPrepared(c) => {
                 let run_id = self.run(&c.run)?.id;
                 let id = self.store.add_cell(run_id, &c.cell)?;
@@ -223,56 +278,7 @@ impl Sink for StoreSink<'_> {
                     },
                 );
             }
-            Event::Sample(s) => {
-                let (run_id, cell) = self.cell(&s.run, &s.cell)?;
-                let mut recs: Vec<SampleRec> = Vec::with_capacity(s.values.len());
-                for (name, value) in &s.values {
-                    let m = cell
-                        .metrics
-                        .iter()
-                        .find(|m| &m.name == name)
-                        .ok_or_else(|| {
-                            bad_input!("sample of cell `{}` has undeclared metric `{name}`", s.cell)
-                        })?;
-                    crate::stats::sample::check_value(*value).map_err(|why| {
-                        bad_input!("sample of cell `{}`: `{name}` is {why}", s.cell)
-                    })?;
-                    let seq = recs.iter().filter(|r| *r.metric == *m.name).count() as u32;
-                    recs.push(SampleRec {
-                        cell_id: cell.id,
-                        metric: m.name.as_str().into(),
-                        unit: m.unit.as_str().into(),
-                        value: *value,
-                        round: s.round,
-                        seq,
-                        t: s.t,
-                        process: s.process,
-                    });
-                }
-                match &mut self.batch {
-                    Some(b) => {
-                        if b.run_id != run_id || b.samples.len() >= BATCH {
-                            self.flush()?;
-                        }
-                        let b = self.batch.as_mut().expect("batched");
-                        b.run_id = run_id;
-                        b.samples.extend(recs);
-                        let since = *b.since.get_or_insert_with(Instant::now);
-                        if !self.atomic
-                            && (b.samples.len() >= BATCH || since.elapsed() >= BATCH_AGE)
-                        {
-                            self.flush()?;
-                        }
-                    }
-                    None => {
-                        let n = self
-                            .store
-                            .add_samples(run_id, &recs)
-                            .map_err(|e| self.name_conflict(e))?;
-                        self.added += n;
-                    }
-                }
-            }
+            Event::Sample(s) => self.sample(s)?,
             Event::Failure(f) => {
                 let (run_id, cell) = self.cell(&f.run, &f.cell)?;
                 let rec = FailureRec {

@@ -8,14 +8,9 @@ use std::os::fd::AsRawFd;
 use std::path::Path;
 
 use super::common::{TempFile, WithNotes, c_path, fs_type, keep};
+use super::micro;
 use super::{CPU_PARAM, LoopInstance};
-use crate::bench::{
-    Bench, Direction, Instance, Kind, Metric, ParamDef, ParamType, Params, RunSettings,
-};
-
-fn ns_per_op() -> Vec<Metric> {
-    vec![Metric::new("ns/op", "ns", Direction::Lower)]
-}
+use crate::bench::{Instance, ParamDef, ParamType, Params, RunSettings};
 
 fn cpu_of(p: &Params) -> Option<usize> {
     p.opt_int("cpu").map(|c| c as usize)
@@ -93,22 +88,11 @@ const READ_PARAMS: &[ParamDef] = &[
     CPU_PARAM,
 ];
 
-impl Bench for Read {
-    fn name(&self) -> &str {
-        "read"
-    }
-    fn kind(&self) -> Kind {
-        Kind::Micro
-    }
-    fn description(&self) -> &str {
-        "pread() of `size` bytes at offset 0 of a file that is in the page cache: the kernel finds the cached folio (filemap_read) and copies it to the user buffer, no I/O. ns per read. Single party"
-    }
-    fn params(&self) -> &[ParamDef] {
-        READ_PARAMS
-    }
-    fn metrics(&self) -> Vec<Metric> {
-        ns_per_op()
-    }
+micro! {
+    Read, "read",
+    "pread() of `size` bytes at offset 0 of a file that is in the page cache: the kernel finds the cached folio (filemap_read) and copies it to the user buffer, no I/O. ns per read. Single party",
+    params = READ_PARAMS,
+    metrics = super::NS_PER_OP;
     fn check(&self, p: &Params) -> Result<(), String> {
         check_dir_path(p)
     }
@@ -132,22 +116,11 @@ impl Bench for Read {
 pub struct OpenClose;
 const OPEN_PARAMS: &[ParamDef] = &[PATH, DIR, CPU_PARAM];
 
-impl Bench for OpenClose {
-    fn name(&self) -> &str {
-        "open-close"
-    }
-    fn kind(&self) -> Kind {
-        Kind::Micro
-    }
-    fn description(&self) -> &str {
-        "open(O_RDONLY) and close() of a file: the kernel walks the path (RCU path walk through the dentry cache), allocates a struct file and a descriptor, and on close drops them (fput). ns per open+close. Single party"
-    }
-    fn params(&self) -> &[ParamDef] {
-        OPEN_PARAMS
-    }
-    fn metrics(&self) -> Vec<Metric> {
-        ns_per_op()
-    }
+micro! {
+    OpenClose, "open-close",
+    "open(O_RDONLY) and close() of a file: the kernel walks the path (RCU path walk through the dentry cache), allocates a struct file and a descriptor, and on close drops them (fput). ns per open+close. Single party",
+    params = OPEN_PARAMS,
+    metrics = super::NS_PER_OP;
     fn check(&self, p: &Params) -> Result<(), String> {
         check_dir_path(p)
     }
@@ -180,22 +153,11 @@ impl Bench for OpenClose {
 pub struct Stat;
 const STAT_PARAMS: &[ParamDef] = &[PATH, DIR, CPU_PARAM];
 
-impl Bench for Stat {
-    fn name(&self) -> &str {
-        "stat"
-    }
-    fn kind(&self) -> Kind {
-        Kind::Micro
-    }
-    fn description(&self) -> &str {
-        "stat() of a path: the kernel walks the path through the dentry cache and copies the inode's attributes out (vfs_statx), no descriptor. ns per stat. Single party"
-    }
-    fn params(&self) -> &[ParamDef] {
-        STAT_PARAMS
-    }
-    fn metrics(&self) -> Vec<Metric> {
-        ns_per_op()
-    }
+micro! {
+    Stat, "stat",
+    "stat() of a path: the kernel walks the path through the dentry cache and copies the inode's attributes out (vfs_statx), no descriptor. ns per stat. Single party",
+    params = STAT_PARAMS,
+    metrics = super::NS_PER_OP;
     fn check(&self, p: &Params) -> Result<(), String> {
         check_dir_path(p)
     }
@@ -218,22 +180,11 @@ impl Bench for Stat {
 pub struct Lseek;
 const LSEEK_PARAMS: &[ParamDef] = &[DIR, CPU_PARAM];
 
-impl Bench for Lseek {
-    fn name(&self) -> &str {
-        "lseek"
-    }
-    fn kind(&self) -> Kind {
-        Kind::Micro
-    }
-    fn description(&self) -> &str {
-        "lseek(fd, 0, SEEK_SET) on an open regular file (will-it-scale lseek1): a descriptor lookup and the file system's llseek (generic_file_llseek), nothing else; close to a null system call with a descriptor. ns per lseek. Single party"
-    }
-    fn params(&self) -> &[ParamDef] {
-        LSEEK_PARAMS
-    }
-    fn metrics(&self) -> Vec<Metric> {
-        ns_per_op()
-    }
+micro! {
+    Lseek, "lseek",
+    "lseek(fd, 0, SEEK_SET) on an open regular file (will-it-scale lseek1): a descriptor lookup and the file system's llseek (generic_file_llseek), nothing else; close to a null system call with a descriptor. ns per lseek. Single party",
+    params = LSEEK_PARAMS,
+    metrics = super::NS_PER_OP;
     fn check(&self, p: &Params) -> Result<(), String> {
         check_dir_path(p)
     }
@@ -266,22 +217,11 @@ const DEVNULL_PARAMS: &[ParamDef] = &[
     CPU_PARAM,
 ];
 
-impl Bench for WriteDevNull {
-    fn name(&self) -> &str {
-        "write-dev-null"
-    }
-    fn kind(&self) -> Kind {
-        Kind::Micro
-    }
-    fn description(&self) -> &str {
-        "write() of `size` bytes to /dev/null (lmbench lat_syscall write): a descriptor lookup, the VFS write path (rw_verify_area, fsnotify) and write_null, which copies nothing. ns per write. Single party"
-    }
-    fn params(&self) -> &[ParamDef] {
-        DEVNULL_PARAMS
-    }
-    fn metrics(&self) -> Vec<Metric> {
-        ns_per_op()
-    }
+micro! {
+    WriteDevNull, "write-dev-null",
+    "write() of `size` bytes to /dev/null (lmbench lat_syscall write): a descriptor lookup, the VFS write path (rw_verify_area, fsnotify) and write_null, which copies nothing. ns per write. Single party",
+    params = DEVNULL_PARAMS,
+    metrics = super::NS_PER_OP;
     fn instantiate(&self, p: &Params, s: &RunSettings) -> anyhow::Result<Box<dyn Instance>> {
         let size = p.int("size") as usize;
         let f = std::fs::OpenOptions::new().write(true).open("/dev/null")?;
@@ -298,6 +238,7 @@ impl Bench for WriteDevNull {
 mod tests {
     use super::super::common::testing::{median, note, params, run, serial};
     use super::*;
+    use crate::bench::Bench;
 
     #[test]
     fn file_syscalls_are_sane() {

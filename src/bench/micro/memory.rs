@@ -7,9 +7,10 @@ use std::hint::black_box;
 use std::os::fd::AsRawFd;
 
 use super::common::{PageBuf, TempFile, WithNotes, calibrate_amount, fs_type, page_size};
+use super::micro;
 use super::{CPU_PARAM, LoopInstance, now_ns};
 use crate::bench::{
-    Bench, Direction, Instance, Kind, Measure, Metric, ParamDef, ParamType, Params, RunSettings,
+    Direction, Instance, Measure, Metric, ParamDef, ParamType, Params, RunSettings,
 };
 
 fn cpu_of(p: &Params) -> Option<usize> {
@@ -66,22 +67,15 @@ const MMAP_PARAMS: &[ParamDef] = &[
     CPU_PARAM,
 ];
 
-impl Bench for MmapMunmap {
-    fn name(&self) -> &str {
-        "mmap-munmap"
-    }
-    fn kind(&self) -> Kind {
-        Kind::Micro
-    }
-    fn description(&self) -> &str {
-        "mmap() of `size` bytes of anonymous private memory, then munmap(): without touch the kernel only creates and destroys a VMA (mmap_lock held for write twice); with touch every page is also faulted in (allocated and zeroed, huge pages if THP says so) and freed by munmap's page-table teardown. ns per mmap+munmap"
-    }
-    fn params(&self) -> &[ParamDef] {
-        MMAP_PARAMS
-    }
-    fn metrics(&self) -> Vec<Metric> {
-        vec![Metric::new("ns/op", "ns", Direction::Lower)]
-    }
+/// Nanoseconds per page touched.
+static NS_PER_PAGE: super::Metrics =
+    super::Metrics::new(|| vec![Metric::new("ns/page", "ns", Direction::Lower)]);
+
+micro! {
+    MmapMunmap, "mmap-munmap",
+    "mmap() of `size` bytes of anonymous private memory, then munmap(): without touch the kernel only creates and destroys a VMA (mmap_lock held for write twice); with touch every page is also faulted in (allocated and zeroed, huge pages if THP says so) and freed by munmap's page-table teardown. ns per mmap+munmap",
+    params = MMAP_PARAMS,
+    metrics = super::NS_PER_OP;
     fn instantiate(&self, p: &Params, s: &RunSettings) -> anyhow::Result<Box<dyn Instance>> {
         let size = p.int("size") as usize;
         let write = p.bool("touch");
@@ -251,22 +245,11 @@ impl Instance for FaultInstance {
     }
 }
 
-impl Bench for PageFault {
-    fn name(&self) -> &str {
-        "page-fault"
-    }
-    fn kind(&self) -> Kind {
-        Kind::Micro
-    }
-    fn description(&self) -> &str {
-        "Touch one byte per page of a fresh mapping (mapping and unmapping untimed): anon+write allocates and zeroes a page per fault (do_anonymous_page), anon+read maps the shared zero page; file+read maps the cached page-cache pages (do_read_fault, with fault-around mapping up to 16 pages per fault), file+write copies the cached page (do_cow_fault). Huge pages are off unless thp=true. ns per page touched; the faults actually taken per page (getrusage minflt) are in the notes. Single party"
-    }
-    fn params(&self) -> &[ParamDef] {
-        FAULT_PARAMS
-    }
-    fn metrics(&self) -> Vec<Metric> {
-        vec![Metric::new("ns/page", "ns", Direction::Lower)]
-    }
+micro! {
+    PageFault, "page-fault",
+    "Touch one byte per page of a fresh mapping (mapping and unmapping untimed): anon+write allocates and zeroes a page per fault (do_anonymous_page), anon+read maps the shared zero page; file+read maps the cached page-cache pages (do_read_fault, with fault-around mapping up to 16 pages per fault), file+write copies the cached page (do_cow_fault). Huge pages are off unless thp=true. ns per page touched; the faults actually taken per page (getrusage minflt) are in the notes. Single party",
+    params = FAULT_PARAMS,
+    metrics = NS_PER_PAGE;
     fn instantiate(&self, p: &Params, s: &RunSettings) -> anyhow::Result<Box<dyn Instance>> {
         let size = p.int("size") as usize;
         let (file, fs) = if p.str("type") == "file" {
@@ -311,22 +294,11 @@ const BRK_PARAMS: &[ParamDef] = &[
     CPU_PARAM,
 ];
 
-impl Bench for Brk {
-    fn name(&self) -> &str {
-        "brk"
-    }
-    fn kind(&self) -> Kind {
-        Kind::Micro
-    }
-    fn description(&self) -> &str {
-        "will-it-scale brk1: raw brk() up by `size` and back down: the kernel grows the heap VMA (vma_expand under mmap_lock for write) and shrinks it again, unmapping whatever was touched. ns per grow+shrink pair. Single party; kbench is single-threaded while sampling, so malloc never sees the break move"
-    }
-    fn params(&self) -> &[ParamDef] {
-        BRK_PARAMS
-    }
-    fn metrics(&self) -> Vec<Metric> {
-        vec![Metric::new("ns/op", "ns", Direction::Lower)]
-    }
+micro! {
+    Brk, "brk",
+    "will-it-scale brk1: raw brk() up by `size` and back down: the kernel grows the heap VMA (vma_expand under mmap_lock for write) and shrinks it again, unmapping whatever was touched. ns per grow+shrink pair. Single party; kbench is single-threaded while sampling, so malloc never sees the break move",
+    params = BRK_PARAMS,
+    metrics = super::NS_PER_OP;
     fn instantiate(&self, p: &Params, s: &RunSettings) -> anyhow::Result<Box<dyn Instance>> {
         let size = p.int("size") as usize;
         let write = p.bool("touch");
@@ -398,22 +370,11 @@ const MEMCPY_PARAMS: &[ParamDef] = &[
     CPU_PARAM,
 ];
 
-impl Bench for MemcpyBw {
-    fn name(&self) -> &str {
-        "memcpy-bw"
-    }
-    fn kind(&self) -> Kind {
-        Kind::Micro
-    }
-    fn description(&self) -> &str {
-        "glibc memcpy() of `size` bytes between two pre-faulted buffers, no kernel involved: the ceiling for every benchmark that copies (a pipe or socket transfer copies each byte at least twice). Bytes copied per second (read and write traffic is twice that). Single party"
-    }
-    fn params(&self) -> &[ParamDef] {
-        MEMCPY_PARAMS
-    }
-    fn metrics(&self) -> Vec<Metric> {
-        vec![Metric::new("bytes/s", "B/s", Direction::Higher)]
-    }
+micro! {
+    MemcpyBw, "memcpy-bw",
+    "glibc memcpy() of `size` bytes between two pre-faulted buffers, no kernel involved: the ceiling for every benchmark that copies (a pipe or socket transfer copies each byte at least twice). Bytes copied per second (read and write traffic is twice that). Single party",
+    params = MEMCPY_PARAMS,
+    metrics = super::BYTES_PER_S;
     fn instantiate(&self, p: &Params, s: &RunSettings) -> anyhow::Result<Box<dyn Instance>> {
         let size = p.int("size") as usize;
         // Not inherited by forks: cells are prepared together, and these
@@ -442,6 +403,7 @@ impl Bench for MemcpyBw {
 mod tests {
     use super::super::common::testing::{median, note, run, serial};
     use super::*;
+    use crate::bench::Bench;
 
     #[test]
     fn mmap_munmap_untouched_is_cheap_touched_is_not() {

@@ -20,7 +20,7 @@ pub mod syscall;
 use anyhow::Context;
 use std::hint::black_box;
 
-use super::{Instance, Measure, ParamDef, ParamType};
+use super::{Direction, Instance, Measure, Metric, ParamDef, ParamType};
 
 /// The `cpu` parameter shared by single-party benchmarks.
 pub const CPU_PARAM: ParamDef = ParamDef {
@@ -29,6 +29,53 @@ pub const CPU_PARAM: ParamDef = ParamDef {
     default: None,
     help: "pin the measuring thread to this CPU (unpinned if absent)",
 };
+
+/// A micro-benchmark's metrics: one list per process, made on first use,
+/// so `Bench::metrics` hands out a static slice (the runner asks for it
+/// around every sample).
+pub type Metrics = std::sync::LazyLock<Vec<Metric>>;
+
+/// Nanoseconds per operation (the timed loop's iteration).
+pub static NS_PER_OP: Metrics = Metrics::new(|| vec![Metric::new("ns/op", "ns", Direction::Lower)]);
+/// Bytes moved per second.
+pub static BYTES_PER_S: Metrics =
+    Metrics::new(|| vec![Metric::new("bytes/s", "B/s", Direction::Higher)]);
+/// Nanoseconds per round trip between two parties.
+pub static ROUND_TRIP: Metrics =
+    Metrics::new(|| vec![Metric::new("round trip", "ns", Direction::Lower)]);
+
+/// Implement [`Bench`](crate::bench::Bench) for a micro-benchmark: its
+/// type, name, description, parameters and metrics (a [`Metrics`]
+/// static), then the methods that are its own (`instantiate`, and
+/// `check` or `sample_seconds` where it has them).
+macro_rules! micro {
+    (
+        $ty:ty, $name:literal, $desc:expr,
+        params = $params:expr,
+        metrics = $metrics:expr;
+        $($own:tt)*
+    ) => {
+        impl $crate::bench::Bench for $ty {
+            fn name(&self) -> &str {
+                $name
+            }
+            fn kind(&self) -> $crate::bench::Kind {
+                $crate::bench::Kind::Micro
+            }
+            fn description(&self) -> &str {
+                $desc
+            }
+            fn params(&self) -> &[$crate::bench::ParamDef] {
+                $params
+            }
+            fn metrics(&self) -> &[$crate::bench::Metric] {
+                &$metrics
+            }
+            $($own)*
+        }
+    };
+}
+pub(crate) use micro;
 
 /// A POSIX clock in nanoseconds.
 #[inline(always)]

@@ -7,10 +7,9 @@ use anyhow::Context;
 use std::os::fd::{AsRawFd, OwnedFd};
 
 use super::common::pipe_cloexec;
+use super::micro;
 use super::party::{Ends, Flow, FlowSpec, PingPong, ReadMode, WriteMode, placement_param};
-use crate::bench::{
-    Bench, Direction, Instance, Kind, Metric, ParamDef, ParamType, Params, RunSettings,
-};
+use crate::bench::{Direction, Instance, Metric, ParamDef, ParamType, Params, RunSettings};
 use crate::system::Feature;
 use crate::units::fmt_size;
 
@@ -46,10 +45,6 @@ const TOTAL: ParamDef = ParamDef {
     default: None,
     help: "bytes per pair per sample (absent: calibrated to the sample time)",
 };
-
-pub fn bytes_per_s() -> Vec<Metric> {
-    vec![Metric::new("bytes/s", "B/s", Direction::Higher)]
-}
 
 /// The largest pipe an unprivileged process may ask for.
 pub use crate::system::pipe_max_size;
@@ -160,22 +155,15 @@ const PIPE_BW_PARAMS: &[ParamDef] = &[
     placement_param("cross"),
 ];
 
-impl Bench for PipeBw {
-    fn name(&self) -> &str {
-        "pipe-bw"
-    }
-    fn kind(&self) -> Kind {
-        Kind::Micro
-    }
-    fn description(&self) -> &str {
-        "lmbench bw_pipe: a writer process write()s `chunk`-byte pieces into a pipe and a reader process read()s them; the kernel copies each piece into the pipe's ring of pages and out again (pipe_write/pipe_read), waking the other side whenever the ring fills or drains, so pipe_size sets how often that happens. zero_copy makes the writer vmsplice() its pages into the ring with SPLICE_F_GIFT (no copy in); reader=splice moves them to /dev/null (no copy out). Bytes/s per sample. Default placement cross: writer and reader on two different allowed CPUs (the SMP rate); same gives the UP case where every wake-up is a context switch. Counters are per operation: one `chunk`-byte write"
-    }
-    fn params(&self) -> &[ParamDef] {
-        PIPE_BW_PARAMS
-    }
-    fn metrics(&self) -> Vec<Metric> {
-        bytes_per_s()
-    }
+/// Nanoseconds per switch between two processes.
+static SWITCH: super::Metrics =
+    super::Metrics::new(|| vec![Metric::new("switch", "ns", Direction::Lower)]);
+
+micro! {
+    PipeBw, "pipe-bw",
+    "lmbench bw_pipe: a writer process write()s `chunk`-byte pieces into a pipe and a reader process read()s them; the kernel copies each piece into the pipe's ring of pages and out again (pipe_write/pipe_read), waking the other side whenever the ring fills or drains, so pipe_size sets how often that happens. zero_copy makes the writer vmsplice() its pages into the ring with SPLICE_F_GIFT (no copy in); reader=splice moves them to /dev/null (no copy out). Bytes/s per sample. Default placement cross: writer and reader on two different allowed CPUs (the SMP rate); same gives the UP case where every wake-up is a context switch. Counters are per operation: one `chunk`-byte write",
+    params = PIPE_BW_PARAMS,
+    metrics = super::BYTES_PER_S;
     fn check(&self, p: &Params) -> Result<(), String> {
         check_pipe_size(p)?;
         check_zero_copy(p)?;
@@ -228,22 +216,11 @@ const PIPEFLEX_PARAMS: &[ParamDef] = &[
     placement_param("cross"),
 ];
 
-impl Bench for Pipeflex {
-    fn name(&self) -> &str {
-        "pipeflex"
-    }
-    fn kind(&self) -> Kind {
-        Kind::Micro
-    }
-    fn description(&self) -> &str {
-        "pipeflex as the pipe patches report ran it: `copies` writer/reader pairs, each writer write()s `write_size` pieces (small ones are merged into the pipe's last page) and each reader read()s up to `read_size` at a time, so the number of wake-ups per byte depends on both sizes and the pipe size; zero_copy vmsplice()s every piece as its own pipe buffer (a 512-byte piece then takes a whole slot). Bytes/s summed over pairs. Default placement cross: writer and reader of a pair on different allowed CPUs (pairs round-robin over them). Counters are per operation: one `write_size`-byte write of any pair"
-    }
-    fn params(&self) -> &[ParamDef] {
-        PIPEFLEX_PARAMS
-    }
-    fn metrics(&self) -> Vec<Metric> {
-        bytes_per_s()
-    }
+micro! {
+    Pipeflex, "pipeflex",
+    "pipeflex as the pipe patches report ran it: `copies` writer/reader pairs, each writer write()s `write_size` pieces (small ones are merged into the pipe's last page) and each reader read()s up to `read_size` at a time, so the number of wake-ups per byte depends on both sizes and the pipe size; zero_copy vmsplice()s every piece as its own pipe buffer (a 512-byte piece then takes a whole slot). Bytes/s summed over pairs. Default placement cross: writer and reader of a pair on different allowed CPUs (pairs round-robin over them). Counters are per operation: one `write_size`-byte write of any pair",
+    params = PIPEFLEX_PARAMS,
+    metrics = super::BYTES_PER_S;
     fn check(&self, p: &Params) -> Result<(), String> {
         check_pipe_size(p)?;
         check_zero_copy(p)?;
@@ -317,22 +294,11 @@ pub struct PipeLat;
 
 const PIPE_LAT_PARAMS: &[ParamDef] = &[LAT_SIZE, PIPE_SIZE, placement_param("cross")];
 
-impl Bench for PipeLat {
-    fn name(&self) -> &str {
-        "pipe-lat"
-    }
-    fn kind(&self) -> Kind {
-        Kind::Micro
-    }
-    fn description(&self) -> &str {
-        "lmbench lat_pipe / perf bench sched pipe: kbench write()s a message into one pipe, a child read()s it and write()s it back through a second pipe; each half wakes the blocked reader (try_to_wake_up), so a round trip is two wake-ups and two switches to the woken task. ns per round trip. Default placement cross (kbench and the child on two different allowed CPUs: each wake-up is an IPI to a possibly idle CPU); same puts both on one CPU (pure context switches, see ctx-switch)"
-    }
-    fn params(&self) -> &[ParamDef] {
-        PIPE_LAT_PARAMS
-    }
-    fn metrics(&self) -> Vec<Metric> {
-        vec![Metric::new("round trip", "ns", Direction::Lower)]
-    }
+micro! {
+    PipeLat, "pipe-lat",
+    "lmbench lat_pipe / perf bench sched pipe: kbench write()s a message into one pipe, a child read()s it and write()s it back through a second pipe; each half wakes the blocked reader (try_to_wake_up), so a round trip is two wake-ups and two switches to the woken task. ns per round trip. Default placement cross (kbench and the child on two different allowed CPUs: each wake-up is an IPI to a possibly idle CPU); same puts both on one CPU (pure context switches, see ctx-switch)",
+    params = PIPE_LAT_PARAMS,
+    metrics = super::ROUND_TRIP;
     fn check(&self, p: &Params) -> Result<(), String> {
         check_pipe_size(p)
     }
@@ -345,22 +311,11 @@ pub struct CtxSwitch;
 
 const CTX_PARAMS: &[ParamDef] = &[LAT_SIZE, PIPE_SIZE, placement_param("same")];
 
-impl Bench for CtxSwitch {
-    fn name(&self) -> &str {
-        "ctx-switch"
-    }
-    fn kind(&self) -> Kind {
-        Kind::Micro
-    }
-    fn description(&self) -> &str {
-        "pipe-lat with both processes on one CPU (default placement same): every message blocks the sender in pipe_read and switches to the other process (schedule, switch_mm, and with PTI a CR3 write), so the result is half a round trip, ns per context switch including one pipe write and read (lmbench lat_ctx with 2 processes and no working set, overhead not subtracted)"
-    }
-    fn params(&self) -> &[ParamDef] {
-        CTX_PARAMS
-    }
-    fn metrics(&self) -> Vec<Metric> {
-        vec![Metric::new("switch", "ns", Direction::Lower)]
-    }
+micro! {
+    CtxSwitch, "ctx-switch",
+    "pipe-lat with both processes on one CPU (default placement same): every message blocks the sender in pipe_read and switches to the other process (schedule, switch_mm, and with PTI a CR3 write), so the result is half a round trip, ns per context switch including one pipe write and read (lmbench lat_ctx with 2 processes and no working set, overhead not subtracted)",
+    params = CTX_PARAMS,
+    metrics = SWITCH;
     fn check(&self, p: &Params) -> Result<(), String> {
         check_pipe_size(p)
     }
@@ -378,6 +333,7 @@ mod tests {
         if two_cpus() { "cross" } else { "same" }
     }
     use super::*;
+    use crate::bench::Bench;
 
     #[test]
     fn pipe_bw_moves_data_and_reports_the_granted_size() {

@@ -12,14 +12,9 @@ use std::hint::black_box;
 use std::os::unix::fs::PermissionsExt;
 
 use super::common::{PageBuf, TempFile, WithNotes, errno, keep};
+use super::micro;
 use super::{CPU_PARAM, LoopInstance};
-use crate::bench::{
-    Bench, Direction, Instance, Kind, Metric, ParamDef, ParamType, Params, RunSettings,
-};
-
-fn ns_per_op() -> Vec<Metric> {
-    vec![Metric::new("ns/op", "ns", Direction::Lower)]
-}
+use crate::bench::{Instance, ParamDef, ParamType, Params, RunSettings};
 
 fn cpu_of(p: &Params) -> Option<usize> {
     p.opt_int("cpu").map(|c| c as usize)
@@ -259,22 +254,11 @@ fn ballast(p: &Params) -> anyhow::Result<Option<PageBuf>> {
 pub struct ForkExit;
 const FORK_PARAMS: &[ParamDef] = &[MEM, CPU_PARAM];
 
-impl Bench for ForkExit {
-    fn name(&self) -> &str {
-        "fork-exit"
-    }
-    fn kind(&self) -> Kind {
-        Kind::Micro
-    }
-    fn description(&self) -> &str {
-        "lmbench lat_proc fork: fork(), the child _exit(0)s at once, the parent waitpid()s. The kernel copies the task, its file table and its page tables (copy-on-write, which grows with `mem`), then tears the child's mm down and wakes the parent. ns per fork+exit+wait. Single party: the child inherits the parent's CPU set (pinned to `cpu` if given)"
-    }
-    fn params(&self) -> &[ParamDef] {
-        FORK_PARAMS
-    }
-    fn metrics(&self) -> Vec<Metric> {
-        ns_per_op()
-    }
+micro! {
+    ForkExit, "fork-exit",
+    "lmbench lat_proc fork: fork(), the child _exit(0)s at once, the parent waitpid()s. The kernel copies the task, its file table and its page tables (copy-on-write, which grows with `mem`), then tears the child's mm down and wakes the parent. ns per fork+exit+wait. Single party: the child inherits the parent's CPU set (pinned to `cpu` if given)",
+    params = FORK_PARAMS,
+    metrics = super::NS_PER_OP;
     fn instantiate(&self, p: &Params, s: &RunSettings) -> anyhow::Result<Box<dyn Instance>> {
         let ballast = ballast(p)?;
         let op = || {
@@ -299,22 +283,11 @@ impl Bench for ForkExit {
 pub struct ForkExec;
 const EXEC_PARAMS: &[ParamDef] = &[PROGRAM, MEM, CPU_PARAM];
 
-impl Bench for ForkExec {
-    fn name(&self) -> &str {
-        "fork-exec"
-    }
-    fn kind(&self) -> Kind {
-        Kind::Micro
-    }
-    fn description(&self) -> &str {
-        "lmbench lat_proc exec: fork(), the child execve()s `program`, which exits 0, the parent waitpid()s. On top of fork-exit the kernel opens and maps the executable, discards the copied mm and builds a new one (binfmt_elf). The default program is a 129-byte static ELF, so no dynamic loading is timed. ns per fork+exec+exit+wait. Single party (inherits kbench's CPU set, or `cpu`)"
-    }
-    fn params(&self) -> &[ParamDef] {
-        EXEC_PARAMS
-    }
-    fn metrics(&self) -> Vec<Metric> {
-        ns_per_op()
-    }
+micro! {
+    ForkExec, "fork-exec",
+    "lmbench lat_proc exec: fork(), the child execve()s `program`, which exits 0, the parent waitpid()s. On top of fork-exit the kernel opens and maps the executable, discards the copied mm and builds a new one (binfmt_elf). The default program is a 129-byte static ELF, so no dynamic loading is timed. ns per fork+exec+exit+wait. Single party (inherits kbench's CPU set, or `cpu`)",
+    params = EXEC_PARAMS,
+    metrics = super::NS_PER_OP;
     fn check(&self, p: &Params) -> Result<(), String> {
         check_program(p)
     }
@@ -326,22 +299,11 @@ impl Bench for ForkExec {
 pub struct PosixSpawn;
 const SPAWN_PARAMS: &[ParamDef] = &[PROGRAM, MEM, CPU_PARAM];
 
-impl Bench for PosixSpawn {
-    fn name(&self) -> &str {
-        "posix-spawn"
-    }
-    fn kind(&self) -> Kind {
-        Kind::Micro
-    }
-    fn description(&self) -> &str {
-        "posix_spawn() of `program` and waitpid(): glibc uses clone(CLONE_VM|CLONE_VFORK), so no page tables are copied (unlike fork-exec) and the parent sleeps until the exec. ns per spawn+exit+wait. Single party (inherits kbench's CPU set, or `cpu`)"
-    }
-    fn params(&self) -> &[ParamDef] {
-        SPAWN_PARAMS
-    }
-    fn metrics(&self) -> Vec<Metric> {
-        ns_per_op()
-    }
+micro! {
+    PosixSpawn, "posix-spawn",
+    "posix_spawn() of `program` and waitpid(): glibc uses clone(CLONE_VM|CLONE_VFORK), so no page tables are copied (unlike fork-exec) and the parent sleeps until the exec. ns per spawn+exit+wait. Single party (inherits kbench's CPU set, or `cpu`)",
+    params = SPAWN_PARAMS,
+    metrics = super::NS_PER_OP;
     fn check(&self, p: &Params) -> Result<(), String> {
         check_program(p)
     }
@@ -357,22 +319,11 @@ extern "C" fn nothing(_: *mut libc::c_void) -> *mut libc::c_void {
 pub struct ThreadCreate;
 const THREAD_PARAMS: &[ParamDef] = &[CPU_PARAM];
 
-impl Bench for ThreadCreate {
-    fn name(&self) -> &str {
-        "thread-create"
-    }
-    fn kind(&self) -> Kind {
-        Kind::Micro
-    }
-    fn description(&self) -> &str {
-        "pthread_create() of a thread that returns at once, then pthread_join(): clone(CLONE_VM|CLONE_THREAD|...) shares the mm, so the kernel only creates a task (and glibc reuses a cached stack); the join waits on the futex the kernel clears at exit. ns per create+join. Single party (the thread inherits kbench's CPU set, or `cpu`)"
-    }
-    fn params(&self) -> &[ParamDef] {
-        THREAD_PARAMS
-    }
-    fn metrics(&self) -> Vec<Metric> {
-        ns_per_op()
-    }
+micro! {
+    ThreadCreate, "thread-create",
+    "pthread_create() of a thread that returns at once, then pthread_join(): clone(CLONE_VM|CLONE_THREAD|...) shares the mm, so the kernel only creates a task (and glibc reuses a cached stack); the join waits on the futex the kernel clears at exit. ns per create+join. Single party (the thread inherits kbench's CPU set, or `cpu`)",
+    params = THREAD_PARAMS,
+    metrics = super::NS_PER_OP;
     fn instantiate(&self, p: &Params, s: &RunSettings) -> anyhow::Result<Box<dyn Instance>> {
         let op = || {
             let mut t: libc::pthread_t = 0;

@@ -7,11 +7,9 @@ use std::net::{TcpListener, TcpStream};
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::net::{UnixDatagram, UnixStream};
 
+use super::micro;
 use super::party::{Ends, Flow, FlowSpec, PingPong, ReadMode, WriteMode, placement_param};
-use super::pipe::bytes_per_s;
-use crate::bench::{
-    Bench, Direction, Instance, Kind, Metric, ParamDef, ParamType, Params, RunSettings,
-};
+use crate::bench::{Instance, ParamDef, ParamType, Params, RunSettings};
 use crate::units::fmt_size;
 
 const CHUNK: ParamDef = ParamDef {
@@ -155,22 +153,11 @@ fn pingpong(kind: &str, p: &Params, s: &RunSettings) -> anyhow::Result<Box<dyn I
 pub struct UnixBw;
 const UNIX_BW_PARAMS: &[ParamDef] = &[CHUNK, TYPE, TOTAL, placement_param("cross")];
 
-impl Bench for UnixBw {
-    fn name(&self) -> &str {
-        "unix-bw"
-    }
-    fn kind(&self) -> Kind {
-        Kind::Micro
-    }
-    fn description(&self) -> &str {
-        "lmbench bw_unix: a writer process write()s `chunk` bytes at a time into an AF_UNIX socketpair and a reader process read()s them: each write allocates skbs, copies the data in and queues them on the peer's receive queue (unix_stream_sendmsg), each read copies out and frees them; the writer blocks when its send buffer is full. dgram sends one datagram per chunk. Bytes/s. Default placement cross (writer and reader on different allowed CPUs). Counters are per operation: one `chunk`-byte write"
-    }
-    fn params(&self) -> &[ParamDef] {
-        UNIX_BW_PARAMS
-    }
-    fn metrics(&self) -> Vec<Metric> {
-        bytes_per_s()
-    }
+micro! {
+    UnixBw, "unix-bw",
+    "lmbench bw_unix: a writer process write()s `chunk` bytes at a time into an AF_UNIX socketpair and a reader process read()s them: each write allocates skbs, copies the data in and queues them on the peer's receive queue (unix_stream_sendmsg), each read copies out and frees them; the writer blocks when its send buffer is full. dgram sends one datagram per chunk. Bytes/s. Default placement cross (writer and reader on different allowed CPUs). Counters are per operation: one `chunk`-byte write",
+    params = UNIX_BW_PARAMS,
+    metrics = super::BYTES_PER_S;
     fn check(&self, p: &Params) -> Result<(), String> {
         check_common(p, "chunk")
     }
@@ -182,22 +169,11 @@ impl Bench for UnixBw {
 pub struct UnixLat;
 const UNIX_LAT_PARAMS: &[ParamDef] = &[SIZE, TYPE, placement_param("cross")];
 
-impl Bench for UnixLat {
-    fn name(&self) -> &str {
-        "unix-lat"
-    }
-    fn kind(&self) -> Kind {
-        Kind::Micro
-    }
-    fn description(&self) -> &str {
-        "lmbench lat_unix: kbench and a child bounce a `size`-byte message over an AF_UNIX socketpair; each send queues an skb on the peer and wakes it, each receive blocks until woken. ns per round trip. Default placement cross (two different allowed CPUs); same gives the one-CPU switch cost"
-    }
-    fn params(&self) -> &[ParamDef] {
-        UNIX_LAT_PARAMS
-    }
-    fn metrics(&self) -> Vec<Metric> {
-        vec![Metric::new("round trip", "ns", Direction::Lower)]
-    }
+micro! {
+    UnixLat, "unix-lat",
+    "lmbench lat_unix: kbench and a child bounce a `size`-byte message over an AF_UNIX socketpair; each send queues an skb on the peer and wakes it, each receive blocks until woken. ns per round trip. Default placement cross (two different allowed CPUs); same gives the one-CPU switch cost",
+    params = UNIX_LAT_PARAMS,
+    metrics = super::ROUND_TRIP;
     fn check(&self, p: &Params) -> Result<(), String> {
         check_common(p, "size")
     }
@@ -209,22 +185,11 @@ impl Bench for UnixLat {
 pub struct TcpBw;
 const TCP_BW_PARAMS: &[ParamDef] = &[TCP_CHUNK, TOTAL, placement_param("cross")];
 
-impl Bench for TcpBw {
-    fn name(&self) -> &str {
-        "tcp-bw"
-    }
-    fn kind(&self) -> Kind {
-        Kind::Micro
-    }
-    fn description(&self) -> &str {
-        "lmbench bw_tcp over loopback: a writer process sends `chunk`-byte writes on a TCP connection to 127.0.0.1 and a reader process reads them: the full TCP/IP stack on both sides of one machine (segmentation, delivery through the loopback device's softirq, ACKs, window updates) plus one copy in and one out. Bytes/s. Default placement cross (sender and receiver on different allowed CPUs). Counters are per operation: one `chunk`-byte write"
-    }
-    fn params(&self) -> &[ParamDef] {
-        TCP_BW_PARAMS
-    }
-    fn metrics(&self) -> Vec<Metric> {
-        bytes_per_s()
-    }
+micro! {
+    TcpBw, "tcp-bw",
+    "lmbench bw_tcp over loopback: a writer process sends `chunk`-byte writes on a TCP connection to 127.0.0.1 and a reader process reads them: the full TCP/IP stack on both sides of one machine (segmentation, delivery through the loopback device's softirq, ACKs, window updates) plus one copy in and one out. Bytes/s. Default placement cross (sender and receiver on different allowed CPUs). Counters are per operation: one `chunk`-byte write",
+    params = TCP_BW_PARAMS,
+    metrics = super::BYTES_PER_S;
     fn check(&self, p: &Params) -> Result<(), String> {
         check_common(p, "chunk")
     }
@@ -236,22 +201,11 @@ impl Bench for TcpBw {
 pub struct TcpLat;
 const TCP_LAT_PARAMS: &[ParamDef] = &[SIZE, placement_param("cross")];
 
-impl Bench for TcpLat {
-    fn name(&self) -> &str {
-        "tcp-lat"
-    }
-    fn kind(&self) -> Kind {
-        Kind::Micro
-    }
-    fn description(&self) -> &str {
-        "lmbench lat_tcp over loopback: kbench and a child bounce a `size`-byte message on a TCP_NODELAY connection to 127.0.0.1; each send goes down the TCP/IP stack, through the loopback device's softirq and up to the peer's socket, waking it. ns per round trip. Default placement cross (two different allowed CPUs)"
-    }
-    fn params(&self) -> &[ParamDef] {
-        TCP_LAT_PARAMS
-    }
-    fn metrics(&self) -> Vec<Metric> {
-        vec![Metric::new("round trip", "ns", Direction::Lower)]
-    }
+micro! {
+    TcpLat, "tcp-lat",
+    "lmbench lat_tcp over loopback: kbench and a child bounce a `size`-byte message on a TCP_NODELAY connection to 127.0.0.1; each send goes down the TCP/IP stack, through the loopback device's softirq and up to the peer's socket, waking it. ns per round trip. Default placement cross (two different allowed CPUs)",
+    params = TCP_LAT_PARAMS,
+    metrics = super::ROUND_TRIP;
     fn check(&self, p: &Params) -> Result<(), String> {
         check_common(p, "size")
     }
@@ -264,6 +218,7 @@ impl Bench for TcpLat {
 mod tests {
     use super::super::common::testing::{median, params, run, serial};
     use super::*;
+    use crate::bench::Bench;
 
     #[test]
     fn socket_bandwidths_are_sane() {

@@ -6,10 +6,9 @@
 
 use std::hint::black_box;
 
+use super::micro;
 use crate::bench::micro::{CPU_PARAM, LoopInstance};
-use crate::bench::{
-    Bench, Direction, Instance, Kind, Metric, ParamDef, ParamType, Params, RunSettings,
-};
+use crate::bench::{Instance, ParamDef, ParamType, Params, RunSettings};
 
 const PARAMS: &[ParamDef] = &[
     ParamDef {
@@ -26,22 +25,11 @@ const PARAMS: &[ParamDef] = &[
 
 pub struct Spin;
 
-impl Bench for Spin {
-    fn name(&self) -> &str {
-        "spin"
-    }
-    fn kind(&self) -> Kind {
-        Kind::Micro
-    }
-    fn description(&self) -> &str {
-        "a user-space busy loop of `work` dependent multiply-adds per operation: no kernel involvement; cost proportional to work (a known ratio for testing comparisons)"
-    }
-    fn params(&self) -> &[ParamDef] {
-        PARAMS
-    }
-    fn metrics(&self) -> Vec<Metric> {
-        vec![Metric::new("ns/op", "ns", Direction::Lower)]
-    }
+micro! {
+    Spin, "spin",
+    "a user-space busy loop of `work` dependent multiply-adds per operation: no kernel involvement; cost proportional to work (a known ratio for testing comparisons)",
+    params = PARAMS,
+    metrics = super::NS_PER_OP;
     fn instantiate(&self, p: &Params, s: &RunSettings) -> anyhow::Result<Box<dyn Instance>> {
         let work = p.int("work") as u64;
         let mut x = 1u64;
@@ -63,6 +51,7 @@ impl Bench for Spin {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::bench::Bench;
     use crate::bench::{Measure, params::raw_from_str};
 
     fn instance(work: &str) -> Box<dyn Instance> {

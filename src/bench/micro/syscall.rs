@@ -11,13 +11,9 @@
 use std::hint::black_box;
 
 use crate::bench::micro::{CPU_PARAM, LoopInstance};
-use crate::bench::{Bench, Direction, Instance, Kind, Metric, ParamDef, Params, RunSettings};
+use crate::bench::{Instance, ParamDef, Params, RunSettings};
 
 const PARAMS: &[ParamDef] = &[CPU_PARAM];
-
-fn ns_per_op() -> Vec<Metric> {
-    vec![Metric::new("ns/op", "ns", Direction::Lower)]
-}
 
 fn cpu_of(p: &Params) -> Option<usize> {
     p.opt_int("cpu").map(|c| c as usize)
@@ -29,22 +25,11 @@ macro_rules! syscall_bench {
     ($ty:ident, $name:literal, $desc:literal, $op:expr) => {
         pub struct $ty;
 
-        impl Bench for $ty {
-            fn name(&self) -> &str {
-                $name
-            }
-            fn kind(&self) -> Kind {
-                Kind::Micro
-            }
-            fn description(&self) -> &str {
-                $desc
-            }
-            fn params(&self) -> &[ParamDef] {
-                PARAMS
-            }
-            fn metrics(&self) -> Vec<Metric> {
-                ns_per_op()
-            }
+        super::micro! {
+            $ty, $name,
+            $desc,
+            params = PARAMS,
+            metrics = super::NS_PER_OP;
             fn instantiate(
                 &self,
                 p: &Params,
@@ -120,6 +105,7 @@ syscall_bench!(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::bench::Bench;
     use crate::bench::Measure;
 
     #[test]

@@ -501,64 +501,8 @@ fn leader_main(
     };
     // SIGCHLD stays blocked except inside ppoll, so a task's death always
     // wakes the wait below (no lost wake-up between reaping and sleeping).
-    let mut waitmask: libc::sigset_t;
-    // SAFETY: signal set manipulation on local sets; the handler is a no-op
-    // installed without SA_RESTART so ppoll returns EINTR.
-    unsafe {
-        let mut sa: libc::sigaction = std::mem::zeroed();
-        sa.sa_sigaction = on_sigchld as *const () as usize;
-        // Not for tasks stopped/continued by kbench's parking: no wake-ups.
-        sa.sa_flags = libc::SA_NOCLDSTOP;
-        libc::sigemptyset(&mut sa.sa_mask);
-        libc::sigaction(libc::SIGCHLD, &sa, std::ptr::null_mut());
-        let mut block: libc::sigset_t = std::mem::zeroed();
-        libc::sigemptyset(&mut block);
-        libc::sigaddset(&mut block, libc::SIGCHLD);
-        waitmask = std::mem::zeroed();
-        libc::sigprocmask(libc::SIG_BLOCK, &block, &mut waitmask);
-        libc::sigdelset(&mut waitmask, libc::SIGCHLD);
-    }
-    let me = getpid();
-    let mut pids = Vec::new();
-    for nr in 0..ctx.ntasks {
-        match ctx.mode {
-            Mode::Processes => {
-                // SAFETY: fork; the child runs the task and _exits.
-                let pid = unsafe { libc::fork() };
-                if pid < 0 {
-                    shared.fail(&format!(
-                        "fork of task {nr}: {}",
-                        std::io::Error::last_os_error()
-                    ));
-                    kill_and_exit(&pids, 1);
-                }
-                if pid == 0 {
-                    child_setup(me, topology::cpu_of(&ctx.order, nr));
-                    task_main(ctx, &*body, nr);
-                    // SAFETY: the task failed (recorded); leave.
-                    unsafe { libc::_exit(1) }
-                }
-                pids.push(pid);
-            }
-            Mode::Threads => {
-                let ctx_addr = ctx as *const Ctx as usize;
-                let body_addr = &*body as *const dyn Body;
-                let body_addr = SendPtr(body_addr);
-                let r = spawn_thread(Box::new(move || {
-                    let b = body_addr;
-                    // SAFETY: ctx and body live until the process exits.
-                    let (ctx, body) = unsafe { (&*(ctx_addr as *const Ctx), &*b.0) };
-                    task_main(ctx, body, nr);
-                    park()
-                }));
-                if let Err(e) = r {
-                    shared.fail(&format!("task {nr}: {e:#}"));
-                    // SAFETY: leave; threads die with the process.
-                    unsafe { libc::_exit(1) }
-                }
-            }
-        }
-    }
+    let waitmask = block_sigchld();
+    let pids = start_tasks(ctx, &*body);
     // Wait until every task is at the start line, then tell kbench.
     let h = shared.hdr();
     while (h.ready.load(Ordering::Acquire) as usize) < ctx.ntasks
@@ -603,6 +547,77 @@ fn leader_main(
     body.cleanup();
     // SAFETY: leave without destructors.
     unsafe { libc::_exit(0) }
+}
+
+/// Install a no-op SIGCHLD handler (without SA_RESTART, so ppoll returns
+/// EINTR) and block SIGCHLD; the mask to wait with, which lets it through.
+fn block_sigchld() -> libc::sigset_t {
+    let mut waitmask: libc::sigset_t;
+    // SAFETY: signal set manipulation on local sets; the handler is a no-op
+    // installed without SA_RESTART so ppoll returns EINTR.
+    unsafe {
+        let mut sa: libc::sigaction = std::mem::zeroed();
+        sa.sa_sigaction = on_sigchld as *const () as usize;
+        // Not for tasks stopped/continued by kbench's parking: no wake-ups.
+        sa.sa_flags = libc::SA_NOCLDSTOP;
+        libc::sigemptyset(&mut sa.sa_mask);
+        libc::sigaction(libc::SIGCHLD, &sa, std::ptr::null_mut());
+        let mut block: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut block);
+        libc::sigaddset(&mut block, libc::SIGCHLD);
+        waitmask = std::mem::zeroed();
+        libc::sigprocmask(libc::SIG_BLOCK, &block, &mut waitmask);
+        libc::sigdelset(&mut waitmask, libc::SIGCHLD);
+    }
+    waitmask
+}
+
+/// Start the cell's tasks, as processes or threads (`ctx.mode`), each on
+/// its CPU; the processes' pids. A task that cannot start fails the cell.
+fn start_tasks(ctx: &Ctx, body: &(dyn Body + 'static)) -> Vec<libc::pid_t> {
+    let shared = ctx.shared();
+    let me = getpid();
+    let mut pids = Vec::new();
+    for nr in 0..ctx.ntasks {
+        match ctx.mode {
+            Mode::Processes => {
+                // SAFETY: fork; the child runs the task and _exits.
+                let pid = unsafe { libc::fork() };
+                if pid < 0 {
+                    shared.fail(&format!(
+                        "fork of task {nr}: {}",
+                        std::io::Error::last_os_error()
+                    ));
+                    kill_and_exit(&pids, 1);
+                }
+                if pid == 0 {
+                    child_setup(me, topology::cpu_of(&ctx.order, nr));
+                    task_main(ctx, body, nr);
+                    // SAFETY: the task failed (recorded); leave.
+                    unsafe { libc::_exit(1) }
+                }
+                pids.push(pid);
+            }
+            Mode::Threads => {
+                let ctx_addr = ctx as *const Ctx as usize;
+                let body_addr = body as *const dyn Body;
+                let body_addr = SendPtr(body_addr);
+                let r = spawn_thread(Box::new(move || {
+                    let b = body_addr;
+                    // SAFETY: ctx and body live until the process exits.
+                    let (ctx, body) = unsafe { (&*(ctx_addr as *const Ctx), &*b.0) };
+                    task_main(ctx, body, nr);
+                    park()
+                }));
+                if let Err(e) = r {
+                    shared.fail(&format!("task {nr}: {e:#}"));
+                    // SAFETY: leave; threads die with the process.
+                    unsafe { libc::_exit(1) }
+                }
+            }
+        }
+    }
+    pids
 }
 
 static PARKED: AtomicU32 = AtomicU32::new(0);

@@ -251,6 +251,16 @@ pub trait Testcase: Send + Sync {
 /// built-ins and an `Arc` for C files loaded at run time.
 pub struct Scale<P>(pub P);
 
+/// Every testcase's metrics: operations per second, and the machine's
+/// idle CPU % over each interval (/proc/stat), as will-it-scale's
+/// runtest.py records beside its ops/s.
+static METRICS: std::sync::LazyLock<[Metric; 2]> = std::sync::LazyLock::new(|| {
+    [
+        Metric::new("ops/s", "ops/s", Direction::Higher),
+        Metric::new("idle", "%", Direction::Info),
+    ]
+});
+
 impl<P> Bench for Scale<P>
 where
     P: Deref<Target = dyn Testcase> + Clone + Send + Sync + 'static,
@@ -270,13 +280,8 @@ where
     fn ready(&self) -> anyhow::Result<()> {
         self.0.ready()
     }
-    fn metrics(&self) -> Vec<Metric> {
-        vec![
-            Metric::new("ops/s", "ops/s", Direction::Higher),
-            // The machine's idle CPU % over each interval (/proc/stat), as
-            // will-it-scale's runtest.py records beside its ops/s.
-            Metric::new("idle", "%", Direction::Info),
-        ]
+    fn metrics(&self) -> &[Metric] {
+        &*METRICS
     }
     /// Every sample starts the tasks afresh, discards `warmup` intervals
     /// and counts `intervals`; starting and ending the cell process and

@@ -31,29 +31,24 @@ use serde::Serialize;
 
 use crate::error::bad_input;
 use crate::record::Direction;
-use crate::stats::bootstrap::{BootResult, Bootstrap};
 use crate::stats::design::{self, Degenerate, Design, Obs};
 use crate::stats::equivalence::Verdict;
 use crate::stats::multiple::{self, Adjust};
 use crate::stats::power::Power;
-use crate::stats::student::{self, MinistatDiff, Moments};
-use crate::stats::ttest::TTest;
-use crate::stats::utest::UTest;
+use crate::stats::student::Moments;
 use crate::stats::{Confidence, Sample, Summary, TooFew};
 use crate::store::StoredCell;
 
-/// The test behind each comparison.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Test {
-    /// ministat's Student's t (pooled variance, table t values).
-    Student,
-    /// Welch's t (unequal variances, exact quantiles).
-    Welch,
-    /// Mann-Whitney U (no normality assumed).
-    Mwu,
-    /// Bootstrap percentile interval of the ratio of means.
-    Bootstrap,
+pub use crate::stats::twosample::{Detail, Test};
+
+/// `--test NAME`: every registered test, with its help.
+impl clap::ValueEnum for Test {
+    fn value_variants<'a>() -> &'a [Self] {
+        crate::stats::twosample::TESTS
+    }
+    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+        Some(clap::builder::PossibleValue::new(self.name()).help(self.help()))
+    }
 }
 
 /// What the store knows of the design of a run: its boot, and whether its
@@ -328,16 +323,6 @@ impl Stat {
     }
 }
 
-/// The result of the test behind one comparison.
-#[derive(Clone, Debug, Serialize)]
-#[serde(tag = "test", rename_all = "lowercase")]
-pub enum Detail {
-    Student(MinistatDiff),
-    Welch(TTest),
-    Mwu(UTest),
-    Bootstrap(BootResult),
-}
-
 /// One contender against the baseline.
 #[derive(Clone, Debug, Serialize)]
 pub struct Versus {
@@ -485,12 +470,7 @@ pub fn compare_adjusted(
     margin: f64,
     adjust: Adjust,
 ) -> anyhow::Result<Comparison> {
-    let level = student::level_index(confidence);
-    if test == Test::Student && level.is_none() {
-        return Err(bad_input!(
-            "--confidence {confidence}: ministat's Student's t has 80, 90, 95, 98, 99 and 99.5; use --test welch for other levels"
-        ));
-    }
+    test.check(confidence).map_err(|e| bad_input!("{e}"))?;
     if sels.len() > MAX_OPERANDS {
         return Err(bad_input!("at most {MAX_OPERANDS} operands"));
     }
@@ -506,7 +486,6 @@ pub fn compare_adjusted(
         confidence,
         margin,
         adjust,
-        level,
     };
     of_observations(&names, &all, how)
 }
@@ -529,11 +508,10 @@ pub fn of_variants(
         .map(|o| IndexMap::from([(key.clone(), (unit.to_string(), direction, o.clone()))]))
         .collect();
     let how = How {
-        test: Test::Welch,
+        test: Test::WELCH,
         confidence,
         margin: DEFAULT_MARGIN,
         adjust: Adjust::Holm,
-        level: None,
     };
     of_observations(names, &all, how)
 }
@@ -551,8 +529,6 @@ struct How {
     confidence: f64,
     margin: f64,
     adjust: Adjust,
-    /// ministat's level index for `Test::Student`.
-    level: Option<usize>,
 }
 
 /// Compare every operand's observations with the first's, key by key.
@@ -562,7 +538,6 @@ fn of_observations(names: &[String], all: &[Observed], how: How) -> anyhow::Resu
         confidence,
         margin,
         adjust,
-        level,
     } = how;
     let conf = Confidence::percent(confidence);
     let mut rows = Vec::new();
@@ -594,7 +569,7 @@ fn of_observations(names: &[String], all: &[Observed], how: How) -> anyhow::Resu
                 continue;
             };
             stats.push(Stat::of(&b, points));
-            let detail = one_test(test, &a, &b, conf, level);
+            let detail = Detail::of(test, &a, &b, confidence);
             let d = design::compare(base, o, *dir, conf);
             versus.push(versus_of(&names[j + 1], &a, &b, d, detail, margin));
             arms.push((base.clone(), o.clone(), *dir));
@@ -894,26 +869,6 @@ fn adjust_tests(
         }
     }
     family
-}
-
-/// Run the chosen test for the row's ministat-style block.
-fn one_test(test: Test, a: &Sample, b: &Sample, conf: Confidence, level: Option<usize>) -> Detail {
-    match test {
-        Test::Student => Detail::Student(student::ministat_diff(
-            Moments::of(a),
-            Moments::of(b),
-            level.expect("checked"),
-            student::RelativeFormula::FreeBsdMain,
-        )),
-        Test::Welch => Detail::Welch(TTest::welch(a, b, conf)),
-        Test::Mwu => Detail::Mwu(UTest::new(a, b, conf)),
-        Test::Bootstrap => {
-            // 10^4 resamples, fewer for huge sets so the cost stays near
-            // 2*10^7 draws (the percentile interval needs ~10^3 at least).
-            let resamples = (20_000_000 / (a.len() + b.len())).clamp(1_000, 10_000);
-            Detail::Bootstrap(Bootstrap { resamples, seed: 1 }.ratio_of_means(a, b, conf))
-        }
-    }
 }
 
 #[cfg(test)]

@@ -58,7 +58,7 @@ fn selections(st: &MemoryStore, specs: &[&str]) -> Vec<super::Selection> {
 fn the_geomean_is_per_unit_and_a_gain_is_positive_in_both_directions() {
     let st = store();
     let sels = selections(&st, &["1:variant=1", "1:variant=2"]);
-    let c = compare(&sels, Test::Student, 95.0, 0.01).unwrap();
+    let c = compare(&sels, Test::STUDENT, 95.0, 0.01).unwrap();
     assert_eq!(c.rows.len(), 2);
     assert_eq!(c.geomean.len(), 2, "one per unit: {:?}", c.geomean);
     for g in &c.geomean {
@@ -111,7 +111,12 @@ fn one_value_against_two_is_too_few_for_any_test() {
     testing::run(&mut st, &p, &options(2, 0), None);
     // Run 2 has a single sample per cell.
     testing::run(&mut st, &p, &options(1, 0), None);
-    for test in [Test::Student, Test::Welch, Test::Mwu, Test::Bootstrap] {
+    for test in [
+        Test::STUDENT,
+        Test::WELCH,
+        Test::by_name("mwu").unwrap(),
+        Test::by_name("bootstrap").unwrap(),
+    ] {
         let sels = selections(&st, &["2:variant=1", "1:variant=2"]);
         let c = compare(&sels, test, 95.0, 0.01).unwrap();
         let v = &c.rows[0].versus[0];
@@ -157,7 +162,7 @@ fn env_factor_selections(fix: &str) -> Vec<super::Selection> {
 #[test]
 fn a_parameter_an_env_factor_sets_takes_no_part_in_pairing() {
     for fix in ["work", "env.WORK"] {
-        let c = compare(&env_factor_selections(fix), Test::Welch, 95.0, 0.01)
+        let c = compare(&env_factor_selections(fix), Test::WELCH, 95.0, 0.01)
             .unwrap_or_else(|e| panic!("{fix}: {e:#}"));
         let cells: Vec<&str> = c.rows.iter().map(|r| r.cell.as_str()).collect();
         assert_eq!(
@@ -198,7 +203,7 @@ fn welch_adjusted(
     sels: &[super::Selection],
     adjust: crate::stats::multiple::Adjust,
 ) -> super::Comparison {
-    super::compare_adjusted(sels, Test::Welch, 95.0, 0.01, adjust).unwrap()
+    super::compare_adjusted(sels, Test::WELCH, 95.0, 0.01, adjust).unwrap()
 }
 
 #[test]
@@ -238,7 +243,7 @@ fn aa_compares_flag_a_family_at_most_5_percent_of_the_time_with_holm() {
     for seed in 0..40 {
         let st = aa_store(40, 6, 1000 + seed);
         let sels = selections(&st, &["1:variant=1", "1:variant=2"]);
-        let c = compare(&sels, Test::Welch, 95.0, 0.01).unwrap();
+        let c = compare(&sels, Test::WELCH, 95.0, 0.01).unwrap();
         let vs = c.rows.iter().map(|r| &r.versus[0]);
         raw += usize::from(vs.clone().any(|v| v.p.unwrap() < 0.05));
         holm += usize::from(vs.clone().any(|v| v.significant));
@@ -271,7 +276,7 @@ fn fdr_adjusts_by_benjamini_hochberg_and_a_lone_test_keeps_its_p() {
             s
         })
         .collect::<Vec<_>>();
-    let c = compare(&one, Test::Welch, 95.0, 0.01).unwrap();
+    let c = compare(&one, Test::WELCH, 95.0, 0.01).unwrap();
     assert_eq!(c.family, 1);
     assert_eq!(c.rows[0].versus[0].p_adjusted, c.rows[0].versus[0].p);
 }
@@ -322,7 +327,7 @@ fn runs_of_identical_code_are_not_judged_on_one_run_a_side() {
     // change that is only the runs' difference.
     let st = aa_runs(40, 8, 0.15);
     let sels = selections(&st, &["1", "2"]);
-    for test in [Test::Student, Test::Welch, Test::Mwu] {
+    for test in [Test::STUDENT, Test::WELCH, Test::by_name("mwu").unwrap()] {
         let c = compare(&sels, test, 95.0, 0.01).unwrap();
         assert_eq!(c.rows.len(), 40);
         let flagged = c.rows.iter().filter(|r| r.versus[0].significant).count();
@@ -378,7 +383,7 @@ fn a_geomean_is_never_narrower_than_its_cells_warrant() {
         sel("x:variant=a", cells("a", &a, 0)),
         sel("x:variant=b", cells("b", &b, 100)),
     ];
-    let c = compare(&sels, Test::Welch, 95.0, 0.01).unwrap();
+    let c = compare(&sels, Test::WELCH, 95.0, 0.01).unwrap();
     assert!(c.rows.iter().all(|r| !r.versus[0].significant));
     let g = &c.geomean[0];
     let [lo, hi] = g.interval.expect("an interval over 8 cells");
@@ -422,7 +427,11 @@ fn marks_and_intervals_agree_in_an_adjusted_family() {
         runs: Default::default(),
     };
     let sels = vec![sel("x:variant=a", a), sel("x:variant=b", b)];
-    for test in [Test::Welch, Test::Student, Test::Bootstrap] {
+    for test in [
+        Test::WELCH,
+        Test::STUDENT,
+        Test::by_name("bootstrap").unwrap(),
+    ] {
         let c = compare(&sels, test, 95.0, 0.01).unwrap();
         for r in &c.rows {
             let v = &r.versus[0];
@@ -470,7 +479,7 @@ fn one_sign_convention_and_no_impossible_bound() {
         sel("x:variant=a", mk(1, "a", &base)),
         sel("x:variant=b", mk(2, "b", &slow)),
     ];
-    let c = compare(&sels, Test::Welch, 95.0, 0.01).unwrap();
+    let c = compare(&sels, Test::WELCH, 95.0, 0.01).unwrap();
     let text = render(&Document::Compare(&c), Format::Text).unwrap();
     assert!(text.contains("312% slower [+312%, +312%]"), "{text}");
     assert_eq!(c.verdicts[0].outcome, "slower");
@@ -500,7 +509,7 @@ fn one_sign_convention_and_no_impossible_bound() {
         sel("x:variant=a", mk(1, "a", &[10.0, 10.5, 9.5])),
         sel("x:variant=b", mk(2, "b", &wild)),
     ];
-    for test in [Test::Student, Test::Welch] {
+    for test in [Test::STUDENT, Test::WELCH] {
         let c = compare(&sels, test, 95.0, 0.01).unwrap();
         let [lo, _] = c.rows[0].versus[0].interval.unwrap();
         assert!(lo > -1.0, "{test:?}: interval low end {lo}");
@@ -535,7 +544,12 @@ fn an_all_zero_baseline_gets_words_not_nan() {
             sel("x:variant=a", mk(1, "a", &[0.0; 6])),
             sel("x:variant=b", mk(2, "b", &b)),
         ];
-        for test in [Test::Student, Test::Welch, Test::Mwu, Test::Bootstrap] {
+        for test in [
+            Test::STUDENT,
+            Test::WELCH,
+            Test::by_name("mwu").unwrap(),
+            Test::by_name("bootstrap").unwrap(),
+        ] {
             let c = compare(&sels, test, 95.0, 0.01).unwrap();
             for f in [Format::Text, Format::Json] {
                 let out = render(&Document::Compare(&c), f).unwrap();
@@ -593,11 +607,11 @@ fn a_command_compares_its_primary_metric_and_each_other_metric_is_its_own_family
             })
             .collect()
     };
-    let c = compare(&sels(&super::Metrics::Primary), Test::Welch, 95.0, 0.01).unwrap();
+    let c = compare(&sels(&super::Metrics::Primary), Test::WELCH, 95.0, 0.01).unwrap();
     let metrics: Vec<&str> = c.rows.iter().map(|r| r.metric.as_str()).collect();
     assert_eq!(metrics, ["real"]);
     assert_eq!(c.verdicts.len(), 1);
-    let c = compare(&sels(&super::Metrics::All), Test::Welch, 95.0, 0.01).unwrap();
+    let c = compare(&sels(&super::Metrics::All), Test::WELCH, 95.0, 0.01).unwrap();
     assert_eq!(c.rows.len(), 2);
     // Each metric alone: a family of one, its interval at 95%.
     for r in &c.rows {
