@@ -288,10 +288,10 @@ fn a_full_disk_stops_the_run_cleanly_and_a_rerun_completes_the_campaign() {
     };
     let db = mnt.join("k.db");
     let plan = common::plan(dir.path(), "full.toml", FULL_PLAN);
-    // All but 256 KiB of the file system is taken: room to create the
+    // All but 1 MiB of the file system is taken: room to create the
     // store and store a few dozen samples.
     let filler = mnt.join("filler");
-    fill_leaving(&filler, 256 << 10);
+    fill_leaving(&filler, 1024 << 10);
     let out = std::process::Command::new(common::bin())
         .arg("--db")
         .arg(&db)
