@@ -369,10 +369,12 @@ mod tests {
         // dominated by waiting for the child to be scheduled: no relation.
         assert!(exec > 5_000.0 && exec < 1e8, "exec {exec}");
         assert!(spawn > 5_000.0 && spawn < 1e8, "spawn {spawn}");
-        assert!(
-            thread > 1_000.0 && thread < fork,
-            "thread {thread} fork {fork}"
-        );
+        assert!(thread > 1_000.0 && thread < 1e8, "thread {thread}");
+        // A thread is cheaper than a process, unless the machine is so
+        // busy that both wait milliseconds for the child to be scheduled
+        // (a full CI run beside a release build: thread 3.98 ms, fork
+        // 2.64 ms).
+        assert!(thread < fork || fork > 1e6, "thread {thread} fork {fork}");
         assert!(note(&*inst, "program").contains("static"));
     }
 
