@@ -42,9 +42,8 @@ impl<W: Write> Finished<W> {
 /// `spin:work=10: ns/op median 1.11 us (5 samples)`.
 /// Units in ASCII, as the run's text report prints them.
 fn line(s: &Seen) -> String {
-    let mut v = s.values.clone();
-    v.sort_by(f64::total_cmp);
-    let med = crate::stats::sample::median_sorted(&v);
+    // Stored values are finite and a line is printed only with some.
+    let med = crate::stats::sample::Sample::new(&s.values).map_or(f64::NAN, |x| x.median());
     let tail = format!(
         ": {} median {} ({} samples)",
         s.metric,
