@@ -6,7 +6,8 @@ NAME_processes and NAME_threads binaries; docs/accuracy.md says
 how), measure every built-in testcase that has a binary there
 against it, alternately, for each mode and task count, and print one row
 per testcase, mode and task count: the medians of the rounds, the ratio
-kbench/wis, and the conditions the row was measured in.
+kbench/wis, the 95% interval of the rounds' paired ratios, and the
+conditions the row was measured in.
 
 The full pass, and why it takes 15-20 minutes for 120 rows on 2 CPUs:
 every row gets `--first` rounds (default 1: kbench and will-it-scale once
@@ -95,6 +96,10 @@ LOW, HIGH = 0.95, 1.05
 SESSION_NICE = None
 # A pass whose median run waited longer than this for its CPUs says so.
 CONTENDED = 0.05
+# Student's t, 97.5% quantile, 1-30 degrees of freedom (31 and up: 30's).
+T975 = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
+        2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086,
+        2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042]
 
 
 def autogroups():
@@ -321,6 +326,22 @@ class Row:
     def inside(self):
         return LOW <= self.ratio() <= HIGH
 
+    def paired_ci(self):
+        """95% interval of the geometric mean of the rounds' ratios k/w (a
+        round runs both sides back to back, so a slow minute of the machine
+        moves both): None under 2 rounds."""
+        logs = [math.log(k / w) for k, w in zip(self.k, self.w) if k > 0 and w > 0]
+        if len(logs) < 2:
+            return None
+        half = T975[min(len(logs) - 1, len(T975)) - 1] * statistics.stdev(logs) / math.sqrt(len(logs))
+        m = statistics.mean(logs)
+        return math.exp(m - half), math.exp(m + half)
+
+    def unresolved(self):
+        """Outside the band, but its rounds cannot tell it from inside."""
+        ci = self.paired_ci()
+        return not self.inside() and ci is not None and ci[0] <= HIGH and ci[1] >= LOW
+
     def conditions(self):
         """The worst of the runs: waited, other CPU work, disk MB/s, load."""
         return tuple(max(c[i] for c in self.cond) for i in range(4))
@@ -372,31 +393,40 @@ def load_causes(key):
 
 
 def cause_of(row, causes):
-    """A row outside the band: its cause from causes.txt; else
-    `unexplained`, and `unexplained, contended` when its runs waited for
+    """A row outside the band: its cause from causes.txt; else `not
+    resolved` when the interval of its paired ratios reaches 0.95-1.05 (its
+    rounds spread too much to say it is outside: measure it with more);
+    else `unexplained`, and `unexplained, contended` when its runs waited for
     their CPUs a third of the time or more (re-measure it quiet)."""
     if row.inside():
         return ""
     known = causes.get((row.name, row.mode, ">" if row.ratio() > HIGH else "<"))
     if known:
         return known
+    if row.unresolved():
+        lo, hi = row.paired_ci()
+        hi = f"{hi:.3f}" if hi < 100 else "more"
+        return f"not resolved: paired 95% CI {lo:.3f}-{hi} reaches the band"
     return "unexplained, contended" if row.conditions()[0] >= 1 / 3 else "unexplained"
 
 
 def markdown(rows, causes):
-    """The table: medians, ratio, rounds, each side's range over the
-    rounds, the conditions, and the cause of a row outside 0.95-1.05."""
+    """The table: medians, ratio, rounds, the paired interval, each
+    side's range over the rounds, the conditions, and the cause of a row
+    outside 0.95-1.05."""
     out = [
         "| testcase | mode | tasks | kbench ops/s | will-it-scale ops/s | ratio | rounds "
-        "| kbench range | wis range | waited | other CPU | disk MB/s | cause |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| paired 95% CI | kbench range | wis range | waited | other CPU | disk MB/s | cause |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         waited, other, disk, _ = r.conditions()
         k, w = r.k, r.w
+        ci = r.paired_ci()
+        ci = f"{ci[0]:.3f}-{ci[1]:.3f}" if ci and ci[1] < 100 else (f"{ci[0]:.3f}-more" if ci else "")
         out.append(
             f"| `{r.name}` | {r.mode} | {r.tasks} | {statistics.median(k):.4g} | {statistics.median(w):.4g} "
-            f"| {r.ratio():.3f} | {len(k)} | {min(k):.3g}-{max(k):.3g} | {min(w):.3g}-{max(w):.3g} "
+            f"| {r.ratio():.3f} | {len(k)} | {ci} | {min(k):.3g}-{max(k):.3g} | {min(w):.3g}-{max(w):.3g} "
             f"| {waited:.2f} | {other:.2f} | {disk:.1f} | {cause_of(r, causes)} |"
         )
     return "\n".join(out)
@@ -445,6 +475,7 @@ def section(key, rows, causes, meta):
     loads = [c[3] for c in conds]
     unexplained = sum(cause_of(r, causes).startswith("unexplained") for r in rows)
     contended = sum(cause_of(r, causes) == "unexplained, contended" for r in rows)
+    unresolved = sum(cause_of(r, causes).startswith("not resolved") for r in rows)
     return "\n".join(
         [
             f"<!-- fidelity: {key} -->",
@@ -461,7 +492,8 @@ def section(key, rows, causes, meta):
             f"disk (all devices) median {statistics.median(disk):.1f} MB/s, max {disk[-1]:.1f} MB/s.",
             "",
             f"**{inside} of {len(rows)} rows within 0.95-1.05** ({wide} within 0.9-1.1); "
-            f"{unexplained} outside without a measured cause ({contended} of them contended)."
+            f"{unresolved} outside whose rounds cannot tell them from inside (paired 95% CI "
+            f"reaching the band); {unexplained} outside without a measured cause ({contended} of them contended)."
             + (
                 f" **A contended pass**: the measured threads waited for their CPU "
                 f"{statistics.median(waited):.0%} of a median run, so a row's ratio says more "
