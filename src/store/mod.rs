@@ -247,13 +247,18 @@ pub trait StoreRead {
     /// [`StoreRead::runs`] with `samples` left 0: counting a run's samples
     /// reads all of them, and a report counts them as it loads them
     /// ([`load_run`], [`load_campaign`]).
+    /// (A backend that counts for nothing overrides it.)
     fn runs_uncounted(&self, campaign: Option<i64>) -> anyhow::Result<Vec<RunRow>> {
-        self.runs(campaign)
+        let mut rows = self.runs(campaign)?;
+        rows.iter_mut().for_each(|r| r.samples = 0);
+        Ok(rows)
     }
     /// [`StoreRead::run`] with `samples` left 0, as
     /// [`StoreRead::runs_uncounted`].
     fn run_uncounted(&self, id: i64) -> anyhow::Result<Option<RunRow>> {
-        self.run(id)
+        let mut row = self.run(id)?;
+        row.iter_mut().for_each(|r| r.samples = 0);
+        Ok(row)
     }
     /// The run's fingerprint and settings; corrupt stored data is an error.
     fn run_details(&self, id: i64) -> anyhow::Result<RunDetails>;
