@@ -993,11 +993,9 @@ fn report(db: &store::Locator, a: &crate::cli::ReportArgs) -> anyhow::Result<Exi
             cells.extend(c);
             runs.extend(r);
         }
-        let t = report::samples::build(&cells, &runs);
-        return write_out(
-            a.output.as_deref(),
-            &report::render(&Document::Samples(&t), format)?,
-        );
+        return write_with(a.output.as_deref(), &mut |w| {
+            report::csv::stream_samples(&cells, &runs, w)
+        });
     }
     // A bisection's campaign: its steps, unless a layout is asked for.
     if let [op] = ops.as_slice()
@@ -1269,6 +1267,27 @@ fn write_out(path: Option<&std::path::Path>, text: &str) -> anyhow::Result<ExitC
         Some(path) => std::fs::write(path, text)
             .map_err(|e| bad_input!("{}: cannot write: {e}", path.display()))?,
         None => out(text)?,
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// [`write_out`] for a document written as it is made, through a buffer.
+fn write_with(
+    path: Option<&std::path::Path>,
+    write: &mut dyn FnMut(&mut dyn std::io::Write) -> std::io::Result<()>,
+) -> anyhow::Result<ExitCode> {
+    use std::io::Write;
+    match path {
+        Some(path) => {
+            let cannot = |e: std::io::Error| bad_input!("{}: cannot write: {e}", path.display());
+            let mut w = std::io::BufWriter::new(std::fs::File::create(path).map_err(cannot)?);
+            write(&mut w).and_then(|()| w.flush()).map_err(cannot)?;
+        }
+        None => {
+            let mut w = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
+            write(&mut w)?;
+            w.flush()?;
+        }
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -104,7 +104,7 @@ pub fn resolve(st: &dyn StoreRead, spec: &str) -> anyhow::Result<Operand> {
     let (name, filters) = split(spec)?;
     let scope = match name.parse::<i64>() {
         Ok(id) => {
-            if st.run(id)?.is_none() {
+            if st.run_uncounted(id)?.is_none() {
                 return Err(bad_input!("no run {id} in the store (see `kbench runs`)"));
             }
             Scope::Run(id)

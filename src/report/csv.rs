@@ -97,8 +97,27 @@ pub fn header(t: &SampleTable) -> String {
 }
 
 fn samples(t: &SampleTable) -> String {
-    let mut o = header(t);
-    o.reserve(t.rows.len() * 64);
+    let mut o = Vec::with_capacity(t.rows.len() * 64);
+    let rows = t.rows.iter().map(|r| {
+        let unit: &str = &r.unit;
+        (r.cell, &*r.metric, unit, r.round, r.seq, r.value)
+    });
+    write_samples(t, rows, &mut o).expect("writing to memory");
+    String::from_utf8(o).expect("fields are text")
+}
+
+/// One sample as a row: its cell (an index into [`SampleTable::cells`]),
+/// metric, unit, round, seq and value.
+pub type SampleFields<'a> = (usize, &'a str, &'a str, u32, u32, f64);
+
+/// The header and a line per sample of `rows`, written as they come: the
+/// columns of `t` (its `rows` unused), the samples wherever they are held.
+pub fn write_samples<'a>(
+    t: &SampleTable,
+    rows: impl IntoIterator<Item = SampleFields<'a>>,
+    w: &mut dyn std::io::Write,
+) -> std::io::Result<()> {
+    w.write_all(header(t).as_bytes())?;
     // A cell's leading columns are the same for each of its samples.
     let mut lead: Vec<String> = Vec::with_capacity(t.cells.len());
     for c in &t.cells {
@@ -114,13 +133,33 @@ fn samples(t: &SampleTable) -> String {
         }
         lead.push(l);
     }
-    for r in &t.rows {
-        o.push_str(&lead[r.cell]);
+    let mut o = String::with_capacity(256);
+    for (cell, metric, unit, round, seq, value) in rows {
+        o.clear();
+        o.push_str(&lead[cell]);
         o.push(',');
-        field(&mut o, &r.metric);
+        field(&mut o, metric);
         o.push(',');
-        field(&mut o, &r.unit);
-        let _ = writeln!(o, ",{},{},{}", r.round, r.seq, r.value);
+        field(&mut o, unit);
+        let _ = writeln!(o, ",{round},{seq},{value}");
+        w.write_all(o.as_bytes())?;
     }
-    o
+    Ok(())
+}
+
+/// `cells`' samples as CSV, written as they are read from the cells
+/// (no table of every row first: 10^6 samples held once, not three times).
+pub fn stream_samples(
+    cells: &[crate::store::StoredCell],
+    runs: &[crate::store::RunRow],
+    w: &mut dyn std::io::Write,
+) -> std::io::Result<()> {
+    let t = super::samples::columns(cells, runs);
+    let rows = cells.iter().enumerate().flat_map(|(i, (_, samples))| {
+        samples.iter().map(move |s| {
+            let unit: &str = &s.unit;
+            (i, &*s.metric, unit, s.round, s.seq, s.value)
+        })
+    });
+    write_samples(&t, rows, w)
 }

@@ -41,6 +41,25 @@ pub struct SampleTable {
 
 /// The samples of `cells`, the hosts taken from `runs`.
 pub fn build(cells: &[StoredCell], runs: &[RunRow]) -> SampleTable {
+    let mut t = columns(cells, runs);
+    t.rows
+        .reserve_exact(cells.iter().map(|(_, s)| s.len()).sum());
+    for (i, (_, samples)) in cells.iter().enumerate() {
+        t.rows.extend(samples.iter().map(|s| SampleRow {
+            cell: i,
+            metric: s.metric.clone(),
+            unit: s.unit.clone(),
+            round: s.round,
+            seq: s.seq,
+            value: s.value,
+        }));
+    }
+    t
+}
+
+/// The table of `cells` without its rows: the columns, and what each
+/// cell gives each of its samples (`t.cells[i]` is `cells[i]`'s).
+pub fn columns(cells: &[StoredCell], runs: &[RunRow]) -> SampleTable {
     let hosts: IndexMap<i64, Arc<str>> = runs
         .iter()
         .map(|r| (r.id, Arc::from(r.host.as_str())))
@@ -62,12 +81,11 @@ pub fn build(cells: &[StoredCell], runs: &[RunRow]) -> SampleTable {
     let unknown: Arc<str> = Arc::from("");
     let mut t = SampleTable {
         cells: Vec::with_capacity(cells.len()),
-        rows: Vec::with_capacity(cells.iter().map(|(_, s)| s.len()).sum()),
+        rows: Vec::new(),
         factors,
         params,
     };
-    for (c, samples) in cells {
-        let i = t.cells.len();
+    for (c, _) in cells {
         t.cells.push(CellCols {
             run: c.run_id,
             host: hosts.get(&c.run_id).cloned().unwrap_or(unknown.clone()),
@@ -89,14 +107,6 @@ pub fn build(cells: &[StoredCell], runs: &[RunRow]) -> SampleTable {
                 })
                 .collect(),
         });
-        t.rows.extend(samples.iter().map(|s| SampleRow {
-            cell: i,
-            metric: s.metric.clone(),
-            unit: s.unit.clone(),
-            round: s.round,
-            seq: s.seq,
-            value: s.value,
-        }));
     }
     t
 }

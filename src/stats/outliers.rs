@@ -8,8 +8,6 @@
 
 use serde::Serialize;
 
-use super::sample::median_sorted;
-
 /// The usual cut-off for |M|.
 pub const DEFAULT_THRESHOLD: f64 = 3.5;
 
@@ -26,6 +24,19 @@ pub struct Outliers {
     pub flagged: Vec<usize>,
 }
 
+/// The median of `v` (not empty), as [`super::sample::median_sorted`] of it sorted, by
+/// selection: O(n) where the sort was O(n log n). Reorders `v`.
+fn median_selected(v: &mut [f64]) -> f64 {
+    let n = v.len();
+    let (below, mid, _) = v.select_nth_unstable_by(n / 2, f64::total_cmp);
+    if n % 2 == 1 {
+        *mid
+    } else {
+        let lo = below.iter().copied().max_by(f64::total_cmp);
+        (lo.expect("two values or more") + *mid) / 2.0
+    }
+}
+
 /// Score `values` (time order is kept, so flagged indices point at the
 /// samples) and flag those beyond `threshold`.
 pub fn modified_z(values: &[f64], threshold: f64) -> Outliers {
@@ -38,15 +49,17 @@ pub fn modified_z(values: &[f64], threshold: f64) -> Outliers {
             flagged: Vec::new(),
         };
     }
-    let mut sorted = values.to_vec();
-    sorted.sort_unstable_by(f64::total_cmp);
-    let median = median_sorted(&sorted);
-    let mut dev: Vec<f64> = values.iter().map(|x| (x - median).abs()).collect();
-    dev.sort_unstable_by(f64::total_cmp);
-    let mad = median_sorted(&dev);
+    let mut dev = values.to_vec();
+    let median = median_selected(&mut dev);
+    for (d, x) in dev.iter_mut().zip(values) {
+        *d = (x - median).abs();
+    }
+    let mad = median_selected(&mut dev);
     let scale = if mad > 0.0 {
         mad / 0.6745
     } else {
+        // Summed in ascending order, as always.
+        dev.sort_unstable_by(f64::total_cmp);
         1.253314 * dev.iter().sum::<f64>() / dev.len() as f64
     };
     let scores: Vec<f64> = values
@@ -99,5 +112,27 @@ mod tests {
         assert_eq!(o.flagged, vec![4]);
         let flat = modified_z(&[3.0; 4], DEFAULT_THRESHOLD);
         assert!(flat.flagged.is_empty() && flat.scores.iter().all(|&s| s == 0.0));
+    }
+
+    /// Selection finds the median sorting finds, odd and even counts,
+    /// ties, signed zeros and all.
+    #[test]
+    fn selected_median_is_the_sorted_one() {
+        let mut x: u64 = 7;
+        for n in 1..60 {
+            let v: Vec<f64> = (0..n)
+                .map(|_| {
+                    x = x
+                        .wrapping_mul(6364136223846793005)
+                        .wrapping_add(1442695040888963407);
+                    [(x >> 40) as f64 / 7.0, -0.0, 0.0, 1.5][(x >> 20) as usize % 4]
+                })
+                .collect();
+            let mut sorted = v.clone();
+            sorted.sort_unstable_by(f64::total_cmp);
+            let want = crate::stats::sample::median_sorted(&sorted);
+            let got = median_selected(&mut v.clone());
+            assert_eq!(got.to_bits(), want.to_bits(), "{v:?}");
+        }
     }
 }

@@ -244,6 +244,22 @@ pub trait StoreRead {
     /// Runs, oldest first; only the campaign's when given.
     fn runs(&self, campaign: Option<i64>) -> anyhow::Result<Vec<RunRow>>;
     fn run(&self, id: i64) -> anyhow::Result<Option<RunRow>>;
+    /// [`StoreRead::runs`] with `samples` left 0: counting a run's samples
+    /// reads all of them, and a report counts them as it loads them
+    /// ([`load_run`], [`load_campaign`]).
+    /// (A backend that counts for nothing overrides it.)
+    fn runs_uncounted(&self, campaign: Option<i64>) -> anyhow::Result<Vec<RunRow>> {
+        let mut rows = self.runs(campaign)?;
+        rows.iter_mut().for_each(|r| r.samples = 0);
+        Ok(rows)
+    }
+    /// [`StoreRead::run`] with `samples` left 0, as
+    /// [`StoreRead::runs_uncounted`].
+    fn run_uncounted(&self, id: i64) -> anyhow::Result<Option<RunRow>> {
+        let mut row = self.run(id)?;
+        row.iter_mut().for_each(|r| r.samples = 0);
+        Ok(row)
+    }
     /// The run's fingerprint and settings; corrupt stored data is an error.
     fn run_details(&self, id: i64) -> anyhow::Result<RunDetails>;
     fn last_run_id(&self) -> anyhow::Result<Option<i64>>;
@@ -382,15 +398,29 @@ pub fn runs(st: &dyn StoreRead, campaign: Option<i64>) -> anyhow::Result<Vec<Run
 /// Load a run for a report.
 pub fn load_run(st: &dyn StoreRead, id: i64) -> anyhow::Result<RunData> {
     let mut run = st
-        .run(id)?
+        .run_uncounted(id)?
         .ok_or_else(|| bad_input!("no run {id} in the store (see `kbench runs`)"))?;
     reconcile(st, std::slice::from_mut(&mut run))?;
+    let cells = st.cells(Scope::Run(id))?;
+    count_samples(std::slice::from_mut(&mut run), &cells);
     Ok(RunData {
         details: st.run_details(id)?,
-        cells: st.cells(Scope::Run(id))?,
         failures: st.failures(Scope::Run(id))?,
+        cells,
         run,
     })
+}
+
+/// Each run's `samples`: the samples of its cells among `cells` (all of
+/// them, as loaded for a report).
+fn count_samples(runs: &mut [RunRow], cells: &[StoredCell]) {
+    let mut n: std::collections::HashMap<i64, i64> = std::collections::HashMap::new();
+    for (c, s) in cells {
+        *n.entry(c.run_id).or_default() += s.len() as i64;
+    }
+    for r in runs {
+        r.samples = n.get(&r.id).copied().unwrap_or(0);
+    }
 }
 
 /// Load a campaign for a report.
@@ -399,15 +429,18 @@ pub fn load_campaign(st: &dyn StoreRead, id: i64) -> anyhow::Result<CampaignData
         .campaigns(CampaignQuery::Id(id))?
         .pop()
         .ok_or_else(|| bad_input!("no campaign {id} in the store (see `kbench runs`)"))?;
-    let runs = runs(st, Some(id))?;
+    let mut runs = st.runs_uncounted(Some(id))?;
+    reconcile(st, &mut runs)?;
     let latest = match runs.last() {
         Some(r) => Some(st.run_details(r.id)?),
         None => None,
     };
+    let cells = st.cells(Scope::Campaign(id))?;
+    count_samples(&mut runs, &cells);
     Ok(CampaignData {
         campaign,
         latest,
-        cells: st.cells(Scope::Campaign(id))?,
+        cells,
         failures: st.failures(Scope::Campaign(id))?,
         runs,
     })
@@ -794,6 +827,16 @@ INSERT INTO samples (id, run_id, cell_id, metric, unit, value, round, seq, t, pr
 
         let r = s.run(run).unwrap().unwrap();
         assert_eq!((r.cells, r.samples, r.status), (2, 4, RunStatus::Failed));
+        // Uncounted reads are the same rows without the sample count,
+        // which a report's load counts from what it loaded.
+        let bare = RunRow {
+            samples: 0,
+            ..r.clone()
+        };
+        assert_eq!(s.run_uncounted(run).unwrap(), Some(bare.clone()));
+        assert_eq!(s.runs_uncounted(Some(c1)).unwrap(), vec![bare]);
+        assert_eq!(super::load_run(&*s, run).unwrap().run, r);
+        assert_eq!(super::load_campaign(&*s, c1).unwrap().runs, vec![r.clone()]);
         assert_eq!(r.campaign.as_deref(), Some("c"));
         assert_eq!(r.ended, Some(9.0));
         assert_eq!(s.last_run_id().unwrap(), Some(run));

@@ -24,7 +24,7 @@ use postgres::{Client, NoTls, Row};
 use std::cell::RefCell;
 
 use super::locator::PgUrl;
-use super::sql::{self, CAMPAIGN_COLUMNS, RUN_SELECT, SAMPLE_COLUMNS};
+use super::sql::{self, CAMPAIGN_COLUMNS, SAMPLE_COLUMNS};
 use super::{
     CampaignQuery, CampaignRow, CellProgress, FailureRec, FleetHostRec, NewRun, RunDetails, RunRow,
     SampleRec, Scope, StoreRead, StoreWrite, StoredCell, VerdictRec,
@@ -482,6 +482,25 @@ impl PgStore {
             .collect()
     }
 
+    /// The campaign's runs (every run without one), their samples counted
+    /// when `samples`.
+    fn runs_of(&self, campaign: Option<i64>, samples: bool) -> anyhow::Result<Vec<RunRow>> {
+        let select = sql::run_select(samples);
+        self.rows(
+            &format!("{select} WHERE $1::BIGINT IS NULL OR r.campaign_id = $1 ORDER BY r.id"),
+            &[&campaign],
+            sql::run_row,
+        )
+    }
+
+    /// Run `id`, its samples counted when `samples`.
+    fn run_of(&self, id: i64, samples: bool) -> anyhow::Result<Option<RunRow>> {
+        let select = sql::run_select(samples);
+        Ok(self
+            .rows(&format!("{select} WHERE r.id = $1"), &[&id], sql::run_row)?
+            .pop())
+    }
+
     /// The store holds what kbench cannot read back (exit 2).
     fn damaged(&self, what: &str) -> anyhow::Error {
         bad_input!(
@@ -541,19 +560,19 @@ pub fn check(url: &PgUrl) -> anyhow::Result<Vec<String>> {
 
 impl StoreRead for PgStore {
     fn runs(&self, campaign: Option<i64>) -> anyhow::Result<Vec<RunRow>> {
-        self.rows(
-            &format!("{RUN_SELECT} WHERE $1::BIGINT IS NULL OR r.campaign_id = $1 ORDER BY r.id"),
-            &[&campaign],
-            sql::run_row,
-        )
+        self.runs_of(campaign, true)
     }
 
     fn run(&self, id: i64) -> anyhow::Result<Option<RunRow>> {
-        Ok(self
-            .rows(&format!("{RUN_SELECT} WHERE r.id = $1"), &[&id], |r| {
-                sql::run_row(r)
-            })?
-            .pop())
+        self.run_of(id, true)
+    }
+
+    fn runs_uncounted(&self, campaign: Option<i64>) -> anyhow::Result<Vec<RunRow>> {
+        self.runs_of(campaign, false)
+    }
+
+    fn run_uncounted(&self, id: i64) -> anyhow::Result<Option<RunRow>> {
+        self.run_of(id, false)
     }
 
     fn run_details(&self, id: i64) -> anyhow::Result<RunDetails> {
@@ -618,7 +637,7 @@ impl StoreRead for PgStore {
             [&arg],
         )?;
         while let Some(r) = rows.next()? {
-            f(sql::sample_rec(&r, &series)?)?;
+            f(sql::sample_rec(&r, &mut series)?)?;
         }
         Ok(())
     }

@@ -10,7 +10,7 @@ use indexmap::IndexMap;
 use rusqlite::{Connection, OptionalExtension, params};
 use std::path::{Path, PathBuf};
 
-use super::sql::{self, CAMPAIGN_COLUMNS, RUN_SELECT, SAMPLE_COLUMNS};
+use super::sql::{self, CAMPAIGN_COLUMNS, SAMPLE_COLUMNS};
 use super::{
     Access, CampaignQuery, CampaignRow, CellProgress, FailureRec, FleetHostRec, NewRun, RunDetails,
     RunRow, SampleRec, Scope, StoreRead, StoreWrite, StoredCell, VerdictRec,
@@ -776,6 +776,27 @@ impl SqliteStore {
         Ok(out)
     }
 
+    /// The campaign's runs (every run without one), their samples counted
+    /// when `samples`.
+    fn runs_of(&self, campaign: Option<i64>, samples: bool) -> anyhow::Result<Vec<RunRow>> {
+        let select = sql::run_select(samples);
+        self.rows(
+            &format!("{select} WHERE ?1 IS NULL OR r.campaign_id = ?1 ORDER BY r.id"),
+            [campaign],
+            |r| sql::run_row(r),
+        )
+    }
+
+    /// Run `id`, its samples counted when `samples`.
+    fn run_of(&self, id: i64, samples: bool) -> anyhow::Result<Option<RunRow>> {
+        let select = sql::run_select(samples);
+        Ok(self
+            .rows(&format!("{select} WHERE r.id = ?1"), [id], |r| {
+                sql::run_row(r)
+            })?
+            .pop())
+    }
+
     /// `f` on each row of `sql` as it is read.
     fn each_row(
         &self,
@@ -796,19 +817,19 @@ impl SqliteStore {
 
 impl StoreRead for SqliteStore {
     fn runs(&self, campaign: Option<i64>) -> anyhow::Result<Vec<RunRow>> {
-        self.rows(
-            &format!("{RUN_SELECT} WHERE ?1 IS NULL OR r.campaign_id = ?1 ORDER BY r.id"),
-            [campaign],
-            |r| sql::run_row(r),
-        )
+        self.runs_of(campaign, true)
     }
 
     fn run(&self, id: i64) -> anyhow::Result<Option<RunRow>> {
-        Ok(self
-            .rows(&format!("{RUN_SELECT} WHERE r.id = ?1"), [id], |r| {
-                sql::run_row(r)
-            })?
-            .pop())
+        self.run_of(id, true)
+    }
+
+    fn runs_uncounted(&self, campaign: Option<i64>) -> anyhow::Result<Vec<RunRow>> {
+        self.runs_of(campaign, false)
+    }
+
+    fn run_uncounted(&self, id: i64) -> anyhow::Result<Option<RunRow>> {
+        self.run_of(id, false)
     }
 
     fn run_details(&self, id: i64) -> anyhow::Result<RunDetails> {
@@ -872,7 +893,7 @@ impl StoreRead for SqliteStore {
         self.each_row(
             &format!("SELECT {SAMPLE_COLUMNS} FROM samples s WHERE {cond} ORDER BY s.run_id, s.id"),
             [arg],
-            |r| f(sql::sample_rec(r, &series)?),
+            |r| f(sql::sample_rec(r, &mut series)?),
         )
     }
 
