@@ -300,7 +300,7 @@ pub fn verdict_rec(r: &impl Row) -> anyhow::Result<VerdictRec> {
 /// each of 10^6 samples' ids: a table indexed by the id's offset from the
 /// smallest, as a scope's ids are nearly consecutive; a sorted list
 /// searched by halves when they are not.
-#[derive(Default)]
+#[derive(Clone, Default)]
 pub struct IdIndex {
     base: i64,
     dense: Vec<u32>,
@@ -350,7 +350,7 @@ impl IdIndex {
 
 /// A scope's series: the cell, metric and unit their samples share, the
 /// names allocated once per series, never per sample.
-#[derive(Default)]
+#[derive(Clone, Default)]
 pub struct Series {
     rows: Vec<(i64, i64, Arc<str>, Arc<str>)>,
     /// Positions in `rows` by id, made at the first look-up after an add.
@@ -412,15 +412,25 @@ pub fn cells_with_samples(
     scope: Scope,
 ) -> anyhow::Result<Vec<super::StoredCell>> {
     let cells = st.cell_recs(scope)?;
+    let samples = bucketed(&cells, |f| st.each_sample(scope, f))?;
+    Ok(cells.into_iter().zip(samples).collect())
+}
+
+/// The samples `read` gives, in a list per cell of `cells` (in their
+/// order); a sample of another cell is left out.
+pub fn bucketed(
+    cells: &[CellRec],
+    read: impl FnOnce(&mut dyn FnMut(SampleRec) -> anyhow::Result<()>) -> anyhow::Result<()>,
+) -> anyhow::Result<Vec<Vec<SampleRec>>> {
     let index = IdIndex::new(cells.iter().map(|c| c.id));
     let mut samples: Vec<Vec<SampleRec>> = vec![Vec::new(); cells.len()];
-    st.each_sample(scope, &mut |s| {
+    read(&mut |s| {
         if let Some(i) = index.get(s.cell_id) {
             samples[i].push(s);
         }
         Ok(())
     })?;
-    Ok(cells.into_iter().zip(samples).collect())
+    Ok(samples)
 }
 
 #[cfg(test)]

@@ -815,6 +815,95 @@ impl SqliteStore {
     }
 }
 
+/// A scope whose samples span this many rowids is read in two halves at
+/// once ([`SqliteStore::cells`]); below it a second connection costs more
+/// than it saves.
+const SPLIT_AT: i64 = 100_000;
+
+impl SqliteStore {
+    /// The scope's series, for [`sql::sample_rec`].
+    fn series(&self, scope: Scope) -> anyhow::Result<sql::Series> {
+        let (cells, arg) = sql::scope_sql(scope, "c");
+        let mut series = sql::Series::default();
+        self.each_row(&sql::series_sql(&cells), [arg], |r| series.add(r))?;
+        Ok(series)
+    }
+
+    /// The first and last rowid of the scope's samples (its runs' first
+    /// and last, each one look-up in index samples_run), `None` without
+    /// samples.
+    fn sample_span(&self, scope: Scope) -> anyhow::Result<Option<(i64, i64)>> {
+        let mut runs = Vec::new();
+        match scope {
+            Scope::Run(id) => runs.push(id),
+            Scope::Campaign(id) => {
+                self.each_row("SELECT id FROM runs WHERE campaign_id = ?1", [id], |r| {
+                    Ok(runs.push(r.get(0)?))
+                })?
+            }
+        }
+        let mut span: Option<(i64, i64)> = None;
+        for run in runs {
+            let end = |order: &str| -> anyhow::Result<Option<i64>> {
+                let mut id = None;
+                self.each_row(
+                    &format!(
+                        "SELECT id FROM samples WHERE run_id = ?1 ORDER BY id {order} LIMIT 1"
+                    ),
+                    [run],
+                    |r| Ok(id = Some(r.get(0)?)),
+                )?;
+                Ok(id)
+            };
+            if let (Some(first), Some(last)) = (end("ASC")?, end("DESC")?) {
+                span = Some(span.map_or((first, last), |(lo, hi)| (lo.min(first), hi.max(last))));
+            }
+        }
+        Ok(span)
+    }
+
+    /// The scope's samples with rowids `lo..=hi`, a list per cell of
+    /// `cells`: the table read in rowid order, the scope's condition
+    /// filtering what other runs wrote in between.
+    fn samples_between(
+        &self,
+        scope: Scope,
+        cells: &[super::CellRec],
+        mut series: sql::Series,
+        lo: i64,
+        hi: i64,
+    ) -> anyhow::Result<Vec<Vec<SampleRec>>> {
+        let (cond, arg) = sql::scope_sql(scope, "s");
+        // `$1` first, so it is parameter 1 beside the numbered ?2 and ?3.
+        let q = format!(
+            "SELECT {SAMPLE_COLUMNS} FROM samples s NOT INDEXED
+             WHERE {cond} AND s.id BETWEEN ?2 AND ?3 ORDER BY s.id"
+        );
+        sql::bucketed(cells, |f| {
+            self.each_row(&q, params![arg, lo, hi], |r| {
+                f(sql::sample_rec(r, &mut series)?)
+            })
+        })
+    }
+
+    /// Another read-only connection to the same file, for a thread; `None`
+    /// where there is no file or it cannot be opened so (then one
+    /// connection reads it all).
+    fn second_reader(&self) -> Option<SqliteStore> {
+        use rusqlite::OpenFlags as F;
+        let path = self.conn.path().filter(|p| !p.is_empty())?;
+        let uri = format!("file:{}?mode=ro", uri_path(Path::new(path)));
+        let flags = F::SQLITE_OPEN_READ_ONLY | F::SQLITE_OPEN_URI | F::SQLITE_OPEN_NO_MUTEX;
+        let conn = Connection::open_with_flags(uri, flags).ok()?;
+        conn.busy_timeout(BUSY).ok()?;
+        map_reads(&conn);
+        Some(SqliteStore {
+            conn,
+            locks: Vec::new(),
+        })
+    }
+}
+
 impl StoreRead for SqliteStore {
     fn runs(&self, campaign: Option<i64>) -> anyhow::Result<Vec<RunRow>> {
         self.runs_of(campaign, true)
@@ -866,8 +955,40 @@ impl StoreRead for SqliteStore {
         )
     }
 
+    /// A scope of many samples is read in two halves of its rowid range at
+    /// once, the upper on a second connection in a thread: decoding the
+    /// rows was half of a report of 10^6 samples, and each half is a
+    /// sequential read of the table.
     fn cells(&self, scope: Scope) -> anyhow::Result<Vec<StoredCell>> {
-        sql::cells_with_samples(self, scope)
+        let Some((lo, hi)) = self.sample_span(scope)? else {
+            return sql::cells_with_samples(self, scope);
+        };
+        let second = (hi - lo >= SPLIT_AT)
+            .then(|| self.second_reader())
+            .flatten();
+        let cells = self.cell_recs(scope)?;
+        let series = self.series(scope)?;
+        let Some(second) = second else {
+            let samples = self.samples_between(scope, &cells, series, lo, hi)?;
+            return Ok(cells.into_iter().zip(samples).collect());
+        };
+        let mid = lo + (hi - lo) / 2;
+        let (lower, upper) = std::thread::scope(|t| {
+            let upper = t.spawn({
+                let (cells, series) = (&cells, series.clone());
+                move || second.samples_between(scope, cells, series, mid + 1, hi)
+            });
+            let lower = self.samples_between(scope, &cells, series.clone(), lo, mid);
+            let upper = upper
+                .join()
+                .unwrap_or_else(|_| Err(anyhow::anyhow!("the second reader of the store stopped")));
+            (lower, upper)
+        });
+        let mut lower = lower?;
+        for (l, u) in lower.iter_mut().zip(upper?) {
+            l.extend(u);
+        }
+        Ok(cells.into_iter().zip(lower).collect())
     }
 
     fn cell_recs(&self, scope: Scope) -> anyhow::Result<Vec<super::CellRec>> {
@@ -886,9 +1007,7 @@ impl StoreRead for SqliteStore {
         scope: Scope,
         f: &mut dyn FnMut(SampleRec) -> anyhow::Result<()>,
     ) -> anyhow::Result<()> {
-        let (cells, arg) = sql::scope_sql(scope, "c");
-        let mut series = sql::Series::default();
-        self.each_row(&sql::series_sql(&cells), [arg], |r| series.add(r))?;
+        let mut series = self.series(scope)?;
         let (cond, arg) = sql::scope_sql(scope, "s");
         self.each_row(
             &format!("SELECT {SAMPLE_COLUMNS} FROM samples s WHERE {cond} ORDER BY s.run_id, s.id"),
