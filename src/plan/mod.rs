@@ -73,6 +73,7 @@
 //! exact) are documented in `system/probe.rs`; campaign rules (resume,
 //! `--force`, states) in `campaign.rs`.
 
+mod factor;
 pub mod gate;
 pub mod report;
 pub mod settings;
@@ -106,7 +107,7 @@ struct PlanFile {
     seed: Option<u64>,
     precision: Option<Spanned<String>>,
     #[serde(default)]
-    factors: IndexMap<Spanned<String>, Spanned<FactorFile>>,
+    factors: IndexMap<Spanned<String>, Spanned<factor::FactorFile>>,
     #[serde(default)]
     bench: Vec<Spanned<BenchFile>>,
     /// Report layout (`report.rs`).
@@ -129,28 +130,6 @@ struct RepeatFile {
 #[serde(deny_unknown_fields)]
 struct RebootFile {
     command: Spanned<String>,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct FactorFile {
-    apply: Spanned<String>,
-    values: Spanned<toml::Value>,
-    labels: Option<Spanned<Vec<String>>>,
-    /// For `param`: the parameter set (default: the factor's name).
-    param: Option<Spanned<String>>,
-    /// For `env`: the variable set (default: the factor's name).
-    var: Option<Spanned<String>>,
-    /// For `system`: what reads the running state (a probe name or a
-    /// command).
-    probe: Option<Spanned<toml::Value>>,
-    /// For `system`: how to reach each value (label -> text), e.g.
-    /// "boot with `nopti`".
-    hint: Option<Spanned<IndexMap<String, String>>>,
-    /// For `shell`: run before a value's cells (`{value}` is the value).
-    setup: Option<Spanned<String>>,
-    /// For `shell`: run after a value's cells.
-    teardown: Option<Spanned<String>>,
 }
 
 /// How a factor's value is applied.

@@ -4,14 +4,12 @@ use indexmap::IndexMap;
 use std::collections::HashSet;
 
 use super::{
-    Apply, BenchSpec, Cell, Factor, FactorFile, Level, Plan, PlanFile,
-    Repeat, ShellStep, Source, SystemNeed,
+    Apply, BenchSpec, Cell, Factor, Plan, PlanFile, Repeat, ShellStep, Source, SystemNeed,
 };
 use crate::bench::command::spec::{self, BenchFile};
 use crate::bench::params::{label_of, raw_from_str};
 use crate::bench::{self, BenchRef, Params};
 use crate::error::bad_input;
-use crate::system::probe::{self, Probe};
 use crate::units::{CpuSet, parse_percent};
 
 fn positive(
@@ -77,7 +75,7 @@ pub(super) fn validate(file: PlanFile, src: &Source) -> anyhow::Result<Plan> {
 
     let mut factors = Vec::new();
     for (fname, fdef) in &file.factors {
-        factors.push(factor(src, fname, fdef)?);
+        factors.push(super::factor::factor(src, fname, fdef)?);
     }
 
     let env_vars: Vec<String> = factors
@@ -283,325 +281,6 @@ fn layout_of(
         }
         None => None,
     })
-}
-
-fn factor(
-    src: &Source,
-    fname: &toml::Spanned<String>,
-    fdef: &toml::Spanned<FactorFile>,
-) -> anyhow::Result<Factor> {
-    let name = fname.get_ref().clone();
-    let d = fdef.get_ref();
-    let apply = apply_of(src, fname, d)?;
-    let sys = apply == Apply::System;
-    let probe = probe_of(src, &name, d)?;
-    let valued = values_of(src, &name, d)?;
-    let mut seen = HashSet::new();
-    let mut levels = Vec::new();
-    for (v, label) in valued {
-        if sys {
-            let expect = expected(src, &name, d, &label, &v, probe.as_ref())?;
-            if !seen.insert(label.clone()) {
-                return Err(src.err(
-                    d.values.span(),
-                    format!("factor `{name}`: duplicate value `{label}`"),
-                ));
-            }
-            let hint = d
-                .hint
-                .as_ref()
-                .and_then(|h| h.get_ref().get(&label).cloned());
-            levels.push(Level {
-                label,
-                raw: v,
-                cpus: None,
-                expect,
-                hint,
-            });
-            continue;
-        }
-        if matches!(v, toml::Value::Array(_) | toml::Value::Table(_)) {
-            return Err(src.err(
-                d.values.span(),
-                format!(
-                    "factor `{name}`: values must be scalars, found {}",
-                    v.type_str()
-                ),
-            ));
-        }
-        if !seen.insert(label.clone()) {
-            return Err(src.err(
-                d.values.span(),
-                format!("factor `{name}`: duplicate value `{label}`"),
-            ));
-        }
-        let cpus = if apply == Apply::Cpus {
-            let set = CpuSet::parse(&label_of(&v))
-                .and_then(|s| s.check_online(&crate::system::online_cpus()).map(|_| s))
-                .map_err(|e| src.err(d.values.span(), format!("factor `{name}`: {e}")))?;
-            Some(set)
-        } else {
-            None
-        };
-        levels.push(Level {
-            label,
-            raw: v,
-            cpus,
-            expect: Vec::new(),
-            hint: None,
-        });
-    }
-    if let Some(h) = &d.hint {
-        for k in h.get_ref().keys() {
-            if !levels.iter().any(|l| &l.label == k) {
-                return Err(src.err(
-                    h.span(),
-                    format!("factor `{name}`: `hint` for unknown value `{k}`"),
-                ));
-            }
-        }
-    }
-    Ok(Factor {
-        name,
-        apply,
-        levels,
-    })
-}
-
-/// How a factor applies (`apply` and the keys that go with it).
-fn apply_of(src: &Source, fname: &toml::Spanned<String>, d: &FactorFile) -> anyhow::Result<Apply> {
-    let name = fname.get_ref().clone();
-    let apply = match d.apply.get_ref().as_str() {
-        "param" => Apply::Param {
-            param: d
-                .param
-                .as_ref()
-                .map(|p| p.get_ref().clone())
-                .unwrap_or_else(|| name.clone()),
-        },
-        "cpus" => Apply::Cpus,
-        "env" => {
-            let var = d
-                .var
-                .as_ref()
-                .map(|v| v.get_ref().clone())
-                .unwrap_or_else(|| name.clone());
-            let ok = !var.is_empty()
-                && var.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
-                && !var.starts_with(|c: char| c.is_ascii_digit());
-            if !ok {
-                let span = d.var.as_ref().map_or(fname.span(), |v| v.span());
-                return Err(src.err(
-                    span,
-                    format!(
-                        "factor `{name}`: `{var}` is not an environment variable name (set `var`)"
-                    ),
-                ));
-            }
-            Apply::Env { var }
-        }
-        "shell" => {
-            if d.setup.is_none() && d.teardown.is_none() {
-                return Err(src.err(
-                    d.apply.span(),
-                    format!("factor `{name}`: apply = \"shell\" needs `setup` and/or `teardown`"),
-                ));
-            }
-            Apply::Shell {
-                setup: d.setup.as_ref().map(|x| x.get_ref().clone()),
-                teardown: d.teardown.as_ref().map(|x| x.get_ref().clone()),
-            }
-        }
-        "system" => Apply::System,
-        other => {
-            return Err(src.err(
-                d.apply.span(),
-                format!(
-                    "factor `{name}`: unknown apply `{other}`{}",
-                    crate::suggest::hint(other, &["param", "env", "cpus", "shell", "system"], "")
-                ),
-            ));
-        }
-    };
-    let only = |key: &str, span: Option<std::ops::Range<usize>>, ok: bool, kind: &str| match span {
-        Some(sp) if !ok => Err(src.err(
-            sp,
-            format!("factor `{name}`: `{key}` only goes with apply = \"{kind}\""),
-        )),
-        _ => Ok(()),
-    };
-    only(
-        "param",
-        d.param.as_ref().map(|x| x.span()),
-        matches!(apply, Apply::Param { .. }),
-        "param",
-    )?;
-    only(
-        "var",
-        d.var.as_ref().map(|x| x.span()),
-        matches!(apply, Apply::Env { .. }),
-        "env",
-    )?;
-    let sys = apply == Apply::System;
-    only("probe", d.probe.as_ref().map(|x| x.span()), sys, "system")?;
-    only("hint", d.hint.as_ref().map(|x| x.span()), sys, "system")?;
-    let shell = matches!(apply, Apply::Shell { .. });
-    only("setup", d.setup.as_ref().map(|x| x.span()), shell, "shell")?;
-    only(
-        "teardown",
-        d.teardown.as_ref().map(|x| x.span()),
-        shell,
-        "shell",
-    )?;
-    Ok(apply)
-}
-
-/// A `system` factor's `probe`: a probe name or a command list.
-fn probe_of(src: &Source, name: &str, d: &FactorFile) -> anyhow::Result<Option<Probe>> {
-    Ok(match d.probe.as_ref().map(|p| (p, p.get_ref())) {
-        None => None,
-        Some((p, toml::Value::String(n))) => {
-            Some(Probe::parse(n).map_err(|e| src.err(p.span(), format!("factor `{name}`: {e}")))?)
-        }
-        Some((p, toml::Value::Array(a))) => {
-            let argv: Option<Vec<String>> =
-                a.iter().map(|x| x.as_str().map(String::from)).collect();
-            match argv {
-                Some(v) if !v.is_empty() => {
-                    if src.here && !program_exists(&v[0]) {
-                        return Err(src.err(
-                            p.span(),
-                            format!(
-                                "factor `{name}`: probe command `{}` is not found{}",
-                                crate::term::visible(&v[0]),
-                                if v[0].contains('/') { "" } else { " on PATH" }
-                            ),
-                        ));
-                    }
-                    Some(Probe::Command(v))
-                }
-                _ => {
-                    return Err(src.err(
-                        p.span(),
-                        format!(
-                            "factor `{name}`: a probe command must be a non-empty list of strings"
-                        ),
-                    ));
-                }
-            }
-        }
-        Some((p, other)) => {
-            return Err(src.err(
-                p.span(),
-                format!(
-                    "factor `{name}`: `probe` must be a probe name or a command list, found {}",
-                    other.type_str()
-                ),
-            ));
-        }
-    })
-}
-
-/// A factor's values with their labels, in order.
-fn values_of(
-    src: &Source,
-    name: &str,
-    d: &FactorFile,
-) -> anyhow::Result<Vec<(toml::Value, String)>> {
-    // `values` is a list, or a table label -> value (for `system`, the
-    // value may itself be a table probe -> expected reading).
-    let (values, table_labels) = match d.values.get_ref() {
-        toml::Value::Array(a) => (a.clone(), None),
-        toml::Value::Table(t) => (
-            t.values().cloned().collect(),
-            Some(t.keys().cloned().collect::<Vec<String>>()),
-        ),
-        other => {
-            return Err(src.err(
-                d.values.span(),
-                format!(
-                    "factor `{name}`: `values` must be a list or a table, found {}",
-                    other.type_str()
-                ),
-            ));
-        }
-    };
-    if let (Some(_), Some(l)) = (&table_labels, &d.labels) {
-        return Err(src.err(
-            l.span(),
-            format!("factor `{name}`: `labels` goes with a list of values; a table's keys are already labels"),
-        ));
-    }
-    if values.is_empty() {
-        return Err(src.err(
-            d.values.span(),
-            format!("factor `{name}`: `values` is empty"),
-        ));
-    }
-    let labels: Vec<String> = match &d.labels {
-        Some(l) if l.get_ref().len() != values.len() => {
-            return Err(src.err(
-                l.span(),
-                format!(
-                    "factor `{name}`: {} labels for {} values",
-                    l.get_ref().len(),
-                    values.len()
-                ),
-            ));
-        }
-        Some(l) => l.get_ref().clone(),
-        None => table_labels.unwrap_or_else(|| values.iter().map(label_of).collect()),
-    };
-    Ok(values.into_iter().zip(labels).collect())
-}
-
-/// What a `system` factor's value `v` (labelled `label`) expects the
-/// probes to read.
-fn expected(
-    src: &Source,
-    name: &str,
-    d: &FactorFile,
-    label: &str,
-    v: &toml::Value,
-    probe: Option<&Probe>,
-) -> anyhow::Result<Vec<(Probe, String)>> {
-    let mut expect = Vec::new();
-    let bad = |m: String| {
-        src.err(
-            d.values.span(),
-            format!("factor `{name}` value `{label}`: {m}"),
-        )
-    };
-    match (v, probe) {
-        (toml::Value::Table(t), _) => {
-            for (k, want) in t {
-                let p = Probe::parse(k).map_err(&bad)?;
-                let want = match want {
-                    toml::Value::String(w) => w.clone(),
-                    other => other.to_string(),
-                };
-                probe::check_expected(&want).map_err(&bad)?;
-                expect.push((p, want));
-            }
-            if expect.is_empty() {
-                return Err(bad("an empty table expects nothing".into()));
-            }
-        }
-        (toml::Value::Array(_), _) => {
-            return Err(bad("expected a reading or a table probe -> reading".into()));
-        }
-        (scalar, Some(p)) => {
-            let want = label_of(scalar);
-            probe::check_expected(&want).map_err(&bad)?;
-            expect.push((p.clone(), want));
-        }
-        (_, None) => {
-            return Err(bad(
-                "set `probe`, or give the value as a table probe -> expected reading".into(),
-            ));
-        }
-    }
-    Ok(expect)
 }
 
 fn bench_spec(
@@ -915,20 +594,6 @@ fn check_inside(bench: &dyn bench::Bench, params: &Params, set: &CpuSet) -> Resu
     Ok(())
 }
 
-/// Would `std::process::Command::new(prog)` find `prog`: a path that
-/// exists, or an executable file in a directory of `PATH`.
-fn program_exists(prog: &str) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    let executable = |p: &std::path::Path| {
-        std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-    };
-    if prog.contains('/') {
-        return executable(std::path::Path::new(prog));
-    }
-    std::env::var_os("PATH")
-        .is_some_and(|path| std::env::split_paths(&path).any(|d| executable(&d.join(prog))))
-}
-
 #[cfg(test)]
 mod tests {
     use crate::plan::{expand, parse};
@@ -1026,6 +691,67 @@ use = "getppid"
         assert!(
             e.starts_with("p.toml:4:11: `timeout` goes with a command"),
             "{e}"
+        );
+    }
+
+    /// Each key one kind owns, given to another kind, and an unknown
+    /// `apply`: the whole line, position included.
+    #[test]
+    fn a_key_of_another_kind_is_refused_whole() {
+        let plan = |f: &str| {
+            format!("name = \"t\"\n[factors]\nf = {{ {f} }}\n[[bench]]\nuse = \"getppid\"\n")
+        };
+        for (given, key, owner) in [
+            (
+                "apply = \"cpus\", values = [\"0\"], param = \"x\"",
+                "param",
+                "param",
+            ),
+            (
+                "apply = \"cpus\", values = [\"0\"], var = \"X\"",
+                "var",
+                "env",
+            ),
+            (
+                "apply = \"param\", param = \"cpu\", values = [0], probe = \"smt\"",
+                "probe",
+                "system",
+            ),
+            (
+                "apply = \"cpus\", values = [\"0\"], hint = { a = \"b\" }",
+                "hint",
+                "system",
+            ),
+            (
+                "apply = \"system\", probe = \"smt\", values = [\"on\"], setup = \"x\"",
+                "setup",
+                "shell",
+            ),
+            (
+                "apply = \"cpus\", values = [\"0\"], teardown = \"x\"",
+                "teardown",
+                "shell",
+            ),
+        ] {
+            let text = plan(given);
+            let col = text.find(&format!("{key} =")).unwrap() - text.find("f = ").unwrap()
+                + key.len()
+                + 4;
+            assert_eq!(
+                err(&text),
+                format!("p.toml:3:{col}: factor `f`: `{key}` only goes with apply = \"{owner}\""),
+                "{given}"
+            );
+        }
+        // The first key in the file's order is the one named.
+        let e = err(&plan(
+            "apply = \"cpus\", values = [\"0\"], teardown = \"x\", hint = { a = \"b\" }",
+        ));
+        assert!(e.contains("`hint` only goes with"), "{e}");
+        assert_eq!(
+            err(&plan("apply = \"sytem\", values = [\"0\"]")),
+            "p.toml:3:15: factor `f`: unknown apply `sytem`; did you mean `system`? \
+             (known: param, env, cpus, shell, system)"
         );
     }
 
