@@ -5,7 +5,8 @@
 //! every key and value, so every error can name `file:line:column` and the
 //! offending key. Semantic checks (unknown benchmark, parameter, factor,
 //! probe or placeholder, wrong type, empty list, duplicates) run after
-//! parsing, in `validate.rs`.
+//! parsing, in `validate.rs`; each kind of factor is read by its file in
+//! `factor/`, and a command `[[bench]]` by `bench::command::spec`.
 //!
 //! # Schema reference
 //!

@@ -279,9 +279,7 @@ fn command_params(src: &SourceText, d: &BenchFile) -> anyhow::Result<Declared> {
                 ));
             }
         };
-        if k.get_ref().starts_with("env.")
-            || BUILTIN_VARS.contains(&k.get_ref().as_str())
-        {
+        if k.get_ref().starts_with("env.") || BUILTIN_VARS.contains(&k.get_ref().as_str()) {
             return Err(src.err(
                 k.span(),
                 format!("parameter name `{}` is reserved", k.get_ref()),
@@ -537,4 +535,3 @@ fn missing_cwd(plan_dir: &Path, cwd: &str) -> Result<(), String> {
         ))
     }
 }
-
