@@ -140,30 +140,7 @@ pub fn parse(
     env_vars: &[String],
 ) -> anyhow::Result<Parsed> {
     let d = b.get_ref();
-    if let Some(u) = &d.use_ {
-        return Err(src.err(
-            u.span(),
-            "a [[bench]] has either `use` or `command`/`shell`, not both",
-        ));
-    }
-    let run = match (&d.command, &d.shell) {
-        (Some(c), Some(_)) => {
-            return Err(src.err(c.span(), "give `command` or `shell`, not both"));
-        }
-        (Some(c), None) => {
-            if c.get_ref().is_empty() {
-                return Err(src.err(c.span(), "`command` is empty"));
-            }
-            Argv::Exec(c.get_ref().clone())
-        }
-        (None, Some(s)) => {
-            if s.get_ref().trim().is_empty() {
-                return Err(src.err(s.span(), "`shell` is empty"));
-            }
-            Argv::Shell(s.get_ref().clone())
-        }
-        (None, None) => unreachable!("checked by the caller"),
-    };
+    let run = run_of(src, b)?;
     let Some(name) = &d.name else {
         return Err(src.err(
             b.span(),
@@ -248,6 +225,38 @@ pub fn parse(
         name,
         bench: Arc::new(CommandBench::new(spec)),
         sweep,
+    })
+}
+
+/// What the command runs: `command` (an argv) or `shell` (`sh -c`), the
+/// one without `use` or the other.
+fn run_of(src: &SourceText, b: &Spanned<BenchFile>) -> anyhow::Result<Argv> {
+    let d = b.get_ref();
+    if let Some(u) = &d.use_ {
+        return Err(src.err(
+            u.span(),
+            "a [[bench]] has either `use` or `command`/`shell`, not both",
+        ));
+    }
+    Ok(match (&d.command, &d.shell) {
+        (Some(c), Some(_)) => {
+            return Err(src.err(c.span(), "give `command` or `shell`, not both"));
+        }
+        (Some(c), None) => {
+            if c.get_ref().is_empty() {
+                return Err(src.err(c.span(), "`command` is empty"));
+            }
+            Argv::Exec(c.get_ref().clone())
+        }
+        (None, Some(s)) => {
+            if s.get_ref().trim().is_empty() {
+                return Err(src.err(s.span(), "`shell` is empty"));
+            }
+            Argv::Shell(s.get_ref().clone())
+        }
+        (None, None) => {
+            return Err(src.err(b.span(), "a command [[bench]] needs `command` or `shell`"));
+        }
     })
 }
 
@@ -533,5 +542,45 @@ fn missing_cwd(plan_dir: &Path, cwd: &str) -> Result<(), String> {
             "`cwd` `{}` is not a directory",
             crate::term::visible(&path.display().to_string())
         ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read(text: &str) -> anyhow::Result<Parsed> {
+        let src = SourceText {
+            name: "b.toml".into(),
+            text,
+        };
+        let b: Spanned<BenchFile> = toml::from_str(text).expect("a [[bench]] table");
+        parse(&src, &b, Path::new("/"), false, &[])
+    }
+
+    /// The command benchmark reads its own table, positions included,
+    /// with no plan around it.
+    #[test]
+    fn a_command_table_is_read_without_a_plan() {
+        let p =
+            read("name = \"b\"\ncommand = [\"true\", \"{n}\"]\nsweep = { n = [1, 2] }\n").unwrap();
+        assert_eq!(p.name, "b");
+        assert_eq!(
+            p.sweep,
+            vec![(
+                "n".to_string(),
+                vec![toml::Value::Integer(1), toml::Value::Integer(2)]
+            )]
+        );
+        let e = read("name = \"b\"\nshell = \"true\"\nper = \"round\"\n")
+            .err()
+            .expect("an error");
+        assert_eq!(
+            e.to_string(),
+            "b.toml:3:7: `per` must be \"cell\" or \"sample\", found `round`"
+        );
+        // Not a command at all: an error, not a panic.
+        let e = read("name = \"b\"\n").err().expect("an error");
+        assert!(e.to_string().contains("needs `command` or `shell`"), "{e}");
     }
 }
