@@ -34,6 +34,31 @@ macro_rules! bad_input {
 }
 pub(crate) use bad_input;
 
+/// A text the user wrote (a plan file, a stored campaign's plan) and the
+/// name errors call it by: a byte span of it becomes `name:line:column`, so
+/// every layer that reads part of such a text (the plan, a command
+/// benchmark's keys) points at the same place the same way.
+pub struct SourceText<'a> {
+    pub name: String,
+    pub text: &'a str,
+}
+
+impl SourceText<'_> {
+    /// `name:line:column` of the span's start (both 1-based; the column
+    /// counts bytes).
+    pub fn at(&self, span: std::ops::Range<usize>) -> String {
+        let upto = &self.text[..span.start.min(self.text.len())];
+        let line = upto.matches('\n').count() + 1;
+        let col = upto.rfind('\n').map_or(upto.len(), |i| upto.len() - i - 1) + 1;
+        format!("{}:{line}:{col}", self.name)
+    }
+
+    /// Bad input (exit 2) at the span: `name:line:column: msg`.
+    pub fn err(&self, span: std::ops::Range<usize>, msg: impl std::fmt::Display) -> anyhow::Error {
+        bad_input!("{}: {msg}", self.at(span))
+    }
+}
+
 /// Exit code for an error: 2 when any error in the chain is [`BadInput`]
 /// (or a [`Conflict`], which is bad input too).
 pub fn exit_code(err: &anyhow::Error) -> u8 {
@@ -70,6 +95,20 @@ mod tests {
         assert_eq!(exit_code(&e), 2);
         let e = anyhow::anyhow!("sample failed");
         assert_eq!(exit_code(&e), 1);
+    }
+
+    #[test]
+    fn a_span_is_named_by_line_and_column() {
+        let src = SourceText {
+            name: "p.toml".into(),
+            text: "a = 1\nbb = \"x\"\n",
+        };
+        assert_eq!(src.at(0..1), "p.toml:1:1");
+        assert_eq!(src.at(11..14), "p.toml:2:6");
+        assert_eq!(src.at(99..100), "p.toml:3:1");
+        let e = src.err(6..8, "`bb` is wrong");
+        assert_eq!(e.to_string(), "p.toml:2:1: `bb` is wrong");
+        assert_eq!(exit_code(&e), 2);
     }
 
     /// An event too long for stdout's line buffer meets the closed pipe

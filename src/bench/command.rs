@@ -38,6 +38,7 @@ use std::time::{Duration, Instant};
 use super::{Bench, Direction, Instance, Kind, Measure, Metric, ParamDef, ParamType, Params};
 
 mod capture;
+pub mod spec;
 use capture::{Found, LineRegex};
 
 /// The rusage metrics every command sample yields, with their units.

@@ -191,6 +191,15 @@ pub fn raw_from_str(s: &str) -> toml::Value {
     }
 }
 
+/// A value as a plan's label or placeholder shows it: a string as
+/// written, anything else in TOML's notation (`8`, `true`, `0.5`).
+pub fn label_of(v: &toml::Value) -> String {
+    match v {
+        toml::Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
 /// The resolved parameters of a cell, in the benchmark's definition order.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct Params(pub IndexMap<String, Value>);

@@ -5,7 +5,8 @@
 //! every key and value, so every error can name `file:line:column` and the
 //! offending key. Semantic checks (unknown benchmark, parameter, factor,
 //! probe or placeholder, wrong type, empty list, duplicates) run after
-//! parsing, in `validate.rs`.
+//! parsing, in `validate.rs`; each kind of factor is read by its file in
+//! `factor/`, and a command `[[bench]]` by `bench::command::spec`.
 //!
 //! # Schema reference
 //!
@@ -73,6 +74,7 @@
 //! exact) are documented in `system/probe.rs`; campaign rules (resume,
 //! `--force`, states) in `campaign.rs`.
 
+mod factor;
 pub mod gate;
 pub mod report;
 pub mod settings;
@@ -83,8 +85,9 @@ use serde::Deserialize;
 use std::path::{Path, PathBuf};
 use toml::Spanned;
 
+use crate::bench::command::spec::BenchFile;
 use crate::bench::{BenchRef, Params};
-use crate::error::bad_input;
+use crate::error::{SourceText, bad_input};
 use crate::system::probe::Probe;
 use crate::units::CpuSet;
 
@@ -105,7 +108,7 @@ struct PlanFile {
     seed: Option<u64>,
     precision: Option<Spanned<String>>,
     #[serde(default)]
-    factors: IndexMap<Spanned<String>, Spanned<FactorFile>>,
+    factors: IndexMap<Spanned<String>, Spanned<factor::FactorFile>>,
     #[serde(default)]
     bench: Vec<Spanned<BenchFile>>,
     /// Report layout (`report.rs`).
@@ -128,75 +131,6 @@ struct RepeatFile {
 #[serde(deny_unknown_fields)]
 struct RebootFile {
     command: Spanned<String>,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct FactorFile {
-    apply: Spanned<String>,
-    values: Spanned<toml::Value>,
-    labels: Option<Spanned<Vec<String>>>,
-    /// For `param`: the parameter set (default: the factor's name).
-    param: Option<Spanned<String>>,
-    /// For `env`: the variable set (default: the factor's name).
-    var: Option<Spanned<String>>,
-    /// For `system`: what reads the running state (a probe name or a
-    /// command).
-    probe: Option<Spanned<toml::Value>>,
-    /// For `system`: how to reach each value (label -> text), e.g.
-    /// "boot with `nopti`".
-    hint: Option<Spanned<IndexMap<String, String>>>,
-    /// For `shell`: run before a value's cells (`{value}` is the value).
-    setup: Option<Spanned<String>>,
-    /// For `shell`: run after a value's cells.
-    teardown: Option<Spanned<String>>,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct BenchFile {
-    #[serde(rename = "use")]
-    use_: Option<Spanned<String>>,
-    name: Option<Spanned<String>>,
-    #[serde(default)]
-    params: IndexMap<Spanned<String>, Spanned<toml::Value>>,
-    #[serde(default)]
-    sweep: IndexMap<Spanned<String>, Spanned<Vec<Spanned<toml::Value>>>>,
-    samples: Option<Spanned<i64>>,
-    /// A will-it-scale C testcase file, relative to the plan file.
-    testcase: Option<Spanned<String>>,
-    // Command benchmarks (instead of `use`).
-    command: Option<Spanned<Vec<String>>>,
-    shell: Option<Spanned<String>>,
-    cwd: Option<Spanned<String>>,
-    #[serde(default)]
-    env: IndexMap<String, String>,
-    timeout: Option<Spanned<f64>>,
-    prepare: Option<Spanned<toml::Value>>,
-    cleanup: Option<Spanned<toml::Value>>,
-    per: Option<Spanned<String>>,
-    on_failure: Option<Spanned<String>>,
-    measure: Option<Spanned<Vec<String>>>,
-    #[serde(default)]
-    metrics: Vec<Spanned<MetricFile>>,
-}
-
-/// A custom metric of a command benchmark: exactly one source key.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct MetricFile {
-    name: Spanned<String>,
-    unit: Option<String>,
-    direction: Option<Spanned<String>>,
-    regex: Option<Spanned<String>>,
-    /// `stdout` (default) or `stderr`, for `regex`.
-    from: Option<Spanned<String>>,
-    json: Option<Spanned<String>>,
-    file: Option<Spanned<String>>,
-    elf: Option<Spanned<String>>,
-    /// For `elf`: `text` (default), `data`, `bss` or a section name.
-    section: Option<Spanned<String>>,
-    timer: Option<Spanned<String>>,
 }
 
 /// How a factor's value is applied.
@@ -428,10 +362,11 @@ pub fn check_campaign_name(name: &str) -> Result<(), String> {
     }
 }
 
-/// Source positions for errors: `file:line:column`.
+/// A plan's text with what its checks need to know about where it runs;
+/// its positions (`src.err(span, msg)`: `file:line:column: msg`) are the
+/// [`SourceText`] it derefs to, which bench/ shares.
 pub(crate) struct Source<'a> {
-    pub name: String,
-    pub text: &'a str,
+    pub file: SourceText<'a>,
     /// Directory command benchmarks run in.
     pub dir: PathBuf,
     /// Text that is not a plan the user named to `kbench run` (a stored
@@ -443,16 +378,11 @@ pub(crate) struct Source<'a> {
     pub here: bool,
 }
 
-impl Source<'_> {
-    pub fn at(&self, span: std::ops::Range<usize>) -> String {
-        let upto = &self.text[..span.start.min(self.text.len())];
-        let line = upto.matches('\n').count() + 1;
-        let col = upto.rfind('\n').map_or(upto.len(), |i| upto.len() - i - 1) + 1;
-        format!("{}:{line}:{col}", self.name)
-    }
+impl<'a> std::ops::Deref for Source<'a> {
+    type Target = SourceText<'a>;
 
-    pub fn err(&self, span: std::ops::Range<usize>, msg: impl std::fmt::Display) -> anyhow::Error {
-        bad_input!("{}: {msg}", self.at(span))
+    fn deref(&self) -> &SourceText<'a> {
+        &self.file
     }
 }
 
@@ -495,8 +425,10 @@ pub fn parse(text: &str, name: &str) -> anyhow::Result<Plan> {
 /// Parse and validate plan text whose commands run in `dir`.
 fn parse_in(text: &str, name: &str, dir: &Path, inert: bool, here: bool) -> anyhow::Result<Plan> {
     let src = Source {
-        name: name.to_string(),
-        text,
+        file: SourceText {
+            name: name.to_string(),
+            text,
+        },
         dir: dir.to_path_buf(),
         inert,
         here,

@@ -4,24 +4,13 @@ use indexmap::IndexMap;
 use std::collections::HashSet;
 
 use super::{
-    Apply, BenchFile, BenchSpec, Cell, Factor, FactorFile, Level, MetricFile, Plan, PlanFile,
-    Repeat, ShellStep, Source, SystemNeed,
+    Apply, BenchSpec, Cell, Factor, Plan, PlanFile, Repeat, ShellStep, Source, SystemNeed,
 };
-use crate::bench::command::{
-    Argv, BUILTINS, CommandBench, CommandSpec, CustomMetric, OnFailure, Per, Source as MSource,
-    Stream,
-};
-use crate::bench::{self, BenchRef, Direction, Params, params::raw_from_str};
+use crate::bench::command::spec::{self, BenchFile};
+use crate::bench::params::{label_of, raw_from_str};
+use crate::bench::{self, BenchRef, Params};
 use crate::error::bad_input;
-use crate::system::probe::{self, Probe};
 use crate::units::{CpuSet, parse_percent};
-
-fn label_of(v: &toml::Value) -> String {
-    match v {
-        toml::Value::String(s) => s.clone(),
-        other => other.to_string(),
-    }
-}
 
 fn positive(
     src: &Source,
@@ -86,7 +75,7 @@ pub(super) fn validate(file: PlanFile, src: &Source) -> anyhow::Result<Plan> {
 
     let mut factors = Vec::new();
     for (fname, fdef) in &file.factors {
-        factors.push(factor(src, fname, fdef)?);
+        factors.push(super::factor::factor(src, fname, fdef)?);
     }
 
     let env_vars: Vec<String> = factors
@@ -294,352 +283,24 @@ fn layout_of(
     })
 }
 
-fn factor(
-    src: &Source,
-    fname: &toml::Spanned<String>,
-    fdef: &toml::Spanned<FactorFile>,
-) -> anyhow::Result<Factor> {
-    let name = fname.get_ref().clone();
-    let d = fdef.get_ref();
-    let apply = apply_of(src, fname, d)?;
-    let sys = apply == Apply::System;
-    let probe = probe_of(src, &name, d)?;
-    let valued = values_of(src, &name, d)?;
-    let mut seen = HashSet::new();
-    let mut levels = Vec::new();
-    for (v, label) in valued {
-        if sys {
-            let expect = expected(src, &name, d, &label, &v, probe.as_ref())?;
-            if !seen.insert(label.clone()) {
-                return Err(src.err(
-                    d.values.span(),
-                    format!("factor `{name}`: duplicate value `{label}`"),
-                ));
-            }
-            let hint = d
-                .hint
-                .as_ref()
-                .and_then(|h| h.get_ref().get(&label).cloned());
-            levels.push(Level {
-                label,
-                raw: v,
-                cpus: None,
-                expect,
-                hint,
-            });
-            continue;
-        }
-        if matches!(v, toml::Value::Array(_) | toml::Value::Table(_)) {
-            return Err(src.err(
-                d.values.span(),
-                format!(
-                    "factor `{name}`: values must be scalars, found {}",
-                    v.type_str()
-                ),
-            ));
-        }
-        if !seen.insert(label.clone()) {
-            return Err(src.err(
-                d.values.span(),
-                format!("factor `{name}`: duplicate value `{label}`"),
-            ));
-        }
-        let cpus = if apply == Apply::Cpus {
-            let set = CpuSet::parse(&label_of(&v))
-                .and_then(|s| s.check_online(&crate::system::online_cpus()).map(|_| s))
-                .map_err(|e| src.err(d.values.span(), format!("factor `{name}`: {e}")))?;
-            Some(set)
-        } else {
-            None
-        };
-        levels.push(Level {
-            label,
-            raw: v,
-            cpus,
-            expect: Vec::new(),
-            hint: None,
-        });
-    }
-    if let Some(h) = &d.hint {
-        for k in h.get_ref().keys() {
-            if !levels.iter().any(|l| &l.label == k) {
-                return Err(src.err(
-                    h.span(),
-                    format!("factor `{name}`: `hint` for unknown value `{k}`"),
-                ));
-            }
-        }
-    }
-    Ok(Factor {
-        name,
-        apply,
-        levels,
-    })
-}
-
-/// How a factor applies (`apply` and the keys that go with it).
-fn apply_of(src: &Source, fname: &toml::Spanned<String>, d: &FactorFile) -> anyhow::Result<Apply> {
-    let name = fname.get_ref().clone();
-    let apply = match d.apply.get_ref().as_str() {
-        "param" => Apply::Param {
-            param: d
-                .param
-                .as_ref()
-                .map(|p| p.get_ref().clone())
-                .unwrap_or_else(|| name.clone()),
-        },
-        "cpus" => Apply::Cpus,
-        "env" => {
-            let var = d
-                .var
-                .as_ref()
-                .map(|v| v.get_ref().clone())
-                .unwrap_or_else(|| name.clone());
-            let ok = !var.is_empty()
-                && var.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
-                && !var.starts_with(|c: char| c.is_ascii_digit());
-            if !ok {
-                let span = d.var.as_ref().map_or(fname.span(), |v| v.span());
-                return Err(src.err(
-                    span,
-                    format!(
-                        "factor `{name}`: `{var}` is not an environment variable name (set `var`)"
-                    ),
-                ));
-            }
-            Apply::Env { var }
-        }
-        "shell" => {
-            if d.setup.is_none() && d.teardown.is_none() {
-                return Err(src.err(
-                    d.apply.span(),
-                    format!("factor `{name}`: apply = \"shell\" needs `setup` and/or `teardown`"),
-                ));
-            }
-            Apply::Shell {
-                setup: d.setup.as_ref().map(|x| x.get_ref().clone()),
-                teardown: d.teardown.as_ref().map(|x| x.get_ref().clone()),
-            }
-        }
-        "system" => Apply::System,
-        other => {
-            return Err(src.err(
-                d.apply.span(),
-                format!(
-                    "factor `{name}`: unknown apply `{other}`{}",
-                    crate::suggest::hint(other, &["param", "env", "cpus", "shell", "system"], "")
-                ),
-            ));
-        }
-    };
-    let only = |key: &str, span: Option<std::ops::Range<usize>>, ok: bool, kind: &str| match span {
-        Some(sp) if !ok => Err(src.err(
-            sp,
-            format!("factor `{name}`: `{key}` only goes with apply = \"{kind}\""),
-        )),
-        _ => Ok(()),
-    };
-    only(
-        "param",
-        d.param.as_ref().map(|x| x.span()),
-        matches!(apply, Apply::Param { .. }),
-        "param",
-    )?;
-    only(
-        "var",
-        d.var.as_ref().map(|x| x.span()),
-        matches!(apply, Apply::Env { .. }),
-        "env",
-    )?;
-    let sys = apply == Apply::System;
-    only("probe", d.probe.as_ref().map(|x| x.span()), sys, "system")?;
-    only("hint", d.hint.as_ref().map(|x| x.span()), sys, "system")?;
-    let shell = matches!(apply, Apply::Shell { .. });
-    only("setup", d.setup.as_ref().map(|x| x.span()), shell, "shell")?;
-    only(
-        "teardown",
-        d.teardown.as_ref().map(|x| x.span()),
-        shell,
-        "shell",
-    )?;
-    Ok(apply)
-}
-
-/// A `system` factor's `probe`: a probe name or a command list.
-fn probe_of(src: &Source, name: &str, d: &FactorFile) -> anyhow::Result<Option<Probe>> {
-    Ok(match d.probe.as_ref().map(|p| (p, p.get_ref())) {
-        None => None,
-        Some((p, toml::Value::String(n))) => {
-            Some(Probe::parse(n).map_err(|e| src.err(p.span(), format!("factor `{name}`: {e}")))?)
-        }
-        Some((p, toml::Value::Array(a))) => {
-            let argv: Option<Vec<String>> =
-                a.iter().map(|x| x.as_str().map(String::from)).collect();
-            match argv {
-                Some(v) if !v.is_empty() => {
-                    if src.here && !program_exists(&v[0]) {
-                        return Err(src.err(
-                            p.span(),
-                            format!(
-                                "factor `{name}`: probe command `{}` is not found{}",
-                                crate::term::visible(&v[0]),
-                                if v[0].contains('/') { "" } else { " on PATH" }
-                            ),
-                        ));
-                    }
-                    Some(Probe::Command(v))
-                }
-                _ => {
-                    return Err(src.err(
-                        p.span(),
-                        format!(
-                            "factor `{name}`: a probe command must be a non-empty list of strings"
-                        ),
-                    ));
-                }
-            }
-        }
-        Some((p, other)) => {
-            return Err(src.err(
-                p.span(),
-                format!(
-                    "factor `{name}`: `probe` must be a probe name or a command list, found {}",
-                    other.type_str()
-                ),
-            ));
-        }
-    })
-}
-
-/// A factor's values with their labels, in order.
-fn values_of(
-    src: &Source,
-    name: &str,
-    d: &FactorFile,
-) -> anyhow::Result<Vec<(toml::Value, String)>> {
-    // `values` is a list, or a table label -> value (for `system`, the
-    // value may itself be a table probe -> expected reading).
-    let (values, table_labels) = match d.values.get_ref() {
-        toml::Value::Array(a) => (a.clone(), None),
-        toml::Value::Table(t) => (
-            t.values().cloned().collect(),
-            Some(t.keys().cloned().collect::<Vec<String>>()),
-        ),
-        other => {
-            return Err(src.err(
-                d.values.span(),
-                format!(
-                    "factor `{name}`: `values` must be a list or a table, found {}",
-                    other.type_str()
-                ),
-            ));
-        }
-    };
-    if let (Some(_), Some(l)) = (&table_labels, &d.labels) {
-        return Err(src.err(
-            l.span(),
-            format!("factor `{name}`: `labels` goes with a list of values; a table's keys are already labels"),
-        ));
-    }
-    if values.is_empty() {
-        return Err(src.err(
-            d.values.span(),
-            format!("factor `{name}`: `values` is empty"),
-        ));
-    }
-    let labels: Vec<String> = match &d.labels {
-        Some(l) if l.get_ref().len() != values.len() => {
-            return Err(src.err(
-                l.span(),
-                format!(
-                    "factor `{name}`: {} labels for {} values",
-                    l.get_ref().len(),
-                    values.len()
-                ),
-            ));
-        }
-        Some(l) => l.get_ref().clone(),
-        None => table_labels.unwrap_or_else(|| values.iter().map(label_of).collect()),
-    };
-    Ok(values.into_iter().zip(labels).collect())
-}
-
-/// What a `system` factor's value `v` (labelled `label`) expects the
-/// probes to read.
-fn expected(
-    src: &Source,
-    name: &str,
-    d: &FactorFile,
-    label: &str,
-    v: &toml::Value,
-    probe: Option<&Probe>,
-) -> anyhow::Result<Vec<(Probe, String)>> {
-    let mut expect = Vec::new();
-    let bad = |m: String| {
-        src.err(
-            d.values.span(),
-            format!("factor `{name}` value `{label}`: {m}"),
-        )
-    };
-    match (v, probe) {
-        (toml::Value::Table(t), _) => {
-            for (k, want) in t {
-                let p = Probe::parse(k).map_err(&bad)?;
-                let want = match want {
-                    toml::Value::String(w) => w.clone(),
-                    other => other.to_string(),
-                };
-                probe::check_expected(&want).map_err(&bad)?;
-                expect.push((p, want));
-            }
-            if expect.is_empty() {
-                return Err(bad("an empty table expects nothing".into()));
-            }
-        }
-        (toml::Value::Array(_), _) => {
-            return Err(bad("expected a reading or a table probe -> reading".into()));
-        }
-        (scalar, Some(p)) => {
-            let want = label_of(scalar);
-            probe::check_expected(&want).map_err(&bad)?;
-            expect.push((p.clone(), want));
-        }
-        (_, None) => {
-            return Err(bad(
-                "set `probe`, or give the value as a table probe -> expected reading".into(),
-            ));
-        }
-    }
-    Ok(expect)
-}
-
 fn bench_spec(
     src: &Source,
     b: &toml::Spanned<BenchFile>,
     env_vars: &[String],
 ) -> anyhow::Result<BenchSpec> {
     let d = b.get_ref();
-    if d.command.is_some() || d.shell.is_some() {
-        return command_spec(src, b, env_vars);
+    if spec::is_command(d) {
+        let c = spec::parse(src, b, &src.dir, src.here, env_vars)?;
+        return Ok(BenchSpec {
+            display: c.name,
+            bench: BenchRef::Owned(c.bench),
+            fixed: Vec::new(),
+            label_params: c.sweep.iter().map(|(k, _)| k.clone()).collect(),
+            sweep: c.sweep,
+            samples: positive(src, &d.samples, "samples", 1)?,
+        });
     }
-    // Keys that only make sense for a command.
-    for (key, span) in [
-        ("cwd", d.cwd.as_ref().map(|x| x.span())),
-        ("timeout", d.timeout.as_ref().map(|x| x.span())),
-        ("prepare", d.prepare.as_ref().map(|x| x.span())),
-        ("cleanup", d.cleanup.as_ref().map(|x| x.span())),
-        ("per", d.per.as_ref().map(|x| x.span())),
-        ("on_failure", d.on_failure.as_ref().map(|x| x.span())),
-        ("measure", d.measure.as_ref().map(|x| x.span())),
-        ("metrics", d.metrics.first().map(|x| x.span())),
-    ] {
-        if let Some(sp) = span {
-            return Err(src.err(
-                sp,
-                format!("`{key}` goes with a command benchmark (`command` or `shell`)"),
-            ));
-        }
-    }
+    spec::refuse_command_keys(src, d)?;
     // `testcase = "FILE.c"`: a will-it-scale C file, relative to the plan.
     if let (Some(tc), None) = (&d.testcase, &d.use_) {
         let base = std::path::Path::new(&src.name).parent();
@@ -741,417 +402,6 @@ fn finish_spec(
         label_params,
         samples: positive(src, &d.samples, "samples", 1)?,
     })
-}
-
-/// A command or hook: a string runs through `sh -c`, a list is an argv.
-fn argv_of(src: &Source, key: &str, v: &toml::Spanned<toml::Value>) -> anyhow::Result<Argv> {
-    match v.get_ref() {
-        toml::Value::String(s) if !s.trim().is_empty() => Ok(Argv::Shell(s.clone())),
-        toml::Value::Array(a) if !a.is_empty() => {
-            let argv: Option<Vec<String>> =
-                a.iter().map(|x| x.as_str().map(String::from)).collect();
-            argv.map(Argv::Exec).ok_or_else(|| {
-                src.err(
-                    v.span(),
-                    format!("`{key}`: every argument must be a string"),
-                )
-            })
-        }
-        _ => Err(src.err(
-            v.span(),
-            format!("`{key}` must be a shell string or a non-empty list of arguments"),
-        )),
-    }
-}
-
-fn command_spec(
-    src: &Source,
-    b: &toml::Spanned<BenchFile>,
-    env_vars: &[String],
-) -> anyhow::Result<BenchSpec> {
-    let d = b.get_ref();
-    if let Some(u) = &d.use_ {
-        return Err(src.err(
-            u.span(),
-            "a [[bench]] has either `use` or `command`/`shell`, not both",
-        ));
-    }
-    let run = match (&d.command, &d.shell) {
-        (Some(c), Some(_)) => {
-            return Err(src.err(c.span(), "give `command` or `shell`, not both"));
-        }
-        (Some(c), None) => {
-            if c.get_ref().is_empty() {
-                return Err(src.err(c.span(), "`command` is empty"));
-            }
-            Argv::Exec(c.get_ref().clone())
-        }
-        (None, Some(s)) => {
-            if s.get_ref().trim().is_empty() {
-                return Err(src.err(s.span(), "`shell` is empty"));
-            }
-            Argv::Shell(s.get_ref().clone())
-        }
-        (None, None) => unreachable!("checked by the caller"),
-    };
-    let Some(name) = &d.name else {
-        return Err(src.err(
-            b.span(),
-            "a command [[bench]] needs a `name` (it names the rows of the report)",
-        ));
-    };
-    let name = name.get_ref().clone();
-    let (params, sweep) = command_params(src, d)?;
-    let timeout = match &d.timeout {
-        Some(t) if !(*t.get_ref() > 0.0 && *t.get_ref() <= 1e6) => {
-            return Err(src.err(
-                t.span(),
-                format!(
-                    "`timeout` must be a positive number of seconds, found {}",
-                    t.get_ref()
-                ),
-            ));
-        }
-        t => t
-            .as_ref()
-            .map(|t| std::time::Duration::from_secs_f64(*t.get_ref())),
-    };
-    let prepare = d
-        .prepare
-        .as_ref()
-        .map(|p| argv_of(src, "prepare", p))
-        .transpose()?;
-    let cleanup = d
-        .cleanup
-        .as_ref()
-        .map(|p| argv_of(src, "cleanup", p))
-        .transpose()?;
-    let per = match d.per.as_ref().map(|p| (p.span(), p.get_ref().as_str())) {
-        None | Some((_, "cell")) => Per::Cell,
-        Some((_, "sample")) => Per::Sample,
-        Some((sp, other)) => {
-            return Err(src.err(
-                sp,
-                format!("`per` must be \"cell\" or \"sample\", found `{other}`"),
-            ));
-        }
-    };
-    let on_failure = match d
-        .on_failure
-        .as_ref()
-        .map(|p| (p.span(), p.get_ref().as_str()))
-    {
-        None | Some((_, "stop")) => OnFailure::Stop,
-        Some((_, "continue")) => OnFailure::Continue,
-        Some((sp, other)) => {
-            return Err(src.err(
-                sp,
-                format!("`on_failure` must be \"stop\" or \"continue\", found `{other}`"),
-            ));
-        }
-    };
-    let (measure, custom) = command_metrics(src, b, d)?;
-    let spec = CommandSpec {
-        name: name.clone(),
-        run,
-        cwd: d.cwd.as_ref().map(|c| c.get_ref().clone()),
-        env: d.env.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
-        timeout,
-        setup: None,
-        prepare,
-        cleanup,
-        per,
-        on_failure,
-        measure,
-        custom,
-        base_dir: src.dir.clone(),
-        params,
-        env_vars: env_vars.to_vec(),
-    };
-    spec.check_placeholders()
-        .map_err(|e| src.err(b.span(), format!("command `{name}`: {e}")))?;
-    if let Some(c) = d.cwd.as_ref().filter(|_| src.here) {
-        missing_cwd(&src.dir, c.get_ref())
-            .map_err(|e| src.err(c.span(), format!("command `{name}`: {e}")))?;
-    }
-    let label_params = sweep.iter().map(|(k, _)| k.clone()).collect();
-    Ok(BenchSpec {
-        display: name,
-        bench: BenchRef::Owned(std::sync::Arc::new(CommandBench::new(spec))),
-        fixed: Vec::new(),
-        sweep,
-        label_params,
-        samples: positive(src, &d.samples, "samples", 1)?,
-    })
-}
-
-/// A command's declared parameters (name, default), and its sweeps (name,
-/// values).
-type Declared = (
-    Vec<(String, Option<String>)>,
-    Vec<(String, Vec<toml::Value>)>,
-);
-
-/// A command's parameters: `params` (with defaults), then sweep-only
-/// ones; and its sweeps.
-fn command_params(src: &Source, d: &BenchFile) -> anyhow::Result<Declared> {
-    let mut params: Vec<(String, Option<String>)> = Vec::new();
-    for (k, v) in &d.params {
-        let val = match v.get_ref() {
-            toml::Value::String(s) => s.clone(),
-            toml::Value::Integer(_) | toml::Value::Float(_) | toml::Value::Boolean(_) => {
-                v.get_ref().to_string()
-            }
-            other => {
-                return Err(src.err(
-                    v.span(),
-                    format!(
-                        "parameter `{}`: expected a scalar, found {}",
-                        k.get_ref(),
-                        other.type_str()
-                    ),
-                ));
-            }
-        };
-        if k.get_ref().starts_with("env.")
-            || crate::bench::command::BUILTIN_VARS.contains(&k.get_ref().as_str())
-        {
-            return Err(src.err(
-                k.span(),
-                format!("parameter name `{}` is reserved", k.get_ref()),
-            ));
-        }
-        params.push((k.get_ref().clone(), Some(val)));
-    }
-    let mut sweep = Vec::new();
-    for (k, vals) in &d.sweep {
-        if vals.get_ref().is_empty() {
-            return Err(src.err(vals.span(), format!("sweep `{}` is empty", k.get_ref())));
-        }
-        let mut seen = HashSet::new();
-        for v in vals.get_ref() {
-            if matches!(v.get_ref(), toml::Value::Array(_) | toml::Value::Table(_)) {
-                return Err(src.err(
-                    v.span(),
-                    format!("sweep `{}`: values must be scalars", k.get_ref()),
-                ));
-            }
-            if !seen.insert(label_of(v.get_ref())) {
-                return Err(src.err(
-                    v.span(),
-                    format!("sweep `{}`: duplicate value", k.get_ref()),
-                ));
-            }
-        }
-        if !params.iter().any(|(p, _)| p == k.get_ref()) {
-            params.push((k.get_ref().clone(), None));
-        }
-        sweep.push((
-            k.get_ref().clone(),
-            vals.get_ref().iter().map(|v| v.get_ref().clone()).collect(),
-        ));
-    }
-    Ok((params, sweep))
-}
-
-/// What a command measures: the built-in metrics (`measure`) and its
-/// own (`metrics`); at least one.
-fn command_metrics(
-    src: &Source,
-    b: &toml::Spanned<BenchFile>,
-    d: &BenchFile,
-) -> anyhow::Result<(Vec<usize>, Vec<CustomMetric>)> {
-    let builtin = |n: &str| BUILTINS.iter().position(|(b, _)| *b == n);
-    let measure = match &d.measure {
-        None => (0..BUILTINS.len()).collect(),
-        Some(m) => {
-            let mut out = Vec::new();
-            for n in m.get_ref() {
-                let i = builtin(n).ok_or_else(|| {
-                    src.err(
-                        m.span(),
-                        format!(
-                            "`measure`: unknown metric `{n}`{}",
-                            crate::suggest::hint(n, &builtin_list(), "")
-                        ),
-                    )
-                })?;
-                out.push(i);
-            }
-            out
-        }
-    };
-    let mut custom = Vec::new();
-    let mut metric_names: HashSet<String> =
-        measure.iter().map(|&i| BUILTINS[i].0.to_string()).collect();
-    for m in &d.metrics {
-        let c = custom_metric(src, m, &builtin)?;
-        if !metric_names.insert(c.name.clone()) {
-            return Err(src.err(
-                m.get_ref().name.span(),
-                format!("duplicate metric `{}`", c.name),
-            ));
-        }
-        custom.push(c);
-    }
-    if measure.is_empty() && custom.is_empty() {
-        return Err(src.err(
-            b.span(),
-            "the command measures nothing: `measure` is empty and there are no `metrics`",
-        ));
-    }
-    Ok((measure, custom))
-}
-
-fn custom_metric(
-    src: &Source,
-    m: &toml::Spanned<MetricFile>,
-    builtin: &dyn Fn(&str) -> Option<usize>,
-) -> anyhow::Result<CustomMetric> {
-    let d = m.get_ref();
-    let name = d.name.get_ref().trim().to_string();
-    if name.is_empty() {
-        return Err(src.err(d.name.span(), "metric `name` is empty"));
-    }
-    let err =
-        |sp: std::ops::Range<usize>, msg: String| src.err(sp, format!("metric `{name}`: {msg}"));
-    let given: Vec<&str> = [
-        ("regex", d.regex.is_some()),
-        ("json", d.json.is_some()),
-        ("file", d.file.is_some()),
-        ("elf", d.elf.is_some()),
-        ("timer", d.timer.is_some()),
-    ]
-    .iter()
-    .filter(|(_, on)| *on)
-    .map(|(k, _)| *k)
-    .collect();
-    if given.len() != 1 {
-        return Err(err(
-            m.span(),
-            format!(
-                "give exactly one of `regex`, `json`, `file`, `elf`, `timer` (found {})",
-                if given.is_empty() {
-                    "none".into()
-                } else {
-                    given.join(", ")
-                }
-            ),
-        ));
-    }
-    if let Some(f) = &d.from
-        && d.regex.is_none()
-    {
-        return Err(err(f.span(), "`from` goes with `regex`".into()));
-    }
-    if let Some(s) = &d.section
-        && d.elf.is_none()
-    {
-        return Err(err(s.span(), "`section` goes with `elf`".into()));
-    }
-    let (source, default_unit) = metric_source(src, &name, d, builtin)?;
-    let unit = match (&d.unit, default_unit) {
-        (Some(u), _) => u.clone(),
-        (None, Some(u)) => u.to_string(),
-        (None, None) => {
-            return Err(err(
-                m.span(),
-                "`unit` is required for `regex` and `json` metrics".into(),
-            ));
-        }
-    };
-    let direction = match d
-        .direction
-        .as_ref()
-        .map(|x| (x.span(), x.get_ref().as_str()))
-    {
-        None | Some((_, "lower")) => Direction::Lower,
-        Some((_, "higher")) => Direction::Higher,
-        Some((_, "info")) => Direction::Info,
-        Some((sp, o)) => {
-            return Err(err(
-                sp,
-                format!("`direction` must be lower, higher or info, found `{o}`"),
-            ));
-        }
-    };
-    Ok(CustomMetric {
-        name,
-        unit,
-        direction,
-        source,
-    })
-}
-
-/// Where a custom metric's value comes from, and the unit that source
-/// implies (`None`: the metric must give one).
-fn metric_source(
-    src: &Source,
-    name: &str,
-    d: &MetricFile,
-    builtin: &dyn Fn(&str) -> Option<usize>,
-) -> anyhow::Result<(MSource, Option<&'static str>)> {
-    let err =
-        |sp: std::ops::Range<usize>, msg: String| src.err(sp, format!("metric `{name}`: {msg}"));
-    Ok(if let Some(r) = &d.regex {
-        let re = regex::Regex::new(r.get_ref()).map_err(|e| {
-            err(
-                r.span(),
-                format!("bad regex: {}", e.to_string().lines().last().unwrap_or("")),
-            )
-        })?;
-        let stream = match d.from.as_ref().map(|f| (f.span(), f.get_ref().as_str())) {
-            None | Some((_, "stdout")) => Stream::Stdout,
-            Some((_, "stderr")) => Stream::Stderr,
-            Some((sp, o)) => {
-                return Err(err(
-                    sp,
-                    format!("`from` must be stdout or stderr, found `{o}`"),
-                ));
-            }
-        };
-        (MSource::Regex { re, stream }, None)
-    } else if let Some(j) = &d.json {
-        if !(j.get_ref().is_empty() || j.get_ref().starts_with('/')) {
-            return Err(err(
-                j.span(),
-                "a JSON pointer starts with `/` (e.g. /results/0/mean)".into(),
-            ));
-        }
-        (MSource::Json(j.get_ref().clone()), None)
-    } else if let Some(f) = &d.file {
-        (MSource::File(f.get_ref().clone()), Some("bytes"))
-    } else if let Some(e) = &d.elf {
-        let section = d
-            .section
-            .as_ref()
-            .map_or("text".to_string(), |s| s.get_ref().clone());
-        (
-            MSource::Elf {
-                path: e.get_ref().clone(),
-                section,
-            },
-            Some("bytes"),
-        )
-    } else {
-        let t = d.timer.as_ref().expect("one source");
-        let i = builtin(t.get_ref()).ok_or_else(|| {
-            err(
-                t.span(),
-                format!(
-                    "unknown timer `{}`{}",
-                    t.get_ref(),
-                    crate::suggest::hint(t.get_ref(), &builtin_list(), "")
-                ),
-            )
-        })?;
-        (MSource::Timer(i), Some(BUILTINS[i].1))
-    })
-}
-
-/// The names of the rusage metrics every command yields.
-fn builtin_list() -> Vec<&'static str> {
-    BUILTINS.iter().map(|(b, _)| *b).collect()
 }
 
 /// A plan from command-line arguments such as `getppid:cpu=0 getuid`.
@@ -1344,38 +594,6 @@ fn check_inside(bench: &dyn bench::Bench, params: &Params, set: &CpuSet) -> Resu
     Ok(())
 }
 
-/// A command's `cwd` that names no parameter must be a directory when the
-/// plan is read, not found missing when its first cell runs.
-fn missing_cwd(plan_dir: &std::path::Path, cwd: &str) -> Result<(), String> {
-    let filled = cwd.replace("{plan_dir}", &plan_dir.display().to_string());
-    if filled.contains('{') {
-        return Ok(());
-    }
-    let path = plan_dir.join(&filled);
-    if path.is_dir() {
-        Ok(())
-    } else {
-        Err(format!(
-            "`cwd` `{}` is not a directory",
-            crate::term::visible(&path.display().to_string())
-        ))
-    }
-}
-
-/// Would `std::process::Command::new(prog)` find `prog`: a path that
-/// exists, or an executable file in a directory of `PATH`.
-fn program_exists(prog: &str) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    let executable = |p: &std::path::Path| {
-        std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-    };
-    if prog.contains('/') {
-        return executable(std::path::Path::new(prog));
-    }
-    std::env::var_os("PATH")
-        .is_some_and(|path| std::env::split_paths(&path).any(|d| executable(&d.join(prog))))
-}
-
 #[cfg(test)]
 mod tests {
     use crate::plan::{expand, parse};
@@ -1473,6 +691,67 @@ use = "getppid"
         assert!(
             e.starts_with("p.toml:4:11: `timeout` goes with a command"),
             "{e}"
+        );
+    }
+
+    /// Each key one kind owns, given to another kind, and an unknown
+    /// `apply`: the whole line, position included.
+    #[test]
+    fn a_key_of_another_kind_is_refused_whole() {
+        let plan = |f: &str| {
+            format!("name = \"t\"\n[factors]\nf = {{ {f} }}\n[[bench]]\nuse = \"getppid\"\n")
+        };
+        for (given, key, owner) in [
+            (
+                "apply = \"cpus\", values = [\"0\"], param = \"x\"",
+                "param",
+                "param",
+            ),
+            (
+                "apply = \"cpus\", values = [\"0\"], var = \"X\"",
+                "var",
+                "env",
+            ),
+            (
+                "apply = \"param\", param = \"cpu\", values = [0], probe = \"smt\"",
+                "probe",
+                "system",
+            ),
+            (
+                "apply = \"cpus\", values = [\"0\"], hint = { a = \"b\" }",
+                "hint",
+                "system",
+            ),
+            (
+                "apply = \"system\", probe = \"smt\", values = [\"on\"], setup = \"x\"",
+                "setup",
+                "shell",
+            ),
+            (
+                "apply = \"cpus\", values = [\"0\"], teardown = \"x\"",
+                "teardown",
+                "shell",
+            ),
+        ] {
+            let text = plan(given);
+            let col = text.find(&format!("{key} =")).unwrap() - text.find("f = ").unwrap()
+                + key.len()
+                + 4;
+            assert_eq!(
+                err(&text),
+                format!("p.toml:3:{col}: factor `f`: `{key}` only goes with apply = \"{owner}\""),
+                "{given}"
+            );
+        }
+        // The first key in the file's order is the one named.
+        let e = err(&plan(
+            "apply = \"cpus\", values = [\"0\"], teardown = \"x\", hint = { a = \"b\" }",
+        ));
+        assert!(e.contains("`hint` only goes with"), "{e}");
+        assert_eq!(
+            err(&plan("apply = \"sytem\", values = [\"0\"]")),
+            "p.toml:3:15: factor `f`: unknown apply `sytem`; did you mean `system`? \
+             (known: param, env, cpus, shell, system)"
         );
     }
 
