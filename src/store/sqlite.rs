@@ -838,7 +838,8 @@ impl SqliteStore {
             Scope::Run(id) => runs.push(id),
             Scope::Campaign(id) => {
                 self.each_row("SELECT id FROM runs WHERE campaign_id = ?1", [id], |r| {
-                    Ok(runs.push(r.get(0)?))
+                    runs.push(r.get(0)?);
+                    Ok(())
                 })?
             }
         }
@@ -851,7 +852,10 @@ impl SqliteStore {
                         "SELECT id FROM samples WHERE run_id = ?1 ORDER BY id {order} LIMIT 1"
                     ),
                     [run],
-                    |r| Ok(id = Some(r.get(0)?)),
+                    |r| {
+                        id = Some(r.get(0)?);
+                        Ok(())
+                    },
                 )?;
                 Ok(id)
             };
