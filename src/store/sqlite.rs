@@ -815,11 +815,6 @@ impl SqliteStore {
     }
 }
 
-/// A scope whose samples span this many rowids is read in two halves at
-/// once ([`SqliteStore::cells`]); below it a second connection costs more
-/// than it saves.
-const SPLIT_AT: i64 = 100_000;
-
 impl SqliteStore {
     /// The scope's series, for [`sql::sample_rec`].
     fn series(&self, scope: Scope) -> anyhow::Result<sql::Series> {
@@ -960,14 +955,13 @@ impl StoreRead for SqliteStore {
     }
 
     /// A scope of many samples is read in two halves of its rowid range at
-    /// once, the upper on a second connection in a thread: decoding the
-    /// rows was half of a report of 10^6 samples, and each half is a
-    /// sequential read of the table.
+    /// once, the upper on a second connection ([`sql::in_halves`]); each
+    /// half is a sequential read of the table.
     fn cells(&self, scope: Scope) -> anyhow::Result<Vec<StoredCell>> {
         let Some((lo, hi)) = self.sample_span(scope)? else {
             return sql::cells_with_samples(self, scope);
         };
-        let second = (hi - lo >= SPLIT_AT)
+        let second = (hi - lo >= sql::SPLIT_AT)
             .then(|| self.second_reader())
             .flatten();
         let cells = self.cell_recs(scope)?;
@@ -976,23 +970,13 @@ impl StoreRead for SqliteStore {
             let samples = self.samples_between(scope, &cells, series, lo, hi)?;
             return Ok(cells.into_iter().zip(samples).collect());
         };
-        let mid = lo + (hi - lo) / 2;
-        let (lower, upper) = std::thread::scope(|t| {
-            let upper = t.spawn({
-                let (cells, series) = (&cells, series.clone());
-                move || second.samples_between(scope, cells, series, mid + 1, hi)
-            });
-            let lower = self.samples_between(scope, &cells, series.clone(), lo, mid);
-            let upper = upper
-                .join()
-                .unwrap_or_else(|_| Err(anyhow::anyhow!("the second reader of the store stopped")));
-            (lower, upper)
-        });
-        let mut lower = lower?;
-        for (l, u) in lower.iter_mut().zip(upper?) {
-            l.extend(u);
-        }
-        Ok(cells.into_iter().zip(lower).collect())
+        let upper = series.clone();
+        sql::in_halves(
+            cells,
+            (lo, hi),
+            |c, lo, hi| self.samples_between(scope, c, series, lo, hi),
+            move |c, lo, hi| second.samples_between(scope, c, upper, lo, hi),
+        )
     }
 
     fn cell_recs(&self, scope: Scope) -> anyhow::Result<Vec<super::CellRec>> {
