@@ -93,21 +93,36 @@ fn bar_chart(
         );
     }
     for (si, s) in series.iter().enumerate() {
-        let (lx, ly) = (
-            left + 200.0 * (si % 4) as f64,
-            h - bottom + 36.0 + 20.0 * (si / 4) as f64,
-        );
-        let _ = write!(
-            o,
-            "<rect x=\"{lx}\" y=\"{:.1}\" width=\"10\" height=\"10\" fill=\"{}\"/><text class=\"legend\" x=\"{}\" y=\"{ly:.1}\" font-size=\"11\">{}</text>",
-            ly - 9.0,
-            COLOURS[si % COLOURS.len()],
-            lx + 14.0,
-            esc(s)
+        let c = COLOURS[si % COLOURS.len()];
+        legend_entry(
+            &mut o,
+            si,
+            (left, h - bottom + 36.0),
+            (c, s.as_str()),
+            " class=\"legend\"",
         );
     }
     o.push_str("</svg>\n");
     o
+}
+
+/// Entry `si` of a chart's legend below the plot, four a row from
+/// `(left, top)`: a square in the series' colour and its name.
+fn legend_entry(
+    o: &mut String,
+    si: usize,
+    (left, top): (f64, f64),
+    (colour, name): (&str, &str),
+    class: &str,
+) {
+    let (lx, ly) = (left + 200.0 * (si % 4) as f64, top + 20.0 * (si / 4) as f64);
+    let _ = write!(
+        o,
+        "<rect x=\"{lx}\" y=\"{:.1}\" width=\"10\" height=\"10\" fill=\"{colour}\"/><text{class} x=\"{}\" y=\"{ly:.1}\" font-size=\"11\">{}</text>",
+        ly - 9.0,
+        lx + 14.0,
+        esc(name)
+    );
 }
 
 /// An interval's error bar at `cx` from `lo` to `hi` (data units) on
@@ -401,16 +416,12 @@ fn sweep_chart(t: &Table) -> Option<String> {
     for (si, (name, pts)) in series.iter().enumerate() {
         let c = COLOURS[si % COLOURS.len()];
         sweep_curve(&mut o, t, &xs, (name, pts, c), (&axis, &x, &y));
-        let (lx, ly) = (
-            left + 200.0 * (si % 4) as f64,
-            h - bottom + 50.0 + 20.0 * (si / 4) as f64,
-        );
-        let _ = write!(
-            o,
-            "<rect x=\"{lx}\" y=\"{:.1}\" width=\"10\" height=\"10\" fill=\"{c}\"/><text x=\"{}\" y=\"{ly:.1}\" font-size=\"11\">{}</text>",
-            ly - 9.0,
-            lx + 14.0,
-            esc(name)
+        legend_entry(
+            &mut o,
+            si,
+            (left, h - bottom + 50.0),
+            (c, name.as_str()),
+            "",
         );
     }
     o.push_str("</svg>\n");
