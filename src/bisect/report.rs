@@ -301,5 +301,5 @@ fn html(b: &Bisection) -> String {
     if let Some(note) = &b.note {
         o += &format!("<p class=\"legend\">{}</p>\n", esc(note));
     }
-    crate::report::html::page(&heading(b), &o)
+    crate::report::fmt::page(&heading(b), &o)
 }

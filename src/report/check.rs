@@ -343,3 +343,15 @@ pub fn junit(c: &Check) -> String {
     o.push_str("</testsuite>\n</testsuites>\n");
     o
 }
+
+impl super::render::Render for Check {
+    const KIND: &'static str = "check";
+
+    fn text(&self) -> String {
+        text(self)
+    }
+
+    fn markdown(&self) -> String {
+        markdown(self)
+    }
+}

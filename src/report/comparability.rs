@@ -11,6 +11,7 @@
 
 use serde::Serialize;
 
+use super::fmt::WIDTH;
 use crate::system::Fingerprint;
 
 /// A recorded fact: its name, why it moves results (`None`: it is shown
@@ -313,6 +314,22 @@ pub fn check(operands: &[(String, Vec<&Fingerprint>)], expect: &[String]) -> Com
         unknown,
         imported: imported_any,
         warnings,
+    }
+}
+
+/// Which recorded facts differ between the operands, and a warning for
+/// each difference not declared with `--expect`.
+pub(crate) fn text(o: &mut String, k: &Comparability, symbols: &[String]) {
+    for (i, l) in k.lines(symbols).into_iter().enumerate() {
+        let (l, indent) = if i == 0 {
+            (l, "  ")
+        } else {
+            (format!("  {l}"), "      ")
+        };
+        o.push_str(&super::fmt::wrap(&l, WIDTH, indent));
+    }
+    for w in &k.warnings {
+        o.push_str(&super::fmt::wrap(&format!("warning: {w}"), WIDTH, "  "));
     }
 }
 

@@ -5,85 +5,10 @@
 
 use std::fmt::Write;
 
-use super::Document;
 use super::render::Render;
 use super::samples::SampleTable;
 
-/// A field, quoted when it holds a comma, quote or line break.
-fn field(o: &mut String, s: &str) {
-    if s.contains([',', '"', '\n', '\r']) {
-        o.push('"');
-        o.push_str(&s.replace('"', "\"\""));
-        o.push('"');
-    } else {
-        o.push_str(s);
-    }
-}
-
-pub fn render(doc: &Document<'_>) -> anyhow::Result<String> {
-    let none = || {
-        crate::error::bad_input!(
-            "--format csv is for `kbench report` (one row per sample) and `kbench compare`"
-        )
-    };
-    match doc {
-        Document::Samples(t) => Ok(samples(t)),
-        Document::History(h) => h.csv().ok_or_else(none),
-        Document::Compare(c) => Ok(compare(c)),
-        _ => Err(none()),
-    }
-}
-
-/// A comparison: one row per cell and contender, numbers as stored
-/// (`change` is contender / baseline - 1 of the means).
-fn compare(c: &super::compare::Comparison) -> String {
-    let mut o = String::from(
-        "bench,metric,unit,direction,cell,baseline,contender,n_baseline,mean_baseline,n,mean,change,change_lo,change_hi,p,p_adjusted,significant,verdict\n",
-    );
-    let num = |x: f64| x.to_string();
-    let opt = |x: Option<f64>| x.map(num).unwrap_or_default();
-    // Enums as their JSON names (`lower`, `different`).
-    let name = |v: serde_json::Result<serde_json::Value>| {
-        v.ok()
-            .and_then(|x| x.as_str().map(str::to_string))
-            .unwrap_or_default()
-    };
-    for r in &c.rows {
-        for v in &r.versus {
-            let verdict = name(serde_json::to_value(v.verdict));
-            for (i, s) in [
-                r.bench.clone(),
-                r.metric.clone(),
-                r.unit.clone(),
-                name(serde_json::to_value(r.direction)),
-                r.cell.clone(),
-                c.operands[0].clone(),
-                v.name.clone(),
-                v.n1.to_string(),
-                num(r.mean),
-                v.n2.to_string(),
-                num(v.mean),
-                opt(v.change),
-                opt(v.interval.map(|i| i[0])),
-                opt(v.interval.map(|i| i[1])),
-                opt(v.p),
-                opt(v.p_adjusted),
-                v.significant.to_string(),
-                verdict,
-            ]
-            .iter()
-            .enumerate()
-            {
-                if i > 0 {
-                    o.push(',');
-                }
-                field(&mut o, s);
-            }
-            o.push('\n');
-        }
-    }
-    o
-}
+use super::fmt::csv_field as field;
 
 /// The header line (also what a table of no sample prints).
 pub fn header(t: &SampleTable) -> String {
@@ -162,4 +87,17 @@ pub fn stream_samples(
         })
     });
     write_samples(&t, rows, w)
+}
+
+/// Every sample, one per row; as text too (it has no other shape).
+impl Render for SampleTable {
+    const KIND: &'static str = "samples";
+
+    fn text(&self) -> String {
+        samples(self)
+    }
+
+    fn csv(&self) -> Option<String> {
+        Some(samples(self))
+    }
 }

@@ -347,3 +347,19 @@ pub fn html(e: &Explain) -> String {
     o.push_str("<p class=\"legend\">* beyond the noise (interval excludes 0), ~ inside it</p>\n");
     o
 }
+
+impl super::render::Render for Explain {
+    const KIND: &'static str = "explain";
+
+    fn text(&self) -> String {
+        text(self)
+    }
+
+    fn markdown(&self) -> String {
+        markdown(self)
+    }
+
+    fn html(&self) -> (String, String) {
+        ("kbench explain".to_string(), html(self))
+    }
+}

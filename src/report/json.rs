@@ -6,7 +6,7 @@
 
 //!
 //! Every document is one object that names its model: `schema` (the
-//! version, [`SCHEMA`]) and `kind` (`report`, `compare`, `status`, ...),
+//! version, [`super::render::SCHEMA`]) and `kind` (`report`, `compare`, `status`, ...),
 //! described by `schemas/report.schema.json` in the repository (one
 //! `$defs` entry per kind). A report has the same shape with or without a
 //! plan's `[report]` layout: the layout's tables are its `tables` member
@@ -14,45 +14,18 @@
 
 use serde_json::{Value, json};
 
-use super::history::History;
-use super::render::Render;
 use super::table::TableDoc;
-use super::{Document, Report, Subject};
+use super::{Report, Subject};
 
-/// The version of the JSON document model; a change that removes or
-/// retypes a member takes the next number.
-pub const SCHEMA: &str = "kbench/report/1";
+pub use super::render::document;
 
-/// `v` as a document of `kind`: an object gains `schema` and `kind`; a
-/// list, or an object with a `kind` of its own (a benchmark's), becomes
-/// `{schema, kind, <kind>: v}`.
-pub fn document(kind: &str, v: Value) -> Value {
-    match v {
-        Value::Object(mut m) if !m.contains_key("kind") => {
-            m.insert("schema".into(), json!(SCHEMA));
-            m.insert("kind".into(), json!(kind));
-            Value::Object(m)
-        }
-        other => json!({ "schema": SCHEMA, "kind": kind, kind: other }),
+/// A document as its JSON value (what `--format json` prints).
+#[cfg(test)]
+pub fn render(doc: &super::Document<'_>) -> anyhow::Result<Value> {
+    match doc.rendered(super::Format::Json)? {
+        super::Rendered::Json(v) => Ok(v),
+        super::Rendered::Str(s) => Ok(Value::String(s)),
     }
-}
-
-pub fn render(doc: &Document<'_>) -> anyhow::Result<Value> {
-    Ok(match doc {
-        Document::Reports(rs) => reports(rs, None)?,
-        Document::Runs(rows) => document("runs", serde_json::to_value(rows)?),
-        Document::Compare(c) => document("compare", serde_json::to_value(c)?),
-        Document::Status(s) => document("status", serde_json::to_value(s)?),
-        Document::Sysinfo(s) => document("sysinfo", serde_json::to_value(s)?),
-        Document::Benches(b) => document("benches", serde_json::to_value(b)?),
-        Document::Bench(b) => document("bench", serde_json::to_value(b)?),
-        Document::Tables(t) => document("tables", serde_json::to_value(t)?),
-        Document::Samples(t) => document("samples", serde_json::to_value(t)?),
-        Document::History(h) => document(History::KIND, h.json()?),
-        Document::PlanSize(p) => document("plan_size", serde_json::to_value(p)?),
-        Document::Check(c) => document("check", serde_json::to_value(c)?),
-        Document::Explain(e) => document("explain", serde_json::to_value(e)?),
-    })
 }
 
 /// One report (`kind: report`) or several (`kind: reports`), with the
@@ -72,7 +45,7 @@ pub fn reports(rs: &[Report], tables: Option<&TableDoc>) -> anyhow::Result<Value
     })
 }
 
-fn report(r: &Report) -> Value {
+pub(crate) fn report(r: &Report) -> Value {
     let cells: Vec<&super::CellSummary> = r.groups.iter().flat_map(|g| &g.rows).collect();
     let mut v = json!({
         "config": r.config(),

@@ -1,8 +1,10 @@
 //! What kbench prints: every command builds a model (plain data: numbers,
-//! labels, records) and hands it as a [`Document`] to one renderer per
-//! [`Format`] (`text.rs` for e-mail, `json.rs` for scripts). Renderers
-//! format; they never compute a statistic, and no command decides on a
-//! format anywhere else.
+//! labels, records) and hands it as a [`Document`] to [`render`], which
+//! asks the document's [`Render`] for the [`Format`] wanted. Each document
+//! renders itself beside its model (`compare/`, `table/`, `history/`,
+//! `check.rs`, `listing.rs`, ...), with what every format shares in
+//! `fmt/`. Renderers format; they never compute a statistic, and no
+//! command decides on a format anywhere else.
 
 pub mod check;
 pub mod comparability;
@@ -11,31 +13,29 @@ pub mod csv;
 pub mod explain;
 pub mod flame;
 pub mod fmt;
-pub mod grid;
 pub mod history;
-pub mod html;
 pub mod json;
+pub mod listing;
 pub mod live;
-pub mod markdown;
 pub mod origin;
 pub mod plan_size;
 pub mod render;
 pub mod samples;
 pub mod scale;
-pub mod summary;
+pub mod status;
 pub mod table;
 pub mod text;
 pub mod wis_csv;
 
-#[cfg(test)]
-mod table_tests;
 #[cfg(test)]
 mod tests;
 
 use indexmap::IndexMap;
 use serde::Serialize;
 
-use crate::bench::Bench;
+use compare::summary;
+use render::Render;
+
 use crate::campaign::Status;
 use crate::record::{Direction, RunConfig, StopRule};
 use crate::stats::outliers::{DEFAULT_THRESHOLD, modified_z};
@@ -44,7 +44,7 @@ use crate::stats::{Confidence, Sample, Summary};
 use crate::store::{
     CampaignData, CampaignRow, FailureRec, RunData, RunDetails, RunRow, StoredCell,
 };
-use crate::system::{Fingerprint, Warning};
+use crate::system::Fingerprint;
 
 /// How a document is printed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -89,12 +89,11 @@ pub enum Document<'a> {
     Benches(&'a [BenchInfo]),
     /// `kbench list NAME`: one benchmark in full.
     Bench(&'a BenchInfo),
-    /// `kbench report` under a layout (`table.rs`).
+    /// `kbench report` under a layout (`table/`).
     Tables(&'a table::TableDoc),
     /// `kbench report --format csv`: every sample (`samples.rs`).
     Samples(&'a samples::SampleTable),
-    /// `kbench report --history`: a benchmark across runs
-    /// (`history.rs`, which renders it in every format).
+    /// `kbench report --history`: a benchmark across runs (`history/`).
     History(&'a history::History),
     /// `kbench plan-size`: samples needed for a margin (`plan_size.rs`).
     PlanSize(&'a plan_size::PlanSize),
@@ -109,14 +108,9 @@ pub enum Document<'a> {
 /// which reach terminals, show control characters from the data (a
 /// command's output, a name, an imported command) escaped.
 pub fn render(doc: &Document<'_>, format: Format) -> anyhow::Result<String> {
-    let shown = |s: String| crate::term::visible(&s).into_owned();
-    Ok(match format {
-        Format::Text => shown(text::render(doc)),
-        Format::Json => format!("{:#}\n", json::render(doc)?),
-        Format::Markdown => shown(markdown::render(doc)),
-        Format::Csv => csv::render(doc)?,
-        Format::Html => html::render(doc),
-        Format::WisCsv => wis_csv::render(doc)?,
+    Ok(match doc.rendered(format)? {
+        Rendered::Str(s) => s,
+        Rendered::Json(v) => format!("{v:#}\n"),
     })
 }
 
@@ -131,80 +125,75 @@ pub fn render_explained(
     let Some(e) = explained else {
         return render(doc, format);
     };
-    Ok(match format {
-        Format::Json => {
-            let mut v = json::render(doc)?;
-            v["explain"] = json::render(&Document::Explain(e))?;
+    Ok(match (doc.rendered(format)?, format) {
+        (Rendered::Json(mut v), _) => {
+            v["explain"] = e.json()?;
             format!("{v:#}\n")
         }
-        Format::Text | Format::Markdown => {
-            let mut s = render(doc, format)?;
+        (Rendered::Str(mut s), Format::Text | Format::Markdown) => {
             s.push('\n');
             s.push_str(&render(&Document::Explain(e), format)?);
             s
         }
-        _ => render(doc, format)?,
+        (Rendered::Str(s), _) => s,
     })
 }
+
+/// A document in one format: a string, or JSON's value (which
+/// `render_explained` extends before printing).
+pub(crate) enum Rendered {
+    Str(String),
+    Json(serde_json::Value),
+}
+
+impl Document<'_> {
+    /// The document in `format`, through its [`Render`].
+    pub(crate) fn rendered(&self, format: Format) -> anyhow::Result<Rendered> {
+        match self {
+            Document::Reports(d) => in_format(*d, format),
+            Document::Runs(d) => in_format(*d, format),
+            Document::Compare(d) => in_format(*d, format),
+            Document::Status(d) => in_format(*d, format),
+            Document::Sysinfo(d) => in_format(*d, format),
+            Document::Benches(d) => in_format(*d, format),
+            Document::Bench(d) => in_format(*d, format),
+            Document::Tables(d) => in_format(*d, format),
+            Document::Samples(d) => in_format(*d, format),
+            Document::History(d) => in_format(*d, format),
+            Document::PlanSize(d) => in_format(*d, format),
+            Document::Check(d) => in_format(*d, format),
+            Document::Explain(d) => in_format(*d, format),
+        }
+    }
+}
+
+/// Any document in `format`: the one place a format is chosen.
+fn in_format<D: Render + ?Sized>(d: &D, format: Format) -> anyhow::Result<Rendered> {
+    let shown = |s: String| Rendered::Str(crate::term::visible(&s).into_owned());
+    Ok(match format {
+        Format::Text => shown(d.text()),
+        Format::Markdown => shown(d.markdown()),
+        Format::Json => Rendered::Json(d.json()?),
+        Format::Csv => Rendered::Str(d.csv().ok_or_else(|| {
+            crate::error::bad_input!(
+                "--format csv is for `kbench report` (one row per sample) and `kbench compare`"
+            )
+        })?),
+        Format::Html => {
+            let (title, body) = d.html();
+            Rendered::Str(fmt::page(&title, &body))
+        }
+        Format::WisCsv => Rendered::Str(d.wis_csv()?),
+    })
+}
+
+/// Push `x` unless `v` holds it already (first-seen order kept).
+pub use listing::{BenchInfo, Sysinfo};
 
 /// Push `x` unless `v` holds it already (first-seen order kept).
 pub(crate) fn push_unique<T: PartialEq>(v: &mut Vec<T>, x: T) {
     if !v.contains(&x) {
         v.push(x);
-    }
-}
-
-/// `kbench sysinfo`: the fingerprint and its noise warnings.
-#[derive(Clone, Debug, Serialize)]
-pub struct Sysinfo {
-    #[serde(flatten)]
-    pub fingerprint: Fingerprint,
-    pub warnings: Vec<Warning>,
-}
-
-/// `kbench list`: one benchmark.
-#[derive(Clone, Debug, Serialize)]
-pub struct BenchInfo {
-    pub name: String,
-    pub kind: crate::record::Kind,
-    /// Where `kbench list` files it (syscalls, pipes, ...).
-    pub family: crate::bench::catalogue::Family,
-    pub description: String,
-    /// The tool its numbers are checked against side by side.
-    pub reference: Option<String>,
-    pub metrics: Vec<crate::record::Metric>,
-    pub params: Vec<ParamInfo>,
-}
-
-#[derive(Clone, Debug, Serialize)]
-pub struct ParamInfo {
-    pub name: String,
-    #[serde(rename = "type")]
-    pub ty: String,
-    pub default: Option<String>,
-    pub help: String,
-}
-
-impl BenchInfo {
-    pub fn of(b: &dyn Bench) -> BenchInfo {
-        BenchInfo {
-            name: b.name().to_string(),
-            kind: b.kind(),
-            family: crate::bench::catalogue::family(b),
-            description: b.description().to_string(),
-            reference: crate::bench::catalogue::reference(b),
-            metrics: b.metrics().to_vec(),
-            params: b
-                .params()
-                .iter()
-                .map(|p| ParamInfo {
-                    name: p.name.to_string(),
-                    ty: p.ty.describe(),
-                    default: p.default.map(str::to_string),
-                    help: p.help.to_string(),
-                })
-                .collect(),
-        }
     }
 }
 
@@ -749,4 +738,28 @@ fn campaign_pending(d: &CampaignData) -> Vec<Pending> {
                 .collect(),
         })
         .collect()
+}
+
+/// `kbench run` and `kbench report`: one or more runs or campaigns.
+impl Render for [Report] {
+    const KIND: &'static str = "reports";
+
+    fn text(&self) -> String {
+        text::reports(self)
+    }
+
+    fn wis_csv(&self) -> anyhow::Result<String> {
+        wis_csv::render(self)
+    }
+
+    fn json(&self) -> anyhow::Result<serde_json::Value> {
+        json::reports(self, None)
+    }
+}
+
+/// A report serialises as its JSON model (`kind: report`).
+impl Serialize for Report {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        json::report(self).serialize(s)
+    }
 }

@@ -318,6 +318,16 @@ pub fn text(o: &mut String, p: &PlanSize) {
     }
 }
 
+impl super::render::Render for PlanSize {
+    const KIND: &'static str = "plan_size";
+
+    fn text(&self) -> String {
+        let mut o = String::new();
+        text(&mut o, self);
+        o
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

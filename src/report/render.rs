@@ -1,13 +1,15 @@
 //! A document model rendered to a format: each document implements
-//! [`Render`] in its own folder (its model in `mod.rs`, a file per format
-//! it has), and the format renderers (`text.rs`, `markdown.rs`,
-//! `html.rs`, `csv.rs`, `json.rs`) call it; a format a document does not
-//! have falls back to one it has (Markdown and HTML show the text in a
-//! code block, CSV says it has none).
+//! [`Render`] beside its model (a folder with a file per format it has,
+//! or one file for a small one), and [`super::render`] calls it for the
+//! format asked; a format a document does not have falls back to one it
+//! has (Markdown and HTML show the text in a code block, CSV and
+//! will-it-scale CSV say it has none).
 
 use serde::Serialize;
+use serde_json::{Value, json};
 
 use super::fmt::html_escape;
+use crate::error::bad_input;
 
 /// A document in every format.
 pub trait Render: Serialize {
@@ -22,7 +24,7 @@ pub trait Render: Serialize {
         format!("```\n{}```\n", self.text())
     }
 
-    /// The body of an HTML page and its title; without one of its own,
+    /// The title of an HTML page and its body; without one of its own,
     /// the text in a `<pre>`.
     fn html(&self) -> (String, String) {
         (
@@ -36,10 +38,36 @@ pub trait Render: Serialize {
         None
     }
 
-    /// The document as its serialised model, which JSON wraps with its
-    /// schema and kind.
-    fn json(&self) -> anyhow::Result<serde_json::Value> {
-        Ok(serde_json::to_value(self)?)
+    /// will-it-scale's runtest.py CSV of the document's scaling tables;
+    /// only reports of runs and campaigns have them.
+    fn wis_csv(&self) -> anyhow::Result<String> {
+        Err(bad_input!(
+            "--format wis-csv prints scaling tables of runs and campaigns (kbench report)"
+        ))
+    }
+
+    /// The document as one JSON object: its serialised model with its
+    /// schema and [`Self::KIND`] (see [`document`]).
+    fn json(&self) -> anyhow::Result<Value> {
+        Ok(document(Self::KIND, serde_json::to_value(self)?))
+    }
+}
+
+/// The version of the JSON document model; a change that removes or
+/// retypes a member takes the next number.
+pub const SCHEMA: &str = "kbench/report/1";
+
+/// `v` as a document of `kind`: an object gains `schema` and `kind`; a
+/// list, or an object with a `kind` of its own (a benchmark's), becomes
+/// `{schema, kind, <kind>: v}`.
+pub fn document(kind: &str, v: Value) -> Value {
+    match v {
+        Value::Object(mut m) if !m.contains_key("kind") => {
+            m.insert("schema".into(), json!(SCHEMA));
+            m.insert("kind".into(), json!(kind));
+            Value::Object(m)
+        }
+        other => json!({ "schema": SCHEMA, "kind": kind, kind: other }),
     }
 }
 
@@ -65,6 +93,9 @@ mod tests {
         assert_eq!(d.markdown(), "```\na <b> & c\n```\n");
         assert_eq!(d.html().1, "<pre>a &lt;b&gt; &amp; c\n</pre>");
         assert_eq!(d.csv(), None);
-        assert_eq!(d.json().unwrap()["line"], "a <b> & c");
+        assert!(d.wis_csv().is_err());
+        let v = d.json().unwrap();
+        assert_eq!(v["line"], "a <b> & c");
+        assert_eq!(v["kind"], "plain");
     }
 }

@@ -21,19 +21,14 @@
 
 use std::fmt::Write;
 
+use super::Report;
 use super::scale::{Point, Scaling};
-use super::{Document, Report};
 use crate::error::bad_input;
 
 pub const HEADER: &str = "tasks,processes,processes_idle,threads,threads_idle,linear";
 
-/// The CSV of every scaling table in the document's reports.
-pub fn render(doc: &Document<'_>) -> anyhow::Result<String> {
-    let Document::Reports(reports) = doc else {
-        return Err(bad_input!(
-            "--format wis-csv prints scaling tables of runs and campaigns (kbench report)"
-        ));
-    };
+/// The CSV of every scaling table in the reports.
+pub fn render(reports: &[Report]) -> anyhow::Result<String> {
     let tables: Vec<Scaling> = reports
         .iter()
         .flat_map(|r: &Report| r.scaling.iter().flat_map(Scaling::by_origin))
@@ -100,9 +95,8 @@ fn table(out: &mut String, t: &Scaling) {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
     use crate::record::{Direction, Kind, Metric};
-    use crate::report::{Format, Report, render as render_doc};
+    use crate::report::{Document, Format, Report, render as render_doc};
     use crate::store::StoredCell;
     use crate::testing::{run_data, stored_cell};
 

@@ -24,6 +24,10 @@
 //! would let a gain in one cancel a gain in the other. Its interval treats
 //! the cells as the replicates (or the runs, when the runs are the unit).
 
+mod csv;
+mod markdown;
+pub mod summary;
+mod text;
 pub mod verdict;
 
 use indexmap::IndexMap;
@@ -869,6 +873,36 @@ fn adjust_tests(
         }
     }
     family
+}
+
+/// The families p is adjusted over: `a family of 4 tests`, or the
+/// primary metrics' and one per other metric.
+pub(crate) fn families(c: &Comparison) -> String {
+    let keys = family_keys(&c.rows);
+    if keys.iter().all(|k| k.is_empty()) {
+        format!("a family of {} tests", c.family)
+    } else {
+        format!(
+            "a family per metric (the primary metrics one; at most {} tests)",
+            c.family
+        )
+    }
+}
+
+impl super::render::Render for Comparison {
+    const KIND: &'static str = "compare";
+
+    fn text(&self) -> String {
+        super::fmt::written(|o| text::compare(o, self))
+    }
+
+    fn markdown(&self) -> String {
+        markdown::markdown(self)
+    }
+
+    fn csv(&self) -> Option<String> {
+        Some(csv::csv(self))
+    }
 }
 
 #[cfg(test)]

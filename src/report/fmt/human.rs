@@ -173,6 +173,11 @@ pub fn ratio(r: f64, half: Option<f64>) -> String {
     format!("{r:.d$}")
 }
 
+/// Bytes in GiB with one decimal (`15.5 GiB`).
+pub fn gib(bytes: u64) -> String {
+    format!("{:.1} GiB", bytes as f64 / (1u64 << 30) as f64)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,11 +1,15 @@
 //! What every renderer formats the same way, in one place: chart axes
-//! with round ticks ([`axis`]), values in human units ([`human`]), text
+//! with round ticks ([`axis`]), values in human units ([`human`]),
+//! ministat's columns ([`stat`]), a grid of strings laid out as aligned
+//! text or a Markdown table ([`grid`]), CSV fields, the HTML page, text
 //! wrapped within [`WIDTH`] columns, user strings escaped for HTML and
 //! for Markdown, and times. A renderer imports these and never another
 //! renderer's module for them.
 
 pub mod axis;
+pub mod grid;
 pub mod human;
+pub mod stat;
 
 pub use crate::term::{WIDTH, wrap};
 
@@ -49,6 +53,42 @@ pub fn md_escape(s: &str) -> String {
         }
     }
     o
+}
+
+/// The style of every HTML page (no network request: fonts and colours
+/// are the browser's own).
+const CSS: &str = "body{font-family:sans-serif;max-width:1100px;margin:1em auto;padding:0 1em;color:#222}\
+table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #ccc;padding:2px 8px;text-align:right}\
+th{background:#f3f3f3}td.l,th.l{text-align:left}.sig{font-weight:bold}pre{background:#f7f7f7;padding:.5em;overflow:auto}\
+.legend{color:#555;font-size:90%}svg{display:block;margin:.5em 0}";
+
+/// A self-contained page: the report's style, no network requests.
+pub fn page(title: &str, body: &str) -> String {
+    format!(
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
+         <meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; img-src data:\">\
+         <title>{}</title><style>{CSS}</style></head>\n<body>\n{body}</body></html>\n",
+        html_escape(title)
+    )
+}
+
+/// What `f` writes into a new string.
+pub fn written(f: impl FnOnce(&mut String)) -> String {
+    let mut o = String::new();
+    f(&mut o);
+    o
+}
+
+/// A CSV field (RFC 4180), quoted when it holds a comma, quote or line
+/// break.
+pub fn csv_field(o: &mut String, s: &str) {
+    if s.contains([',', '"', '\n', '\r']) {
+        o.push('"');
+        o.push_str(&s.replace('"', "\"\""));
+        o.push('"');
+    } else {
+        o.push_str(s);
+    }
 }
 
 /// The words of `s` as lines of at most `w` columns (a longer word is a

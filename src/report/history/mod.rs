@@ -1081,7 +1081,7 @@ mod tests {
         // A dot per point, a whisker per interval.
         assert_eq!(page.matches("<circle").count(), 12);
         // Round y ticks, not the range cut in quarters.
-        let ticks = crate::report::table_tests::chart_ticks(&page);
+        let ticks = crate::report::table::tests::chart_ticks(&page);
         assert_eq!(ticks.len(), 1, "{page}");
         crate::report::fmt::axis::tests::assert_round(&ticks[0], None);
         let md = markdown(&h);

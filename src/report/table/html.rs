@@ -6,48 +6,18 @@
 
 use std::fmt::Write;
 
-use super::Document;
-use super::fmt::axis::Axis;
-use super::fmt::html_escape as esc;
-use super::fmt::human;
 use super::grid::Panel;
-use super::render::Render;
-use super::scale::Scaling;
-use super::table::{SystemBlock, Table, TableDoc, Value};
+use super::layout::Reading;
+use super::{SystemBlock, Table, TableDoc, Value};
 use crate::ministat::{Version, difference_block};
-use crate::plan::report::TableKind;
-
-const CSS: &str = "body{font-family:sans-serif;max-width:1100px;margin:1em auto;padding:0 1em;color:#222}\
-table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #ccc;padding:2px 8px;text-align:right}\
-th{background:#f3f3f3}td.l,th.l{text-align:left}.sig{font-weight:bold}pre{background:#f7f7f7;padding:.5em;overflow:auto}\
-.legend{color:#555;font-size:90%}svg{display:block;margin:.5em 0}";
+use crate::report::fmt::axis::Axis;
+use crate::report::fmt::html_escape as esc;
+use crate::report::fmt::human;
+use crate::report::scale::Scaling;
 
 const COLOURS: [&str; 8] = [
     "#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#9c755f",
 ];
-
-pub fn render(doc: &Document<'_>) -> String {
-    let (title, body) = match doc {
-        Document::Tables(t) => (t.title.join("; "), tables(t) + &flames(&t.flames)),
-        Document::History(h) => h.html(),
-        Document::Explain(e) => ("kbench explain".to_string(), super::explain::html(e)),
-        other => (
-            "kbench".to_string(),
-            format!("<pre>{}</pre>", esc(&super::text::render(other))),
-        ),
-    };
-    page(&title, &body)
-}
-
-/// A self-contained page: the report's style, no network requests.
-pub fn page(title: &str, body: &str) -> String {
-    format!(
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
-         <meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; img-src data:\">\
-         <title>{}</title><style>{CSS}</style></head>\n<body>\n{body}</body></html>\n",
-        esc(title)
-    )
-}
 
 /// A map from data units to pixels along one axis.
 type Px<'a> = &'a dyn Fn(f64) -> f64;
@@ -123,21 +93,36 @@ fn bar_chart(
         );
     }
     for (si, s) in series.iter().enumerate() {
-        let (lx, ly) = (
-            left + 200.0 * (si % 4) as f64,
-            h - bottom + 36.0 + 20.0 * (si / 4) as f64,
-        );
-        let _ = write!(
-            o,
-            "<rect x=\"{lx}\" y=\"{:.1}\" width=\"10\" height=\"10\" fill=\"{}\"/><text class=\"legend\" x=\"{}\" y=\"{ly:.1}\" font-size=\"11\">{}</text>",
-            ly - 9.0,
-            COLOURS[si % COLOURS.len()],
-            lx + 14.0,
-            esc(s)
+        let c = COLOURS[si % COLOURS.len()];
+        legend_entry(
+            &mut o,
+            si,
+            (left, h - bottom + 36.0),
+            (c, s.as_str()),
+            " class=\"legend\"",
         );
     }
     o.push_str("</svg>\n");
     o
+}
+
+/// Entry `si` of a chart's legend below the plot, four a row from
+/// `(left, top)`: a square in the series' colour and its name.
+fn legend_entry(
+    o: &mut String,
+    si: usize,
+    (left, top): (f64, f64),
+    (colour, name): (&str, &str),
+    class: &str,
+) {
+    let (lx, ly) = (left + 200.0 * (si % 4) as f64, top + 20.0 * (si / 4) as f64);
+    let _ = write!(
+        o,
+        "<rect x=\"{lx}\" y=\"{:.1}\" width=\"10\" height=\"10\" fill=\"{colour}\"/><text{class} x=\"{}\" y=\"{ly:.1}\" font-size=\"11\">{}</text>",
+        ly - 9.0,
+        lx + 14.0,
+        esc(name)
+    );
 }
 
 /// An interval's error bar at `cx` from `lo` to `hi` (data units) on
@@ -180,7 +165,7 @@ fn table_chart(t: &Table) -> String {
     if t.rows.len() < 2 {
         return String::new();
     }
-    if t.kind == TableKind::Matrix {
+    if t.chart_per_metric() {
         return (0..t.cols.len()).map(|ci| metric_chart(t, ci)).collect();
     }
     let series: Vec<String> = t
@@ -188,12 +173,9 @@ fn table_chart(t: &Table) -> String {
         .iter()
         .flat_map(|g| t.cols.iter().map(move |c| series_name(t, g, &c.label)))
         .collect();
-    let rows: Vec<&super::table::TableRow> = t.rows.iter().chain(&t.summary).collect();
+    let rows: Vec<&super::TableRow> = t.rows.iter().chain(&t.summary).collect();
     let cats: Vec<String> = rows.iter().map(|r| r.labels.join(" ")).collect();
-    let (base, ylabel) = match t.kind {
-        TableKind::Ratio => (1.0, "ratio to the baseline"),
-        _ => (0.0, "% change over the baseline"),
-    };
+    let (base, ylabel) = t.reference().unwrap_or(super::layout::CHANGE);
     let bars: Vec<Vec<Bar>> = rows
         .iter()
         .map(|r| {
@@ -377,11 +359,7 @@ fn sweep_chart(t: &Table) -> Option<String> {
         .iter()
         .map(|r| r.labels.first().and_then(|l| swept_x(l)))
         .collect::<Option<_>>()?;
-    let (base, ylabel) = match t.kind {
-        TableKind::Improvement => (0.0, "% change over the baseline"),
-        TableKind::Ratio => (1.0, "ratio to the baseline"),
-        _ => return None,
-    };
+    let (base, ylabel) = t.reference()?;
     let series = sweep_series(t, &xs);
     if series.is_empty() {
         return None;
@@ -438,16 +416,12 @@ fn sweep_chart(t: &Table) -> Option<String> {
     for (si, (name, pts)) in series.iter().enumerate() {
         let c = COLOURS[si % COLOURS.len()];
         sweep_curve(&mut o, t, &xs, (name, pts, c), (&axis, &x, &y));
-        let (lx, ly) = (
-            left + 200.0 * (si % 4) as f64,
-            h - bottom + 50.0 + 20.0 * (si / 4) as f64,
-        );
-        let _ = write!(
-            o,
-            "<rect x=\"{lx}\" y=\"{:.1}\" width=\"10\" height=\"10\" fill=\"{c}\"/><text x=\"{}\" y=\"{ly:.1}\" font-size=\"11\">{}</text>",
-            ly - 9.0,
-            lx + 14.0,
-            esc(name)
+        legend_entry(
+            &mut o,
+            si,
+            (left, h - bottom + 50.0),
+            (c, name.as_str()),
+            "",
         );
     }
     o.push_str("</svg>\n");
@@ -501,49 +475,19 @@ fn sweep_curve(
     }
 }
 
-fn cell(v: &Value, c: &super::table::Column, panel: Panel) -> String {
-    let s = super::text::cell_text(v, c, panel, true);
-    let sig = matches!(
-        v,
-        Value::Change {
-            significant: true,
-            ..
-        }
-    ) || (panel == Panel::Main
-        && matches!(
-            v,
-            Value::Ratio {
-                significant: true,
-                ..
-            }
-        ));
-    let iv = match v {
-        Value::Change {
-            lo: Some(lo),
-            hi: Some(hi),
-            ..
-        } => {
-            let h = Some((hi - lo) / 2.0);
-            format!(
-                " [{}, {}]",
-                human::percent_end(*lo, h),
-                human::percent_end(*hi, h)
-            )
-        }
-        Value::Ratio {
-            lo: Some(l),
-            hi: Some(h),
-            ..
-        } if panel == Panel::Main => format!(" [{l:.3}, {h:.3}]"),
+/// A value with its interval beside it, in bold when significant; a
+/// ratio's ends with three decimals.
+fn cell(v: &Value, c: &super::Column, panel: Panel) -> String {
+    let r = Reading::of(v, c, panel, true);
+    let iv = match (r.ratio, r.interval, r.ends()) {
+        (true, Some((l, h, _)), _) => format!(" [{l:.3}, {h:.3}]"),
+        (_, _, Some([l, h])) => format!(" [{l}, {h}]"),
         _ => String::new(),
     };
-    let s = s.trim_end_matches(['*', ' ']).to_string();
     // `?`: not judged (the legend says why); kept beside the number.
-    if sig {
-        format!("<td class=\"sig\">{}{}</td>", esc(&s), esc(&iv))
-    } else {
-        format!("<td>{}{}</td>", esc(&s), esc(&iv))
-    }
+    let s = format!("{}{}", r.number, r.mark().trim_end_matches(['*', ' ']));
+    let class = if r.significant { " class=\"sig\"" } else { "" };
+    format!("<td{class}>{}{}</td>", esc(&s), esc(&iv))
 }
 
 fn html_table(o: &mut String, t: &Table, panel: Panel) {
@@ -572,7 +516,7 @@ fn html_table(o: &mut String, t: &Table, panel: Panel) {
         }
     }
     o.push_str("</tr>\n");
-    let summary: &[super::table::TableRow] = if panel == Panel::Main {
+    let summary: &[super::TableRow] = if panel == Panel::Main {
         &t.summary
     } else {
         &[]
@@ -626,10 +570,10 @@ fn table(o: &mut String, t: &Table) {
     if let Some(chart) = sweep_chart(t) {
         o.push_str(&chart);
     }
-    if t.kind == TableKind::Ratio && t.metric.is_some() {
+    if let Some(base) = t.normalised_to() {
         o.push_str("<h3>Values</h3>\n");
         html_table(o, t, Panel::Means);
-        let _ = writeln!(o, "<h3>Normalised to {}</h3>", esc(&t.cols[0].label));
+        let _ = writeln!(o, "<h3>Normalised to {}</h3>", esc(base));
     }
     html_table(o, t, Panel::Main);
     for d in &t.diffs {
@@ -819,7 +763,7 @@ fn scaling_frame(o: &mut String, s: &Scaling, plot: &ScalingPlot, ideals: usize)
 
 /// One curve of a scaling chart: the line through the means, each
 /// point's whisker and a dot titled with its value.
-fn scaling_curve(o: &mut String, sr: &super::scale::Series, plot: &ScalingPlot, c: &str) {
+fn scaling_curve(o: &mut String, sr: &crate::report::scale::Series, plot: &ScalingPlot, c: &str) {
     let d: String = sr
         .points
         .iter()
@@ -944,7 +888,7 @@ fn system(o: &mut String, s: &SystemBlock) {
 }
 
 /// Each profiled cell's flame graph, all rounds together.
-fn flames(f: &[(String, crate::profile::Folded)]) -> String {
+pub(crate) fn flames(f: &[(String, crate::profile::Folded)]) -> String {
     let mut o = String::new();
     if f.is_empty() {
         return o;
@@ -952,12 +896,12 @@ fn flames(f: &[(String, crate::profile::Folded)]) -> String {
     o.push_str("<h2>Profiles</h2>\n<p class=\"legend\">Sampled call stacks of each cell's timed intervals (<code>run --profile</code>); a frame's width is its share of the samples; hover a frame for its values.</p>\n");
     for (i, (name, stacks)) in f.iter().enumerate() {
         let _ = writeln!(o, "<h3>{}</h3>", esc(name));
-        o.push_str(&super::flame::svg(stacks, None, &format!("f{i}")));
+        o.push_str(&crate::report::flame::svg(stacks, None, &format!("f{i}")));
     }
     o
 }
 
-fn tables(d: &TableDoc) -> String {
+pub(crate) fn tables(d: &TableDoc) -> String {
     let mut o = String::new();
     for t in &d.title {
         let _ = writeln!(o, "<h1>{}</h1>", esc(t));
@@ -965,7 +909,7 @@ fn tables(d: &TableDoc) -> String {
     for t in &d.tables {
         table(&mut o, t);
     }
-    if d.kind == TableKind::Scaling || d.tables.is_empty() {
+    if d.shows_scaling() {
         for s in &d.scaling {
             scaling(&mut o, s, d.log_y);
         }
@@ -992,7 +936,7 @@ fn tables(d: &TableDoc) -> String {
 
 /// The facts that differ between the runs (a table, `!` on those known to
 /// move results), then each warning.
-fn comparability(o: &mut String, k: &super::comparability::Comparability) {
+fn comparability(o: &mut String, k: &crate::report::comparability::Comparability) {
     o.push_str("<h2>Comparability</h2>\n");
     if k.differences.is_empty() && k.unknown.is_empty() {
         let _ = writeln!(
@@ -1036,7 +980,7 @@ fn comparability(o: &mut String, k: &super::comparability::Comparability) {
 
 #[cfg(test)]
 mod tests {
-    use super::super::scale::{Point, Scaling, Series};
+    use crate::report::scale::{Point, Scaling, Series};
 
     fn point(tasks: u32, mean: f64, min: f64, max: f64) -> Point {
         Point {

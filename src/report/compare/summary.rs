@@ -7,13 +7,13 @@
 //! It holds what the report's tables already hold (each cell's median of
 //! its first metric), and the verdict of each contender against the
 //! baseline in words: the numbers of `kbench compare` of the same cells
-//! (`compare::of_variants`, the design-aware analysis), never a second
+//! (`super::of_variants`, the design-aware analysis), never a second
 //! path.
 
 use serde::Serialize;
 
-use super::Group;
 use crate::record::Direction;
+use crate::report::Group;
 
 /// Most variants a summary lists; a bigger matrix is read in its tables
 /// or a `--table` layout.
@@ -29,7 +29,7 @@ pub struct RunSummary {
     /// In the order given: the first is the baseline.
     pub variants: Vec<Variant>,
     /// Each contender against the baseline, in words and numbers.
-    pub verdicts: Vec<super::compare::verdict::VerdictLine>,
+    pub verdicts: Vec<super::verdict::VerdictLine>,
     /// The variants are commands, or record metrics beyond the primary
     /// one: the text shows this summary in place of the tables unless
     /// every metric is asked for.
@@ -89,7 +89,7 @@ pub fn of_groups(groups: &[Group]) -> Option<RunSummary> {
     {
         return None;
     }
-    let rows: Vec<&super::CellSummary> = firsts.iter().flat_map(|g| &g.rows).collect();
+    let rows: Vec<&crate::report::CellSummary> = firsts.iter().flat_map(|g| &g.rows).collect();
     let variants: Vec<Variant> = firsts
         .iter()
         .flat_map(|g| {
@@ -130,7 +130,7 @@ pub fn of_groups(groups: &[Group]) -> Option<RunSummary> {
         let pick = |i: &usize| names[*i].clone();
         let obs: Vec<_> = family.iter().map(|i| obs[*i].clone()).collect();
         let names: Vec<String> = family.iter().map(pick).collect();
-        let c = super::compare::of_variants(
+        let c = super::of_variants(
             &names,
             &head.metric,
             &head.unit,
@@ -170,9 +170,7 @@ impl RunSummary {
         };
         let level = crate::stats::sequential::look_confidence(max);
         let what = (self.metric.as_str(), self.unit.as_str(), self.direction);
-        self.verdicts = vec![super::compare::verdict::of_look(
-            &a.name, &b.name, look, what, level,
-        )];
+        self.verdicts = vec![super::verdict::of_look(&a.name, &b.name, look, what, level)];
     }
 }
 
@@ -181,7 +179,7 @@ impl RunSummary {
 /// another, and so are the cells of one benchmark (parameter values, factor
 /// levels, labels); two different benchmarks (`getppid`, `getuid`) are not,
 /// and get no verdict.
-fn families(rows: &[&super::CellSummary]) -> Vec<Vec<usize>> {
+fn families(rows: &[&crate::report::CellSummary]) -> Vec<Vec<usize>> {
     if rows.iter().all(|r| r.kind == crate::record::Kind::Command) {
         return vec![(0..rows.len()).collect()];
     }
@@ -214,7 +212,7 @@ pub fn text(o: &mut String, s: &RunSummary) {
         .variants
         .iter()
         .map(|v| {
-            let h = |x: f64| super::fmt::human::value(x, &s.unit, None, false);
+            let h = |x: f64| crate::report::fmt::human::value(x, &s.unit, None, false);
             vec![
                 v.n.to_string(),
                 h(v.median),
@@ -236,7 +234,7 @@ pub fn text(o: &mut String, s: &RunSummary) {
         })
         .collect();
     let table: usize = widths.iter().map(|w| w + 2).sum();
-    let room = super::fmt::WIDTH.saturating_sub(table).max(8);
+    let room = crate::report::fmt::WIDTH.saturating_sub(table).max(8);
     let names: Vec<String> = s
         .variants
         .iter()
@@ -270,7 +268,11 @@ fn clip_tail(name: &str, room: usize) -> String {
 /// The verdict of each contender against the baseline, one sentence each.
 pub fn verdicts(o: &mut String, s: &RunSummary) {
     for v in &s.verdicts {
-        o.push_str(&super::fmt::wrap(&v.sentence, super::fmt::WIDTH, "  "));
+        o.push_str(&crate::report::fmt::wrap(
+            &v.sentence,
+            crate::report::fmt::WIDTH,
+            "  ",
+        ));
     }
 }
 

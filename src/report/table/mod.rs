@@ -4,11 +4,20 @@
 //! mean with its interval, a change with its test, a ratio), never text.
 //! The layouts of [`TableKind`] are choices of rows, columns, column groups
 //! and baseline made by a [`Layout`] (the plan's `[report]` section and the
-//! `kbench report` flags), not separate code paths; renderers
-//! (`text.rs`, `markdown.rs`, `json.rs`) only format.
+//! `kbench report` flags), not separate code paths; its renderers
+//! (`text.rs`, `markdown.rs`, `html.rs` here) only format, and what reads
+//! differently per layout is asked of `layout.rs`.
 //!
 //! Labels show only what varies: a dimension with one value across a
 //! table's cells is moved to the table's `constant` legend.
+
+mod grid;
+mod html;
+mod layout;
+mod markdown;
+#[cfg(test)]
+pub(crate) mod tests;
+mod text;
 
 use indexmap::IndexMap;
 use serde::Serialize;
@@ -1628,4 +1637,21 @@ pub fn known_dims(reports: &[Report]) -> Vec<String> {
         }
     }
     out
+}
+
+impl super::render::Render for TableDoc {
+    const KIND: &'static str = "tables";
+
+    fn text(&self) -> String {
+        super::fmt::written(|o| text::tables(o, self))
+    }
+
+    fn markdown(&self) -> String {
+        markdown::tables(self)
+    }
+
+    fn html(&self) -> (String, String) {
+        let body = html::tables(self) + &html::flames(&self.flames);
+        (self.title.join("; "), body)
+    }
 }

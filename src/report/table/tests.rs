@@ -1,10 +1,10 @@
 //! The layouts of `table.rs` from fixed samples: snapshots of every layout
 //! in text and Markdown, and checks of the numbers behind them.
 
-use super::table::{self, TableDoc, Value};
-use super::{Document, Format, Report, render};
+use super::{self as table, TableDoc, Value};
 use crate::plan::report::{Layout, TableKind, parse_assign};
 use crate::record::{Direction, Kind, Metric};
+use crate::report::{Document, Format, Report, render};
 use crate::testing::{run_data, stored_cell};
 
 fn bps() -> Metric {
@@ -488,7 +488,7 @@ fn labels_are_escaped_in_markdown() {
 #[test]
 fn the_json_model_holds_numbers() {
     let d = doc(Report::of_run(pipes("UP")), &improvement_layout());
-    let v = super::json::render(&Document::Tables(&d)).unwrap();
+    let v = crate::report::render::Render::json(&d).unwrap();
     let c = &v["tables"][0]["rows"][0]["cells"][0];
     assert_eq!(c["type"], "change");
     assert!(c["pct"].as_f64().unwrap() > 29.0);
@@ -501,7 +501,7 @@ fn the_json_model_holds_numbers() {
 fn csv_has_one_tidy_row_per_sample() {
     let d = pipes("U,P \"x\"");
     let n: usize = d.cells.iter().map(|(_, s)| s.len()).sum();
-    let t = super::samples::build(&d.cells, std::slice::from_ref(&d.run));
+    let t = crate::report::samples::build(&d.cells, std::slice::from_ref(&d.run));
     let csv = render(&Document::Samples(&t), Format::Csv).unwrap();
     let lines: Vec<&str> = csv.lines().collect();
     assert_eq!(lines.len(), n + 1);
