@@ -816,6 +816,30 @@ impl SqliteStore {
 }
 
 impl SqliteStore {
+    /// [`StoreRead::cells`], read in two halves when the samples span
+    /// `split_at` rowids or more.
+    fn cells_split(&self, scope: Scope, split_at: i64) -> anyhow::Result<Vec<StoredCell>> {
+        let Some((lo, hi)) = self.sample_span(scope)? else {
+            return sql::cells_with_samples(self, scope);
+        };
+        let second = (hi - lo >= split_at)
+            .then(|| self.second_reader())
+            .flatten();
+        let cells = self.cell_recs(scope)?;
+        let series = self.series(scope)?;
+        let Some(second) = second else {
+            let samples = self.samples_between(scope, &cells, series, lo, hi)?;
+            return Ok(cells.into_iter().zip(samples).collect());
+        };
+        let upper = series.clone();
+        sql::in_halves(
+            cells,
+            (lo, hi),
+            |c, lo, hi| self.samples_between(scope, c, series, lo, hi),
+            move |c, lo, hi| second.samples_between(scope, c, upper, lo, hi),
+        )
+    }
+
     /// The scope's series, for [`sql::sample_rec`].
     fn series(&self, scope: Scope) -> anyhow::Result<sql::Series> {
         let (cells, arg) = sql::scope_sql(scope, "c");
@@ -958,25 +982,7 @@ impl StoreRead for SqliteStore {
     /// once, the upper on a second connection ([`sql::in_halves`]); each
     /// half is a sequential read of the table.
     fn cells(&self, scope: Scope) -> anyhow::Result<Vec<StoredCell>> {
-        let Some((lo, hi)) = self.sample_span(scope)? else {
-            return sql::cells_with_samples(self, scope);
-        };
-        let second = (hi - lo >= sql::SPLIT_AT)
-            .then(|| self.second_reader())
-            .flatten();
-        let cells = self.cell_recs(scope)?;
-        let series = self.series(scope)?;
-        let Some(second) = second else {
-            let samples = self.samples_between(scope, &cells, series, lo, hi)?;
-            return Ok(cells.into_iter().zip(samples).collect());
-        };
-        let upper = series.clone();
-        sql::in_halves(
-            cells,
-            (lo, hi),
-            |c, lo, hi| self.samples_between(scope, c, series, lo, hi),
-            move |c, lo, hi| second.samples_between(scope, c, upper, lo, hi),
-        )
+        self.cells_split(scope, sql::SPLIT_AT)
     }
 
     fn cell_recs(&self, scope: Scope) -> anyhow::Result<Vec<super::CellRec>> {
@@ -1366,6 +1372,23 @@ mod tests {
             .unwrap();
         assert_eq!(v, MIGRATIONS.len() as i64);
         assert_eq!(s.runs(None).unwrap().len(), 4, "the suite's runs");
+        // Read in two halves at once or by one connection, every scope
+        // holds the same cells with the same samples in the same order.
+        let mut scopes: Vec<Scope> = s
+            .runs(None)
+            .unwrap()
+            .iter()
+            .map(|r| Scope::Run(r.id))
+            .collect();
+        scopes.extend((1..=3).map(Scope::Campaign));
+        let mut split = 0;
+        for scope in scopes {
+            let one = format!("{:?}", sql::cells_with_samples(&s, scope).unwrap());
+            let halves = s.cells_split(scope, 1).unwrap();
+            split += halves.iter().map(|(_, x)| x.len()).sum::<usize>();
+            assert_eq!(format!("{halves:?}"), one, "{scope:?}");
+        }
+        assert!(split > 0, "the suite stored samples to read");
     }
 
     /// A store written by kbench before the event stream (schema 2, a
