@@ -370,12 +370,23 @@ mod tests {
         assert!(exec > 5_000.0 && exec < 1e8, "exec {exec}");
         assert!(spawn > 5_000.0 && spawn < 1e8, "spawn {spawn}");
         assert!(thread > 1_000.0 && thread < 1e8, "thread {thread}");
+        assert!(note(&*inst, "program").contains("static"));
         // A thread is cheaper than a process, unless the machine is so
         // busy that both wait milliseconds for the child to be scheduled
         // (a full CI run beside a release build: thread 3.98 ms, fork
-        // 2.64 ms).
-        assert!(thread < fork || fork > 1e6, "thread {thread} fork {fork}");
-        assert!(note(&*inst, "program").contains("static"));
+        // 2.64 ms; another: thread 3.2 ms, fork 0.85 ms, a burst on one
+        // side only). So the pair is measured again, back to back, up to
+        // three times: a thread that is never cheaper fails.
+        let mut seen = Vec::new();
+        for _ in 0..3 {
+            let thread = least(&run(&ThreadCreate, &[], 3).0);
+            let fork = least(&run(&ForkExit, &[], 3).0);
+            if thread < fork || fork > 1e6 {
+                return;
+            }
+            seen.push((thread, fork));
+        }
+        panic!("a thread cost more than a fork each time (ns): {seen:?}");
     }
 
     #[test]
