@@ -710,3 +710,65 @@ fn lab_throughput() {
         took[0], took[1]
     );
 }
+
+/// A store large enough to be read in two halves at once (100,000 rowids
+/// and more), in a directory its reader cannot write: the second
+/// connection cannot read a WAL store there, so one connection reads it
+/// all, and the report equals the one its owner gets.
+#[test]
+fn a_large_store_in_a_read_only_directory_reports_as_its_owner_sees_it() {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0
+        || std::process::Command::new("setpriv")
+            .arg("--help")
+            .output()
+            .is_err()
+    {
+        eprintln!("skipped: needs root and setpriv(1) to become `nobody`");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let f = d.join("s.jsonl");
+    let uuid = "00000000-0000-4000-8000-0000000000ad";
+    std::fs::write(&f, stream("ro", uuid, 4, 30_000)).unwrap();
+    let db = d.join("own.db");
+    let db = db.to_str().unwrap();
+    let (code, _) = peak_mb(d, db, &["ingest", f.to_str().unwrap()]);
+    assert_eq!(code, 0);
+    let (own, _) = ok(d, db, &["report", "1"]);
+    let ro = d.join("shared");
+    std::fs::create_dir(&ro).unwrap();
+    std::fs::copy(db, ro.join("kbench.db")).unwrap();
+    let bin = d.join("kbench");
+    std::fs::copy(common::bin(), &bin).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    for (p, mode) in [
+        (d, 0o755),
+        (&ro, 0o755),
+        (&ro.join("kbench.db"), 0o644),
+        (&bin, 0o755),
+    ] {
+        std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode)).unwrap();
+    }
+    let out = std::process::Command::new("setpriv")
+        .args(["--reuid", "nobody", "--regid", "nogroup", "--clear-groups"])
+        .arg(&bin)
+        .args([
+            "--db",
+            ro.join("kbench.db").to_str().unwrap(),
+            "report",
+            "1",
+        ])
+        .env_remove("KBENCH_DB")
+        .env("HOME", &ro)
+        .current_dir(&ro)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout), own);
+}

@@ -920,6 +920,10 @@ impl SqliteStore {
         let conn = Connection::open_with_flags(uri, flags).ok()?;
         conn.busy_timeout(BUSY).ok()?;
         map_reads(&conn);
+        // Opening is lazy: a WAL store in a directory it cannot write (no
+        // `-shm`) fails at its first read, here rather than mid-report.
+        conn.query_row("SELECT count(*) FROM runs", [], |r| r.get::<_, i64>(0))
+            .ok()?;
         Some(SqliteStore {
             conn,
             locks: Vec::new(),
