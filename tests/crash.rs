@@ -138,8 +138,11 @@ fn sigkill_at_twenty_moments_loses_and_corrupts_nothing() {
         let have = stored(&db);
         let missing: Vec<_> = announced(&out).difference(&have).cloned().collect();
         assert!(missing.is_empty(), "announced but not stored: {missing:?}");
+        // Within 10 s: in about 1 run of this test in 6 (2026-11-26, idle
+        // machine) one command was still there after 3 s and gone just
+        // after; why it takes that long is not known yet.
         let t1 = Instant::now();
-        while !leftovers().is_empty() && t1.elapsed() < Duration::from_secs(3) {
+        while !leftovers().is_empty() && t1.elapsed() < Duration::from_secs(10) {
             std::thread::sleep(Duration::from_millis(20));
         }
         assert!(leftovers().is_empty(), "left behind: {:?}", leftovers());

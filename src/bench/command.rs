@@ -876,10 +876,16 @@ pub fn spawn_with(
         .stdout(stdout.map_or_else(Stdio::null, Stdio::from))
         .stderr(Stdio::from(stderr))
         .process_group(0);
-    // SAFETY: the hook only makes async-signal-safe calls (write).
+    // The child registers its own group with the watchdog before it
+    // execs: registered by kbench after `spawn` returned, a SIGKILL in
+    // between left the command running (the crash test's `sh` outlived
+    // kbench 2 times in 7).
+    let watchdog = crate::system::watchdog::writer_fd();
+    // SAFETY: the hook only makes async-signal-safe calls (write, getpid).
     unsafe {
-        cmd.pre_exec(|| {
+        cmd.pre_exec(move || {
             crate::system::enter_command_cgroup();
+            crate::system::watchdog::register_self(watchdog);
             Ok(())
         });
     }
@@ -889,7 +895,7 @@ pub fn spawn_with(
     let pid = child.id() as i32;
     // The group dies with kbench even if kbench is killed (SIGKILL); the
     // guard is dropped once it has been killed and reaped below.
-    let _guard = crate::system::watchdog::guard(pid);
+    let _guard = crate::system::watchdog::registered(pid);
     // We reap the child ourselves with wait4; std's handle is not used.
     drop(child);
     let (seen, stop) = wait_exit(pid, how.timeout.map(|d| t0 + d), how.interruptible);

@@ -73,6 +73,37 @@ pub fn guard(pgid: libc::pid_t) -> Guarded {
     Guarded(pgid)
 }
 
+/// The write end of the watchdog's pipe (starting it the first time), for
+/// [`register_self`] in a command's child before it execs; `None` without
+/// a watchdog.
+pub fn writer_fd() -> Option<libc::c_int> {
+    let mut fd = None;
+    with_writer(|w| fd = Some(w.as_raw_fd()));
+    fd
+}
+
+/// In a forked child before exec (async-signal-safe: getpid and write):
+/// register the child's own process group, so the group is known to the
+/// watchdog before the command runs, even if kbench is killed between
+/// its fork and [`registered`]. The pipe's write end is close-on-exec: the
+/// command does not keep it.
+pub fn register_self(fd: Option<libc::c_int>) {
+    if let Some(fd) = fd {
+        // SAFETY: getpid has no preconditions; the buffer is ours and `fd`
+        // is the pipe's write end, inherited across fork.
+        unsafe {
+            let b = libc::getpid().to_ne_bytes();
+            let _ = libc::write(fd, b.as_ptr().cast(), b.len());
+        }
+    }
+}
+
+/// The guard of a group the child registered itself ([`register_self`]):
+/// dropping it tells the watchdog the group is gone.
+pub fn registered(pgid: libc::pid_t) -> Guarded {
+    Guarded(pgid)
+}
+
 /// Start the watchdog now, so its fork is not timed with a command's first
 /// sample.
 pub fn ready() {
