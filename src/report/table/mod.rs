@@ -817,6 +817,40 @@ struct Grid<'a> {
     constant: Vec<(String, String)>,
 }
 
+/// A table of one metric over `g`'s rows and groups, with the facts its
+/// cells share; legend, columns, rows and summary are the layout's own.
+fn one_metric(
+    kind: TableKind,
+    g: Grid<'_>,
+    layout: &Layout,
+    bench: &str,
+    metric: &str,
+    first: &CellSummary,
+) -> Table {
+    Table {
+        kind,
+        bench: bench.to_string(),
+        metric: Some(metric.to_string()),
+        unit: Some(first.unit.clone()),
+        direction: Some(first.direction),
+        section: Vec::new(),
+        row_dims: g
+            .axes
+            .rows
+            .iter()
+            .map(|d| layout.name_of(d).to_string())
+            .collect(),
+        group_dims: g.axes.groups.clone(),
+        groups: g.group_keys.iter().map(|k| k.join(",")).collect(),
+        constant: g.constant,
+        legend: Vec::new(),
+        cols: Vec::new(),
+        rows: Vec::new(),
+        summary: Vec::new(),
+        diffs: Vec::new(),
+    }
+}
+
 fn grid<'a>(
     cells: &Cells<'a>,
     layout: &Layout,
@@ -932,26 +966,10 @@ fn improvement_table(
     ];
     legend.extend(no_ratio);
     Ok(Table {
-        kind: TableKind::Improvement,
-        bench: bench.to_string(),
-        metric: Some(metric.to_string()),
-        unit: Some(first.unit.clone()),
-        direction: Some(first.direction),
-        section: Vec::new(),
-        constant: g.constant,
         legend,
-        row_dims: g
-            .axes
-            .rows
-            .iter()
-            .map(|d| layout.name_of(d).to_string())
-            .collect(),
-        group_dims: g.axes.groups.clone(),
-        groups: g.group_keys.iter().map(|k| k.join(",")).collect(),
         cols: cols.into_iter().map(|(_, c)| c).collect(),
         rows,
-        summary: Vec::new(),
-        diffs: Vec::new(),
+        ..one_metric(TableKind::Improvement, g, layout, bench, metric, first)
     })
 }
 
@@ -1109,26 +1127,11 @@ fn ratio_table(cells: &Cells, layout: &Layout, bench: &str, metric: &str) -> Res
     }
     legend.extend(no_ratio);
     Ok(Table {
-        kind: TableKind::Ratio,
-        bench: bench.to_string(),
-        metric: Some(metric.to_string()),
-        unit: Some(first.unit.clone()),
-        direction: Some(first.direction),
-        section: Vec::new(),
-        constant: g.constant,
         legend,
-        row_dims: g
-            .axes
-            .rows
-            .iter()
-            .map(|d| layout.name_of(d).to_string())
-            .collect(),
-        group_dims: g.axes.groups.clone(),
-        groups: g.group_keys.iter().map(|k| k.join(",")).collect(),
         cols: cols.into_iter().map(|(_, c)| c).collect(),
         rows,
         summary,
-        diffs: Vec::new(),
+        ..one_metric(TableKind::Ratio, g, layout, bench, metric, first)
     })
 }
 
