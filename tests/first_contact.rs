@@ -899,14 +899,7 @@ fn reads_but_refuses_runs(db: &std::path::Path, cmd: &dyn Fn(&[&str]) -> std::pr
 
 #[test]
 fn a_store_in_a_read_only_directory_is_read_by_an_unprivileged_user() {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0
-        || std::process::Command::new("setpriv")
-            .arg("--help")
-            .output()
-            .is_err()
-    {
-        eprintln!("skipped: needs root and setpriv(1) to become `nobody`");
+    if !common::can_become_nobody() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -928,9 +921,7 @@ fn a_store_in_a_read_only_directory_is_read_by_an_unprivileged_user() {
         std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode)).unwrap();
     }
     let nobody = |args: &[&str]| {
-        std::process::Command::new("setpriv")
-            .args(["--reuid", "nobody", "--regid", "nogroup", "--clear-groups"])
-            .arg(&bin)
+        common::as_nobody(&bin)
             .args(args)
             .env_remove("KBENCH_DB")
             .env("HOME", &ro)

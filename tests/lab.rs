@@ -717,14 +717,7 @@ fn lab_throughput() {
 /// all, and the report equals the one its owner gets.
 #[test]
 fn a_large_store_in_a_read_only_directory_reports_as_its_owner_sees_it() {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0
-        || std::process::Command::new("setpriv")
-            .arg("--help")
-            .output()
-            .is_err()
-    {
-        eprintln!("skipped: needs root and setpriv(1) to become `nobody`");
+    if !common::can_become_nobody() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -751,9 +744,7 @@ fn a_large_store_in_a_read_only_directory_reports_as_its_owner_sees_it() {
     ] {
         std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode)).unwrap();
     }
-    let out = std::process::Command::new("setpriv")
-        .args(["--reuid", "nobody", "--regid", "nogroup", "--clear-groups"])
-        .arg(&bin)
+    let out = common::as_nobody(&bin)
         .args([
             "--db",
             ro.join("kbench.db").to_str().unwrap(),

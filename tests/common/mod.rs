@@ -231,3 +231,26 @@ pub fn interrupt(dir: &Path, child: std::process::Child, samples: i64) -> String
     assert!(err.contains("interrupted"), "{err}");
     err
 }
+
+/// Whether a test can run kbench as `nobody` (root, and setpriv(1)); when
+/// not, it says the test is skipped.
+pub fn can_become_nobody() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    let ok = unsafe { libc::geteuid() } == 0
+        && std::process::Command::new("setpriv")
+            .arg("--help")
+            .output()
+            .is_ok();
+    if !ok {
+        eprintln!("skipped: needs root and setpriv(1) to become `nobody`");
+    }
+    ok
+}
+
+/// `bin` run as `nobody:nogroup` without supplementary groups.
+pub fn as_nobody(bin: &Path) -> std::process::Command {
+    let mut c = std::process::Command::new("setpriv");
+    c.args(["--reuid", "nobody", "--regid", "nogroup", "--clear-groups"])
+        .arg(bin);
+    c
+}
