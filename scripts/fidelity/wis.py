@@ -24,7 +24,9 @@ discarded, then `seconds` 1-second intervals averaged, same task count,
 same pinning (will-it-scale's default: task i on core i; kbench
 pin=compact), and both run under `setarch -R` (address-space
 randomisation off, as will-it-scale's runtest.py runs its binaries)
-unless --aslr. will-it-scale's per-interval totals are read from its
+unless --aslr (each run then draws a new layout: use it, with more rounds,
+for the loops of a few nanoseconds whose rate moves with the layout, the
+`layout draw` rows of docs/accuracy.md). will-it-scale's per-interval totals are read from its
 output line by line as it prints them and the run is stopped once it has
 printed enough intervals, so the warm-up is the script's choice on both
 sides (will-it-scale's own `average:` needs 6 warm-up intervals). Its
