@@ -1006,10 +1006,34 @@ fn estimate_and_real(dir: &std::path::Path, args: &[&str]) -> (f64, f64) {
     (est, real)
 }
 
+/// The estimate of `args` is within x1.5 of the real run's wall time,
+/// both ways. The estimate probes the CPU share its cells will get for a
+/// tenth of a second; the run lasts seconds. On a shared machine a burst
+/// of other work during one and not the other made them disagree without
+/// either being wrong (estimated 10.58 s, took 2.50 s, load 11 on 2
+/// CPUs). So a miss is printed with the load and the pair is measured
+/// once more: an estimate that is wrong rather than unlucky misses twice.
+fn estimate_holds(dir: &std::path::Path, args: &[&str]) {
+    let mut misses = Vec::new();
+    for _ in 0..2 {
+        let (est, real) = estimate_and_real(dir, args);
+        if est / real < 1.5 && real / est < 1.5 {
+            return;
+        }
+        let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+        let miss = format!(
+            "estimated {est:.2} s, took {real:.2} s (load {})",
+            load.trim()
+        );
+        eprintln!("{args:?}: {miss}; once more");
+        misses.push(miss);
+    }
+    panic!("{args:?}: {}", misses.join("; then "));
+}
+
 /// Plans of the three kinds, written here (no example's numbers): the
-/// estimate is within x1.5 of the real run's wall time, both ways. Each
-/// run is timed alone (the timing lock); the estimate probes the CPU
-/// share its cells will get, so a loaded machine lengthens both.
+/// estimate holds ([`estimate_holds`]). Each run is timed alone (the
+/// timing lock).
 #[test]
 fn the_dry_run_estimates_micro_scale_and_command_plans_within_x1_5() {
     let dir = tempfile::tempdir().unwrap();
@@ -1037,12 +1061,7 @@ fn the_dry_run_estimates_micro_scale_and_command_plans_within_x1_5() {
     );
     let _t = common::serial();
     for plan in [&micro, &scale, &command] {
-        let (est, real) = estimate_and_real(dir.path(), &[plan.to_str().unwrap()]);
-        assert!(
-            est / real < 1.5 && real / est < 1.5,
-            "{}: estimated {est:.2} s, took {real:.2} s",
-            plan.display()
-        );
+        estimate_holds(dir.path(), &[plan.to_str().unwrap()]);
     }
 }
 
@@ -1071,11 +1090,7 @@ fn the_dry_run_estimates_runs_of_names_and_commands() {
     ];
     let _t = common::serial();
     for args in &cases {
-        let (est, real) = estimate_and_real(dir.path(), args);
-        assert!(
-            est / real < 1.5 && real / est < 1.5,
-            "{args:?}: estimated {est:.2} s, took {real:.2} s"
-        );
+        estimate_holds(dir.path(), args);
     }
 }
 
