@@ -47,10 +47,10 @@ const SHARE_PROBES: usize = 3;
 
 /// The CPU share a timed loop gets: the best of up to [`SHARE_PROBES`]
 /// probes, stopping at one that gets nearly a whole CPU. A cell runs for
-/// seconds, and the scheduler moves a busy loop off a CPU it shares with
-/// a higher-priority task within a fraction of one; one probe that began
-/// on such a CPU read 0.1, and the dry run said 5.2 s of a run that took
-/// 0.8 s on the CPU it was then given.
+/// seconds; one probe read what other work left at its moment, often far
+/// less than the run then got: 5.2 s said of a 0.8 s run (load 12, a
+/// `nice -10` benchmark on the other CPU), 1.55-1.93x the real time on a
+/// CPU shared with niced builds (1.02-1.38x with the best of three).
 fn best_share() -> f64 {
     let mut best = 0.0f64;
     for _ in 0..SHARE_PROBES {
