@@ -976,9 +976,26 @@ fn a_store_on_a_read_only_mount_is_read() {
 
 // --- the duration known before a run -------------------------------------
 
-/// `--dry-run --json`'s estimate, and the wall time of the real run's
-/// whole invocation (seconds).
-fn estimate_and_real(dir: &std::path::Path, args: &[&str]) -> (f64, f64) {
+/// Seconds the threads of process `pid` have waited for a CPU while
+/// runnable (`run_delay` of each `/proc/PID/task/*/schedstat`); 0 where
+/// there is no such file.
+fn waited_for_cpu(pid: u32) -> f64 {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return 0.0;
+    };
+    let ns: u64 = tasks
+        .flatten()
+        .filter_map(|t| std::fs::read_to_string(t.path().join("schedstat")).ok())
+        .filter_map(|s| s.split_whitespace().nth(1)?.parse::<u64>().ok())
+        .sum();
+    ns as f64 * 1e-9
+}
+
+/// `--dry-run --json`'s estimate, the wall time of the real run's whole
+/// invocation, and how much of it kbench's threads waited for a CPU
+/// that other work held (seconds).
+fn estimate_and_real(dir: &std::path::Path, args: &[&str]) -> (f64, f64, f64) {
+    use std::io::Read;
     let dry = common::stdout(
         kbench(dir)
             .arg("run")
@@ -992,24 +1009,67 @@ fn estimate_and_real(dir: &std::path::Path, args: &[&str]) -> (f64, f64) {
     );
     let est = dry["seconds"].as_f64().unwrap();
     let t0 = std::time::Instant::now();
-    let out = common::stdout(
-        kbench(dir)
-            .arg("run")
-            .args(args)
-            .args(["-q", "--events", "jsonl"]),
-    );
+    let mut child = common::kbench_process(dir)
+        .arg("run")
+        .args(args)
+        .args(["-q", "--events", "jsonl"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        stdout.read_to_string(&mut s).unwrap();
+        s
+    });
+    // The last reading before it exits (a thread that ended takes its
+    // share with it: this errs towards less).
+    let mut waited = 0.0f64;
+    while child.try_wait().unwrap().is_none() {
+        waited = waited.max(waited_for_cpu(child.id()));
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
     let real = t0.elapsed().as_secs_f64();
+    assert!(child.wait().unwrap().success(), "{args:?}: the run failed");
+    let out = reader.join().unwrap();
     let begun = common::json(out.lines().next().unwrap().as_bytes());
     let planned = begun["planned_samples"].as_u64().unwrap();
     assert_eq!(dry["samples"].as_u64(), Some(planned), "{args:?}: {dry}");
     std::fs::remove_file(common::db(dir)).unwrap();
-    (est, real)
+    (est, real, waited)
+}
+
+/// The estimate of `args` is within x1.5 of the real run's wall time,
+/// both ways; of a run slower than estimated, the time kbench waited for
+/// a CPU other work held does not count (the run slowed by other tests:
+/// estimated 0.65 s, took 1.18 s). The estimate probes the CPU share its
+/// cells will get for a fraction of a second; the run lasts seconds. On
+/// a shared machine a burst of other work during one and not the other
+/// made them disagree without either being wrong. So a miss is printed
+/// with the load and the pair is measured once more: an estimate that is
+/// wrong rather than unlucky misses twice.
+fn estimate_holds(dir: &std::path::Path, args: &[&str]) {
+    let mut misses = Vec::new();
+    for _ in 0..2 {
+        let (est, real, waited) = estimate_and_real(dir, args);
+        let within = |r: f64| est / r < 1.5 && r / est < 1.5;
+        if within(real) || (real > est && within(real - waited)) {
+            return;
+        }
+        let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+        let miss = format!(
+            "estimated {est:.2} s, took {real:.2} s ({waited:.2} s waiting for a CPU, load {})",
+            load.trim()
+        );
+        eprintln!("{args:?}: {miss}; once more");
+        misses.push(miss);
+    }
+    panic!("{args:?}: {}", misses.join("; then "));
 }
 
 /// Plans of the three kinds, written here (no example's numbers): the
-/// estimate is within x1.5 of the real run's wall time, both ways. Each
-/// run is timed alone (the timing lock); the estimate probes the CPU
-/// share its cells will get, so a loaded machine lengthens both.
+/// estimate holds ([`estimate_holds`]). Each run is timed alone (the
+/// timing lock).
 #[test]
 fn the_dry_run_estimates_micro_scale_and_command_plans_within_x1_5() {
     let dir = tempfile::tempdir().unwrap();
@@ -1037,12 +1097,7 @@ fn the_dry_run_estimates_micro_scale_and_command_plans_within_x1_5() {
     );
     let _t = common::serial();
     for plan in [&micro, &scale, &command] {
-        let (est, real) = estimate_and_real(dir.path(), &[plan.to_str().unwrap()]);
-        assert!(
-            est / real < 1.5 && real / est < 1.5,
-            "{}: estimated {est:.2} s, took {real:.2} s",
-            plan.display()
-        );
+        estimate_holds(dir.path(), &[plan.to_str().unwrap()]);
     }
 }
 
@@ -1071,11 +1126,7 @@ fn the_dry_run_estimates_runs_of_names_and_commands() {
     ];
     let _t = common::serial();
     for args in &cases {
-        let (est, real) = estimate_and_real(dir.path(), args);
-        assert!(
-            est / real < 1.5 && real / est < 1.5,
-            "{args:?}: estimated {est:.2} s, took {real:.2} s"
-        );
+        estimate_holds(dir.path(), args);
     }
 }
 

@@ -42,6 +42,26 @@ const INVOCATION: f64 = 0.12;
 /// 0.30-0.50).
 const SHARE_PROBE: f64 = 0.1;
 
+/// Probes of a CPU set's share at most ([`best_share`]).
+const SHARE_PROBES: usize = 3;
+
+/// The CPU share a timed loop gets: the best of up to [`SHARE_PROBES`]
+/// probes, stopping at one that gets nearly a whole CPU. A cell runs for
+/// seconds; one probe read what other work left at its moment, often far
+/// less than the run then got: 5.2 s said of a 0.8 s run (load 12, a
+/// `nice -10` benchmark on the other CPU), 1.55-1.93x the real time on a
+/// CPU shared with niced builds (1.02-1.38x with the best of three).
+fn best_share() -> f64 {
+    let mut best = 0.0f64;
+    for _ in 0..SHARE_PROBES {
+        best = best.max(crate::bench::micro::cpu_share(SHARE_PROBE));
+        if best >= 0.9 {
+            break;
+        }
+    }
+    best
+}
+
 /// Seconds a run spends before its first sample: the empty timed loop
 /// whose cost every run records is calibrated and timed three times, at
 /// most 0.05 s each (`loop_overhead_ns`).
@@ -50,7 +70,7 @@ fn start_seconds(sample_time: f64) -> f64 {
 }
 
 /// The share of a CPU a timed loop gets on each CPU set cells run on,
-/// probed once per set ([`crate::bench::micro::cpu_share`]).
+/// probed once per set ([`best_share`]).
 #[derive(Default)]
 struct Shares(HashMap<Option<CpuSet>, f64>);
 
@@ -61,7 +81,7 @@ impl Shares {
         }
         let home = crate::system::get_affinity()?;
         crate::system::set_affinity(cpus.unwrap_or(&home))?;
-        let share = crate::bench::micro::cpu_share(SHARE_PROBE);
+        let share = best_share();
         crate::system::set_affinity(&home)?;
         self.0.insert(cpus.cloned(), share);
         Ok(share)

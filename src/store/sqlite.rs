@@ -1,9 +1,10 @@
 //! SQLite backend (rusqlite, bundled SQLite). WAL journal so readers never
 //! block the runner; every write is its own committed transaction. The
 //! schema is versioned with `PRAGMA user_version`; each entry of
-//! [`MIGRATIONS`] moves it one version up, inside one transaction that
-//! also re-reads the version, so two processes opening a new store at
-//! once migrate it once.
+//! [`MIGRATIONS`] moves it one version up. All the versions a store lacks
+//! are added in one write transaction that first re-reads the version, so
+//! two processes opening a new store at once migrate it once, and no
+//! process ever sees a schema half-way between two versions.
 
 use anyhow::{Context, bail};
 use indexmap::IndexMap;
@@ -422,10 +423,32 @@ fn samples_problem(conn: &Connection) -> Option<String> {
 /// check`.
 const SMALL_TABLES: &[&str] = &["campaigns", "runs", "cells", "series", "failures"];
 
+/// `f` inside one read transaction, so that all its statements read the
+/// same state of the file: another process may be creating or migrating
+/// the store at this very moment, and statements run one by one saw the
+/// schema from before a migration and then the one from after it (a
+/// check of the samples' indexes named a column the migration had just
+/// dropped, and called a sound store damaged).
+fn one_read<T>(conn: &Connection, f: impl FnOnce() -> T) -> rusqlite::Result<T> {
+    conn.execute_batch("BEGIN DEFERRED")?;
+    let out = f();
+    // Nothing was written: ending it either way is the same.
+    if !conn.is_autocommit() && conn.execute_batch("COMMIT").is_err() {
+        let _ = conn.execute_batch("ROLLBACK");
+    }
+    Ok(out)
+}
+
 /// Refuse a damaged store before anything reads or writes it (see
 /// [`SMALL_TABLES`]): one overwritten page made `runs` print nothing, or
-/// fail without naming the store, and `run` write into it.
+/// fail without naming the store, and `run` write into it. One read
+/// transaction ([`one_read`]).
 fn check_pages(conn: &Connection, path: &Path, writing: bool) -> anyhow::Result<()> {
+    one_read(conn, || pages_problem(conn, path, writing)).map_err(|e| explain(path, e))?
+}
+
+/// [`check_pages`]' checks, each its own statement.
+fn pages_problem(conn: &Connection, path: &Path, writing: bool) -> anyhow::Result<()> {
     let tables: Vec<String> = conn
         .prepare("SELECT name FROM sqlite_master WHERE type = 'table'")
         .and_then(|mut st| st.query_map([], |r| r.get(0))?.collect())
@@ -642,22 +665,17 @@ impl SqliteStore {
     /// store or is newer than this kbench.
     fn check_ours(conn: &Connection, path: &Path) -> anyhow::Result<()> {
         let p = path.display();
-        // One read transaction, so the version and the tables are read
-        // from the same state: another process may be creating the store
-        // at this very moment.
-        let (version, tables) = (|| -> rusqlite::Result<(i64, Vec<String>)> {
-            conn.execute_batch("BEGIN DEFERRED")?;
-            let version = conn.pragma_query_value(None, "user_version", |r| r.get(0));
+        // The version and the tables read from the same state
+        // ([`one_read`]).
+        let (version, tables) = one_read(conn, || -> rusqlite::Result<(i64, Vec<String>)> {
+            let version = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
             let tables = conn
                 .prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
-                .and_then(|mut st| st.query_map([], |r| r.get(0))?.collect());
-            conn.execute_batch("COMMIT")?;
-            Ok((version?, tables?))
-        })()
-        .map_err(|e| {
-            let _ = conn.execute_batch("ROLLBACK");
-            explain(path, e)
-        })?;
+                .and_then(|mut st| st.query_map([], |r| r.get(0))?.collect())?;
+            Ok((version, tables))
+        })
+        .and_then(|r| r)
+        .map_err(|e| explain(path, e))?;
         if version as usize > MIGRATIONS.len() {
             return Err(bad_input!(
                 "{p}: the store has schema version {version}, newer than this kbench knows ({}); upgrade kbench",
@@ -723,40 +741,44 @@ impl SqliteStore {
         Ok(())
     }
 
-    /// Bring the schema to the newest version. Foreign keys are off while
+    /// Bring the schema to the newest version: every migration the store
+    /// lacks, in one write transaction (another process sees the schema
+    /// before or after, never between two versions; a migration that
+    /// fails leaves the store as it was). Foreign keys are off while
     /// migrating (a table rebuild drops the referenced table) and checked
-    /// before each commit. Whether any migration ran.
+    /// after each migration. Whether any migration ran.
     fn migrate(&mut self) -> anyhow::Result<bool> {
-        let mut ran = false;
-        loop {
-            let tx = self
-                .conn
-                .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-            let version: i64 = tx.pragma_query_value(None, "user_version", |r| r.get(0))?;
-            if version as usize > MIGRATIONS.len() {
-                bail!(
-                    "the store has schema version {version}, newer than this kbench knows ({}); upgrade kbench",
-                    MIGRATIONS.len()
-                );
-            }
-            let Some(sql) = MIGRATIONS.get(version as usize) else {
-                return Ok(ran);
-            };
+        let tx = self
+            .conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+        // Read again under the write lock: another process may have
+        // migrated the store since it was checked.
+        let from: i64 = tx.pragma_query_value(None, "user_version", |r| r.get(0))?;
+        if from as usize > MIGRATIONS.len() {
+            bail!(
+                "the store has schema version {from}, newer than this kbench knows ({}); upgrade kbench",
+                MIGRATIONS.len()
+            );
+        }
+        if from as usize == MIGRATIONS.len() {
+            return Ok(false);
+        }
+        for (i, sql) in MIGRATIONS.iter().enumerate().skip(from as usize) {
             tx.execute_batch(sql)
-                .with_context(|| format!("schema migration {}", version + 1))?;
+                .with_context(|| format!("schema migration {}", i + 1))?;
             let broken: Option<String> = tx
                 .query_row("PRAGMA foreign_key_check", [], |r| r.get(0))
                 .optional()?;
             if let Some(table) = broken {
                 bail!(
                     "schema migration {}: broken reference in table {table}",
-                    version + 1
+                    i + 1
                 );
             }
-            tx.pragma_update(None, "user_version", version + 1)?;
-            tx.commit()?;
-            ran = true;
         }
+        tx.pragma_update(None, "user_version", MIGRATIONS.len() as i64)?;
+        tx.commit()?;
+        Ok(true)
     }
 }
 
