@@ -199,6 +199,15 @@ fn start() -> std::io::Result<OwnedFd> {
             for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT] {
                 libc::signal(sig, libc::SIG_IGN);
             }
+            // The pipe's read end goes to FD first, kept across exec (dup2
+            // clears close-on-exec on the copy; when it already is FD, dup2
+            // does nothing and fcntl must), so /dev/null below cannot land
+            // on FD nor replace the pipe where it was in 0-2.
+            if r.as_raw_fd() == FD {
+                libc::fcntl(FD, libc::F_SETFD, 0);
+            } else {
+                libc::dup2(r.as_raw_fd(), FD);
+            }
             // Hold no other file of kbench's open (a reader waiting for
             // kbench's stdout to end must not wait for the watchdog too).
             let null = libc::open(devnull.as_ptr(), libc::O_RDWR);
@@ -207,8 +216,6 @@ fn start() -> std::io::Result<OwnedFd> {
                     libc::dup2(null, fd);
                 }
             }
-            // dup2 clears close-on-exec on the copy.
-            libc::dup2(r.as_raw_fd(), FD);
             super::close_range(FD as u32 + 1, u32::MAX);
             // Only kbench's own binary knows ARGV0; in any other (a test
             // harness) watch in the forked copy.
