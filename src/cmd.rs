@@ -305,7 +305,10 @@ fn usage_error(e: &clap::Error, args: &[OsString]) -> String {
 
 /// Render a document to stdout.
 fn print(doc: &Document<'_>, format: Format) -> anyhow::Result<ExitCode> {
-    out(&report::render(doc, format)?)?;
+    use std::io::Write;
+    let mut w = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
+    report::write(doc, format, &mut w)?;
+    w.flush()?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -918,8 +921,8 @@ fn run_report(
         Some(l) if l.table != crate::plan::report::TableKind::Ministat => {
             let doc = report::table::build(std::slice::from_ref(&r), l, false);
             if json {
-                let v = report::json::reports(std::slice::from_ref(&r), Some(&doc))?;
-                out(&format!("{v:#}\n"))?;
+                let doc = report::json::ReportsJson::new(std::slice::from_ref(&r), Some(&doc))?;
+                write_with(None, &mut |w| doc.write(w))?;
                 return Ok(());
             }
             print(&Document::Tables(&doc), format)?;
@@ -1022,21 +1025,25 @@ fn report(db: &store::Locator, a: &crate::cli::ReportArgs) -> anyhow::Result<Exi
     let layout = report_layout(a, &reports)?;
     let comparability = report_comparability(&*st, &reports, &a.expect)?;
     // JSON has one shape: every cell's statistics, and the layout's
-    // tables when one is asked for.
-    let text = if format == Format::Json {
+    // tables when one is asked for; written as it is made.
+    if format == Format::Json {
         let tables = (layout.table != TableKind::Ministat).then(|| {
             let mut doc = report::table::build(&reports, &layout, a.unicode);
             doc.comparability = comparability.clone();
             doc
         });
-        let mut v = report::json::reports(&reports, tables.as_ref())?;
+        let mut doc = report::json::ReportsJson::new(&reports, tables.as_ref())?;
         // What differs between the runs, whatever the layout.
         if let Some(k) = &comparability {
-            v["comparability"] = serde_json::to_value(k)?;
+            doc = doc.with("comparability", serde_json::to_value(k)?);
         }
-        format!("{v:#}\n")
+        let written = write_with(a.output.as_deref(), &mut |w| doc.write(w));
+        drop(doc);
+        exit_without_freeing(reports);
+        return written;
+    }
     // will-it-scale's CSV is the stored scaling series, whatever the layout.
-    } else if format == Format::WisCsv
+    let text = if format == Format::WisCsv
         || (layout.table == TableKind::Ministat
             && !matches!(format, Format::Markdown | Format::Html))
     {

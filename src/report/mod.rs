@@ -114,6 +114,16 @@ pub fn render(doc: &Document<'_>, format: Format) -> anyhow::Result<String> {
     })
 }
 
+/// Render a document to `w`: what [`render`] gives, JSON written as it
+/// is made.
+pub fn write(doc: &Document<'_>, format: Format, w: &mut dyn std::io::Write) -> anyhow::Result<()> {
+    if format == Format::Json {
+        return doc.visit(WriteJson(w));
+    }
+    w.write_all(render(doc, format)?.as_bytes())?;
+    Ok(())
+}
+
 /// `doc` with `kbench explain`'s output for its worst cells attached
 /// (`compare --explain`, `check --explain`): after it in text and
 /// Markdown, as its `explain` member in JSON; other formats leave it out.
@@ -146,24 +156,55 @@ pub(crate) enum Rendered {
     Json(serde_json::Value),
 }
 
+/// What is done with a document's [`Render`], whichever document it is.
+pub(crate) trait Visit {
+    type Out;
+    fn visit<D: Render + ?Sized>(self, d: &D) -> Self::Out;
+}
+
 impl Document<'_> {
     /// The document in `format`, through its [`Render`].
     pub(crate) fn rendered(&self, format: Format) -> anyhow::Result<Rendered> {
+        self.visit(InFormat(format))
+    }
+
+    /// `v` done with the document's [`Render`].
+    pub(crate) fn visit<V: Visit>(&self, v: V) -> V::Out {
         match self {
-            Document::Reports(d) => in_format(*d, format),
-            Document::Runs(d) => in_format(*d, format),
-            Document::Compare(d) => in_format(*d, format),
-            Document::Status(d) => in_format(*d, format),
-            Document::Sysinfo(d) => in_format(*d, format),
-            Document::Benches(d) => in_format(*d, format),
-            Document::Bench(d) => in_format(*d, format),
-            Document::Tables(d) => in_format(*d, format),
-            Document::Samples(d) => in_format(*d, format),
-            Document::History(d) => in_format(*d, format),
-            Document::PlanSize(d) => in_format(*d, format),
-            Document::Check(d) => in_format(*d, format),
-            Document::Explain(d) => in_format(*d, format),
+            Document::Reports(d) => v.visit(*d),
+            Document::Runs(d) => v.visit(*d),
+            Document::Compare(d) => v.visit(*d),
+            Document::Status(d) => v.visit(*d),
+            Document::Sysinfo(d) => v.visit(*d),
+            Document::Benches(d) => v.visit(*d),
+            Document::Bench(d) => v.visit(*d),
+            Document::Tables(d) => v.visit(*d),
+            Document::Samples(d) => v.visit(*d),
+            Document::History(d) => v.visit(*d),
+            Document::PlanSize(d) => v.visit(*d),
+            Document::Check(d) => v.visit(*d),
+            Document::Explain(d) => v.visit(*d),
         }
+    }
+}
+
+/// A document's JSON written to a writer.
+struct WriteJson<'w>(&'w mut dyn std::io::Write);
+
+impl Visit for WriteJson<'_> {
+    type Out = anyhow::Result<()>;
+    fn visit<D: Render + ?Sized>(self, d: &D) -> Self::Out {
+        d.write_json(self.0)
+    }
+}
+
+/// A document in a format.
+struct InFormat(Format);
+
+impl Visit for InFormat {
+    type Out = anyhow::Result<Rendered>;
+    fn visit<D: Render + ?Sized>(self, d: &D) -> Self::Out {
+        in_format(d, self.0)
     }
 }
 
@@ -249,7 +290,10 @@ pub struct CellSummary {
     /// the unit they call for.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub processes: Option<crate::stats::nested::Components>,
-    /// The sample values, in the order they were taken.
+    /// The sample values, in the order they were taken: JSON's `values`,
+    /// which the report's document writes from here (`json.rs`) rather
+    /// than through a value of each.
+    #[serde(skip)]
     pub values: Vec<f64>,
     /// The same values with the blocks they were measured in (run,
     /// round, process), for comparisons that follow the design.
@@ -755,11 +799,19 @@ impl Render for [Report] {
     fn json(&self) -> anyhow::Result<serde_json::Value> {
         json::reports(self, None)
     }
+
+    fn write_json(&self, w: &mut dyn std::io::Write) -> anyhow::Result<()> {
+        Ok(json::ReportsJson::new(self, None)?.write(w)?)
+    }
 }
 
 /// A report serialises as its JSON model (`kind: report`).
 impl Serialize for Report {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        json::report(self).serialize(s)
+        json::ReportJson {
+            r: self,
+            members: Default::default(),
+        }
+        .serialize(s)
     }
 }
