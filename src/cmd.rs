@@ -547,7 +547,7 @@ fn show_warnings(fp: &system::Fingerprint, quiet: bool) -> bool {
     for w in fp.warnings() {
         eprint!(
             "{}",
-            report::text::wrapped("kbench: warning: ", &w.to_string(), "  ")
+            crate::term::wrapped("kbench: warning: ", &w.to_string(), "  ")
         );
     }
     !fp.warnings().is_empty() && std::io::stderr().is_terminal() && std::io::stdout().is_terminal()
@@ -921,7 +921,8 @@ fn run_report(
         Some(l) if l.table != crate::plan::report::TableKind::Ministat => {
             let doc = report::table::build(std::slice::from_ref(&r), l, false);
             if json {
-                let doc = report::json::ReportsJson::new(std::slice::from_ref(&r), Some(&doc))?;
+                let doc = report::run::json::ReportsJson::new(std::slice::from_ref(&r))
+                    .tables(Some(&doc))?;
                 write_with(None, &mut |w| doc.write(w))?;
                 return Ok(());
             }
@@ -1032,7 +1033,7 @@ fn report(db: &store::Locator, a: &crate::cli::ReportArgs) -> anyhow::Result<Exi
             doc.comparability = comparability.clone();
             doc
         });
-        let mut doc = report::json::ReportsJson::new(&reports, tables.as_ref())?;
+        let mut doc = report::run::json::ReportsJson::new(&reports).tables(tables.as_ref())?;
         // What differs between the runs, whatever the layout.
         if let Some(k) = &comparability {
             doc = doc.with("comparability", serde_json::to_value(k)?);
@@ -1051,7 +1052,7 @@ fn report(db: &store::Locator, a: &crate::cli::ReportArgs) -> anyhow::Result<Exi
         for w in comparability.iter().flat_map(|k| &k.warnings) {
             eprint!(
                 "{}",
-                report::text::wrapped("kbench: warning: ", &w.to_string(), "  ")
+                crate::term::wrapped("kbench: warning: ", &w.to_string(), "  ")
             );
         }
         report::render(&Document::Reports(&reports), format)?
@@ -1790,7 +1791,7 @@ fn fleet(db: &store::Locator, command: FleetCommand) -> anyhow::Result<ExitCode>
             let hs = fleet::hosts::load(std::path::Path::new(&hosts))?;
             let s = fleet::status(db, std::path::Path::new(&plan), &hs)?;
             if json {
-                let v = report::json::document("fleet_status", serde_json::to_value(&s)?);
+                let v = report::render::document("fleet_status", serde_json::to_value(&s)?);
                 out(&format!("{v:#}\n"))?;
             } else {
                 out(&fleet::status_text(&s))?;

@@ -130,7 +130,8 @@ pub fn run_document(
                 .filter(|l| l.table != TableKind::Ministat)
                 .map(|l| crate::report::table::build(std::slice::from_ref(r), l, false));
             let mut text = Vec::new();
-            crate::report::json::ReportsJson::new(std::slice::from_ref(r), tables.as_ref())?
+            crate::report::run::json::ReportsJson::new(std::slice::from_ref(r))
+                .tables(tables.as_ref())?
                 .write(&mut text)?;
             Ok(String::from_utf8(text)?)
         }

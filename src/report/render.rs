@@ -61,6 +61,15 @@ pub trait Render: Serialize {
     }
 }
 
+/// A document as its JSON value (what `--format json` prints).
+#[cfg(test)]
+pub fn json_value(doc: &super::Document<'_>) -> anyhow::Result<Value> {
+    match doc.rendered(super::Format::Json)? {
+        super::Rendered::Json(v) => Ok(v),
+        super::Rendered::Str(s) => Ok(Value::String(s)),
+    }
+}
+
 /// The version of the JSON document model; a change that removes or
 /// retypes a member takes the next number.
 pub const SCHEMA: &str = "kbench/report/1";

@@ -1,12 +1,12 @@
 //! JSON: every [`Document`] as one JSON value, for scripts. Reports keep
-//! the field names of [`super::CellSummary`] in a `cells` array; a run
+//! the field names of [`crate::report::CellSummary`] in a `cells` array; a run
 //! report is an object with `run`, `config`, `fingerprint`, `warnings`,
 //! `cells`, `scaling`, `stop`, `verdict` and `failures`; a campaign report
 //! has `campaign`, `runs`, `states` and `pending` in place of `run`.
 
 //!
 //! Every document is one object that names its model: `schema` (the
-//! version, [`super::render::SCHEMA`]) and `kind` (`report`, `compare`, `status`, ...),
+//! version, [`crate::report::render::SCHEMA`]) and `kind` (`report`, `compare`, `status`, ...),
 //! described by `schemas/report.schema.json` in the repository (one
 //! `$defs` entry per kind). A report has the same shape with or without a
 //! plan's `[report]` layout: the layout's tables are its `tables` member
@@ -20,25 +20,14 @@
 use serde::ser::{Error as _, Serialize, SerializeMap, SerializeSeq, Serializer};
 use serde_json::{Map, Value, json};
 
-use super::table::TableDoc;
-use super::{CellSummary, Report, Subject};
+use super::{Report, Subject};
+use crate::report::CellSummary;
+use crate::report::render::{Render, SCHEMA};
 
-use super::render::SCHEMA;
-pub use super::render::document;
-
-/// A document as its JSON value (what `--format json` prints).
-#[cfg(test)]
-pub fn render(doc: &super::Document<'_>) -> anyhow::Result<Value> {
-    match doc.rendered(super::Format::Json)? {
-        super::Rendered::Json(v) => Ok(v),
-        super::Rendered::Str(s) => Ok(Value::String(s)),
-    }
-}
-
-/// One report (`kind: report`) or several (`kind: reports`), with the
-/// layout's tables when a layout was asked for, as a value.
-pub fn reports(rs: &[Report], tables: Option<&TableDoc>) -> anyhow::Result<Value> {
-    Ok(serde_json::to_value(ReportsJson::new(rs, tables)?)?)
+/// One report (`kind: report`) or several (`kind: reports`) as a value,
+/// without a layout's tables.
+pub fn reports(rs: &[Report]) -> anyhow::Result<Value> {
+    Ok(serde_json::to_value(ReportsJson::new(rs))?)
 }
 
 /// The JSON document of one report (`kind: report`) or several (`kind:
@@ -51,17 +40,21 @@ pub struct ReportsJson<'a> {
 }
 
 impl<'a> ReportsJson<'a> {
-    /// `rs` with the layout's tables (`null` without a layout).
-    pub fn new(rs: &'a [Report], tables: Option<&TableDoc>) -> anyhow::Result<Self> {
-        let tables = match tables {
-            Some(t) => document("tables", serde_json::to_value(t)?),
-            None => Value::Null,
-        };
+    /// `rs` with no layout's tables (`tables: null`).
+    pub fn new(rs: &'a [Report]) -> Self {
         let mut members = Map::new();
-        members.insert("tables".into(), tables);
-        Ok(ReportsJson {
+        members.insert("tables".into(), Value::Null);
+        ReportsJson {
             reports: rs,
             members,
+        }
+    }
+
+    /// The document with a layout's tables as its `tables` member.
+    pub fn tables(self, tables: Option<&impl Render>) -> anyhow::Result<Self> {
+        Ok(match tables {
+            Some(t) => self.with("tables", t.json()?),
+            None => self,
         })
     }
 
@@ -206,7 +199,7 @@ mod tests {
     /// The streamed document is, byte for byte, what its value prints.
     #[test]
     fn the_streamed_document_prints_as_its_value() {
-        use crate::report::tests::{mitigation_campaign, mitigation_run};
+        use crate::report::run::tests::{mitigation_campaign, mitigation_run};
         let run = Report::of_run(mitigation_run());
         let campaign = Report::of_campaign(mitigation_campaign());
         let two = [run.clone(), campaign.clone()];
@@ -215,9 +208,7 @@ mod tests {
             std::slice::from_ref(&campaign),
             &two[..],
         ] {
-            let doc = ReportsJson::new(rs, None)
-                .unwrap()
-                .with("comparability", json!({"same": true}));
+            let doc = ReportsJson::new(rs).with("comparability", json!({"same": true}));
             let mut streamed = Vec::new();
             doc.write(&mut streamed).unwrap();
             // The value built member by member, as the document was
@@ -228,7 +219,7 @@ mod tests {
             assert_eq!(streamed, format!("{v:#}\n"));
             // And what the value path prints: a member out of order in the
             // stream would differ here, as the value sorts its members.
-            let mut value = reports(rs, None).unwrap();
+            let mut value = reports(rs).unwrap();
             value["comparability"] = json!({"same": true});
             assert_eq!(streamed, format!("{value:#}\n"));
             assert!(streamed.contains("\"values\": ["), "{streamed}");
@@ -249,7 +240,7 @@ mod tests {
                 .collect();
             let mut v = Value::Object(head(r).unwrap());
             v["cells"] = json!(cells);
-            document("report", v)
+            crate::report::render::document("report", v)
         };
         let mut v: Vec<Value> = rs.iter().map(one).collect();
         if v.len() == 1 {
@@ -257,7 +248,7 @@ mod tests {
             one["tables"] = Value::Null;
             one
         } else {
-            document("reports", json!({ "reports": v, "tables": null }))
+            crate::report::render::document("reports", json!({ "reports": v, "tables": null }))
         }
     }
 }

@@ -1,8 +1,9 @@
 //! Reports of fixed records (no timing): snapshots of the text layouts and
 //! checks of the JSON model.
 
-use super::{Document, Format, Report, render};
+use super::Report;
 use crate::record::{Direction, Kind, Metric};
+use crate::report::{Document, Format, render};
 use crate::testing::{run_data, stored_cell};
 
 fn ns() -> Metric {
@@ -97,7 +98,7 @@ fn few_samples_make_the_outlier_rule_flag_undisturbed_cells() {
 #[test]
 fn run_report_json_model() {
     let r = Report::of_run(mitigation_run());
-    let v = super::json::render(&Document::Reports(&[r])).unwrap();
+    let v = crate::report::render::json_value(&Document::Reports(&[r])).unwrap();
     let cells = v["cells"].as_array().unwrap();
     assert_eq!(cells.len(), 6);
     let bw = &cells[4];
