@@ -305,7 +305,10 @@ fn usage_error(e: &clap::Error, args: &[OsString]) -> String {
 
 /// Render a document to stdout.
 fn print(doc: &Document<'_>, format: Format) -> anyhow::Result<ExitCode> {
-    out(&report::render(doc, format)?)?;
+    use std::io::Write;
+    let mut w = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
+    report::write(doc, format, &mut w)?;
+    w.flush()?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -544,7 +547,7 @@ fn show_warnings(fp: &system::Fingerprint, quiet: bool) -> bool {
     for w in fp.warnings() {
         eprint!(
             "{}",
-            report::text::wrapped("kbench: warning: ", &w.to_string(), "  ")
+            crate::term::wrapped("kbench: warning: ", &w.to_string(), "  ")
         );
     }
     !fp.warnings().is_empty() && std::io::stderr().is_terminal() && std::io::stdout().is_terminal()
@@ -918,8 +921,9 @@ fn run_report(
         Some(l) if l.table != crate::plan::report::TableKind::Ministat => {
             let doc = report::table::build(std::slice::from_ref(&r), l, false);
             if json {
-                let v = report::json::reports(std::slice::from_ref(&r), Some(&doc))?;
-                out(&format!("{v:#}\n"))?;
+                let doc = report::run::json::ReportsJson::new(std::slice::from_ref(&r))
+                    .tables(Some(&doc))?;
+                write_with(None, &mut |w| doc.write(w))?;
                 return Ok(());
             }
             print(&Document::Tables(&doc), format)?;
@@ -1022,21 +1026,25 @@ fn report(db: &store::Locator, a: &crate::cli::ReportArgs) -> anyhow::Result<Exi
     let layout = report_layout(a, &reports)?;
     let comparability = report_comparability(&*st, &reports, &a.expect)?;
     // JSON has one shape: every cell's statistics, and the layout's
-    // tables when one is asked for.
-    let text = if format == Format::Json {
+    // tables when one is asked for; written as it is made.
+    if format == Format::Json {
         let tables = (layout.table != TableKind::Ministat).then(|| {
             let mut doc = report::table::build(&reports, &layout, a.unicode);
             doc.comparability = comparability.clone();
             doc
         });
-        let mut v = report::json::reports(&reports, tables.as_ref())?;
+        let mut doc = report::run::json::ReportsJson::new(&reports).tables(tables.as_ref())?;
         // What differs between the runs, whatever the layout.
         if let Some(k) = &comparability {
-            v["comparability"] = serde_json::to_value(k)?;
+            doc = doc.with("comparability", serde_json::to_value(k)?);
         }
-        format!("{v:#}\n")
+        let written = write_with(a.output.as_deref(), &mut |w| doc.write(w));
+        drop(doc);
+        exit_without_freeing(reports);
+        return written;
+    }
     // will-it-scale's CSV is the stored scaling series, whatever the layout.
-    } else if format == Format::WisCsv
+    let text = if format == Format::WisCsv
         || (layout.table == TableKind::Ministat
             && !matches!(format, Format::Markdown | Format::Html))
     {
@@ -1044,7 +1052,7 @@ fn report(db: &store::Locator, a: &crate::cli::ReportArgs) -> anyhow::Result<Exi
         for w in comparability.iter().flat_map(|k| &k.warnings) {
             eprint!(
                 "{}",
-                report::text::wrapped("kbench: warning: ", &w.to_string(), "  ")
+                crate::term::wrapped("kbench: warning: ", &w.to_string(), "  ")
             );
         }
         report::render(&Document::Reports(&reports), format)?
@@ -1783,7 +1791,7 @@ fn fleet(db: &store::Locator, command: FleetCommand) -> anyhow::Result<ExitCode>
             let hs = fleet::hosts::load(std::path::Path::new(&hosts))?;
             let s = fleet::status(db, std::path::Path::new(&plan), &hs)?;
             if json {
-                let v = report::json::document("fleet_status", serde_json::to_value(&s)?);
+                let v = report::render::document("fleet_status", serde_json::to_value(&s)?);
                 out(&format!("{v:#}\n"))?;
             } else {
                 out(&fleet::status_text(&s))?;

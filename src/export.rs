@@ -129,8 +129,11 @@ pub fn run_document(
             let tables = layout
                 .filter(|l| l.table != TableKind::Ministat)
                 .map(|l| crate::report::table::build(std::slice::from_ref(r), l, false));
-            let v = crate::report::json::reports(std::slice::from_ref(r), tables.as_ref())?;
-            Ok(format!("{v:#}\n"))
+            let mut text = Vec::new();
+            crate::report::run::json::ReportsJson::new(std::slice::from_ref(r))
+                .tables(tables.as_ref())?
+                .write(&mut text)?;
+            Ok(String::from_utf8(text)?)
         }
         _ => render(&Document::Reports(std::slice::from_ref(r)), format),
     }

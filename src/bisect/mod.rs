@@ -631,7 +631,7 @@ fn bisect(db: &store::Locator, a: &BisectArgs) -> anyhow::Result<ExitCode> {
     drop(steps);
     drop(writer);
     if a.json {
-        let v = crate::report::json::document("bisect", serde_json::to_value(&result)?);
+        let v = crate::report::render::document("bisect", serde_json::to_value(&result)?);
         crate::term::out(&format!("{v:#}\n"))?;
     } else {
         crate::term::out(&text::render(&result))?;

@@ -122,7 +122,7 @@ pub fn render(b: &Bisection, format: Format) -> anyhow::Result<Option<String>> {
         Format::Text => Some(super::text::render(b)),
         Format::Json => Some(format!(
             "{:#}\n",
-            crate::report::json::document("bisect", serde_json::to_value(b)?)
+            crate::report::render::document("bisect", serde_json::to_value(b)?)
         )),
         Format::Markdown => Some(markdown(b)),
         Format::Html => Some(html(b)),

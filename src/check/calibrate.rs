@@ -160,7 +160,11 @@ pub fn text(rows: &[Row], design: &str) -> String {
         "with {design}, identical code passes 95% of checks at `threshold` or more, and a change of `catches` or more fails 95% of them"
     );
     o.push('\n');
-    o.push_str(&crate::report::text::wrapped("calibrate: ", &words, "  "));
+    o.push_str(&crate::report::run::text::wrapped(
+        "calibrate: ",
+        &words,
+        "  ",
+    ));
     o
 }
 

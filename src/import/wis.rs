@@ -10,7 +10,7 @@
 use super::ImportedCell;
 use crate::error::bad_input;
 use crate::record::{CellInfo, Direction, Kind, Metric};
-use crate::report::wis_csv::HEADER;
+use crate::report::run::wis_csv::HEADER;
 
 /// A row: the task count, then (ops/s, idle %) of processes and threads
 /// when measured.

@@ -51,6 +51,23 @@ pub trait Render: Serialize {
     fn json(&self) -> anyhow::Result<Value> {
         Ok(document(Self::KIND, serde_json::to_value(self)?))
     }
+
+    /// [`Self::json`] pretty-printed to `w`, ending with a newline; a
+    /// document of many samples writes itself without building the value.
+    fn write_json(&self, w: &mut dyn std::io::Write) -> anyhow::Result<()> {
+        serde_json::to_writer_pretty(&mut *w, &self.json()?)?;
+        w.write_all(b"\n")?;
+        Ok(())
+    }
+}
+
+/// A document as its JSON value (what `--format json` prints).
+#[cfg(test)]
+pub fn json_value(doc: &super::Document<'_>) -> anyhow::Result<Value> {
+    match doc.rendered(super::Format::Json)? {
+        super::Rendered::Json(v) => Ok(v),
+        super::Rendered::Str(s) => Ok(Value::String(s)),
+    }
 }
 
 /// The version of the JSON document model; a change that removes or

@@ -115,7 +115,7 @@ fn a_replayed_stream_stores_nothing_twice_and_rebuilds_the_same_cells() {
     assert_eq!(replay(&mut fresh), 0);
     let report = |st: &MemoryStore, id| {
         let r = crate::report::Report::of_run(crate::store::load_run(st, id).unwrap());
-        crate::report::json::render(&crate::report::Document::Reports(&[r])).unwrap()
+        crate::report::render::json_value(&crate::report::Document::Reports(&[r])).unwrap()
     };
     let (a, b) = (report(&st, run), report(&fresh, 1));
     assert_eq!(a["cells"], b["cells"]);
@@ -542,7 +542,7 @@ fn processes_take_turns_within_the_run_so_drift_is_not_a_process_effect() {
         }
         // The drift is shared by all processes alike: no variance between
         // them is found where there is none.
-        let groups = crate::report::process_groups(s, "ns/op", "b").unwrap();
+        let groups = crate::report::run::process_groups(s, "ns/op", "b").unwrap();
         let comp =
             crate::stats::nested::components(&groups, crate::stats::Confidence::percent(95.0))
                 .unwrap();

@@ -1,8 +1,9 @@
 //! Reports of fixed records (no timing): snapshots of the text layouts and
 //! checks of the JSON model.
 
-use super::{Document, Format, Report, render};
+use super::Report;
 use crate::record::{Direction, Kind, Metric};
+use crate::report::{Document, Format, render};
 use crate::testing::{run_data, stored_cell};
 
 fn ns() -> Metric {
@@ -10,7 +11,7 @@ fn ns() -> Metric {
 }
 
 /// A getppid table of a pti x pcid matrix and a pipe-bw sweep with notes.
-fn mitigation_run() -> crate::store::RunData {
+pub(super) fn mitigation_run() -> crate::store::RunData {
     let mut cells = Vec::new();
     for (i, (pti, pcid, base)) in [
         ("on", "on", 320.0),
@@ -97,7 +98,7 @@ fn few_samples_make_the_outlier_rule_flag_undisturbed_cells() {
 #[test]
 fn run_report_json_model() {
     let r = Report::of_run(mitigation_run());
-    let v = super::json::render(&Document::Reports(&[r])).unwrap();
+    let v = crate::report::render::json_value(&Document::Reports(&[r])).unwrap();
     let cells = v["cells"].as_array().unwrap();
     assert_eq!(cells.len(), 6);
     let bw = &cells[4];
@@ -113,6 +114,16 @@ fn run_report_json_model() {
 
 #[test]
 fn campaign_report_text_merges_runs_and_states() {
+    let r = Report::of_campaign(mitigation_campaign());
+    let rows: usize = r.groups.iter().map(|g| g.rows.len()).sum();
+    assert_eq!(rows, 12, "each state its own row");
+    assert!(r.groups[0].rows.iter().all(|x| x.runs.len() == 1));
+    insta::assert_snapshot!("campaign_report", text(r));
+}
+
+/// The cells of [`mitigation_run`] measured again by a second run under
+/// another state, as one campaign.
+pub(super) fn mitigation_campaign() -> crate::store::CampaignData {
     let mut d = mitigation_run();
     // The same cells measured again by a second run, under another state.
     let mut more = d.cells.clone();
@@ -129,7 +140,7 @@ fn campaign_report_text_merges_runs_and_states() {
     d.cells.extend(more);
     let mut run2 = d.run.clone();
     run2.id = 2;
-    let data = crate::store::CampaignData {
+    crate::store::CampaignData {
         campaign: crate::store::CampaignRow {
             id: 1,
             name: "mitigation-cost".into(),
@@ -142,10 +153,5 @@ fn campaign_report_text_merges_runs_and_states() {
         cells: d.cells,
         failures: Vec::new(),
         latest: Some(d.details),
-    };
-    let r = Report::of_campaign(data);
-    let rows: usize = r.groups.iter().map(|g| g.rows.len()).sum();
-    assert_eq!(rows, 12, "each state its own row");
-    assert!(r.groups[0].rows.iter().all(|x| x.runs.len() == 1));
-    insta::assert_snapshot!("campaign_report", text(r));
+    }
 }

@@ -7,12 +7,13 @@
 
 use std::fmt::Write;
 
-use super::fmt::stat::{STAT_HEADER, direction_text, fmt_p, stat_cols};
-use super::scale::{FLATTEN_BELOW, Scaling};
-use super::{CellSummary, Group, Report, Subject};
+use super::{Report, Subject};
+use crate::report::fmt::stat::{STAT_HEADER, direction_text, fmt_p, stat_cols};
+use crate::report::scale::{FLATTEN_BELOW, Scaling};
+use crate::report::{CellSummary, Group};
 use crate::stats::cfmt::fmt_g;
 
-use super::fmt::{WIDTH, human};
+use crate::report::fmt::{WIDTH, human};
 use crate::system::counters;
 
 /// Reports one after another, a blank line between them.
@@ -73,7 +74,7 @@ fn report(o: &mut String, r: &Report) {
     }
     if let Some(s) = &r.summary {
         o.push('\n');
-        super::compare::summary::text(o, s);
+        crate::report::compare::summary::text(o, s);
         if !r.all_metrics {
             also_recorded(o, r, compact);
         }
@@ -85,7 +86,7 @@ fn report(o: &mut String, r: &Report) {
     }
     if let Some(s) = r.summary.as_ref().filter(|s| !s.verdicts.is_empty()) {
         o.push('\n');
-        super::compare::summary::verdicts(o, s);
+        crate::report::compare::summary::verdicts(o, s);
     }
 }
 
@@ -139,7 +140,7 @@ pub(crate) fn header(o: &mut String, r: &Report) {
             run.id,
             run.campaign.as_deref().unwrap_or("ad hoc"),
             run.host,
-            super::fmt::time(run.started),
+            crate::report::fmt::time(run.started),
             run.status
         )),
         Subject::Campaign { campaign, runs } => {
@@ -155,7 +156,7 @@ pub(crate) fn header(o: &mut String, r: &Report) {
                     "latest run {} on {}, {}, {}",
                     last.id,
                     last.host,
-                    super::fmt::time(last.started),
+                    crate::report::fmt::time(last.started),
                     last.status
                 ));
             }
@@ -573,7 +574,7 @@ fn process_lines(o: &mut String, c: &crate::stats::nested::Components, who: &str
         .process_p
         .map(|p| format!(", F test p = {}", fmt_p(p)))
         .unwrap_or_default();
-    o.push_str(&super::fmt::wrap(
+    o.push_str(&crate::report::fmt::wrap(
         &format!(
             "  processes [{who}]: {} processes; variance between processes {:.0}%, within one {:.0}%{f}; 95% interval of the mean over {} {} (one-process analysis: {})",
             c.processes,

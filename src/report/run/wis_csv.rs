@@ -22,8 +22,8 @@
 use std::fmt::Write;
 
 use super::Report;
-use super::scale::{Point, Scaling};
 use crate::error::bad_input;
+use crate::report::scale::{Point, Scaling};
 
 pub const HEADER: &str = "tasks,processes,processes_idle,threads,threads_idle,linear";
 
@@ -60,7 +60,7 @@ fn table(out: &mut String, t: &Scaling) {
     let series = |mode: &str| t.series.iter().find(|s| s.mode == mode);
     let procs = series("processes");
     let threads = series("threads");
-    fn at(s: Option<&super::scale::Series>, n: u32) -> Option<&Point> {
+    fn at(s: Option<&crate::report::scale::Series>, n: u32) -> Option<&Point> {
         s.and_then(|s| s.points.iter().find(|p| p.tasks == n))
     }
     let mut counts: Vec<u32> = t
