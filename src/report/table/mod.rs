@@ -400,7 +400,17 @@ fn matches(d: &IndexMap<String, String>, a: &Assign) -> bool {
 }
 
 fn assign_text(a: &[(String, String)]) -> String {
-    a.iter()
+    pairs_text(a.iter().map(|(k, v)| (k, v)))
+}
+
+/// `k=v,...` of the column factors `cols` at the values `vals` (a column
+/// key, the baseline's included).
+fn columns_text(cols: &[String], vals: &[String]) -> String {
+    pairs_text(cols.iter().zip(vals))
+}
+
+fn pairs_text<'a>(pairs: impl Iterator<Item = (&'a String, &'a String)>) -> String {
+    pairs
         .map(|(k, v)| format!("{k}={v}"))
         .collect::<Vec<_>>()
         .join(",")
@@ -901,7 +911,7 @@ fn improvement_table(
     if !g.col_keys.contains(&base_ck) {
         return Err(format!(
             "no cell is the baseline {}",
-            assign_text(&g.axes.cols.iter().cloned().zip(base_ck).collect::<Vec<_>>())
+            columns_text(&g.axes.cols, &base_ck)
         ));
     }
     let mut cols: Vec<(Vec<String>, Column)> = g
@@ -936,14 +946,7 @@ fn improvement_table(
         });
     }
     let first = cells.rows[0].0;
-    let base_text = assign_text(
-        &g.axes
-            .cols
-            .iter()
-            .cloned()
-            .zip(base_ck.iter().cloned())
-            .collect::<Vec<_>>(),
-    );
+    let base_text = columns_text(&g.axes.cols, &base_ck);
     let per = if g.axes.groups.is_empty() {
         String::new()
     } else {
@@ -1099,14 +1102,7 @@ fn ratio_table(cells: &Cells, layout: &Layout, bench: &str, metric: &str) -> Res
     let mut no_ratio: Vec<String> = Vec::new();
     let (rows, summary) = ratio_rows(&g, layout, (&base_ck, &cols), &mut no_ratio);
     let first = cells.rows[0].0;
-    let base_text = assign_text(
-        &g.axes
-            .cols
-            .iter()
-            .cloned()
-            .zip(base_ck.iter().cloned())
-            .collect::<Vec<_>>(),
-    );
+    let base_text = columns_text(&g.axes.cols, &base_ck);
     // The words the `normalised to` heading uses: the baseline
     // column's label, then what it assigns when that differs.
     let label = &cols[0].1.label;
