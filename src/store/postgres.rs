@@ -180,6 +180,21 @@ ALTER TABLE samples_v7 RENAME TO samples;
 ALTER TABLE samples ADD CONSTRAINT samples_identity UNIQUE (series_id, round, seq);
 CREATE INDEX samples_run ON samples(run_id);
 "#,
+    // 8: an ended run's samples packed for reading ([`PgStore::pack`]):
+    // parts of fixed-width records, kept only while the run gets no new
+    // sample. A run's samples are found in id order by one index.
+    r#"
+CREATE TABLE sample_packs (
+    run_id BIGINT NOT NULL REFERENCES runs(id),
+    part BIGINT NOT NULL,
+    n BIGINT NOT NULL,
+    body BYTEA NOT NULL,
+    PRIMARY KEY (run_id, part)
+);
+ALTER TABLE sample_packs ALTER COLUMN body SET STORAGE EXTERNAL;
+CREATE INDEX samples_run_id ON samples(run_id, id);
+DROP INDEX samples_run;
+"#,
 ];
 
 /// The tables kbench made that each have a unique identity, checked by
@@ -252,6 +267,13 @@ pub struct PgStore {
     patience: std::time::Duration,
     /// Samples added since [`StoreWrite::begin`].
     added_in_tx: usize,
+    /// The runs this transaction adds samples to, their packs gone and
+    /// held from packers ([`PgStore::guard`]).
+    guarded: Vec<i64>,
+    /// The runs this transaction ended, packed when it commits.
+    ended_in_tx: Vec<i64>,
+    /// Samples per part of a pack ([`PACK_PART`]; fewer in tests).
+    pack_part: usize,
 }
 
 /// A transaction that added this many samples (`kbench ingest` writes one)
@@ -261,6 +283,25 @@ pub struct PgStore {
 /// walking the primary key (0.22 s): the statistics still said the run
 /// had none.
 const ANALYZE_AFTER: usize = 10_000;
+
+/// The advisory lock class of sample packs ("kbpa"); a run's id, its low
+/// 31 bits, is the lock's second key. A writer holds the run's lock shared
+/// from removing the run's pack until its transaction ends, so a packer,
+/// which takes it alone and never waits, packs no run a writer is adding
+/// to and sees every sample committed before it.
+const PACK_LOCK: i32 = 0x6b62_7061;
+
+/// Samples in a part of a pack (3 MB): each part is written, and read,
+/// as one value.
+const PACK_PART: usize = 65_536;
+
+/// A packed sample: the binary `COPY` fields of [`SAMPLE_COLUMNS`] (series,
+/// value, round, seq, t, process: 8 bytes each, big-endian), a NULL
+/// process written as [`PACK_NO_PROCESS`].
+const PACK_RECORD: usize = 48;
+
+/// A packed sample's process when it has none (a process is a `u32`).
+const PACK_NO_PROCESS: [u8; 8] = [0xff; 8];
 
 /// How long a write waits for the server to come back: a restart (crash
 /// recovery included) takes seconds.
@@ -324,6 +365,9 @@ impl PgStore {
             in_tx: false,
             patience: PATIENCE,
             added_in_tx: 0,
+            guarded: Vec::new(),
+            ended_in_tx: Vec::new(),
+            pack_part: PACK_PART,
         };
         s.migrate(&name, create)?;
         Ok(s)
@@ -520,6 +564,54 @@ impl PgStore {
         Ok(series)
     }
 
+    /// The samples of the packed runs that `cond` (on alias `p`, with no
+    /// parameter) selects, each run's in id order, from their packs
+    /// ([`PgStore::pack`]) to `f`; the runs read. A pack is read as a
+    /// binary `COPY` of a row per part, each record decoded where the
+    /// driver's buffer holds it: 10^6 samples are 16 rows of 3 MB instead
+    /// of 10^6 rows, whose sending and receiving one by one was most of
+    /// the server's and the client's time.
+    fn each_packed(
+        &self,
+        cond: &str,
+        series: &mut sql::Series,
+        f: &mut dyn FnMut(SampleRec) -> anyhow::Result<()>,
+    ) -> anyhow::Result<Vec<i64>> {
+        let mut conn = self.conn.borrow_mut();
+        let mut rows = conn.copy_out(&format!(
+            "COPY (SELECT p.run_id, p.part, p.n, p.body FROM sample_packs p WHERE {cond}
+                   ORDER BY p.run_id, p.part) TO STDOUT (FORMAT binary)"
+        ))?;
+        let mut runs: Vec<i64> = Vec::new();
+        let mut next = 0;
+        let int = |r: &CopyRow<'_>, col| -> anyhow::Result<i64> {
+            sql::Row::int(r, col)?.with_context(|| format!("column {col} is NULL"))
+        };
+        each_copied_row(&mut rows, 4, |r| {
+            let (run, part, n) = (int(r, 0)?, int(r, 1)?, int(r, 2)?);
+            if runs.last() != Some(&run) {
+                runs.push(run);
+                next = 0;
+            }
+            let body = sql::Row::blob(r, 3)?.unwrap_or_default();
+            if part != next
+                || usize::try_from(n).ok() != Some(body.len() / PACK_RECORD)
+                || body.len() % PACK_RECORD != 0
+            {
+                return Err(self.damaged(&format!(
+                    "part {part} of run {run}'s packed samples: {} bytes for {n} samples, part {next} expected",
+                    body.len()
+                )));
+            }
+            next += 1;
+            for rec in body.chunks_exact(PACK_RECORD) {
+                f(sql::sample_rec(&CopyRow(&packed_fields(rec)), series)?)?;
+            }
+            Ok(())
+        })?;
+        Ok(runs)
+    }
+
     /// The store holds what kbench cannot read back (exit 2).
     fn damaged(&self, what: &str) -> anyhow::Error {
         bad_input!(
@@ -544,6 +636,30 @@ impl PgStore {
             {
                 problems.push(format!("table {t}: {}", chain(&e)));
             }
+        }
+        // A run's pack holds its samples: every part, in order, whole,
+        // as many records as the run has rows.
+        let stale = self.conn.borrow_mut().query(
+            &format!(
+                "SELECT p.run_id FROM (SELECT run_id, SUM(n) AS n, COUNT(*) AS parts,
+                                              MAX(part) AS last,
+                                              BOOL_AND(octet_length(body) = n * {PACK_RECORD})
+                                                  AS whole
+                                       FROM sample_packs GROUP BY run_id) p
+                 WHERE NOT p.whole OR p.last + 1 <> p.parts
+                    OR p.n <> (SELECT COUNT(*) FROM samples s WHERE s.run_id = p.run_id)
+                 ORDER BY 1"
+            ),
+            &[],
+        );
+        match stale {
+            Err(e) => problems.push(format!("table sample_packs: {}", chain(&e))),
+            Ok(rows) => problems.extend(rows.iter().map(|r| {
+                let run: i64 = r.get(0);
+                format!(
+                    "run {run}: its packed samples are not its samples; `DELETE FROM sample_packs WHERE run_id = {run}` removes them (the samples stay)"
+                )
+            })),
         }
         Ok(problems)
     }
@@ -637,21 +753,29 @@ impl StoreRead for PgStore {
             .context("reading cells")
     }
 
-    /// Streamed, not collected: a campaign can hold millions of rows. In
-    /// id order (each cell's in the order taken): ordering by cell first
-    /// sorted 10^6 rows on disk, 1.4 s of the server's time against 0.57 s.
-    /// Read as a binary `COPY` ([`each_copied_row`]), not as query rows:
-    /// the driver's work per result row (a `Row` built, a row stream
-    /// polled) was half of a report's time in the client.
+    /// Streamed, not collected: a campaign can hold millions of rows. The
+    /// packed runs' samples first ([`PgStore::each_packed`]), then the
+    /// others' rows in id order (each cell's in the order taken): ordering
+    /// by cell first sorted 10^6 rows on disk, 1.4 s of the server's time
+    /// against 0.57 s. Rows are read as a binary `COPY`
+    /// ([`each_copied_row`]), not as query rows: the driver's work per
+    /// result row (a `Row` built, a row stream polled) was half of a
+    /// report's time in the client.
     fn each_sample(
         &self,
         scope: Scope,
         f: &mut dyn FnMut(SampleRec) -> anyhow::Result<()>,
     ) -> anyhow::Result<()> {
         let mut series = self.series(scope)?;
-        let (cond, arg) = sql::scope_sql(scope, "s");
         // COPY takes no parameters: the scope's id, a number, is written in.
-        let cond = cond.replace("$1", &arg.to_string());
+        let (cond, arg) = sql::scope_sql(scope, "p");
+        let packed = self.each_packed(&cond.replace("$1", &arg.to_string()), &mut series, f)?;
+        let (cond, arg) = sql::scope_sql(scope, "s");
+        let mut cond = cond.replace("$1", &arg.to_string());
+        if !packed.is_empty() {
+            let ids: Vec<String> = packed.iter().map(i64::to_string).collect();
+            cond += &format!(" AND NOT (s.run_id = ANY('{{{}}}'))", ids.join(","));
+        }
         let mut conn = self.conn.borrow_mut();
         let mut rows = conn.copy_out(&format!(
             "COPY (SELECT {SAMPLE_COLUMNS} FROM samples s WHERE {cond} ORDER BY s.id)
@@ -781,7 +905,13 @@ impl StoreWrite for PgStore {
     }
 
     fn finish_run(&mut self, run_id: i64, ended: f64, status: RunStatus) -> anyhow::Result<()> {
-        self.retry(|s| s.raw_finish_run(run_id, ended, status))
+        self.retry(|s| s.raw_finish_run(run_id, ended, status))?;
+        if self.in_tx {
+            self.ended_in_tx.push(run_id);
+        } else {
+            self.pack(&[run_id]);
+        }
+        Ok(())
     }
 
     fn add_profile(&mut self, p: &super::ProfileRec) -> anyhow::Result<()> {
@@ -829,17 +959,24 @@ impl StoreWrite for PgStore {
         self.retry(|s| Ok(s.conn.get_mut().batch_execute("BEGIN")?))?;
         self.in_tx = true;
         self.added_in_tx = 0;
+        self.guarded.clear();
+        self.ended_in_tx.clear();
         Ok(())
     }
 
     fn commit(&mut self) -> anyhow::Result<()> {
         let r = self.retry(|s| Ok(s.conn.get_mut().batch_execute("COMMIT")?));
         self.in_tx = false;
+        self.guarded.clear();
+        let ended = std::mem::take(&mut self.ended_in_tx);
         if r.is_ok() && std::mem::take(&mut self.added_in_tx) >= ANALYZE_AFTER {
             // The samples are stored; statistics are only an aid, so a
             // failure here (a user who does not own the table gets a
             // warning, not an error) changes nothing of the outcome.
             let _ = self.conn.get_mut().batch_execute("ANALYZE samples");
+        }
+        if r.is_ok() {
+            self.pack(&ended);
         }
         r
     }
@@ -848,6 +985,8 @@ impl StoreWrite for PgStore {
         let r = self.retry(|s| Ok(s.conn.get_mut().batch_execute("ROLLBACK")?));
         self.in_tx = false;
         self.added_in_tx = 0;
+        self.guarded.clear();
+        self.ended_in_tx.clear();
         r
     }
 }
@@ -1068,10 +1207,123 @@ impl PgStore {
         Ok(())
     }
 
+    /// Pack each of `runs` that has ended, has no pack yet and that no
+    /// writer is adding samples to: its samples, in id order, copied into
+    /// parts of [`PACK_PART`] fixed-width records ([`PACK_RECORD`]), which
+    /// [`PgStore::each_packed`] reads instead of a row per sample. The rows
+    /// stay the store's truth: a run's pack goes in the transaction that
+    /// adds a sample to it ([`PgStore::guard`]). An aid only, so a failure
+    /// (a role that may not write, a lost connection) leaves the run read
+    /// by rows and changes nothing else; it is not reported.
+    fn pack(&mut self, runs: &[i64]) {
+        if runs.is_empty() {
+            return;
+        }
+        let _ = Self::raw_pack(self.conn.get_mut(), runs, self.pack_part);
+    }
+
+    /// [`PgStore::pack`], in one transaction (rolled back on error); the
+    /// runs packed.
+    fn raw_pack(conn: &mut Client, runs: &[i64], size: usize) -> anyhow::Result<Vec<i64>> {
+        let mut tx = conn.transaction()?;
+        // A run a writer holds is left (the lock is tried, never waited
+        // for); the lock taken, a pack another packer made is seen.
+        let held: Vec<i64> = tx
+            .query(
+                "WITH r AS MATERIALIZED (SELECT id FROM runs
+                                         WHERE id = ANY($1) AND status <> 'running')
+                 SELECT id FROM r WHERE pg_try_advisory_xact_lock($2, (id & 2147483647)::INT4)
+                 ORDER BY id",
+                &[&runs, &PACK_LOCK],
+            )?
+            .iter()
+            .map(|r| r.get(0))
+            .collect();
+        let todo: Vec<i64> = tx
+            .query(
+                "SELECT id FROM UNNEST($1::BIGINT[]) id
+                 WHERE NOT EXISTS (SELECT 1 FROM sample_packs p WHERE p.run_id = id)",
+                &[&held],
+            )?
+            .iter()
+            .map(|r| r.get(0))
+            .collect();
+        let mut part = Vec::with_capacity(size * PACK_RECORD);
+        for &run in &todo {
+            let mut last = i64::MIN;
+            for k in 0_i64.. {
+                part.clear();
+                let mut rows = tx.copy_out(&format!(
+                    "COPY (SELECT s.id, {SAMPLE_COLUMNS} FROM samples s
+                           WHERE s.run_id = {run} AND s.id > {last} ORDER BY s.id LIMIT {size})
+                     TO STDOUT (FORMAT binary)"
+                ))?;
+                each_copied_row(&mut rows, SAMPLE_FIELDS + 1, |r| {
+                    last = sql::Row::int(r, 0)?.context("a sample without an id")?;
+                    pack_record(&mut part, r)
+                })?;
+                drop(rows);
+                let n = (part.len() / PACK_RECORD) as i64;
+                if n == 0 {
+                    break;
+                }
+                tx.execute(
+                    "INSERT INTO sample_packs (run_id, part, n, body) VALUES ($1, $2, $3, $4)",
+                    &[&run, &k, &n, &part],
+                )?;
+                if (n as usize) < size {
+                    break;
+                }
+            }
+        }
+        tx.commit()?;
+        Ok(todo)
+    }
+
+    /// Add `samples` to run `run_id`, in a transaction of their own
+    /// unless one is open: its pack goes first ([`PgStore::guard`]).
     fn raw_add_samples(&mut self, run_id: i64, samples: &[SampleRec]) -> anyhow::Result<usize> {
         if samples.is_empty() {
             return Ok(0);
         }
+        if self.in_tx {
+            self.guard(run_id)?;
+            return self.insert_samples(run_id, samples);
+        }
+        self.conn.get_mut().batch_execute("BEGIN")?;
+        let r = self
+            .guard(run_id)
+            .and_then(|()| self.insert_samples(run_id, samples));
+        self.guarded.clear();
+        let end = if r.is_ok() { "COMMIT" } else { "ROLLBACK" };
+        match (r, self.conn.get_mut().batch_execute(end)) {
+            (Ok(n), Ok(())) => Ok(n),
+            (Ok(_), Err(e)) => Err(e.into()),
+            (Err(e), _) => Err(e),
+        }
+    }
+
+    /// Before the open transaction adds samples to run `run_id`: take the
+    /// run's pack lock shared ([`PACK_LOCK`]), held to the transaction's
+    /// end, then remove its pack, which no longer holds all its samples.
+    /// Once per run and transaction.
+    fn guard(&mut self, run_id: i64) -> anyhow::Result<()> {
+        if self.guarded.contains(&run_id) {
+            return Ok(());
+        }
+        // One round trip; each statement reads what was committed when it
+        // starts, so the removal sees a pack a packer committed while this
+        // waited for the lock.
+        self.conn.get_mut().batch_execute(&format!(
+            "SELECT pg_advisory_xact_lock_shared({PACK_LOCK}, {});
+             DELETE FROM sample_packs WHERE run_id = {run_id}",
+            run_id & 0x7fff_ffff
+        ))?;
+        self.guarded.push(run_id);
+        Ok(())
+    }
+
+    fn insert_samples(&mut self, run_id: i64, samples: &[SampleRec]) -> anyhow::Result<usize> {
         // One statement (one round trip) for the whole batch, in order.
         let cell: Vec<i64> = samples.iter().map(|s| s.cell_id).collect();
         let metric: Vec<&str> = samples.iter().map(|s| &*s.metric).collect();
@@ -1153,6 +1405,27 @@ impl PgStore {
 
 /// The fields of [`SAMPLE_COLUMNS`].
 const SAMPLE_FIELDS: usize = 6;
+
+/// A packed sample's fields, as a binary `COPY` row of [`SAMPLE_COLUMNS`]
+/// holds them.
+fn packed_fields(rec: &[u8]) -> [Option<&[u8]>; SAMPLE_FIELDS] {
+    let field = |i: usize| Some(&rec[8 * i..8 * i + 8]);
+    let process = field(5).filter(|p| *p != PACK_NO_PROCESS);
+    [field(0), field(1), field(2), field(3), field(4), process]
+}
+
+/// Append the binary `COPY` row `r` of [`SAMPLE_COLUMNS`], after a first
+/// field this skips, to a pack's part as one record.
+fn pack_record(part: &mut Vec<u8>, r: &CopyRow<'_>) -> anyhow::Result<()> {
+    for col in 1..=SAMPLE_FIELDS {
+        match r.field(col)? {
+            Some(b) if b.len() == 8 => part.extend_from_slice(b),
+            None if col == SAMPLE_FIELDS => part.extend_from_slice(&PACK_NO_PROCESS),
+            b => anyhow::bail!("a sample's column {col} of {:?} bytes", b.map(<[u8]>::len)),
+        }
+    }
+    Ok(())
+}
 
 /// The most fields a row of [`each_copied_row`] may have.
 const COPY_FIELDS: usize = 8;
@@ -1619,6 +1892,204 @@ mod tests {
                 .collect();
             assert_eq!(bits(&samples), bits(&mine), "cell {}", cell.id);
         }
+    }
+
+    /// A run of cells `x` and `y`, each round a sample of two metrics
+    /// (one with a second value), with and without a process; the samples
+    /// written.
+    fn write_run(s: &mut PgStore, uuid: &str, campaign: Option<i64>) -> (i64, Vec<SampleRec>) {
+        use super::super::suite;
+        let run = s.begin_run(&suite::new_run(uuid, campaign)).unwrap();
+        let cells: Vec<i64> = ["x", "y"]
+            .iter()
+            .map(|k| s.add_cell(run, &suite::cell_info(k, &[])).unwrap())
+            .collect();
+        let mut batch = Vec::new();
+        for round in 0..20 {
+            for &cell in &cells {
+                let mut x = suite::sample(cell, round, 1.0 / (3.0 + round as f64));
+                batch.push(x.clone());
+                (x.metric, x.unit) = ("cycles".into(), "cycles".into());
+                x.seq = 1;
+                x.value = -1e300 / (7.0 + round as f64);
+                batch.push(x);
+            }
+        }
+        assert_eq!(s.add_samples(run, &batch).unwrap(), batch.len());
+        (run, batch)
+    }
+
+    /// Each part of run `run`'s pack: its number and samples.
+    fn packs(s: &PgStore, run: i64) -> Vec<(i64, i64)> {
+        s.conn
+            .borrow_mut()
+            .query(
+                "SELECT part, n FROM sample_packs WHERE run_id = $1 ORDER BY part",
+                &[&run],
+            )
+            .unwrap()
+            .iter()
+            .map(|r| (r.get(0), r.get(1)))
+            .collect()
+    }
+
+    /// A read of `scope` gives what its rows hold, bit for bit, each
+    /// cell's in order (packed runs come first).
+    fn reads_its_rows(s: &PgStore, scope: Scope) {
+        let (mut read, mut rows) = (samples_by_copy(s, scope), samples_by_rows(s, scope));
+        assert!(!rows.is_empty());
+        read.sort_by_key(|x| x.cell_id);
+        rows.sort_by_key(|x| x.cell_id);
+        assert_eq!(bits(&read), bits(&rows), "{scope:?}");
+    }
+
+    /// A run that ended, in a transaction or not, is packed in parts, and
+    /// read from its pack gives its rows; a run still running is not
+    /// packed. A pack that does not hold its run's samples is damage that
+    /// a read and `store check` name, and removing it leaves the rows.
+    #[test]
+    fn an_ended_run_is_read_from_its_pack_as_its_rows() {
+        let Some((_, mut s)) = fresh("packs_read_as_rows") else {
+            return;
+        };
+        s.pack_part = 7;
+        let key = CampaignKey {
+            name: "c".into(),
+            plan_hash: "h".into(),
+            generation: 0,
+            plan_text: "p".into(),
+        };
+        let camp = s.campaign(&key).unwrap();
+        let (a, written) = write_run(&mut s, "a", Some(camp));
+        let (b, _) = write_run(&mut s, "b", Some(camp));
+        let (c, _) = write_run(&mut s, "c", None);
+        s.finish_run(a, 9.0, RunStatus::Done).unwrap();
+        s.begin().unwrap();
+        s.finish_run(b, 9.0, RunStatus::Failed).unwrap();
+        assert!(packs(&s, b).is_empty(), "packed before its commit");
+        s.commit().unwrap();
+        let n = written.len() as i64;
+        let parts = packs(&s, a);
+        assert_eq!(parts.len() as i64, (n + 6) / 7);
+        assert!(parts.iter().enumerate().all(|(i, p)| p.0 == i as i64));
+        assert_eq!(parts.iter().map(|p| p.1).sum::<i64>(), n);
+        assert_eq!(packs(&s, b).len(), parts.len());
+        assert!(packs(&s, c).is_empty(), "a running run was packed");
+        assert_eq!(bits(&samples_by_copy(&s, Scope::Run(a))), bits(&written));
+        for scope in [Scope::Campaign(camp), Scope::Run(a), Scope::Run(c)] {
+            reads_its_rows(&s, scope);
+        }
+        s.execute(&format!(
+            "UPDATE sample_packs SET n = n + 1 WHERE run_id = {a} AND part = 1"
+        ));
+        let e = s
+            .each_sample(Scope::Run(a), &mut |_| Ok(()))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("damaged") && e.contains(&format!("part 1 of run {a}")),
+            "{e}"
+        );
+        let problems = s.check().unwrap();
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        assert!(
+            problems[0].starts_with(&format!("run {a}: its packed")),
+            "{problems:?}"
+        );
+        s.execute(&format!("DELETE FROM sample_packs WHERE run_id = {a}"));
+        assert_eq!(s.check().unwrap(), Vec::<String>::new());
+        reads_its_rows(&s, Scope::Campaign(camp));
+    }
+
+    /// A sample added to a packed run removes its pack in the same
+    /// transaction (a rolled back one keeps it); ending the run again packs
+    /// it again, new sample included.
+    #[test]
+    fn a_sample_added_to_a_packed_run_removes_its_pack() {
+        use super::super::suite;
+        let Some((_, mut s)) = fresh("packs_removed") else {
+            return;
+        };
+        s.pack_part = 7;
+        let (run, written) = write_run(&mut s, "a", None);
+        s.finish_run(run, 9.0, RunStatus::Done).unwrap();
+        assert!(!packs(&s, run).is_empty());
+        let late = suite::sample(written[0].cell_id, 99, 5.0);
+        s.begin().unwrap();
+        assert_eq!(s.add_samples(run, std::slice::from_ref(&late)).unwrap(), 1);
+        s.rollback().unwrap();
+        assert!(
+            !packs(&s, run).is_empty(),
+            "a rolled back add removed the pack"
+        );
+        reads_its_rows(&s, Scope::Run(run));
+        assert_eq!(s.add_samples(run, std::slice::from_ref(&late)).unwrap(), 1);
+        assert!(packs(&s, run).is_empty(), "a stale pack stayed");
+        reads_its_rows(&s, Scope::Run(run));
+        assert_eq!(
+            samples_by_copy(&s, Scope::Run(run)).len(),
+            written.len() + 1
+        );
+        s.finish_run(run, 9.0, RunStatus::Done).unwrap();
+        let n: i64 = packs(&s, run).iter().map(|p| p.1).sum();
+        assert_eq!(n as usize, written.len() + 1);
+        reads_its_rows(&s, Scope::Run(run));
+    }
+
+    /// A packer leaves a run whose samples another session is adding (its
+    /// transaction open), and a writer waits for a packer that holds the
+    /// run, then removes what it packed: no pack ever misses a sample.
+    #[test]
+    fn packing_beside_a_writer_leaves_no_stale_pack() {
+        use super::super::suite;
+        let Some((url, mut s)) = fresh("packs_beside_writers") else {
+            return;
+        };
+        let (run, written) = write_run(&mut s, "a", None);
+        let mut writer = PgStore::open(&url, false).unwrap();
+        writer.begin().unwrap();
+        let late = suite::sample(written[0].cell_id, 99, 5.0);
+        assert_eq!(
+            writer
+                .add_samples(run, std::slice::from_ref(&late))
+                .unwrap(),
+            1
+        );
+        s.finish_run(run, 9.0, RunStatus::Done).unwrap();
+        assert!(
+            packs(&s, run).is_empty(),
+            "packed while a writer held the run"
+        );
+        writer.commit().unwrap();
+        reads_its_rows(&s, Scope::Run(run));
+        // A packer's hold, as a session of its own that has not committed.
+        let mut packer = PgStore::client(&url).unwrap();
+        packer
+            .batch_execute(&format!(
+                "BEGIN; SELECT pg_advisory_xact_lock({PACK_LOCK}, {run});
+                 INSERT INTO sample_packs (run_id, part, n, body) VALUES ({run}, 0, 0, '')"
+            ))
+            .unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let t = std::thread::spawn(move || {
+            let late = suite::sample(late.cell_id, 100, 6.0);
+            let n = writer.add_samples(run, &[late]).unwrap();
+            tx.send(n).unwrap();
+        });
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        assert!(
+            rx.try_recv().is_err(),
+            "the writer did not wait for the packer"
+        );
+        packer.batch_execute("COMMIT").unwrap();
+        assert_eq!(rx.recv().unwrap(), 1);
+        t.join().unwrap();
+        assert!(packs(&s, run).is_empty(), "a stale pack stayed");
+        reads_its_rows(&s, Scope::Run(run));
+        assert_eq!(
+            samples_by_copy(&s, Scope::Run(run)).len(),
+            written.len() + 2
+        );
     }
 
     /// A binary COPY of two rows (one with a NULL) and its end, in the
