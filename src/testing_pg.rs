@@ -269,6 +269,27 @@ pub fn own_server(test: &str) -> Option<Own> {
     Some(Own { server, bin })
 }
 
+/// The processes whose parent is `pid` (from `/proc`).
+fn children(pid: i32) -> Vec<i32> {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.filter_map(|e| {
+        let child: i32 = e.ok()?.file_name().to_str()?.parse().ok()?;
+        let stat = std::fs::read_to_string(format!("/proc/{child}/stat")).ok()?;
+        // `pid (comm) state ppid ...`; comm may hold spaces or parentheses.
+        let ppid: i32 = stat
+            .rsplit_once(')')?
+            .1
+            .split_whitespace()
+            .nth(1)?
+            .parse()
+            .ok()?;
+        (ppid == pid).then_some(child)
+    })
+    .collect()
+}
+
 impl Own {
     /// The postmaster's pid, from its pid file.
     fn postmaster(&self) -> Option<i32> {
@@ -276,10 +297,17 @@ impl Own {
         text.lines().next()?.trim().parse().ok()
     }
 
-    /// SIGKILL the postmaster, as a crash, and wait until every server
-    /// process has gone (its backends end when they see it dead).
+    /// SIGKILL the server's processes, as a crash (the machine or the
+    /// container gone), and wait until every one has gone. Its backends
+    /// first: killed alone, the postmaster left a backend that still
+    /// answered its client for a moment (a write after the kill went
+    /// through).
     pub fn kill(&self) {
         let pid = self.postmaster().expect("the server runs");
+        for child in children(pid) {
+            // SAFETY: signalling a process of the server we started.
+            unsafe { libc::kill(child, libc::SIGKILL) };
+        }
         // SAFETY: signalling the server we started.
         unsafe { libc::kill(pid, libc::SIGKILL) };
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);

@@ -426,6 +426,7 @@ mod tests {
     fn passes_the_store_suite() {
         super::super::suite::round_trip(&mut super::MemoryStore::new());
         super::super::suite::all_or_nothing(&mut super::MemoryStore::new());
+        super::super::suite::ended_runs(&mut super::MemoryStore::new());
         super::super::suite::fleet_state(&mut super::MemoryStore::new());
     }
 }

@@ -19,6 +19,7 @@ pub mod copy;
 pub mod locator;
 #[cfg(test)]
 pub mod memory;
+mod pack;
 pub mod postgres;
 pub mod sink;
 mod sql;
@@ -692,6 +693,79 @@ INSERT INTO samples (id, run_id, cell_id, metric, unit, value, round, seq, t, pr
         let s = open();
         assert_eq!(read(&*s), want, "opened again");
         assert_eq!(s.runs(None).unwrap()[0].samples, 9);
+    }
+
+    /// Runs read back as written whether they ended (a backend may then
+    /// read them from a pack) in a transaction or not, or still run, by
+    /// campaign and by run; a sample added after a run's end is read too,
+    /// and so after the run ends again.
+    pub fn ended_runs(s: &mut dyn Store) {
+        let key = CampaignKey {
+            name: "ended".into(),
+            plan_hash: "h".into(),
+            generation: 0,
+            plan_text: "p".into(),
+        };
+        let camp = s.campaign(&key).unwrap();
+        let (mut written, mut runs) = (Vec::new(), Vec::new());
+        for uuid in ["e1", "e2", "e3"] {
+            let run = s.begin_run(&new_run(uuid, Some(camp))).unwrap();
+            let cells = ["x", "y"].map(|k| s.add_cell(run, &cell_info(k, &[])).unwrap());
+            let mut batch = Vec::new();
+            for round in 0..30 {
+                for &c in &cells {
+                    let a = sample(c, round, 1.0 / (3.0 + f64::from(round)));
+                    let b = SampleRec {
+                        seq: 1,
+                        value: -1e300 / (7.0 + f64::from(round)),
+                        ..a.clone()
+                    };
+                    batch.extend([a, b]);
+                }
+            }
+            assert_eq!(s.add_samples(run, &batch).unwrap(), batch.len());
+            written.extend(batch);
+            runs.push(run);
+        }
+        let check = |s: &dyn Store, written: &[SampleRec]| {
+            let by_cell = |x: &[SampleRec], cell: i64| -> Vec<SampleRec> {
+                x.iter().filter(|x| x.cell_id == cell).cloned().collect()
+            };
+            for (cell, got) in s.cells(Scope::Campaign(camp)).unwrap() {
+                assert_eq!(got, by_cell(written, cell.id), "cell {}", cell.id);
+            }
+            for &run in &runs {
+                let mut got = Vec::new();
+                s.each_sample(Scope::Run(run), &mut |x| {
+                    got.push(x);
+                    Ok(())
+                })
+                .unwrap();
+                let cells = s.cell_recs(Scope::Run(run)).unwrap();
+                for cell in &cells {
+                    assert_eq!(by_cell(&got, cell.id), by_cell(written, cell.id));
+                }
+                let mine = written
+                    .iter()
+                    .filter(|x| cells.iter().any(|c| c.id == x.cell_id));
+                assert_eq!(got.len(), mine.count(), "run {run}");
+            }
+        };
+        s.finish_run(runs[0], 9.0, RunStatus::Done).unwrap();
+        s.begin().unwrap();
+        s.finish_run(runs[1], 9.0, RunStatus::Failed).unwrap();
+        s.commit().unwrap();
+        check(s, &written);
+        let late = sample(written[0].cell_id, 99, 5.0);
+        assert_eq!(
+            s.add_samples(runs[0], std::slice::from_ref(&late)).unwrap(),
+            1
+        );
+        written.push(late);
+        check(s, &written);
+        s.finish_run(runs[0], 9.5, RunStatus::Done).unwrap();
+        check(s, &written);
+        assert_eq!(s.run(runs[0]).unwrap().unwrap().samples, 121);
     }
 
     pub fn all_or_nothing(s: &mut dyn Store) {

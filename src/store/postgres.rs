@@ -24,6 +24,7 @@ use postgres::{Client, NoTls, Row};
 use std::cell::RefCell;
 
 use super::locator::PgUrl;
+use super::pack;
 use super::sql::{self, CAMPAIGN_COLUMNS, SAMPLE_COLUMNS};
 use super::{
     CampaignQuery, CampaignRow, CellProgress, FailureRec, FleetHostRec, NewRun, RunDetails, RunRow,
@@ -272,7 +273,7 @@ pub struct PgStore {
     guarded: Vec<i64>,
     /// The runs this transaction ended, packed when it commits.
     ended_in_tx: Vec<i64>,
-    /// Samples per part of a pack ([`PACK_PART`]; fewer in tests).
+    /// Samples per part of a pack ([`pack::PART`]; fewer in tests).
     pack_part: usize,
 }
 
@@ -290,18 +291,6 @@ const ANALYZE_AFTER: usize = 10_000;
 /// which takes it alone and never waits, packs no run a writer is adding
 /// to and sees every sample committed before it.
 const PACK_LOCK: i32 = 0x6b62_7061;
-
-/// Samples in a part of a pack (3 MB): each part is written, and read,
-/// as one value.
-const PACK_PART: usize = 65_536;
-
-/// A packed sample: the binary `COPY` fields of [`SAMPLE_COLUMNS`] (series,
-/// value, round, seq, t, process: 8 bytes each, big-endian), a NULL
-/// process written as [`PACK_NO_PROCESS`].
-const PACK_RECORD: usize = 48;
-
-/// A packed sample's process when it has none (a process is a `u32`).
-const PACK_NO_PROCESS: [u8; 8] = [0xff; 8];
 
 /// How long a write waits for the server to come back: a restart (crash
 /// recovery included) takes seconds.
@@ -367,7 +356,7 @@ impl PgStore {
             added_in_tx: 0,
             guarded: Vec::new(),
             ended_in_tx: Vec::new(),
-            pack_part: PACK_PART,
+            pack_part: pack::PART,
         };
         s.migrate(&name, create)?;
         Ok(s)
@@ -582,34 +571,22 @@ impl PgStore {
             "COPY (SELECT p.run_id, p.part, p.n, p.body FROM sample_packs p WHERE {cond}
                    ORDER BY p.run_id, p.part) TO STDOUT (FORMAT binary)"
         ))?;
-        let mut runs: Vec<i64> = Vec::new();
-        let mut next = 0;
+        let mut parts = pack::Parts::default();
         let int = |r: &CopyRow<'_>, col| -> anyhow::Result<i64> {
             sql::Row::int(r, col)?.with_context(|| format!("column {col} is NULL"))
         };
         each_copied_row(&mut rows, 4, |r| {
             let (run, part, n) = (int(r, 0)?, int(r, 1)?, int(r, 2)?);
-            if runs.last() != Some(&run) {
-                runs.push(run);
-                next = 0;
-            }
             let body = sql::Row::blob(r, 3)?.unwrap_or_default();
-            if part != next
-                || usize::try_from(n).ok() != Some(body.len() / PACK_RECORD)
-                || body.len() % PACK_RECORD != 0
-            {
-                return Err(self.damaged(&format!(
-                    "part {part} of run {run}'s packed samples: {} bytes for {n} samples, part {next} expected",
-                    body.len()
-                )));
+            if let Some(why) = parts.check(run, part, n, body.len()) {
+                return Err(self.damaged(&why));
             }
-            next += 1;
-            for rec in body.chunks_exact(PACK_RECORD) {
-                f(sql::sample_rec(&CopyRow(&packed_fields(rec)), series)?)?;
+            for rec in pack::records(body) {
+                f(sql::sample_rec(&rec, series)?)?;
             }
             Ok(())
         })?;
-        Ok(runs)
+        Ok(parts.runs())
     }
 
     /// The store holds what kbench cannot read back (exit 2).
@@ -639,27 +616,9 @@ impl PgStore {
         }
         // A run's pack holds its samples: every part, in order, whole,
         // as many records as the run has rows.
-        let stale = self.conn.borrow_mut().query(
-            &format!(
-                "SELECT p.run_id FROM (SELECT run_id, SUM(n) AS n, COUNT(*) AS parts,
-                                              MAX(part) AS last,
-                                              BOOL_AND(octet_length(body) = n * {PACK_RECORD})
-                                                  AS whole
-                                       FROM sample_packs GROUP BY run_id) p
-                 WHERE NOT p.whole OR p.last + 1 <> p.parts
-                    OR p.n <> (SELECT COUNT(*) FROM samples s WHERE s.run_id = p.run_id)
-                 ORDER BY 1"
-            ),
-            &[],
-        );
-        match stale {
+        match self.conn.borrow_mut().query(&pack::stale_sql(), &[]) {
             Err(e) => problems.push(format!("table sample_packs: {}", chain(&e))),
-            Ok(rows) => problems.extend(rows.iter().map(|r| {
-                let run: i64 = r.get(0);
-                format!(
-                    "run {run}: its packed samples are not its samples; `DELETE FROM sample_packs WHERE run_id = {run}` removes them (the samples stay)"
-                )
-            })),
+            Ok(rows) => problems.extend(rows.iter().map(|r| pack::stale_problem(r.get(0)))),
         }
         Ok(problems)
     }
@@ -771,11 +730,7 @@ impl StoreRead for PgStore {
         let (cond, arg) = sql::scope_sql(scope, "p");
         let packed = self.each_packed(&cond.replace("$1", &arg.to_string()), &mut series, f)?;
         let (cond, arg) = sql::scope_sql(scope, "s");
-        let mut cond = cond.replace("$1", &arg.to_string());
-        if !packed.is_empty() {
-            let ids: Vec<String> = packed.iter().map(i64::to_string).collect();
-            cond += &format!(" AND NOT (s.run_id = ANY('{{{}}}'))", ids.join(","));
-        }
+        let cond = cond.replace("$1", &arg.to_string()) + &pack::skip_sql("s", &packed);
         let mut conn = self.conn.borrow_mut();
         let mut rows = conn.copy_out(&format!(
             "COPY (SELECT {SAMPLE_COLUMNS} FROM samples s WHERE {cond} ORDER BY s.id)
@@ -1209,7 +1164,7 @@ impl PgStore {
 
     /// Pack each of `runs` that has ended, has no pack yet and that no
     /// writer is adding samples to: its samples, in id order, copied into
-    /// parts of [`PACK_PART`] fixed-width records ([`PACK_RECORD`]), which
+    /// parts of fixed-width records ([`pack`]), which
     /// [`PgStore::each_packed`] reads instead of a row per sample. The rows
     /// stay the store's truth: a run's pack goes in the transaction that
     /// adds a sample to it ([`PgStore::guard`]). An aid only, so a failure
@@ -1248,7 +1203,7 @@ impl PgStore {
             .iter()
             .map(|r| r.get(0))
             .collect();
-        let mut part = Vec::with_capacity(size * PACK_RECORD);
+        let mut part = Vec::with_capacity(size * pack::RECORD);
         for &run in &todo {
             let mut last = i64::MIN;
             for k in 0_i64.. {
@@ -1260,10 +1215,10 @@ impl PgStore {
                 ))?;
                 each_copied_row(&mut rows, SAMPLE_FIELDS + 1, |r| {
                     last = sql::Row::int(r, 0)?.context("a sample without an id")?;
-                    pack_record(&mut part, r)
+                    pack::push(&mut part, r, 1)
                 })?;
                 drop(rows);
-                let n = (part.len() / PACK_RECORD) as i64;
+                let n = (part.len() / pack::RECORD) as i64;
                 if n == 0 {
                     break;
                 }
@@ -1405,27 +1360,6 @@ impl PgStore {
 
 /// The fields of [`SAMPLE_COLUMNS`].
 const SAMPLE_FIELDS: usize = 6;
-
-/// A packed sample's fields, as a binary `COPY` row of [`SAMPLE_COLUMNS`]
-/// holds them.
-fn packed_fields(rec: &[u8]) -> [Option<&[u8]>; SAMPLE_FIELDS] {
-    let field = |i: usize| Some(&rec[8 * i..8 * i + 8]);
-    let process = field(5).filter(|p| *p != PACK_NO_PROCESS);
-    [field(0), field(1), field(2), field(3), field(4), process]
-}
-
-/// Append the binary `COPY` row `r` of [`SAMPLE_COLUMNS`], after a first
-/// field this skips, to a pack's part as one record.
-fn pack_record(part: &mut Vec<u8>, r: &CopyRow<'_>) -> anyhow::Result<()> {
-    for col in 1..=SAMPLE_FIELDS {
-        match r.field(col)? {
-            Some(b) if b.len() == 8 => part.extend_from_slice(b),
-            None if col == SAMPLE_FIELDS => part.extend_from_slice(&PACK_NO_PROCESS),
-            b => anyhow::bail!("a sample's column {col} of {:?} bytes", b.map(<[u8]>::len)),
-        }
-    }
-    Ok(())
-}
 
 /// The most fields a row of [`each_copied_row`] may have.
 const COPY_FIELDS: usize = 8;
@@ -1622,6 +1556,7 @@ mod tests {
         super::super::suite::round_trip(&mut s);
         super::super::suite::all_or_nothing(&mut s);
         super::super::suite::fleet_state(&mut s);
+        super::super::suite::ended_runs(&mut s);
         drop(s);
         // Reopening does not re-run migrations.
         let s = PgStore::open(&url, true).unwrap();
@@ -1632,7 +1567,7 @@ mod tests {
             .unwrap()
             .get(0);
         assert_eq!(v, MIGRATIONS.len() as i64);
-        assert_eq!(s.runs(None).unwrap().len(), 4, "the suite's runs");
+        assert_eq!(s.runs(None).unwrap().len(), 7, "the suite's runs");
         // Read access to a database without a store creates nothing.
         let other = pg_url(&pg::fresh_db("passes_the_store_suite_read").unwrap());
         let e = PgStore::open(&other, false).err().unwrap();

@@ -11,6 +11,7 @@ use indexmap::IndexMap;
 use rusqlite::{Connection, OptionalExtension, params};
 use std::path::{Path, PathBuf};
 
+use super::pack;
 use super::sql::{self, CAMPAIGN_COLUMNS, SAMPLE_COLUMNS};
 use super::{
     Access, CampaignQuery, CampaignRow, CellProgress, FailureRec, FleetHostRec, NewRun, RunDetails,
@@ -204,6 +205,18 @@ CREATE INDEX samples_cell ON samples(cell_id);
 CREATE INDEX samples_run ON samples(run_id);
 CREATE UNIQUE INDEX samples_identity ON samples(series_id, round, seq);
 "#,
+    // 10: an ended run's samples packed for reading ([`super::pack`]),
+    // kept only while the run gets no new sample.
+    r#"
+CREATE TABLE sample_packs (
+    id INTEGER PRIMARY KEY,
+    run_id INTEGER NOT NULL REFERENCES runs(id),
+    part INTEGER NOT NULL,
+    n INTEGER NOT NULL,
+    body BLOB NOT NULL,
+    UNIQUE (run_id, part)
+);
+"#,
 ];
 
 /// Whether new files can be made in `path`'s directory (SQLite's `-wal`
@@ -247,6 +260,8 @@ pub struct SqliteStore {
     conn: Connection,
     /// Campaign run locks held (`lock_campaign`), released on drop.
     locks: Vec<std::fs::File>,
+    /// Samples per part of a pack ([`pack::PART`]; fewer in tests).
+    pack_part: usize,
 }
 
 /// Tables every kbench store has, from the first schema version on.
@@ -340,6 +355,14 @@ pub fn check(path: &Path) -> anyhow::Result<Vec<String>> {
             })),
             Err(e) => problems.push(format!("{pragma}: {e}")),
         }
+    }
+    let stale = conn.prepare(&pack::stale_sql()).and_then(|mut st| {
+        st.query_map([], |r| r.get::<_, i64>(0))?
+            .collect::<rusqlite::Result<Vec<i64>>>()
+    });
+    match stale {
+        Ok(runs) => problems.extend(runs.into_iter().map(pack::stale_problem)),
+        Err(e) => problems.push(format!("table sample_packs: {e}")),
     }
     Ok(problems)
 }
@@ -589,6 +612,7 @@ impl SqliteStore {
         let mut s = SqliteStore {
             conn,
             locks: Vec::new(),
+            pack_part: pack::PART,
         };
         s.prepare()
             .map_err(|e| match e.downcast::<rusqlite::Error>() {
@@ -647,6 +671,7 @@ impl SqliteStore {
         Ok(SqliteStore {
             conn,
             locks: Vec::new(),
+            pack_part: pack::PART,
         })
     }
 
@@ -656,6 +681,7 @@ impl SqliteStore {
         let mut s = SqliteStore {
             conn: Connection::open_in_memory()?,
             locks: Vec::new(),
+            pack_part: pack::PART,
         };
         s.prepare()?;
         Ok(s)
@@ -838,28 +864,125 @@ impl SqliteStore {
 }
 
 impl SqliteStore {
+    /// Pack run `run_id` unless it is packed: its samples in id order as
+    /// parts of `size` records ([`pack`]), which [`SqliteStore::each_packed`]
+    /// reads instead of a row per sample. Inside the caller's write
+    /// transaction, so no other writer comes between; a sample added later
+    /// removes the pack in its own transaction (`add_samples`).
+    fn pack(c: &Connection, run_id: i64, size: usize) -> rusqlite::Result<()> {
+        let packed: Option<i64> = c
+            .query_row(
+                "SELECT 1 FROM sample_packs WHERE run_id = ?1 LIMIT 1",
+                [run_id],
+                |r| r.get(0),
+            )
+            .optional()?;
+        if packed.is_some() {
+            return Ok(());
+        }
+        let mut rows = c.prepare(&format!(
+            "SELECT {SAMPLE_COLUMNS} FROM samples s WHERE s.run_id = ?1 ORDER BY s.id"
+        ))?;
+        let mut insert =
+            c.prepare("INSERT INTO sample_packs (run_id, part, n, body) VALUES (?1, ?2, ?3, ?4)")?;
+        let mut part: Vec<u8> = Vec::with_capacity(size * pack::RECORD);
+        let mut k = 0_i64;
+        let mut flush = |part: &mut Vec<u8>| -> rusqlite::Result<()> {
+            if !part.is_empty() {
+                let n = (part.len() / pack::RECORD) as i64;
+                insert.execute(params![run_id, k, n, &part[..]])?;
+                k += 1;
+                part.clear();
+            }
+            Ok(())
+        };
+        let mut q = rows.query([run_id])?;
+        while let Some(r) = q.next()? {
+            pack::push(&mut part, r, 0).map_err(|e| {
+                rusqlite::Error::ToSqlConversionFailure(
+                    format!("packing run {run_id}: {e:#}").into(),
+                )
+            })?;
+            if part.len() == size * pack::RECORD {
+                flush(&mut part)?;
+            }
+        }
+        flush(&mut part)
+    }
+
+    /// The samples of the packed runs of `scope`, each run's in id order,
+    /// from their packs to `f`; the runs read.
+    fn each_packed(
+        &self,
+        scope: Scope,
+        series: &mut sql::Series,
+        f: &mut dyn FnMut(SampleRec) -> anyhow::Result<()>,
+    ) -> anyhow::Result<Vec<i64>> {
+        let (cond, arg) = sql::scope_sql(scope, "p");
+        let mut parts = pack::Parts::default();
+        self.each_row(
+            &format!(
+                "SELECT p.run_id, p.part, p.n, p.body FROM sample_packs p WHERE {cond}
+                 ORDER BY p.run_id, p.part"
+            ),
+            [arg],
+            |r| {
+                let body = r.get_ref(3)?.as_blob()?;
+                let (run, part, n) = (r.get(0)?, r.get(1)?, r.get(2)?);
+                if let Some(why) = parts.check(run, part, n, body.len()) {
+                    anyhow::bail!(why);
+                }
+                for rec in pack::records(body) {
+                    f(sql::sample_rec(&rec, series)?)?;
+                }
+                Ok(())
+            },
+        )?;
+        Ok(parts.runs())
+    }
+
     /// [`StoreRead::cells`], read in two halves when the samples span
     /// `split_at` rowids or more.
+    /// The packed runs' samples first, then the others' rows.
     fn cells_split(&self, scope: Scope, split_at: i64) -> anyhow::Result<Vec<StoredCell>> {
-        let Some((lo, hi)) = self.sample_span(scope)? else {
-            return sql::cells_with_samples(self, scope);
+        let cells = self.cell_recs(scope)?;
+        let mut series = self.series(scope)?;
+        let mut packed = Vec::new();
+        let from_packs = sql::bucketed(&cells, |f| {
+            packed = self.each_packed(scope, &mut series, f)?;
+            Ok(())
+        })?;
+        let Some((lo, hi)) = self.sample_span(scope, &packed)? else {
+            return Ok(cells.into_iter().zip(from_packs).collect());
         };
         let second = (hi - lo >= split_at)
             .then(|| self.second_reader())
             .flatten();
-        let cells = self.cell_recs(scope)?;
-        let series = self.series(scope)?;
-        let Some(second) = second else {
-            let samples = self.samples_between(scope, &cells, series, lo, hi)?;
-            return Ok(cells.into_iter().zip(samples).collect());
+        let skip = &packed;
+        let mut read = match second {
+            None => {
+                let samples = self.samples_between(scope, skip, &cells, series, lo, hi)?;
+                cells.into_iter().zip(samples).collect()
+            }
+            Some(second) => {
+                let upper = series.clone();
+                sql::in_halves(
+                    cells,
+                    (lo, hi),
+                    |c, lo, hi| self.samples_between(scope, skip, c, series, lo, hi),
+                    move |c, lo, hi| second.samples_between(scope, skip, c, upper, lo, hi),
+                )?
+            }
         };
-        let upper = series.clone();
-        sql::in_halves(
-            cells,
-            (lo, hi),
-            |c, lo, hi| self.samples_between(scope, c, series, lo, hi),
-            move |c, lo, hi| second.samples_between(scope, c, upper, lo, hi),
-        )
+        // A cell is one run's: its samples came from its pack or its rows.
+        for ((_, rows), packed) in read.iter_mut().zip(from_packs) {
+            if rows.is_empty() {
+                *rows = packed;
+            } else {
+                rows.extend(packed);
+            }
+        }
+        Ok(read)
     }
 
     /// The scope's series, for [`sql::sample_rec`].
@@ -870,10 +993,10 @@ impl SqliteStore {
         Ok(series)
     }
 
-    /// The first and last rowid of the scope's samples (its runs' first
-    /// and last, each one look-up in index samples_run), `None` without
-    /// samples.
-    fn sample_span(&self, scope: Scope) -> anyhow::Result<Option<(i64, i64)>> {
+    /// The first and last rowid of the samples of the scope's runs but
+    /// `skip` (each run's first and last, each one look-up in index
+    /// samples_run), `None` without samples.
+    fn sample_span(&self, scope: Scope, skip: &[i64]) -> anyhow::Result<Option<(i64, i64)>> {
         let mut runs = Vec::new();
         match scope {
             Scope::Run(id) => runs.push(id),
@@ -885,7 +1008,7 @@ impl SqliteStore {
             }
         }
         let mut span: Option<(i64, i64)> = None;
-        for run in runs {
+        for run in runs.into_iter().filter(|r| !skip.contains(r)) {
             let end = |order: &str| -> anyhow::Result<Option<i64>> {
                 let mut id = None;
                 self.each_row(
@@ -907,22 +1030,24 @@ impl SqliteStore {
         Ok(span)
     }
 
-    /// The scope's samples with rowids `lo..=hi`, a list per cell of
-    /// `cells`: the table read in rowid order, the scope's condition
-    /// filtering what other runs wrote in between.
+    /// The samples of the scope's runs but `skip` with rowids `lo..=hi`, a
+    /// list per cell of `cells`: the table read in rowid order, the scope's
+    /// condition filtering what other runs wrote in between.
     fn samples_between(
         &self,
         scope: Scope,
+        skip: &[i64],
         cells: &[super::CellRec],
         mut series: sql::Series,
         lo: i64,
         hi: i64,
     ) -> anyhow::Result<Vec<Vec<SampleRec>>> {
         let (cond, arg) = sql::scope_sql(scope, "s");
+        let skip = pack::skip_sql("s", skip);
         // `$1` first, so it is parameter 1 beside the numbered ?2 and ?3.
         let q = format!(
             "SELECT {SAMPLE_COLUMNS} FROM samples s NOT INDEXED
-             WHERE {cond} AND s.id BETWEEN ?2 AND ?3 ORDER BY s.id"
+             WHERE {cond}{skip} AND s.id BETWEEN ?2 AND ?3 ORDER BY s.id"
         );
         sql::bucketed(cells, |f| {
             self.each_row(&q, params![arg, lo, hi], |r| {
@@ -949,6 +1074,7 @@ impl SqliteStore {
         Some(SqliteStore {
             conn,
             locks: Vec::new(),
+            pack_part: pack::PART,
         })
     }
 }
@@ -1028,9 +1154,13 @@ impl StoreRead for SqliteStore {
         f: &mut dyn FnMut(SampleRec) -> anyhow::Result<()>,
     ) -> anyhow::Result<()> {
         let mut series = self.series(scope)?;
+        let packed = self.each_packed(scope, &mut series, f)?;
         let (cond, arg) = sql::scope_sql(scope, "s");
+        let skip = pack::skip_sql("s", &packed);
         self.each_row(
-            &format!("SELECT {SAMPLE_COLUMNS} FROM samples s WHERE {cond} ORDER BY s.run_id, s.id"),
+            &format!(
+                "SELECT {SAMPLE_COLUMNS} FROM samples s WHERE {cond}{skip} ORDER BY s.run_id, s.id"
+            ),
             [arg],
             |r| f(sql::sample_rec(r, &mut series)?),
         )
@@ -1289,6 +1419,11 @@ impl StoreWrite for SqliteStore {
                     added += n;
                 }
             }
+            if added > 0 {
+                // The run's pack no longer holds all its samples.
+                sp.prepare_cached("DELETE FROM sample_packs WHERE run_id = ?1")?
+                    .execute([run_id])?;
+            }
             sp.commit()?;
             Ok(Ok(added))
         })?;
@@ -1307,12 +1442,20 @@ impl StoreWrite for SqliteStore {
         Ok(())
     }
 
+    /// The run's end, and its samples packed ([`SqliteStore::pack`]) in
+    /// the same transaction.
     fn finish_run(&mut self, run_id: i64, ended: f64, status: RunStatus) -> anyhow::Result<()> {
+        let size = self.pack_part;
         self.write(|c| {
-            c.execute(
+            let sp = c.savepoint()?;
+            sp.execute(
                 "UPDATE runs SET ended = ?2, status = ?3 WHERE id = ?1",
                 params![run_id, ended, status.as_str()],
-            )
+            )?;
+            if status != RunStatus::Running {
+                Self::pack(&sp, run_id, size)?;
+            }
+            sp.commit()
         })?;
         Ok(())
     }
@@ -1389,6 +1532,7 @@ mod tests {
         super::super::suite::round_trip(&mut s);
         super::super::suite::all_or_nothing(&mut s);
         super::super::suite::fleet_state(&mut s);
+        super::super::suite::ended_runs(&mut s);
         drop(s);
         // Reopening does not re-run migrations.
         let s = SqliteStore::open(&dir.path().join("sub/k.db"), Access::Write).unwrap();
@@ -1397,7 +1541,7 @@ mod tests {
             .pragma_query_value(None, "user_version", |r| r.get(0))
             .unwrap();
         assert_eq!(v, MIGRATIONS.len() as i64);
-        assert_eq!(s.runs(None).unwrap().len(), 4, "the suite's runs");
+        assert_eq!(s.runs(None).unwrap().len(), 7, "the suite's runs");
         // Read in two halves at once or by one connection, every scope
         // holds the same cells with the same samples in the same order.
         let mut scopes: Vec<Scope> = s
@@ -1406,7 +1550,7 @@ mod tests {
             .iter()
             .map(|r| Scope::Run(r.id))
             .collect();
-        scopes.extend((1..=3).map(Scope::Campaign));
+        scopes.extend((1..=4).map(Scope::Campaign));
         let mut split = 0;
         for scope in scopes {
             let one = format!("{:?}", sql::cells_with_samples(&s, scope).unwrap());
@@ -1415,6 +1559,94 @@ mod tests {
             assert_eq!(format!("{halves:?}"), one, "{scope:?}");
         }
         assert!(split > 0, "the suite stored samples to read");
+    }
+
+    /// An ended run is packed in parts as it ends; every reader (one
+    /// connection, two halves, each sample) gives its rows bit for bit; a
+    /// sample added later removes the pack, and ending the run again packs
+    /// it again. A pack that does not hold its run's samples is damage the
+    /// read names, and so does `store check`.
+    #[test]
+    fn an_ended_run_is_read_from_its_pack_as_its_rows() {
+        use super::super::suite;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("p.db");
+        let mut s = SqliteStore::open(&path, Access::Write).unwrap();
+        s.pack_part = 7;
+        let run = s.begin_run(&suite::new_run("a", None)).unwrap();
+        let cells = ["x", "y"].map(|k| s.add_cell(run, &suite::cell_info(k, &[])).unwrap());
+        let batch: Vec<SampleRec> = (0..40)
+            .flat_map(|r| cells.map(|c| suite::sample(c, r, 1.0 / (3.0 + f64::from(r)))))
+            .collect();
+        assert_eq!(s.add_samples(run, &batch).unwrap(), 80);
+        let parts = |s: &SqliteStore| -> Vec<(i64, i64)> {
+            let mut st = s
+                .conn
+                .prepare("SELECT part, n FROM sample_packs WHERE run_id = ?1 ORDER BY part")
+                .unwrap();
+            st.query_map([run], |r| Ok((r.get(0)?, r.get(1)?)))
+                .unwrap()
+                .map(Result::unwrap)
+                .collect()
+        };
+        let rows = |s: &SqliteStore| -> Vec<SampleRec> {
+            let mut series = s.series(Scope::Run(run)).unwrap();
+            s.rows(
+                &format!(
+                    "SELECT {SAMPLE_COLUMNS} FROM samples s WHERE s.run_id = ?1 ORDER BY s.id"
+                ),
+                [run],
+                |r| sql::sample_rec(r, &mut series),
+            )
+            .unwrap()
+        };
+        let reads = |s: &SqliteStore| {
+            let want = rows(s);
+            let mut each = Vec::new();
+            s.each_sample(Scope::Run(run), &mut |x| {
+                each.push(x);
+                Ok(())
+            })
+            .unwrap();
+            assert_eq!(format!("{each:?}"), format!("{want:?}"));
+            for split in [1, i64::MAX] {
+                let cells = s.cells_split(Scope::Run(run), split).unwrap();
+                for (cell, got) in cells {
+                    let mine: Vec<&SampleRec> =
+                        want.iter().filter(|x| x.cell_id == cell.id).collect();
+                    assert_eq!(format!("{got:?}"), format!("{mine:?}").replace('&', ""));
+                }
+            }
+        };
+        assert!(parts(&s).is_empty(), "a running run was packed");
+        s.finish_run(run, 9.0, RunStatus::Done).unwrap();
+        assert_eq!(
+            parts(&s),
+            (0..12)
+                .map(|k| (k, if k < 11 { 7 } else { 3 }))
+                .collect::<Vec<_>>()
+        );
+        reads(&s);
+        let late = suite::sample(cells[0], 99, 5.0);
+        assert_eq!(s.add_samples(run, &[late]).unwrap(), 1);
+        assert!(parts(&s).is_empty(), "a stale pack stayed");
+        reads(&s);
+        s.finish_run(run, 9.0, RunStatus::Done).unwrap();
+        assert_eq!(parts(&s).iter().map(|p| p.1).sum::<i64>(), 81);
+        reads(&s);
+        s.conn
+            .execute(
+                "UPDATE sample_packs SET n = n + 1 WHERE run_id = ?1 AND part = 2",
+                [run],
+            )
+            .unwrap();
+        let e = format!("{:#}", s.cells(Scope::Run(run)).unwrap_err());
+        assert!(
+            e.contains("damaged") && e.contains(&format!("part 2 of run {run}")),
+            "{e}"
+        );
+        let problems = check(&path).unwrap();
+        assert_eq!(problems, vec![super::pack::stale_problem(run)]);
     }
 
     /// A store written by kbench before the event stream (schema 2, a
