@@ -269,27 +269,6 @@ pub fn own_server(test: &str) -> Option<Own> {
     Some(Own { server, bin })
 }
 
-/// The processes whose parent is `pid` (from `/proc`).
-fn children(pid: i32) -> Vec<i32> {
-    let Ok(dir) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    dir.filter_map(|e| {
-        let child: i32 = e.ok()?.file_name().to_str()?.parse().ok()?;
-        let stat = std::fs::read_to_string(format!("/proc/{child}/stat")).ok()?;
-        // `pid (comm) state ppid ...`; comm may hold spaces or parentheses.
-        let ppid: i32 = stat
-            .rsplit_once(')')?
-            .1
-            .split_whitespace()
-            .nth(1)?
-            .parse()
-            .ok()?;
-        (ppid == pid).then_some(child)
-    })
-    .collect()
-}
-
 impl Own {
     /// The postmaster's pid, from its pid file.
     fn postmaster(&self) -> Option<i32> {
@@ -304,7 +283,12 @@ impl Own {
     /// through).
     pub fn kill(&self) {
         let pid = self.postmaster().expect("the server runs");
-        for child in children(pid) {
+        // The server names its processes (backends, background workers).
+        let procs = postgres::Client::connect(&self.server.url("postgres"), postgres::NoTls)
+            .and_then(|mut c| c.query("SELECT pid FROM pg_stat_activity", &[]))
+            .map(|rows| rows.iter().map(|r| r.get::<_, i32>(0)).collect::<Vec<_>>())
+            .unwrap_or_default();
+        for child in procs {
             // SAFETY: signalling a process of the server we started.
             unsafe { libc::kill(child, libc::SIGKILL) };
         }
