@@ -539,7 +539,53 @@ fn check_schema(conn: &Connection, path: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Bytes kept written in the store's lock file (`STORE-kbench-locks`) as
+/// a reserve for a full disk: a run stopped by it is still marked as ended
+/// (a row's update needs a page in the WAL; a full disk had less than one
+/// left, and which run found room was down to a page of the schema).
+const RESERVE: usize = 64 << 10;
+
 impl SqliteStore {
+    /// The store's lock file, beside it; `None` in memory.
+    fn locks_path(&self) -> Option<String> {
+        let path = self.conn.path().filter(|p| !p.is_empty())?;
+        Some(format!("{path}-kbench-locks"))
+    }
+
+    /// Keep [`RESERVE`] bytes written in the lock file (zeros, not a
+    /// sparse length, so the space is taken); nothing where it cannot be.
+    fn keep_reserve(&self) {
+        use std::io::Write;
+        use std::os::unix::fs::OpenOptionsExt;
+        let Some(path) = self.locks_path() else {
+            return;
+        };
+        let Ok(mut f) = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .mode(0o600)
+            .open(path)
+        else {
+            return;
+        };
+        if f.metadata().is_ok_and(|m| m.len() < RESERVE as u64) {
+            let _ = f.write_all(&[0; RESERVE]);
+        }
+    }
+
+    /// Give the reserve back to the file system; whether there was one.
+    fn release_reserve(&self) -> bool {
+        let Some(path) = self.locks_path() else {
+            return false;
+        };
+        let Ok(f) = std::fs::OpenOptions::new().write(true).open(path) else {
+            return false;
+        };
+        let had = f.metadata().is_ok_and(|m| m.len() > 0);
+        had && f.set_len(0).is_ok()
+    }
+
     /// Run `f` on the connection; an SQLite error comes back as one line
     /// naming the store and the cause ([`explain`]), so a full disk or a
     /// lock held too long mid-run reads as such, not as an SQLite code.
@@ -620,6 +666,7 @@ impl SqliteStore {
                 Err(e) => e.context(format!("store {p}")),
             })?;
         check_schema(&s.conn, path)?;
+        s.keep_reserve();
         Ok(s)
     }
 
@@ -1442,21 +1489,33 @@ impl StoreWrite for SqliteStore {
         Ok(())
     }
 
-    /// The run's end, and its samples packed ([`SqliteStore::pack`]) in
-    /// the same transaction.
+    /// The run's end, then its samples packed ([`SqliteStore::pack`]).
+    /// On a full disk the reserve ([`RESERVE`]) is given up for it.
     fn finish_run(&mut self, run_id: i64, ended: f64, status: RunStatus) -> anyhow::Result<()> {
-        let size = self.pack_part;
-        self.write(|c| {
-            let sp = c.savepoint()?;
-            sp.execute(
+        let end = |c: &Connection| {
+            c.execute(
                 "UPDATE runs SET ended = ?2, status = ?3 WHERE id = ?1",
                 params![run_id, ended, status.as_str()],
-            )?;
-            if status != RunStatus::Running {
+            )
+        };
+        let mut r = end(&self.conn);
+        let full = |r: &rusqlite::Result<usize>| matches!(r, Err(e) if e.sqlite_error_code() == Some(rusqlite::ErrorCode::DiskFull));
+        if full(&r) && self.release_reserve() {
+            r = end(&self.conn);
+        }
+        self.write(|_| r)?;
+        if status != RunStatus::Running {
+            // An aid only, after the end is stored (in `begin`'s
+            // transaction, in it): a pack that cannot be written (the disk
+            // full: the run's end still fitted) is rolled back and the run
+            // read by rows.
+            let size = self.pack_part;
+            let _ = self.write(|c| {
+                let sp = c.savepoint()?;
                 Self::pack(&sp, run_id, size)?;
-            }
-            sp.commit()
-        })?;
+                sp.commit()
+            });
+        }
         Ok(())
     }
 

@@ -88,6 +88,9 @@ mod tests {
         }
         let r = fb / fa;
         // 4x the work: between 2.5x and 6x the time on any machine.
-        assert!(r > 2.5 && r < 6.0, "ratio of fastest rounds {r}: {ratios:?}");
+        assert!(
+            r > 2.5 && r < 6.0,
+            "ratio of fastest rounds {r}: {ratios:?}"
+        );
     }
 }
