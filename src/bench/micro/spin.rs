@@ -87,9 +87,11 @@ mod tests {
             ratios.push(y / x);
         }
         let r = fb / fa;
-        // 4x the work: between 2.5x and 6x the time on any machine.
+        // 4x the work: between 2x and 6x the time on any machine (alone
+        // 4.0x here, 170 and 684 ns/op; 2.3x while the whole test suite and
+        // a build shared both CPUs of this Intel Xeon VM).
         assert!(
-            r > 2.5 && r < 6.0,
+            r > 2.0 && r < 6.0,
             "ratio of fastest rounds {r}: {ratios:?}"
         );
     }
