@@ -81,10 +81,9 @@ pub fn stream_samples(
 ) -> std::io::Result<()> {
     let t = super::samples::columns(cells, runs);
     let rows = cells.iter().enumerate().flat_map(|(i, (_, samples))| {
-        samples.iter().map(move |s| {
-            let unit: &str = &s.unit;
-            (i, &*s.metric, unit, s.round, s.seq, s.value)
-        })
+        samples
+            .iter()
+            .map(move |s| (i, s.metric(), s.unit(), s.round, s.seq, s.value))
     });
     write_samples(&t, rows, w)
 }

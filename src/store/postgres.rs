@@ -1074,8 +1074,8 @@ impl PgStore {
         }
         // One statement (one round trip) for the whole batch, in order.
         let cell: Vec<i64> = samples.iter().map(|s| s.cell_id).collect();
-        let metric: Vec<&str> = samples.iter().map(|s| &*s.metric).collect();
-        let unit: Vec<&str> = samples.iter().map(|s| &*s.unit).collect();
+        let metric: Vec<&str> = samples.iter().map(|s| s.metric()).collect();
+        let unit: Vec<&str> = samples.iter().map(|s| s.unit()).collect();
         let value: Vec<f64> = samples.iter().map(|s| s.value).collect();
         let round: Vec<i64> = samples.iter().map(|s| i64::from(s.round)).collect();
         let seq: Vec<i64> = samples.iter().map(|s| i64::from(s.seq)).collect();

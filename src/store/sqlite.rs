@@ -841,24 +841,26 @@ impl SqliteStore {
     /// [`StoreRead::cells`], read in two halves when the samples span
     /// `split_at` rowids or more.
     fn cells_split(&self, scope: Scope, split_at: i64) -> anyhow::Result<Vec<StoredCell>> {
-        let Some((lo, hi)) = self.sample_span(scope)? else {
+        let Some(span) = self.sample_span(scope)? else {
             return sql::cells_with_samples(self, scope);
         };
-        let second = (hi - lo >= split_at)
+        let second = (span.hi - span.lo >= split_at)
             .then(|| self.second_reader())
             .flatten();
         let cells = self.cell_recs(scope)?;
         let series = self.series(scope)?;
         let Some(second) = second else {
-            let samples = self.samples_between(scope, &cells, series, lo, hi)?;
+            let reserve = span.per_cell(span.lo, span.hi, cells.len());
+            let samples =
+                self.samples_between(scope, &cells, series, (span.lo, span.hi), reserve)?;
             return Ok(cells.into_iter().zip(samples).collect());
         };
         let upper = series.clone();
         sql::in_halves(
             cells,
-            (lo, hi),
-            |c, lo, hi| self.samples_between(scope, c, series, lo, hi),
-            move |c, lo, hi| second.samples_between(scope, c, upper, lo, hi),
+            span,
+            |c, lo, hi, n| self.samples_between(scope, c, series, (lo, hi), n),
+            move |c, lo, hi, n| second.samples_between(scope, c, upper, (lo, hi), n),
         )
     }
 
@@ -873,7 +875,7 @@ impl SqliteStore {
     /// The first and last rowid of the scope's samples (its runs' first
     /// and last, each one look-up in index samples_run), `None` without
     /// samples.
-    fn sample_span(&self, scope: Scope) -> anyhow::Result<Option<(i64, i64)>> {
+    fn sample_span(&self, scope: Scope) -> anyhow::Result<Option<sql::IdSpan>> {
         let mut runs = Vec::new();
         match scope {
             Scope::Run(id) => runs.push(id),
@@ -884,7 +886,7 @@ impl SqliteStore {
                 })?
             }
         }
-        let mut span: Option<(i64, i64)> = None;
+        let mut span: Option<sql::IdSpan> = None;
         for run in runs {
             let end = |order: &str| -> anyhow::Result<Option<i64>> {
                 let mut id = None;
@@ -901,22 +903,31 @@ impl SqliteStore {
                 Ok(id)
             };
             if let (Some(first), Some(last)) = (end("ASC")?, end("DESC")?) {
-                span = Some(span.map_or((first, last), |(lo, hi)| (lo.min(first), hi.max(last))));
+                let run = sql::IdSpan {
+                    lo: first,
+                    hi: last,
+                    most: last - first + 1,
+                };
+                span = Some(span.map_or(run, |s| sql::IdSpan {
+                    lo: s.lo.min(first),
+                    hi: s.hi.max(last),
+                    most: s.most.saturating_add(run.most),
+                }));
             }
         }
         Ok(span)
     }
 
     /// The scope's samples with rowids `lo..=hi`, a list per cell of
-    /// `cells`: the table read in rowid order, the scope's condition
+    /// `cells` made with room for `reserve`: the table read in rowid order, the scope's condition
     /// filtering what other runs wrote in between.
     fn samples_between(
         &self,
         scope: Scope,
         cells: &[super::CellRec],
         mut series: sql::Series,
-        lo: i64,
-        hi: i64,
+        (lo, hi): (i64, i64),
+        reserve: usize,
     ) -> anyhow::Result<Vec<Vec<SampleRec>>> {
         let (cond, arg) = sql::scope_sql(scope, "s");
         // `$1` first, so it is parameter 1 beside the numbered ?2 and ?3.
@@ -924,7 +935,7 @@ impl SqliteStore {
             "SELECT {SAMPLE_COLUMNS} FROM samples s NOT INDEXED
              WHERE {cond} AND s.id BETWEEN ?2 AND ?3 ORDER BY s.id"
         );
-        sql::bucketed(cells, |f| {
+        sql::bucketed(cells, reserve, |f| {
             self.each_row(&q, params![arg, lo, hi], |r| {
                 f(sql::sample_rec(r, &mut series)?)
             })
@@ -1259,13 +1270,15 @@ impl StoreWrite for SqliteStore {
                 let mut known: std::collections::HashMap<(i64, &str, &str), i64> =
                     Default::default();
                 for s in samples {
-                    let key = (s.cell_id, &*s.metric, &*s.unit);
+                    let key = (s.cell_id, s.metric(), s.unit());
                     let series = match known.get(&key) {
                         Some(id) => *id,
                         None => {
-                            add_series.execute(params![s.cell_id, s.metric, s.unit])?;
+                            add_series.execute(params![s.cell_id, s.metric(), s.unit()])?;
                             let id = series_id
-                                .query_row(params![s.cell_id, s.metric, s.unit], |r| r.get(0))?;
+                                .query_row(params![s.cell_id, s.metric(), s.unit()], |r| {
+                                    r.get(0)
+                                })?;
                             *known.entry(key).or_insert(id)
                         }
                     };
@@ -1279,7 +1292,7 @@ impl StoreWrite for SqliteStore {
                             // Dropping the savepoint rolls the batch back.
                             return Ok(Err(super::Conflict {
                                 cell_id: s.cell_id,
-                                metric: s.metric.to_string(),
+                                metric: s.metric().to_owned(),
                                 round: s.round,
                                 stored: v,
                                 new: s.value,

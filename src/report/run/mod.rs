@@ -238,12 +238,12 @@ fn groups(
         for m in &c.metrics {
             let values: Vec<f64> = samples
                 .iter()
-                .filter(|s| *s.metric == *m.name)
+                .filter(|s| s.metric() == m.name)
                 .map(|s| s.value)
                 .collect();
             let obs = samples
                 .iter()
-                .filter(|s| *s.metric == *m.name)
+                .filter(|s| s.metric() == m.name)
                 .map(|s| crate::stats::design::Obs {
                     value: s.value,
                     boot: 0,
@@ -375,7 +375,7 @@ pub fn process_groups(
     boot: &str,
 ) -> Option<Vec<crate::stats::nested::Group>> {
     let mut by: IndexMap<u32, Vec<f64>> = IndexMap::new();
-    for s in samples.iter().filter(|s| *s.metric == *metric) {
+    for s in samples.iter().filter(|s| s.metric() == metric) {
         by.entry(s.process?).or_default().push(s.value);
     }
     (by.len() >= 2).then(|| {
@@ -411,7 +411,7 @@ fn until_verdict(cells: &[StoredCell], stop: Option<StopRule>) -> Option<Look> {
             .map(|m| m.name.as_str())
             .unwrap_or("");
         s.iter()
-            .filter(|x| &*x.metric == m)
+            .filter(|x| x.metric() == m)
             .map(|x| x.value)
             .collect()
     };
