@@ -1519,7 +1519,7 @@ mod tests {
         samples
             .iter()
             .map(|s| {
-                let (m, u) = (s.metric.to_string(), s.unit.to_string());
+                let (m, u) = (s.metric().to_owned(), s.unit().to_owned());
                 let (v, t) = (s.value.to_bits(), s.t.to_bits());
                 (s.cell_id, m, u, v, s.round, s.seq, t, s.process)
             })
@@ -1583,7 +1583,7 @@ mod tests {
                 for &cell in &cells {
                     let mut x = suite::sample(cell, round, 1.0 / (3.0 + round as f64));
                     batch.push(x.clone());
-                    (x.metric, x.unit) = ("cycles".into(), "cycles".into());
+                    x.names = super::super::Names::new("cycles", "cycles");
                     x.value = -1e300 / (7.0 + round as f64);
                     batch.push(x.clone());
                     x.seq = 1;

@@ -115,8 +115,7 @@ mod tests {
         let template = c.1[0].clone();
         for &v in idle {
             let mut s = template.clone();
-            s.metric = "idle".into();
-            s.unit = "%".into();
+            s.names = crate::store::Names::new("idle", "%");
             s.value = v;
             c.1.push(s);
         }
