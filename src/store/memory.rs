@@ -134,7 +134,7 @@ impl StoreRead for MemoryStore {
                     .samples
                     .iter()
                     .filter(|(_, s)| s.cell_id == c.id)
-                    .map(|(_, s)| s.clone())
+                    .map(|(_, s)| *s)
                     .collect();
                 (c.clone(), mine)
             })
@@ -339,7 +339,7 @@ impl StoreWrite for MemoryStore {
                 }
                 Some(_) => {}
                 None => {
-                    self.t.samples.push((run_id, s.clone()));
+                    self.t.samples.push((run_id, *s));
                     added += 1;
                 }
             }

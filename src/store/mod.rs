@@ -735,12 +735,9 @@ INSERT INTO samples (id, run_id, cell_id, metric, unit, value, round, seq, t, pr
         let mut s = open();
         assert_eq!(read(&*s), legacy_samples());
         assert_eq!(s.runs(None).unwrap()[0].samples, 7);
-        let old = legacy_samples()[1].1[0].clone();
+        let old = legacy_samples()[1].1[0];
         assert_eq!(s.add_samples(1, std::slice::from_ref(&old)).unwrap(), 0);
-        let clash = SampleRec {
-            value: 8.0,
-            ..old.clone()
-        };
+        let clash = SampleRec { value: 8.0, ..old };
         let e = s.add_samples(1, &[clash]).unwrap_err();
         assert!(e.downcast_ref::<Conflict>().is_some(), "{e:#}");
         let new = [

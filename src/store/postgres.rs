@@ -1582,10 +1582,10 @@ mod tests {
             for round in 0..200 {
                 for &cell in &cells {
                     let mut x = suite::sample(cell, round, 1.0 / (3.0 + round as f64));
-                    batch.push(x.clone());
+                    batch.push(x);
                     x.names = super::super::Names::new("cycles", "cycles");
                     x.value = -1e300 / (7.0 + round as f64);
-                    batch.push(x.clone());
+                    batch.push(x);
                     x.seq = 1;
                     x.value = f64::MIN_POSITIVE * round as f64;
                     batch.push(x);

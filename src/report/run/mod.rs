@@ -236,11 +236,13 @@ fn groups(
         let c = &cell.info;
         let (columns, labels) = row_columns(c, origins.get(i), &varying);
         for m in &c.metrics {
-            // One pass for both lists, each made with room for all the
-            // cell's samples: collected from a filter, they grew by
-            // doubling, copying 10^6 values and observations as they went.
-            let mut values: Vec<f64> = Vec::with_capacity(samples.len());
-            let mut obs = Vec::with_capacity(samples.len());
+            // One pass for both lists, each made with room for the cell's
+            // samples shared out among its metrics: collected from a
+            // filter, they grew by doubling, copying 10^6 values and
+            // observations as they went.
+            let room = samples.len().div_ceil(c.metrics.len());
+            let mut values: Vec<f64> = Vec::with_capacity(room);
+            let mut obs = Vec::with_capacity(room);
             for s in samples.iter().filter(|s| s.metric() == m.name) {
                 values.push(s.value);
                 obs.push(crate::stats::design::Obs {
