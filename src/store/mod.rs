@@ -964,3 +964,27 @@ INSERT INTO samples (id, run_id, cell_id, metric, unit, value, round, seq, t, pr
         );
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{Names, SampleRec};
+
+    /// A sample stays small and needs no drop; equal names are one
+    /// handle, whichever thread made it, and different ones stay apart.
+    #[test]
+    fn a_sample_is_small_and_its_names_interned() {
+        assert!(std::mem::size_of::<SampleRec>() <= 48);
+        assert!(!std::mem::needs_drop::<SampleRec>());
+        let a = Names::new("ns/op", "ns");
+        let b = std::thread::spawn(|| Names::new("ns/op", "ns"))
+            .join()
+            .unwrap();
+        assert!(std::ptr::eq(a.metric(), b.metric()) && a == b);
+        assert_eq!((a.metric(), a.unit()), ("ns/op", "ns"));
+        for (m, u) in [("ns/op", "s"), ("cycles", "ns"), ("", "")] {
+            let c = Names::new(m, u);
+            assert_ne!(a, c);
+            assert_eq!((c.metric(), c.unit()), (m, u));
+        }
+    }
+}
