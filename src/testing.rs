@@ -162,8 +162,7 @@ pub fn stored_cell(
         .enumerate()
         .map(|(i, &value)| SampleRec {
             cell_id: id,
-            metric: metric.name.as_str().into(),
-            unit: metric.unit.as_str().into(),
+            names: crate::store::Names::new(&metric.name, &metric.unit),
             value,
             round: i as u32,
             seq: 0,

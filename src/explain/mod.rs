@@ -187,12 +187,12 @@ fn side(st: &dyn StoreRead, cells: &[&StoredCell]) -> anyhow::Result<Side> {
         for p in st.profiles(c.id)? {
             s.rounds.entry((c.run_id, p.round)).or_default().profile = Some(p.stacks);
         }
-        for x in (samples.iter()).filter(|x| crate::system::counters::is_metric(&x.metric)) {
+        for x in (samples.iter()).filter(|x| crate::system::counters::is_metric(x.metric())) {
             s.rounds
                 .entry((c.run_id, x.round))
                 .or_default()
                 .counters
-                .entry(x.metric.to_string())
+                .entry(x.metric().to_owned())
                 .or_default()
                 .push(x.value);
         }

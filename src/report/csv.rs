@@ -23,10 +23,10 @@ pub fn header(t: &SampleTable) -> String {
 
 fn samples(t: &SampleTable) -> String {
     let mut o = Vec::with_capacity(t.rows.len() * 64);
-    let rows = t.rows.iter().map(|r| {
-        let unit: &str = &r.unit;
-        (r.cell, &*r.metric, unit, r.round, r.seq, r.value)
-    });
+    let rows = t
+        .rows
+        .iter()
+        .map(|r| (r.cell, r.metric, r.unit, r.round, r.seq, r.value));
     write_samples(t, rows, &mut o).expect("writing to memory");
     String::from_utf8(o).expect("fields are text")
 }
@@ -81,10 +81,9 @@ pub fn stream_samples(
 ) -> std::io::Result<()> {
     let t = super::samples::columns(cells, runs);
     let rows = cells.iter().enumerate().flat_map(|(i, (_, samples))| {
-        samples.iter().map(move |s| {
-            let unit: &str = &s.unit;
-            (i, &*s.metric, unit, s.round, s.seq, s.value)
-        })
+        samples
+            .iter()
+            .map(move |s| (i, s.metric(), s.unit(), s.round, s.seq, s.value))
     });
     write_samples(&t, rows, w)
 }

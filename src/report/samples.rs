@@ -24,8 +24,8 @@ pub struct CellCols {
 pub struct SampleRow {
     /// Index into [`SampleTable::cells`].
     pub cell: usize,
-    pub metric: Arc<str>,
-    pub unit: Arc<str>,
+    pub metric: &'static str,
+    pub unit: &'static str,
     pub round: u32,
     pub seq: u32,
     pub value: f64,
@@ -47,8 +47,8 @@ pub fn build(cells: &[StoredCell], runs: &[RunRow]) -> SampleTable {
     for (i, (_, samples)) in cells.iter().enumerate() {
         t.rows.extend(samples.iter().map(|s| SampleRow {
             cell: i,
-            metric: s.metric.clone(),
-            unit: s.unit.clone(),
+            metric: s.metric(),
+            unit: s.unit(),
             round: s.round,
             seq: s.seq,
             value: s.value,

@@ -165,12 +165,12 @@ pub fn build(cells: &[StoredCell], origins: &[super::origin::Origin]) -> Vec<Sca
         let context = context_of(cell);
         let values: Vec<f64> = samples
             .iter()
-            .filter(|s| &*s.metric == "ops/s")
+            .filter(|s| s.metric() == "ops/s")
             .map(|s| s.value)
             .collect();
         let idle = samples
             .iter()
-            .filter(|s| &*s.metric == "idle")
+            .filter(|s| s.metric() == "idle")
             .map(|s| s.value);
         if let Some(w) = warning {
             super::push_unique(

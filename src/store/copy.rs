@@ -237,7 +237,7 @@ mod tests {
             );
             let v = |s: &[super::super::SampleRec]| {
                 s.iter()
-                    .map(|s| (s.metric.clone(), s.round, s.seq, s.value, s.t))
+                    .map(|s| (s.metric(), s.round, s.seq, s.value, s.t))
                     .collect::<Vec<_>>()
             };
             assert_eq!(v(xs), v(ys));

@@ -134,7 +134,7 @@ impl StoreRead for MemoryStore {
                     .samples
                     .iter()
                     .filter(|(_, s)| s.cell_id == c.id)
-                    .map(|(_, s)| s.clone())
+                    .map(|(_, s)| *s)
                     .collect();
                 (c.clone(), mine)
             })
@@ -322,7 +322,7 @@ impl StoreWrite for MemoryStore {
         for s in samples {
             let dup = self.t.samples.iter().find(|(_, x)| {
                 x.cell_id == s.cell_id
-                    && x.metric == s.metric
+                    && x.metric() == s.metric()
                     && x.round == s.round
                     && x.seq == s.seq
             });
@@ -330,7 +330,7 @@ impl StoreWrite for MemoryStore {
                 Some((_, x)) if !super::same_value(x.value, s.value) => {
                     return Err(super::Conflict {
                         cell_id: s.cell_id,
-                        metric: s.metric.to_string(),
+                        metric: s.metric().to_owned(),
                         round: s.round,
                         stored: x.value,
                         new: s.value,
@@ -339,7 +339,7 @@ impl StoreWrite for MemoryStore {
                 }
                 Some(_) => {}
                 None => {
-                    self.t.samples.push((run_id, s.clone()));
+                    self.t.samples.push((run_id, *s));
                     added += 1;
                 }
             }

@@ -703,7 +703,18 @@ impl StoreRead for PgStore {
     }
 
     fn cells(&self, scope: Scope) -> anyhow::Result<Vec<StoredCell>> {
-        sql::cells_with_samples(self, scope)
+        // Room for the packed samples in each cell's list, so the lists
+        // neither double nor copy as they fill.
+        let (cond, arg) = sql::scope_sql(scope, "p");
+        let packed: i64 = self
+            .conn
+            .borrow_mut()
+            .query_one(
+                &format!("SELECT COALESCE(SUM(p.n), 0)::BIGINT FROM sample_packs p WHERE {cond}"),
+                &[&arg],
+            )?
+            .get(0);
+        sql::cells_with_samples(self, scope, usize::try_from(packed).unwrap_or(0))
     }
 
     fn cell_recs(&self, scope: Scope) -> anyhow::Result<Vec<super::CellRec>> {
@@ -1281,8 +1292,8 @@ impl PgStore {
     fn insert_samples(&mut self, run_id: i64, samples: &[SampleRec]) -> anyhow::Result<usize> {
         // One statement (one round trip) for the whole batch, in order.
         let cell: Vec<i64> = samples.iter().map(|s| s.cell_id).collect();
-        let metric: Vec<&str> = samples.iter().map(|s| &*s.metric).collect();
-        let unit: Vec<&str> = samples.iter().map(|s| &*s.unit).collect();
+        let metric: Vec<&str> = samples.iter().map(|s| s.metric()).collect();
+        let unit: Vec<&str> = samples.iter().map(|s| s.unit()).collect();
         let value: Vec<f64> = samples.iter().map(|s| s.value).collect();
         let round: Vec<i64> = samples.iter().map(|s| i64::from(s.round)).collect();
         let seq: Vec<i64> = samples.iter().map(|s| i64::from(s.seq)).collect();
@@ -1727,7 +1738,7 @@ mod tests {
         samples
             .iter()
             .map(|s| {
-                let (m, u) = (s.metric.to_string(), s.unit.to_string());
+                let (m, u) = (s.metric().to_owned(), s.unit().to_owned());
                 let (v, t) = (s.value.to_bits(), s.t.to_bits());
                 (s.cell_id, m, u, v, s.round, s.seq, t, s.process)
             })
@@ -1790,10 +1801,10 @@ mod tests {
             for round in 0..200 {
                 for &cell in &cells {
                     let mut x = suite::sample(cell, round, 1.0 / (3.0 + round as f64));
-                    batch.push(x.clone());
-                    (x.metric, x.unit) = ("cycles".into(), "cycles".into());
+                    batch.push(x);
+                    x.names = super::super::Names::new("cycles", "cycles");
                     x.value = -1e300 / (7.0 + round as f64);
-                    batch.push(x.clone());
+                    batch.push(x);
                     x.seq = 1;
                     x.value = f64::MIN_POSITIVE * round as f64;
                     batch.push(x);
@@ -1843,8 +1854,8 @@ mod tests {
         for round in 0..20 {
             for &cell in &cells {
                 let mut x = suite::sample(cell, round, 1.0 / (3.0 + round as f64));
-                batch.push(x.clone());
-                (x.metric, x.unit) = ("cycles".into(), "cycles".into());
+                batch.push(x);
+                x.names = super::super::Names::new("cycles", "cycles");
                 x.seq = 1;
                 x.value = -1e300 / (7.0 + round as f64);
                 batch.push(x);

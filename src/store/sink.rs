@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 use std::time::Instant;
 
-use super::{BATCH, BATCH_AGE, FailureRec, NewRun, SampleRec, StoreWrite};
+use super::{BATCH, BATCH_AGE, FailureRec, Names, NewRun, SampleRec, StoreWrite};
 use crate::error::bad_input;
 use crate::event::{Event, Sink};
 use crate::record::Metric;
@@ -209,11 +209,10 @@ impl<'a> StoreSink<'a> {
                 })?;
             crate::stats::sample::check_value(*value)
                 .map_err(|why| bad_input!("sample of cell `{}`: `{name}` is {why}", s.cell))?;
-            let seq = recs.iter().filter(|r| *r.metric == *m.name).count() as u32;
+            let seq = recs.iter().filter(|r| r.metric() == m.name).count() as u32;
             recs.push(SampleRec {
                 cell_id: cell.id,
-                metric: m.name.as_str().into(),
-                unit: m.unit.as_str().into(),
+                names: Names::new(&m.name, &m.unit),
                 value: *value,
                 round: s.round,
                 seq,

@@ -8,9 +8,8 @@
 
 use anyhow::Context;
 use indexmap::IndexMap;
-use std::sync::Arc;
 
-use super::{CampaignRow, CellRec, FailureRec, RunRow, SampleRec, Scope, VerdictRec};
+use super::{CampaignRow, CellRec, FailureRec, Names, RunRow, SampleRec, Scope, VerdictRec};
 use crate::record::{CellInfo, CellStatus, Kind, RunStatus};
 
 /// Runs with their campaign's name and their cell and sample counts;
@@ -349,74 +348,74 @@ impl IdIndex {
 }
 
 /// A scope's series: the cell, metric and unit their samples share, the
-/// names allocated once per series, never per sample. A clone has names of
-/// its own (see [`Series::clone`]).
-#[derive(Default)]
+/// names interned once per series ([`Names`]), never per sample.
+#[derive(Clone, Default)]
 pub struct Series {
-    rows: Vec<(i64, i64, Arc<str>, Arc<str>)>,
+    /// Id, cell and names of each series.
+    rows: Vec<(i64, i64, Names)>,
     /// Positions in `rows` by id, made at the first look-up after an add.
     index: Option<IdIndex>,
-}
-
-impl Clone for Series {
-    /// The same series with names allocated anew, for a reader in another
-    /// thread: each sample clones its names, and two threads counting
-    /// references on the same names pass their cache lines back and forth
-    /// (a report of 10^6 samples read in two halves: 0.01 s, 3%).
-    fn clone(&self) -> Series {
-        let own = |x: &Arc<str>| Arc::<str>::from(&**x);
-        Series {
-            rows: self
-                .rows
-                .iter()
-                .map(|(id, cell, metric, unit)| (*id, *cell, own(metric), own(unit)))
-                .collect(),
-            index: None,
-        }
-    }
 }
 
 impl Series {
     /// Add a row of [`series_sql`].
     pub fn add(&mut self, r: &impl Row) -> anyhow::Result<()> {
-        let (metric, unit) = (r.str_at(2)?, r.str_at(3)?);
-        self.rows
-            .push((r.i64_at(0)?, r.i64_at(1)?, metric.into(), unit.into()));
+        let names = Names::new(r.str_at(2)?, r.str_at(3)?);
+        self.rows.push((r.i64_at(0)?, r.i64_at(1)?, names));
         self.index = None;
         Ok(())
     }
 
-    /// The series with id `id`: its id, cell, metric and unit.
-    fn get(&mut self, id: i64) -> Option<&(i64, i64, Arc<str>, Arc<str>)> {
+    /// A sample of series `series_id`, its cell and names the series'; an
+    /// error if the scope has no such series (a damaged store). Every
+    /// backend makes its samples here.
+    pub fn sample(
+        &mut self,
+        series_id: i64,
+        value: f64,
+        round: u32,
+        seq: u32,
+        t: f64,
+        process: Option<u32>,
+    ) -> anyhow::Result<SampleRec> {
         let rows = &self.rows;
         let index = self
             .index
             .get_or_insert_with(|| IdIndex::new(rows.iter().map(|x| x.0)));
-        rows.get(index.get(id)?)
+        let &(_, cell_id, names) = index
+            .get(series_id)
+            .and_then(|i| rows.get(i))
+            .with_context(|| {
+                format!("corrupt stored data: a sample of series {series_id}, which is missing")
+            })?;
+        Ok(SampleRec {
+            cell_id,
+            names,
+            value,
+            round,
+            seq,
+            t,
+            process,
+        })
     }
 }
 
-/// A row of [`SAMPLE_COLUMNS`], its names from its series.
+/// A row of [`SAMPLE_COLUMNS`], its cell and names from its series.
 pub fn sample_rec(r: &impl Row, series: &mut Series) -> anyhow::Result<SampleRec> {
-    let id = r.i64_at(0)?;
-    let (_, cell_id, metric, unit) = series.get(id).with_context(|| {
-        format!("corrupt stored data: a sample of series {id}, which is missing")
-    })?;
-    Ok(SampleRec {
-        cell_id: *cell_id,
-        metric: metric.clone(),
-        unit: unit.clone(),
-        value: r.f64_at(1)?,
-        round: r.u32_at(2)?,
-        seq: r.u32_at(3)?,
-        t: r.f64_at(4)?,
-        process: r
-            .int(5)
-            .context("corrupt stored data in column 5")?
-            .map(u32::try_from)
-            .transpose()
-            .context("corrupt stored data: sample process out of range")?,
-    })
+    let process = r
+        .int(5)
+        .context("corrupt stored data in column 5")?
+        .map(u32::try_from)
+        .transpose()
+        .context("corrupt stored data: sample process out of range")?;
+    series.sample(
+        r.i64_at(0)?,
+        r.f64_at(1)?,
+        r.u32_at(2)?,
+        r.u32_at(3)?,
+        r.f64_at(4)?,
+        process,
+    )
 }
 
 /// A scope's cells with their samples, read by the backend's
@@ -426,12 +425,15 @@ pub fn sample_rec(r: &impl Row, series: &mut Series) -> anyhow::Result<SampleRec
 /// found by position, so a scope's samples are held once (a collected
 /// row list first, then per-cell lists, held 10^6 samples twice: 72 MB
 /// more, and the kernel's page zeroing was a third of a report's time).
+/// `expected` samples in all (a hint, 0 when unknown) size the lists.
 pub fn cells_with_samples(
     st: &dyn super::StoreRead,
     scope: Scope,
+    expected: usize,
 ) -> anyhow::Result<Vec<super::StoredCell>> {
     let cells = st.cell_recs(scope)?;
-    let samples = bucketed(&cells, |f| st.each_sample(scope, f))?;
+    let reserve = expected.div_ceil(cells.len().max(1));
+    let samples = bucketed(&cells, reserve, |f| st.each_sample(scope, f))?;
     Ok(cells.into_iter().zip(samples).collect())
 }
 
@@ -439,25 +441,53 @@ pub fn cells_with_samples(
 /// ([`in_halves`]); below it a second connection costs more than it saves.
 pub const SPLIT_AT: i64 = 100_000;
 
-/// `cells` with their samples, whose ids span `lo..=hi`, read in two
-/// halves at once: the upper half by `upper` (on a connection of its own)
-/// in a thread, the lower by `lower`; each cell's samples stay in id
-/// order. Decoding rows was half of a report of 10^6 samples.
+/// What a reader knows of a scope's sample ids before reading them: the
+/// first and the last, and at most how many there are (the sum of its
+/// runs' spans: fewer than `hi - lo + 1` when other runs wrote between
+/// them).
+#[derive(Clone, Copy, Debug)]
+pub struct IdSpan {
+    pub lo: i64,
+    pub hi: i64,
+    pub most: i64,
+}
+
+impl IdSpan {
+    /// The room to reserve in each of `cells` lists for the scope's samples
+    /// with ids `lo..=hi`, as if the cells had as many each: a list that
+    /// grows instead copies its samples at each doubling (a third of the
+    /// page faults of a report of 10^6 samples), and room left over is
+    /// address space the kernel never backs with memory.
+    pub fn per_cell(self, lo: i64, hi: i64, cells: usize) -> usize {
+        let n = (hi.min(self.hi) - lo.max(self.lo) + 1).clamp(0, self.most.max(0));
+        usize::try_from(n).unwrap_or(0).div_ceil(cells.max(1))
+    }
+}
+
+/// `cells` with their samples, whose ids span `span`, read in two halves
+/// at once: the upper half by `upper` (on a connection of its own) in a
+/// thread, the lower by `lower`; each cell's samples stay in id order.
+/// Each reader is given its ids and the room to reserve per cell: the
+/// lower reserves its cells' whole lists, so the upper half's samples
+/// join them without growing them. Decoding rows was half of a report of
+/// 10^6 samples.
 pub fn in_halves<L, U>(
     cells: Vec<CellRec>,
-    (lo, hi): (i64, i64),
+    span: IdSpan,
     lower: L,
     upper: U,
 ) -> anyhow::Result<Vec<super::StoredCell>>
 where
-    L: FnOnce(&[CellRec], i64, i64) -> anyhow::Result<Vec<Vec<SampleRec>>>,
-    U: FnOnce(&[CellRec], i64, i64) -> anyhow::Result<Vec<Vec<SampleRec>>> + Send,
+    L: FnOnce(&[CellRec], i64, i64, usize) -> anyhow::Result<Vec<Vec<SampleRec>>>,
+    U: FnOnce(&[CellRec], i64, i64, usize) -> anyhow::Result<Vec<Vec<SampleRec>>> + Send,
 {
+    let (lo, hi) = (span.lo, span.hi);
     let mid = lo + (hi - lo) / 2;
     let (lower, upper) = std::thread::scope(|t| {
         let cells = &cells;
-        let upper = t.spawn(move || upper(cells, mid + 1, hi));
-        let lower = lower(cells, lo, mid);
+        let upper =
+            t.spawn(move || upper(cells, mid + 1, hi, span.per_cell(mid + 1, hi, cells.len())));
+        let lower = lower(cells, lo, mid, span.per_cell(lo, hi, cells.len()));
         let upper = upper
             .join()
             .unwrap_or_else(|_| Err(anyhow::anyhow!("the second reader of the store stopped")));
@@ -471,13 +501,16 @@ where
 }
 
 /// The samples `read` gives, in a list per cell of `cells` (in their
-/// order); a sample of another cell is left out.
+/// order), each list made with room for `reserve` samples; a sample of
+/// another cell is left out.
 pub fn bucketed(
     cells: &[CellRec],
+    reserve: usize,
     read: impl FnOnce(&mut dyn FnMut(SampleRec) -> anyhow::Result<()>) -> anyhow::Result<()>,
 ) -> anyhow::Result<Vec<Vec<SampleRec>>> {
     let index = IdIndex::new(cells.iter().map(|c| c.id));
-    let mut samples: Vec<Vec<SampleRec>> = vec![Vec::new(); cells.len()];
+    let mut samples: Vec<Vec<SampleRec>> =
+        cells.iter().map(|_| Vec::with_capacity(reserve)).collect();
     read(&mut |s| {
         if let Some(i) = index.get(s.cell_id) {
             samples[i].push(s);

@@ -988,36 +988,40 @@ impl SqliteStore {
         Ok(parts.runs())
     }
 
-    /// [`StoreRead::cells`], read in two halves when the samples span
-    /// `split_at` rowids or more.
-    /// The packed runs' samples first, then the others' rows.
+    /// [`StoreRead::cells`]: the packed runs' samples first, then the
+    /// others' rows, read in two halves when they span `split_at` rowids
+    /// or more.
     fn cells_split(&self, scope: Scope, split_at: i64) -> anyhow::Result<Vec<StoredCell>> {
         let cells = self.cell_recs(scope)?;
         let mut series = self.series(scope)?;
         let mut packed = Vec::new();
-        let from_packs = sql::bucketed(&cells, |f| {
+        let reserve = self.packed_count(scope)?.div_ceil(cells.len().max(1));
+        let from_packs = sql::bucketed(&cells, reserve, |f| {
             packed = self.each_packed(scope, &mut series, f)?;
             Ok(())
         })?;
-        let Some((lo, hi)) = self.sample_span(scope, &packed)? else {
+        let Some(span) = self.sample_span(scope, &packed)? else {
             return Ok(cells.into_iter().zip(from_packs).collect());
         };
-        let second = (hi - lo >= split_at)
+        let second = (span.hi - span.lo >= split_at)
             .then(|| self.second_reader())
             .flatten();
         let skip = &packed;
         let mut read = match second {
             None => {
-                let samples = self.samples_between(scope, skip, &cells, series, lo, hi)?;
+                let reserve = span.per_cell(span.lo, span.hi, cells.len());
+                let (lo, hi) = (span.lo, span.hi);
+                let samples =
+                    self.samples_between(scope, skip, &cells, series, (lo, hi), reserve)?;
                 cells.into_iter().zip(samples).collect()
             }
             Some(second) => {
                 let upper = series.clone();
                 sql::in_halves(
                     cells,
-                    (lo, hi),
-                    |c, lo, hi| self.samples_between(scope, skip, c, series, lo, hi),
-                    move |c, lo, hi| second.samples_between(scope, skip, c, upper, lo, hi),
+                    span,
+                    |c, lo, hi, n| self.samples_between(scope, skip, c, series, (lo, hi), n),
+                    move |c, lo, hi, n| second.samples_between(scope, skip, c, upper, (lo, hi), n),
                 )?
             }
         };
@@ -1032,6 +1036,21 @@ impl SqliteStore {
         Ok(read)
     }
 
+    /// How many samples the packs of `scope` hold.
+    fn packed_count(&self, scope: Scope) -> anyhow::Result<usize> {
+        let (cond, arg) = sql::scope_sql(scope, "p");
+        let mut n = 0_i64;
+        self.each_row(
+            &format!("SELECT COALESCE(SUM(p.n), 0) FROM sample_packs p WHERE {cond}"),
+            [arg],
+            |r| {
+                n = r.get(0)?;
+                Ok(())
+            },
+        )?;
+        Ok(usize::try_from(n).unwrap_or(0))
+    }
+
     /// The scope's series, for [`sql::sample_rec`].
     fn series(&self, scope: Scope) -> anyhow::Result<sql::Series> {
         let (cells, arg) = sql::scope_sql(scope, "c");
@@ -1042,8 +1061,9 @@ impl SqliteStore {
 
     /// The first and last rowid of the samples of the scope's runs but
     /// `skip` (each run's first and last, each one look-up in index
-    /// samples_run), `None` without samples.
-    fn sample_span(&self, scope: Scope, skip: &[i64]) -> anyhow::Result<Option<(i64, i64)>> {
+    /// samples_run), and how many ids its runs span; `None` without
+    /// samples.
+    fn sample_span(&self, scope: Scope, skip: &[i64]) -> anyhow::Result<Option<sql::IdSpan>> {
         let mut runs = Vec::new();
         match scope {
             Scope::Run(id) => runs.push(id),
@@ -1054,7 +1074,7 @@ impl SqliteStore {
                 })?
             }
         }
-        let mut span: Option<(i64, i64)> = None;
+        let mut span: Option<sql::IdSpan> = None;
         for run in runs.into_iter().filter(|r| !skip.contains(r)) {
             let end = |order: &str| -> anyhow::Result<Option<i64>> {
                 let mut id = None;
@@ -1071,23 +1091,33 @@ impl SqliteStore {
                 Ok(id)
             };
             if let (Some(first), Some(last)) = (end("ASC")?, end("DESC")?) {
-                span = Some(span.map_or((first, last), |(lo, hi)| (lo.min(first), hi.max(last))));
+                let run = sql::IdSpan {
+                    lo: first,
+                    hi: last,
+                    most: last - first + 1,
+                };
+                span = Some(span.map_or(run, |s| sql::IdSpan {
+                    lo: s.lo.min(first),
+                    hi: s.hi.max(last),
+                    most: s.most.saturating_add(run.most),
+                }));
             }
         }
         Ok(span)
     }
 
     /// The samples of the scope's runs but `skip` with rowids `lo..=hi`, a
-    /// list per cell of `cells`: the table read in rowid order, the scope's
-    /// condition filtering what other runs wrote in between.
+    /// list per cell of `cells` made with room for `reserve`: the table
+    /// read in rowid order, the scope's condition filtering what other
+    /// runs wrote in between.
     fn samples_between(
         &self,
         scope: Scope,
         skip: &[i64],
         cells: &[super::CellRec],
         mut series: sql::Series,
-        lo: i64,
-        hi: i64,
+        (lo, hi): (i64, i64),
+        reserve: usize,
     ) -> anyhow::Result<Vec<Vec<SampleRec>>> {
         let (cond, arg) = sql::scope_sql(scope, "s");
         let skip = pack::skip_sql("s", skip);
@@ -1096,7 +1126,7 @@ impl SqliteStore {
             "SELECT {SAMPLE_COLUMNS} FROM samples s NOT INDEXED
              WHERE {cond}{skip} AND s.id BETWEEN ?2 AND ?3 ORDER BY s.id"
         );
-        sql::bucketed(cells, |f| {
+        sql::bucketed(cells, reserve, |f| {
             self.each_row(&q, params![arg, lo, hi], |r| {
                 f(sql::sample_rec(r, &mut series)?)
             })
@@ -1436,13 +1466,15 @@ impl StoreWrite for SqliteStore {
                 let mut known: std::collections::HashMap<(i64, &str, &str), i64> =
                     Default::default();
                 for s in samples {
-                    let key = (s.cell_id, &*s.metric, &*s.unit);
+                    let key = (s.cell_id, s.metric(), s.unit());
                     let series = match known.get(&key) {
                         Some(id) => *id,
                         None => {
-                            add_series.execute(params![s.cell_id, s.metric, s.unit])?;
+                            add_series.execute(params![s.cell_id, s.metric(), s.unit()])?;
                             let id = series_id
-                                .query_row(params![s.cell_id, s.metric, s.unit], |r| r.get(0))?;
+                                .query_row(params![s.cell_id, s.metric(), s.unit()], |r| {
+                                    r.get(0)
+                                })?;
                             *known.entry(key).or_insert(id)
                         }
                     };
@@ -1456,7 +1488,7 @@ impl StoreWrite for SqliteStore {
                             // Dropping the savepoint rolls the batch back.
                             return Ok(Err(super::Conflict {
                                 cell_id: s.cell_id,
-                                metric: s.metric.to_string(),
+                                metric: s.metric().to_owned(),
                                 round: s.round,
                                 stored: v,
                                 new: s.value,
@@ -1612,7 +1644,7 @@ mod tests {
         scopes.extend((1..=4).map(Scope::Campaign));
         let mut split = 0;
         for scope in scopes {
-            let one = format!("{:?}", sql::cells_with_samples(&s, scope).unwrap());
+            let one = format!("{:?}", sql::cells_with_samples(&s, scope, 0).unwrap());
             let halves = s.cells_split(scope, 1).unwrap();
             split += halves.iter().map(|(_, x)| x.len()).sum::<usize>();
             assert_eq!(format!("{halves:?}"), one, "{scope:?}");

@@ -134,7 +134,7 @@ pub fn keep_metrics(cells: &mut Vec<StoredCell>, which: &Metrics) -> anyhow::Res
     }
     for (c, samples) in cells.iter_mut() {
         let info = c.info.clone();
-        samples.retain(|s| keep(&info, &s.metric));
+        samples.retain(|s| keep(&info, s.metric()));
         c.info.metrics.retain(|m| keep(&info, &m.name));
     }
     cells.retain(|(c, _)| !c.info.metrics.is_empty());
@@ -288,7 +288,7 @@ pub(crate) fn observations(
             e.2.extend(
                 samples
                     .iter()
-                    .filter(|s| *s.metric == *m.name)
+                    .filter(|s| s.metric() == m.name)
                     .map(|s| Obs {
                         value: s.value,
                         boot,

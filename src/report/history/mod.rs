@@ -537,7 +537,7 @@ fn of_metric<'a>(
     o: &'a Observation,
     metric: &'a str,
 ) -> impl Iterator<Item = &'a crate::store::SampleRec> + 'a {
-    o.cell.1.iter().filter(move |s| *s.metric == *metric)
+    o.cell.1.iter().filter(move |s| s.metric() == metric)
 }
 
 /// Each point's step from the one before it, tested with the design

@@ -112,11 +112,10 @@ mod tests {
             Metric::new("ops/s", "ops/s", Direction::Higher),
             ops,
         );
-        let template = c.1[0].clone();
+        let template = c.1[0];
         for &v in idle {
-            let mut s = template.clone();
-            s.metric = "idle".into();
-            s.unit = "%".into();
+            let mut s = template;
+            s.names = crate::store::Names::new("idle", "%");
             s.value = v;
             c.1.push(s);
         }
