@@ -95,6 +95,18 @@ pub fn skip_sql(alias: &str, skip: &[i64]) -> String {
     format!(" AND {alias}.run_id NOT IN ({})", ids.join(","))
 }
 
+/// The SQL condition selecting the rows (table aliased `alias`) of the
+/// scope's `runs` that `packed` does not hold, `None` when it holds them
+/// all: named run by run, since a condition that leaves out packed runs
+/// still walked their index entries (53 ms in the server for 10^6).
+pub fn rows_of(alias: &str, runs: &[i64], packed: &[i64]) -> Option<String> {
+    let rest: Vec<String> = (runs.iter())
+        .filter(|r| !packed.contains(r))
+        .map(i64::to_string)
+        .collect();
+    (!rest.is_empty()).then(|| format!("{alias}.run_id IN ({})", rest.join(",")))
+}
+
 /// The runs whose pack does not hold their samples (a part missing or
 /// out of order, a part not whole, another count than the run's rows), in
 /// both SQL dialects; for `kbench store check`.

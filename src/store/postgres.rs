@@ -740,8 +740,17 @@ impl StoreRead for PgStore {
         // COPY takes no parameters: the scope's id, a number, is written in.
         let (cond, arg) = sql::scope_sql(scope, "p");
         let packed = self.each_packed(&cond.replace("$1", &arg.to_string()), &mut series, f)?;
-        let (cond, arg) = sql::scope_sql(scope, "s");
-        let cond = cond.replace("$1", &arg.to_string()) + &pack::skip_sql("s", &packed);
+        let runs = match scope {
+            Scope::Run(id) => vec![id],
+            Scope::Campaign(c) => self.rows(
+                "SELECT id FROM runs WHERE campaign_id = $1 ORDER BY id",
+                &[&c],
+                |r| Ok(r.try_get(0)?),
+            )?,
+        };
+        let Some(cond) = pack::rows_of("s", &runs, &packed) else {
+            return Ok(());
+        };
         let mut conn = self.conn.borrow_mut();
         let mut rows = conn.copy_out(&format!(
             "COPY (SELECT {SAMPLE_COLUMNS} FROM samples s WHERE {cond} ORDER BY s.id)

@@ -1036,6 +1036,18 @@ impl SqliteStore {
         Ok(read)
     }
 
+    /// The runs of `scope`.
+    fn scope_runs(&self, scope: Scope) -> anyhow::Result<Vec<i64>> {
+        match scope {
+            Scope::Run(id) => Ok(vec![id]),
+            Scope::Campaign(id) => self.rows(
+                "SELECT id FROM runs WHERE campaign_id = ?1 ORDER BY id",
+                [id],
+                |r| Ok(r.get(0)?),
+            ),
+        }
+    }
+
     /// How many samples the packs of `scope` hold.
     fn packed_count(&self, scope: Scope) -> anyhow::Result<usize> {
         let (cond, arg) = sql::scope_sql(scope, "p");
@@ -1064,16 +1076,7 @@ impl SqliteStore {
     /// samples_run), and how many ids its runs span; `None` without
     /// samples.
     fn sample_span(&self, scope: Scope, skip: &[i64]) -> anyhow::Result<Option<sql::IdSpan>> {
-        let mut runs = Vec::new();
-        match scope {
-            Scope::Run(id) => runs.push(id),
-            Scope::Campaign(id) => {
-                self.each_row("SELECT id FROM runs WHERE campaign_id = ?1", [id], |r| {
-                    runs.push(r.get(0)?);
-                    Ok(())
-                })?
-            }
-        }
+        let runs = self.scope_runs(scope)?;
         let mut span: Option<sql::IdSpan> = None;
         for run in runs.into_iter().filter(|r| !skip.contains(r)) {
             let end = |order: &str| -> anyhow::Result<Option<i64>> {
@@ -1232,13 +1235,12 @@ impl StoreRead for SqliteStore {
     ) -> anyhow::Result<()> {
         let mut series = self.series(scope)?;
         let packed = self.each_packed(scope, &mut series, f)?;
-        let (cond, arg) = sql::scope_sql(scope, "s");
-        let skip = pack::skip_sql("s", &packed);
+        let Some(cond) = pack::rows_of("s", &self.scope_runs(scope)?, &packed) else {
+            return Ok(());
+        };
         self.each_row(
-            &format!(
-                "SELECT {SAMPLE_COLUMNS} FROM samples s WHERE {cond}{skip} ORDER BY s.run_id, s.id"
-            ),
-            [arg],
+            &format!("SELECT {SAMPLE_COLUMNS} FROM samples s WHERE {cond} ORDER BY s.run_id, s.id"),
+            [],
             |r| f(sql::sample_rec(r, &mut series)?),
         )
     }
