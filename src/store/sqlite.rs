@@ -666,7 +666,6 @@ impl SqliteStore {
                 Err(e) => e.context(format!("store {p}")),
             })?;
         check_schema(&s.conn, path)?;
-        s.keep_reserve();
         Ok(s)
     }
 
@@ -1332,6 +1331,9 @@ impl StoreWrite for SqliteStore {
             }
         }
         self.locks.push(file);
+        // A run of a campaign writes here: the lock file it made holds the
+        // reserve (a store opened only to copy into makes no such file).
+        self.keep_reserve();
         Ok(())
     }
 
