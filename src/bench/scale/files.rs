@@ -78,23 +78,48 @@ fn anon_file_in(dir: &Path, t: &Task, tag: &str) -> anyhow::Result<libc::c_int> 
     Ok(fd)
 }
 
-fn write_zeros(fd: libc::c_int, len: usize) -> anyhow::Result<()> {
-    let mut buf = IoBuf::new();
+/// Write `len` zero bytes in writes of `chunk` bytes, as will-it-scale's C
+/// file writes its file: the size of each write decides the page cache
+/// folios the file gets (ext4 on Linux 6.18 gave a 1 MB write one folio of
+/// 256 pages, 4 kB writes 256 folios of one page, read from
+/// /proc/kpageflags), and the 4 kB reads of `read1` and `read2` through
+/// one-page folios ran ~18% slower (docs/accuracy.md).
+fn write_zeros(fd: libc::c_int, len: usize, chunk: usize) -> anyhow::Result<()> {
+    let buf = vec![0u8; chunk.min(len).max(1)];
     let mut left = len;
     while left > 0 {
-        let n = left.min(BUF);
-        // SAFETY: writing from a local buffer.
-        let w = check(unsafe { libc::write(fd, buf.ptr(), n) } as i64, "write")?;
+        let n = left.min(buf.len());
+        // SAFETY: writing from our buffer of at least n bytes.
+        let w = check(
+            unsafe { libc::write(fd, buf.as_ptr() as *const libc::c_void, n) } as i64,
+            "write",
+        )?;
         left -= w as usize;
     }
     Ok(())
 }
 
-/// The shared file of "same file" tests, created by `prepare`.
+/// The shared file of "same file" tests, created by `prepare`, written in
+/// one write as will-it-scale's testcases write theirs.
 fn shared_file(cx: &Prep, len: usize) -> anyhow::Result<std::path::PathBuf> {
+    shared_file_in_chunks(cx, len, len)
+}
+
+/// The shared file of a page per task (pread3, pwrite3, readseek3,
+/// writeseek3), written a page at a time as will-it-scale's are.
+fn page_per_task_file(cx: &Prep) -> anyhow::Result<std::path::PathBuf> {
+    let pg = page_size();
+    shared_file_in_chunks(cx, pg * cx.ntasks.max(1), pg)
+}
+
+fn shared_file_in_chunks(
+    cx: &Prep,
+    len: usize,
+    chunk: usize,
+) -> anyhow::Result<std::path::PathBuf> {
     let p = cx.dir.join("shared");
     let fd = open(&p, libc::O_RDWR | libc::O_CREAT | libc::O_EXCL)?;
-    let r = write_zeros(fd, len);
+    let r = write_zeros(fd, len, chunk);
     // SAFETY: our fd.
     unsafe { libc::close(fd) };
     r?;
@@ -127,7 +152,7 @@ testcase!(
     prepare = |_| {
         Ok(body(|t| {
             let fd = anon_file(t, "read")?;
-            write_zeros(fd, MB)?;
+            write_zeros(fd, MB, MB)?;
             // SAFETY: our fd.
             unsafe { libc::lseek(fd, 0, libc::SEEK_SET) };
             read_loop(t, fd)
@@ -179,7 +204,7 @@ testcase!(
     prepare = |_| {
         Ok(body(|t| {
             let fd = anon_file(t, "pread")?;
-            write_zeros(fd, BUF)?;
+            write_zeros(fd, BUF, BUF)?;
             pread_loop(t, fd, 0)
         }))
     }
@@ -201,7 +226,7 @@ testcase!(
     "pread() of 4 kB of one shared file, each task at its own page offset",
     prepare = |cx| {
         let pg = page_size();
-        let p = shared_file(cx, pg * cx.ntasks.max(1))?;
+        let p = page_per_task_file(cx)?;
         Ok(body(move |t| pread_loop(t, open(&p, libc::O_RDONLY)?, pg * t.nr)))
     }
 );
@@ -229,7 +254,7 @@ testcase!(
     "pwrite() of 4 kB of one shared file, each task at its own page offset: same inode, separate pages",
     prepare = |cx| {
         let pg = page_size();
-        let p = shared_file(cx, pg * cx.ntasks.max(1))?;
+        let p = page_per_task_file(cx)?;
         Ok(body(move |t| pwrite_loop(t, open(&p, libc::O_RDWR)?, pg * t.nr)))
     }
 );
@@ -276,7 +301,7 @@ testcase!(
     prepare = |_| {
         Ok(body(|t| {
             let fd = anon_file(t, "lseek")?;
-            write_zeros(fd, BUF)?;
+            write_zeros(fd, BUF, BUF)?;
             lseek_loop(t, fd)
         }))
     }
@@ -332,7 +357,7 @@ testcase!(
     "lseek+write() of 4 kB on one shared file, each task at its own page offset",
     prepare = |cx| {
         let pg = page_size();
-        let p = shared_file(cx, pg * cx.ntasks.max(1))?;
+        let p = page_per_task_file(cx)?;
         Ok(body(move |t| writeseek_loop(t, open(&p, libc::O_RDWR)?, pg * t.nr)))
     }
 );
@@ -596,7 +621,7 @@ testcase!(
     prepare = |_| {
         Ok(body(|t| {
             let fd = anon_file(t, "readseek")?;
-            write_zeros(fd, BUF)?;
+            write_zeros(fd, BUF, BUF)?;
             readseek_loop(t, fd, 0)
         }))
     }
@@ -620,7 +645,7 @@ testcase!(
     "lseek+read() of 4 kB on one shared file, each task at its own page offset",
     prepare = |cx| {
         let pg = page_size();
-        let p = shared_file(cx, pg * cx.ntasks)?;
+        let p = page_per_task_file(cx)?;
         Ok(body(move |t| readseek_loop(t, open(&p, libc::O_RDONLY)?, pg * t.nr)))
     }
 );
@@ -732,7 +757,24 @@ testcase!(
 
 #[cfg(test)]
 mod tests {
-    use super::IoBuf;
+    use super::{IoBuf, write_zeros};
+
+    #[test]
+    fn zeros_are_written_in_the_chunks_asked_for_to_the_length_asked_for() {
+        use std::io::{Read, Seek};
+        use std::os::fd::AsRawFd;
+        // A page at a time with a short last write, in one write, and a
+        // chunk larger than the file.
+        for (len, chunk) in [(10_000, 4096), (1 << 20, 1 << 20), (100, 4096), (0, 4096)] {
+            let mut f = tempfile::tempfile().unwrap();
+            write_zeros(f.as_raw_fd(), len, chunk).unwrap();
+            f.rewind().unwrap();
+            let mut got = Vec::new();
+            f.read_to_end(&mut got).unwrap();
+            assert_eq!(got.len(), len, "len {len} chunk {chunk}");
+            assert!(got.iter().all(|&b| b == 0));
+        }
+    }
 
     #[test]
     fn io_buffers_are_cache_line_aligned_wherever_they_land() {
