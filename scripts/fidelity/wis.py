@@ -445,6 +445,32 @@ def dirty():
     return bool(out.stdout.strip())
 
 
+def caches():
+    """CPU 0's caches as the kernel reports them ("L1d 48 KiB, ..., L3 480
+    MiB"): under a hypervisor the model name and number can be a template
+    the same on different host CPUs, and the caches tell those apart."""
+    out = []
+    base = "/sys/devices/system/cpu/cpu0/cache"
+    for i in range(8):
+        try:
+            with open(f"{base}/index{i}/level") as f:
+                level = f.read().strip()
+            with open(f"{base}/index{i}/type") as f:
+                kind = {"Data": "d", "Instruction": "i"}.get(f.read().strip(), "")
+            with open(f"{base}/index{i}/size") as f:
+                size = f.read().strip()
+        except OSError:
+            break
+        kb = int(size.rstrip("K")) if size.endswith("K") and size[:-1].isdigit() else None
+        if kb is None:
+            out.append(f"L{level}{kind} {size}")
+        elif kb >= 1024 and kb % 1024 == 0:
+            out.append(f"L{level}{kind} {kb // 1024} MiB")
+        else:
+            out.append(f"L{level}{kind} {kb} KiB")
+    return ", ".join(out) or "unknown"
+
+
 def versions(wis_dir):
     """The system the table was taken on, for its header."""
 
@@ -464,6 +490,7 @@ def versions(wis_dir):
         "kbench": first_line(["git", "-C", HERE, "rev-parse", "--short", "HEAD"])
         + (" with uncommitted changes" if dirty() else ""),
         "nice_kind": "autogroup" if autogroups() else "process",
+        "caches": caches(),
     }
 
 
@@ -482,7 +509,7 @@ def section(key, rows, causes, meta):
         [
             f"<!-- fidelity: {key} -->",
             f"**{key}**: {meta['start']}-{meta['end']} UTC ({meta['minutes']:.0f} min), "
-            f"{os.cpu_count()} CPUs, Linux {meta['kernel']}, {meta['libc']}, {meta['cc']}; "
+            f"{os.cpu_count()} CPUs (caches {meta.get('caches', 'not recorded')}), Linux {meta['kernel']}, {meta['libc']}, {meta['cc']}; "
             f"will-it-scale `{meta['wis']}` built by its Makefile, kbench `{meta['kbench']}`; "
             f"`{meta['command']}`"
             + (f" (both sides at {meta.get('nice_kind', 'autogroup')} nice {SESSION_NICE})" if SESSION_NICE is not None else "")
