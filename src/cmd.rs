@@ -289,7 +289,7 @@ fn usage_error(e: &clap::Error, args: &[OsString]) -> String {
         );
     }
     // An argument clap quotes may be a store URL: never show its password.
-    let first = store::locator::redact_text(&first);
+    let first = crate::redact::text(&first).into_owned();
     // The command and its subcommand (`fleet status`) the words name.
     let mut cmd = <Cli as clap::CommandFactory>::command();
     let mut sub = String::new();
@@ -306,7 +306,7 @@ fn usage_error(e: &clap::Error, args: &[OsString]) -> String {
 /// Render a document to stdout.
 fn print(doc: &Document<'_>, format: Format) -> anyhow::Result<ExitCode> {
     use std::io::Write;
-    let mut w = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
+    let mut w = std::io::BufWriter::with_capacity(1 << 16, crate::term::Stdout);
     report::write(doc, format, &mut w)?;
     w.flush()?;
     Ok(ExitCode::SUCCESS)
@@ -318,7 +318,7 @@ fn options(a: &RunArgs, plan: &crate::plan::Plan, quick: bool) -> anyhow::Result
         until_verdict: a.until_verdict,
         force: a.force,
         quick,
-        argv: store::locator::redact_args(std::env::args()),
+        argv: crate::redact::args(std::env::args()),
         ..a.measure.overrides()
     };
     RunConfig::resolve(plan, &o)
@@ -419,7 +419,7 @@ fn run(a: RunArgs, db: &store::Locator) -> anyhow::Result<ExitCode> {
     let mut progress = runner::progress::Progress::new(a.quiet);
     let mut lines = a
         .events
-        .map(|EventsFormat::Jsonl| event::jsonl::Writer::new(std::io::stdout()));
+        .map(|EventsFormat::Jsonl| event::jsonl::Writer::new(crate::term::Stdout));
     let mut sinks: Vec<&mut dyn Sink> = vec![&mut writer];
     if let Some(l) = &mut lines {
         sinks.push(l);
@@ -429,7 +429,7 @@ fn run(a: RunArgs, db: &store::Locator) -> anyhow::Result<ExitCode> {
     // instead, as soon as its last sample is in, before the report.
     let mut finished =
         (!a.quiet && !a.json && a.events.is_none() && !std::io::stdout().is_terminal())
-            .then(|| report::live::Finished::new(std::io::stdout()));
+            .then(|| report::live::Finished::new(crate::term::Stdout));
     if let Some(f) = &mut finished {
         sinks.push(f);
     }
@@ -1303,7 +1303,7 @@ fn write_with(
             write(&mut w).and_then(|()| w.flush()).map_err(cannot)?;
         }
         None => {
-            let mut w = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
+            let mut w = std::io::BufWriter::with_capacity(1 << 16, crate::term::Stdout);
             write(&mut w)?;
             w.flush()?;
         }
@@ -1325,7 +1325,13 @@ fn import(
     {
         return Err(bad_input!("-C, -d and --higher apply to --from ministat"));
     }
-    let read = |f: &String| std::fs::read(f).map_err(|e| bad_input!("{f}: cannot read: {e}"));
+    let read = |f: &String| {
+        crate::input::read(
+            std::path::Path::new(f),
+            "an imported file",
+            crate::input::IMPORT,
+        )
+    };
     let text = |f: &String, data: Vec<u8>| {
         String::from_utf8(data).map_err(|e| bad_input!("{f}: not UTF-8 text: {e}"))
     };
@@ -1738,7 +1744,7 @@ fn fleet(db: &store::Locator, command: FleetCommand) -> anyhow::Result<ExitCode>
             {
                 return Err(bad_input!(
                     "`-- {}`: each host keeps its own store and streams to this one; name this one with --db before `fleet`",
-                    store::locator::redact_text(a)
+                    crate::redact::text(a).into_owned()
                 ));
             }
             if jobs == 0 {

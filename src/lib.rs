@@ -20,10 +20,12 @@ mod export;
 mod fleet;
 mod ids;
 mod import;
+mod input;
 mod ministat;
 mod plan;
 mod profile;
 mod record;
+mod redact;
 mod report;
 mod runner;
 mod select;
@@ -55,7 +57,7 @@ pub fn main() -> ExitCode {
         return match runner::worker::serve() {
             Ok(()) => ExitCode::SUCCESS,
             Err(err) => {
-                eprintln!("kbench worker: {err:#}");
+                eprintln!("kbench worker: {}", shown(&err));
                 ExitCode::FAILURE
             }
         };
@@ -65,7 +67,7 @@ pub fn main() -> ExitCode {
         return match runner::repeat::serve() {
             Ok(()) => ExitCode::SUCCESS,
             Err(err) => {
-                eprintln!("kbench: {err:#}");
+                eprintln!("kbench: {}", shown(&err));
                 ExitCode::from(error::exit_code(&err))
             }
         };
@@ -76,10 +78,17 @@ pub fn main() -> ExitCode {
             if error::is_broken_pipe(&err) {
                 return ExitCode::SUCCESS;
             }
-            eprintln!("kbench: {}", term::visible(&format!("{err:#}")));
+            eprintln!("kbench: {}", shown(&err));
             ExitCode::from(error::exit_code(&err))
         }
     }
+}
+
+/// An error chain as printed: one line, its secrets hidden, nothing a
+/// terminal would act on.
+fn shown(err: &anyhow::Error) -> String {
+    let text = format!("{err:#}");
+    term::visible(&redact::text(&text)).into_owned()
 }
 
 /// Entry points for the fuzz targets (`fuzz/fuzz_targets/`): each takes
@@ -89,6 +98,44 @@ pub mod fuzzing {
     /// Parse and validate a plan file's text (nothing is run or compiled).
     pub fn plan(text: &str) {
         let _ = crate::plan::parse(text, "fuzz.toml");
+    }
+
+    /// A plan's cells: the text parsed and validated (which refuses a
+    /// plan of more than `max_cells` cells before building any), then
+    /// expanded. A `max_cells` in the input is taken out, so the default
+    /// bound holds. Every cell key is already redacted (redacting it
+    /// again changes nothing) and unique.
+    pub fn cells(text: &str) {
+        if text.contains("max_cells") {
+            return;
+        }
+        let Ok(plan) = crate::plan::parse(text, "fuzz.toml") else {
+            return;
+        };
+        let cells = crate::plan::expand(&plan).expect("a validated plan expands");
+        let mut keys = std::collections::HashSet::new();
+        for c in &cells {
+            assert_eq!(crate::redact::text(&c.key), c.key, "a key shows a secret");
+            assert!(keys.insert(&c.key), "two cells share the key {}", c.key);
+        }
+    }
+
+    /// A hosts file (`fleet --hosts`), parsed: every host's name is a
+    /// bounded name without control characters, and no destination holds
+    /// a password.
+    pub fn hosts(text: &str) {
+        let Ok(hosts) = crate::fleet::hosts::parse(text, "fuzz.toml", std::path::Path::new("/"))
+        else {
+            return;
+        };
+        for h in &hosts {
+            assert!(crate::record::check_name("host name", &h.name).is_ok());
+            assert_eq!(
+                crate::redact::arg(&h.ssh),
+                h.ssh,
+                "a destination shows a secret"
+            );
+        }
     }
 
     /// Read an event stream (`kbench ingest`'s input) to its end or its

@@ -402,12 +402,48 @@ pub fn parse_labels(text: &str) -> Result<Labels, String> {
     Ok(out)
 }
 
+/// Longest name kbench keeps (a campaign, a host, a label's key), in
+/// characters: a name is shown in table rows, and one of megabytes would
+/// make every listing that long.
+pub const MAX_NAME: usize = 200;
+
+/// `s` as a message quotes a name: control characters (a newline too)
+/// escaped, cut to 60 characters (marked `~`).
+pub fn quoted_name(s: &str) -> String {
+    let cut = crate::term::shorten(s, 60);
+    let cut = cut.replace('\n', "\\n").replace('\t', "\\t");
+    crate::term::visible(&cut).into_owned()
+}
+
+/// A name of `what` (`campaign name`, `host name`): 1 to [`MAX_NAME`]
+/// characters, none of them a control character. The error quotes the
+/// name as [`quoted_name`] shows it.
+pub fn check_name(what: &str, s: &str) -> Result<(), String> {
+    let n = s.chars().count();
+    if n == 0 {
+        Err(format!("a {what} must not be empty"))
+    } else if n > MAX_NAME {
+        Err(format!(
+            "{what} `{}` is {n} characters long, over the {MAX_NAME} a name may have",
+            quoted_name(s)
+        ))
+    } else if s.chars().any(char::is_control) {
+        Err(format!(
+            "{what} `{}` holds control characters (a newline, a tab, an escape)",
+            quoted_name(s)
+        ))
+    } else {
+        Ok(())
+    }
+}
+
 /// Whether `k=v` may be a label (see [`parse_labels`]).
 pub fn check_label(k: &str, v: &str) -> Result<(), String> {
     let key_ok = |c: char| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.');
-    if k.is_empty() || !k.chars().all(key_ok) {
+    if k.is_empty() || k.chars().count() > MAX_NAME || !k.chars().all(key_ok) {
         return Err(format!(
-            "label key `{k}`: use letters, digits, `_`, `-` or `.`"
+            "label key `{}`: use 1 to {MAX_NAME} letters, digits, `_`, `-` or `.`",
+            quoted_name(k)
         ));
     }
     if v.is_empty() || v.chars().count() > 200 || v.chars().any(char::is_control) {

@@ -57,8 +57,8 @@ pub fn campaign(st: &dyn StoreRead, name: &str) -> anyhow::Result<i64> {
         return Ok(id);
     }
     if name.ends_with(".toml") {
-        let text = std::fs::read_to_string(name)
-            .map_err(|e| bad_input!("{name}: cannot read plan: {e}"))?;
+        let text =
+            crate::input::read_text(std::path::Path::new(name), "a plan", crate::input::TEXT)?;
         let dir = std::path::Path::new(name)
             .parent()
             .unwrap_or(std::path::Path::new(""));

@@ -383,16 +383,43 @@ fn hook(cmd: &str, shell: &Shell) -> Argv {
     }
 }
 
+/// Why a path that is not a program cannot run, with the remedy.
+fn not_a_program(path: &Path) -> String {
+    use std::os::unix::fs::{FileTypeExt, PermissionsExt};
+    match std::fs::metadata(path) {
+        Err(e) => format!("no such file ({e})"),
+        Ok(m) if m.is_dir() => "a directory, not a program".into(),
+        Ok(m) if m.file_type().is_char_device() || m.file_type().is_block_device() => {
+            "a device, not a program".into()
+        }
+        Ok(m) if m.file_type().is_fifo() || m.file_type().is_socket() => {
+            "a FIFO or socket, not a program".into()
+        }
+        Ok(m) if m.permissions().mode() & 0o111 == 0 => {
+            "not executable (`chmod +x` it, or run it through a shell: `sh FILE`)".into()
+        }
+        Ok(_) => "not a program".into(),
+    }
+}
+
 /// A command given on the command line as a bench of the ad-hoc plan; its
-/// name (row label, cell key) is the command as typed.
+/// name (row label, cell key) is the command as typed, its secrets hidden
+/// (`crate::redact`: the command itself runs as typed).
 fn command(cmd: &str, o: &CommandOptions) -> anyhow::Result<BenchSpec> {
+    let shown = crate::redact::text(cmd).into_owned();
     let direct = |words: Vec<String>| -> anyhow::Result<Argv> {
         let first = &words[0];
+        if first.contains('/') && !on_path(first) {
+            return Err(bad_input!(
+                "`{shown}`: `{first}` is {}",
+                not_a_program(Path::new(first))
+            ));
+        }
         if !on_path(first) {
             let near = crate::suggest::nearest(first, bench::names());
             let near = crate::suggest::did_you_mean(&near);
             return Err(bad_input!(
-                "`{cmd}`: no program `{first}` on PATH{}",
+                "`{shown}`: no program `{first}` on PATH{}",
                 if near.is_empty() || words.len() > 1 {
                     String::new()
                 } else {
@@ -418,7 +445,7 @@ fn command(cmd: &str, o: &CommandOptions) -> anyhow::Result<BenchSpec> {
         Shell::Program(_) => hook(cmd, &o.shell),
     };
     let spec = CommandSpec {
-        name: cmd.to_string(),
+        name: shown.clone(),
         run,
         cwd: None,
         env: Vec::new(),
@@ -446,7 +473,7 @@ fn command(cmd: &str, o: &CommandOptions) -> anyhow::Result<BenchSpec> {
     spec.check_placeholders()
         .map_err(|e| bad_input!("`{cmd}`: {e}"))?;
     Ok(BenchSpec {
-        display: cmd.to_string(),
+        display: shown,
         bench: BenchRef::Owned(Arc::new(CommandBench::new(spec))),
         fixed: Vec::new(),
         sweep: Vec::new(),

@@ -63,10 +63,38 @@ pub fn wrapped(first: &str, text: &str, rest: &str) -> String {
 /// error to map: `error::is_broken_pipe`).
 pub fn out(text: &str) -> anyhow::Result<()> {
     use std::io::Write;
-    let mut o = std::io::stdout().lock();
+    let mut o = Stdout;
     o.write_all(text.as_bytes())?;
     o.flush()?;
     Ok(())
+}
+
+/// Standard output whose errors name it: `stdout: No space left on
+/// device (os error 28)` rather than a bare errno (`kbench run >
+/// /dev/full`). The error keeps its kind, so a closed pipe is still one.
+pub struct Stdout;
+
+impl Stdout {
+    fn named(e: std::io::Error) -> std::io::Error {
+        std::io::Error::new(e.kind(), format!("stdout: {e}"))
+    }
+}
+
+impl std::io::Write for Stdout {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        std::io::stdout().lock().write(buf).map_err(Stdout::named)
+    }
+
+    fn write_all(&mut self, buf: &[u8]) -> std::io::Result<()> {
+        std::io::stdout()
+            .lock()
+            .write_all(buf)
+            .map_err(Stdout::named)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        std::io::stdout().lock().flush().map_err(Stdout::named)
+    }
 }
 
 /// Control characters (C0, DEL, C1) other than newline and tab; and the

@@ -171,7 +171,7 @@ const CASES: &[Case] = &[
     case(
         &["run", "missing.toml"],
         2,
-        "missing.toml: cannot read plan",
+        "missing.toml: cannot read a plan",
     ),
     // --- operands of report and compare ----------------------------------------
     case(&["report", "99"], 2, "no run 99 in the store"),
@@ -181,7 +181,7 @@ const CASES: &[Case] = &[
     case(
         &["report", "nosuch.toml"],
         2,
-        "nosuch.toml: cannot read plan",
+        "nosuch.toml: cannot read a plan",
     ),
     case(
         &["report", "1:nosuch=1"],
@@ -307,7 +307,7 @@ const CASES: &[Case] = &[
     with(
         &[("p.toml", "name = \"p\"\n[[bench]]\nuse = \"getuid\"\n")],
         &["status", "q.toml"],
-        "q.toml: cannot read plan",
+        "q.toml: cannot read a plan",
     ),
     // --- event streams -------------------------------------------------------------
     case(
@@ -742,7 +742,91 @@ const CASES: &[Case] = &[
     case(
         &["fleet", "run", "p.toml", "--hosts", "missing.toml"],
         2,
-        "missing.toml: cannot read hosts file",
+        "missing.toml: cannot read a hosts file",
+    ),
+    // --- issue 46: bounds, odd paths, one line naming the remedy -----------
+    case(
+        &["run", "/dev/zero"],
+        2,
+        "`/dev/zero`: `/dev/zero` is a device, not a program",
+    ),
+    case(
+        &["status", "/dev/zero"],
+        2,
+        "/dev/zero: a character device, not a regular file; a plan must be a file",
+    ),
+    case(
+        &["import", "--from", "ministat", "/dev/zero"],
+        2,
+        "/dev/zero: a character device, not a regular file; an imported file must be a file",
+    ),
+    case(
+        &["--db", ".", "store", "check"],
+        2,
+        ".: a directory, not a store; name the store's file",
+    ),
+    with(
+        &[(
+            "p.toml",
+            "name = \"p\"\nsamples = 99999999999999999999\n[[bench]]\nuse = \"getuid\"\n",
+        )],
+        &["run", "p.toml"],
+        "p.toml:2:11: `samples`: integer `99999999999999999999` is too large",
+    ),
+    with(
+        &[(
+            "p.toml",
+            "name = \"p\"\n[[bench]]\nname = \"c\"\ncommand = [\"\"]\n",
+        )],
+        &["run", "--dry-run", "p.toml"],
+        "p.toml:4:11: `command`: the first argument, the program, is empty",
+    ),
+    with(
+        &[(
+            "p.toml",
+            "name = \"p\"\n[[bench]]\nname = \"c\"\ncommand = [\"true\"]\nprepare = [\" \", \"x\"]\n",
+        )],
+        &["run", "--dry-run", "p.toml"],
+        "p.toml:5:11: `prepare`: the first argument, the program, is empty",
+    ),
+    with(
+        &[(
+            "p.toml",
+            "name = \"p\"\nmax_cells = 1\n[factors]\na = { apply = \"cpus\", values = [\"0\", \"0\"], labels = [\"x\", \"y\"] }\n\
+             [[bench]]\nuse = \"getuid\"\n",
+        )],
+        &["run", "--dry-run", "p.toml"],
+        "p.toml: the plan expands to 2 cells, over the limit of 1 (raise `max_cells`",
+    ),
+    with(
+        &[
+            ("p.toml", "name = \"p\"\n[[bench]]\nuse = \"getuid\"\n"),
+            ("h.toml", "[[host]]\nname = \"a\\nb\"\nssh = \"u@h\"\n"),
+        ],
+        &["fleet", "status", "p.toml", "--hosts", "h.toml"],
+        "h.toml: host #1: host name `a\\nb` holds control characters",
+    ),
+    with(
+        &[
+            ("p.toml", "name = \"p\"\n[[bench]]\nuse = \"getuid\"\n"),
+            (
+                "h.toml",
+                "[[host]]\nname = \"a\"\nssh = \"ssh://u:hunter2@h\"\n",
+            ),
+        ],
+        &["fleet", "run", "p.toml", "--hosts", "h.toml"],
+        "h.toml: host `a`: ssh = `ssh://u:***@h` holds a password",
+    ),
+    with(
+        &[
+            ("p.toml", "name = \"p\"\n[[bench]]\nuse = \"getuid\"\n"),
+            (
+                "h.toml",
+                "[[host]]\nname = \"a\"\nssh = \"u@h\"\nport = 99999999999999999999\n",
+            ),
+        ],
+        &["fleet", "status", "p.toml", "--hosts", "h.toml"],
+        "h.toml:4: integer `99999999999999999999` is too large",
     ),
 ];
 

@@ -61,3 +61,23 @@ fn import_hyperfine_corpus() {
     let n = replay("import_hyperfine", kbench::fuzzing::import_hyperfine);
     assert!(n >= 4, "only {n} import_hyperfine inputs");
 }
+
+#[test]
+fn cells_corpus() {
+    let n = replay("cells", |d| {
+        if let Ok(t) = std::str::from_utf8(d) {
+            kbench::fuzzing::cells(t)
+        }
+    });
+    assert!(n >= 8, "only {n} cells inputs");
+}
+
+#[test]
+fn hosts_corpus() {
+    let n = replay("hosts", |d| {
+        if let Ok(t) = std::str::from_utf8(d) {
+            kbench::fuzzing::hosts(t)
+        }
+    });
+    assert!(n >= 4, "only {n} hosts inputs");
+}

@@ -25,8 +25,12 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("units", &["error"]),
     ("term", &[]),
     ("suggest", &[]),
+    // Secrets: what one is and how it is shown, for every output.
+    ("redact", &[]),
+    // Files the user names: their bounds, regular files only.
+    ("input", &["error"]),
     // Typed records: what runs, cells and samples are.
-    ("record", &["units"]),
+    ("record", &["term", "units"]),
     // Statistics: numbers in, numbers out.
     ("stats", &["record"]),
     ("ministat", &["stats"]),
@@ -36,21 +40,27 @@ const LAYERS: &[(&str, &[&str])] = &[
     // What is measured and how a plan names it.
     (
         "bench",
-        &["error", "suggest", "system", "term", "units", "record"],
+        &[
+            "error", "input", "redact", "suggest", "system", "term", "units", "record",
+        ],
     ),
     (
         "plan",
         &[
-            "bench", "error", "ids", "record", "stats", "suggest", "system", "term", "units",
+            "bench", "error", "ids", "input", "record", "redact", "stats", "suggest", "system",
+            "term", "units",
         ],
     ),
-    ("spec", &["bench", "error", "plan", "record", "suggest"]),
+    (
+        "spec",
+        &["bench", "error", "plan", "record", "redact", "suggest"],
+    ),
     // The event stream and the stores below the runner and the reports.
-    ("event", &["error", "profile", "record", "system"]),
+    ("event", &["error", "profile", "record", "redact", "system"]),
     (
         "store",
         &[
-            "error", "event", "ids", "profile", "record", "stats", "system",
+            "error", "event", "ids", "input", "profile", "record", "redact", "stats", "system",
         ],
     ),
     // The producer: the runner emits events and never reads a store.
@@ -75,7 +85,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     (
         "select",
         &[
-            "error", "ids", "plan", "record", "report", "store", "suggest", "units",
+            "error", "ids", "input", "plan", "record", "report", "store", "suggest", "units",
         ],
     ),
     // The subcommands' own machinery, each above what it drives.
@@ -101,14 +111,15 @@ const LAYERS: &[(&str, &[&str])] = &[
     (
         "bisect",
         &[
-            "bench", "error", "event", "ids", "plan", "record", "report", "runner", "stats",
-            "store", "system", "term", "units",
+            "bench", "error", "event", "ids", "plan", "record", "redact", "report", "runner",
+            "stats", "store", "system", "term", "units",
         ],
     ),
     (
         "fleet",
         &[
-            "campaign", "error", "event", "ids", "plan", "record", "select", "store",
+            "campaign", "error", "event", "ids", "input", "plan", "record", "redact", "select",
+            "store",
         ],
     ),
     // The command line and one function per subcommand.
@@ -120,8 +131,8 @@ const LAYERS: &[(&str, &[&str])] = &[
         "cmd",
         &[
             "bench", "bisect", "campaign", "check", "cli", "error", "event", "explain", "export",
-            "fleet", "ids", "import", "ministat", "plan", "record", "report", "runner", "select",
-            "spec", "stats", "store", "suggest", "system", "term", "units",
+            "fleet", "ids", "import", "input", "ministat", "plan", "record", "redact", "report",
+            "runner", "select", "spec", "stats", "store", "suggest", "system", "term", "units",
         ],
     ),
     // The PostgreSQL server the tests start (a dev-only feature).

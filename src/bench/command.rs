@@ -38,6 +38,7 @@ use std::time::{Duration, Instant};
 use super::{Bench, Direction, Instance, Kind, Measure, Metric, ParamDef, ParamType, Params};
 
 mod capture;
+mod elf;
 pub mod spec;
 use capture::{Found, LineRegex};
 
@@ -522,6 +523,20 @@ impl CommandInstance {
         tail(&self.err_path, 600)
     }
 
+    /// A failure's hint when the scratch directory's disk is full: the
+    /// command's output is captured there, so a full `TMPDIR` fails every
+    /// sample (`exited with status 1`) and the command rarely says why.
+    fn full_scratch(&self) -> String {
+        match crate::system::free_bytes(&self.scratch) {
+            Some(n) if n < 64 << 10 => format!(
+                "; TMPDIR {} is full ({} free): the command's output is captured there (free space, or set TMPDIR to a directory with room)",
+                std::env::temp_dir().display(),
+                crate::input::size(n)
+            ),
+            _ => String::new(),
+        }
+    }
+
     /// Run a prepare/cleanup command; a failure says which and why.
     fn hook(&self, what: &str, argv: &[String]) -> Result<(), SampleFailure> {
         let res = self.exec(argv, false);
@@ -538,13 +553,14 @@ impl CommandInstance {
             let t = self.stderr_tail();
             SampleFailure {
                 message: format!(
-                    "{what} `{}` {how}{}",
+                    "{what} `{}` {how}{}{}",
                     shown(argv, 120),
                     if t.is_empty() {
                         String::new()
                     } else {
                         format!("; stderr: {t}")
-                    }
+                    },
+                    self.full_scratch()
                 ),
                 keep_going: self.spec.on_failure == OnFailure::Continue,
             }
@@ -584,13 +600,13 @@ impl CommandInstance {
             },
             Source::File(_) => {
                 let p = self.paths[i].as_ref().expect("resolved");
-                std::fs::metadata(p)
-                    .map(|md| md.len() as f64)
+                elf::file_size(p)
+                    .map(|n| n as f64)
                     .map_err(|e| format!("{}: {e}", p.display()))
             }
             Source::Elf { section, .. } => {
                 let p = self.paths[i].as_ref().expect("resolved");
-                elf_size(p, section)
+                elf::elf_size(p, section)
                     .map(|n| n as f64)
                     .map_err(|e| format!("{}: {e}", p.display()))
             }
@@ -948,84 +964,6 @@ pub fn spawn_with(
     Ok((usage, exit))
 }
 
-/// Sizes of an ELF64 file's sections: `text`, `data`, `bss` as size(1)
-/// (Berkeley format) adds them up from the section flags, or the size of
-/// the one section named (`.text`, `.rodata`).
-pub fn elf_size(path: &Path, what: &str) -> Result<u64, String> {
-    let b = std::fs::read(path).map_err(|e| e.to_string())?;
-    if b.len() < 64 || &b[..4] != b"\x7fELF" {
-        return Err("not an ELF file".into());
-    }
-    if b[4] != 2 {
-        return Err("only 64-bit ELF files are supported".into());
-    }
-    let le = match b[5] {
-        1 => true,
-        2 => false,
-        _ => return Err("bad ELF data encoding".into()),
-    };
-    let rd = |off: usize, n: usize| -> Result<u64, String> {
-        let s = b
-            .get(off..off + n)
-            .ok_or_else(|| "truncated ELF file".to_string())?;
-        let mut v = 0u64;
-        for i in 0..n {
-            let byte = if le { s[n - 1 - i] } else { s[i] };
-            v = v << 8 | byte as u64;
-        }
-        Ok(v)
-    };
-    let shoff = rd(0x28, 8)? as usize;
-    let shentsize = rd(0x3a, 2)? as usize;
-    let shnum = rd(0x3c, 2)? as usize;
-    let shstrndx = rd(0x3e, 2)? as usize;
-    if shentsize < 64 || shnum == 0 {
-        return Err("no section headers".into());
-    }
-    const SHT_NOBITS: u64 = 8;
-    const SHF_WRITE: u64 = 1;
-    const SHF_ALLOC: u64 = 2;
-    struct Sh {
-        name: u64,
-        ty: u64,
-        flags: u64,
-        offset: u64,
-        size: u64,
-    }
-    let mut shs = Vec::with_capacity(shnum);
-    for i in 0..shnum {
-        let o = shoff + i * shentsize;
-        shs.push(Sh {
-            name: rd(o, 4)?,
-            ty: rd(o + 4, 4)?,
-            flags: rd(o + 8, 8)?,
-            offset: rd(o + 0x18, 8)?,
-            size: rd(o + 0x20, 8)?,
-        });
-    }
-    let alloc = |s: &&Sh| s.flags & SHF_ALLOC != 0;
-    let sum = |f: &dyn Fn(&&Sh) -> bool| shs.iter().filter(alloc).filter(f).map(|s| s.size).sum();
-    match what {
-        "text" => Ok(sum(&|s| s.flags & SHF_WRITE == 0 && s.ty != SHT_NOBITS)),
-        "data" => Ok(sum(&|s| s.flags & SHF_WRITE != 0 && s.ty != SHT_NOBITS)),
-        "bss" => Ok(sum(&|s| s.ty == SHT_NOBITS)),
-        name => {
-            let strtab = shs.get(shstrndx).ok_or("no section name table")?;
-            let names = b
-                .get(strtab.offset as usize..(strtab.offset + strtab.size) as usize)
-                .ok_or("truncated section name table")?;
-            for s in &shs {
-                let n = names.get(s.name as usize..).unwrap_or(&[]);
-                let n = &n[..n.iter().position(|&c| c == 0).unwrap_or(n.len())];
-                if n == name.as_bytes() {
-                    return Ok(s.size);
-                }
-            }
-            Err(format!("no section `{name}`"))
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1080,15 +1018,5 @@ mod tests {
         let a = Argv::Exec(vec!["cc".into(), "{empty}".into(), "x{empty}".into()]);
         assert_eq!(a.fill(&vars).unwrap(), vec!["cc", "x"]);
         assert_eq!(placeholders("{a} {b.c} {1x}").unwrap(), vec!["a", "b.c"]);
-    }
-
-    #[test]
-    fn elf_text_matches_the_sum_of_read_only_sections() {
-        let me = std::env::current_exe().unwrap();
-        let text = elf_size(&me, "text").unwrap();
-        let dot_text = elf_size(&me, ".text").unwrap();
-        assert!(dot_text > 0 && text > dot_text, "{text} {dot_text}");
-        assert!(elf_size(&me, ".no_such").is_err());
-        assert!(elf_size(Path::new("/etc/hostname"), "text").is_err());
     }
 }

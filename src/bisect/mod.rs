@@ -311,7 +311,7 @@ fn campaign_key(
 fn config(a: &BisectArgs, name: &str) -> RunConfig {
     let seed = a.seed.unwrap_or_else(crate::ids::fresh_seed);
     RunConfig {
-        argv: store::locator::redact_args(std::env::args()),
+        argv: crate::redact::args(std::env::args()),
         owner: crate::system::owner(),
         ..RunConfig::new(name, a.max_samples, a.sample_time, a.warmup, seed)
     }

@@ -20,8 +20,9 @@ impl<W: Write> Writer<W> {
 }
 
 impl<W: Write> Sink for Writer<W> {
+    /// The event [redacted](Event::redacted): the stream leaves kbench.
     fn event(&mut self, e: &Event) -> anyhow::Result<()> {
-        serde_json::to_writer(&mut self.out, e)?;
+        serde_json::to_writer(&mut self.out, &*e.redacted())?;
         self.out.write_all(b"\n")?;
         self.out.flush()?;
         Ok(())

@@ -49,6 +49,7 @@ pub mod labels;
 
 use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
+use std::borrow::Cow;
 
 use crate::record::{CampaignKey, CellInfo, CellStatus, Labels, RunConfig, RunStatus};
 use crate::system::Fingerprint;
@@ -202,19 +203,105 @@ pub struct RunEnded {
     pub status: RunStatus,
 }
 
+/// `s` with its secrets hidden (`crate::redact`), in place.
+fn hide(s: &mut String) {
+    if let Cow::Owned(r) = crate::redact::text(s) {
+        *s = r;
+    }
+}
+
+/// A map's values with their secrets hidden, a value named as a secret
+/// whole.
+fn hide_values(m: &mut IndexMap<String, String>) {
+    for (k, v) in m.iter_mut() {
+        if let Cow::Owned(r) = crate::redact::value(k, v) {
+            *v = r;
+        }
+    }
+}
+
+impl Event {
+    /// The event as every consumer that keeps or shows it must see it:
+    /// each secret in its text (a URL's password, an env value of a
+    /// secret name, a registered value) as `***` (`crate::redact`). The
+    /// cells' keys are redacted when a plan expands, so this leaves a
+    /// key kbench made itself as it is, and a stream's sample and its
+    /// cell keep naming the same key. Borrowed when nothing changed.
+    pub fn redacted(&self) -> Cow<'_, Event> {
+        let key = |k: &str| matches!(crate::redact::text(k), Cow::Owned(_));
+        let mut e = match self {
+            Event::Sample(s) if !key(&s.cell) => return Cow::Borrowed(self),
+            Event::Warmup(w) if !key(&w.cell) => return Cow::Borrowed(self),
+            Event::CellDone(d) if !key(&d.cell) => return Cow::Borrowed(self),
+            Event::RunEnded(_) => return Cow::Borrowed(self),
+            e => e.clone(),
+        };
+        match &mut e {
+            Event::RunBegun(b) => {
+                if let Some(c) = &mut b.campaign {
+                    hide(&mut c.name);
+                    hide(&mut c.plan_text);
+                }
+                hide(&mut b.host);
+                hide(&mut b.config.plan);
+                b.config.argv = crate::redact::args(std::mem::take(&mut b.config.argv));
+                for (k, v) in b.labels.iter_mut() {
+                    if let Cow::Owned(r) = crate::redact::value(k, v) {
+                        *v = r;
+                    }
+                }
+            }
+            Event::CellPrepared(c) => {
+                let cell = &mut c.cell;
+                hide(&mut cell.key);
+                hide(&mut cell.bench);
+                hide(&mut cell.source);
+                let mut params = serde_json::Value::Object(std::mem::take(&mut cell.params));
+                crate::redact::json(&mut params);
+                if let serde_json::Value::Object(p) = params {
+                    cell.params = p;
+                }
+                cell.factors.values_mut().for_each(hide);
+                hide_values(&mut cell.readings);
+            }
+            Event::Sample(s) => hide(&mut s.cell),
+            Event::Warmup(w) => hide(&mut w.cell),
+            Event::CellDone(d) => hide(&mut d.cell),
+            Event::Failure(f) => {
+                hide(&mut f.cell);
+                hide(&mut f.message);
+            }
+            Event::Note(n) => {
+                hide(&mut n.cell);
+                if let Some(p) = &mut n.placement {
+                    hide(p);
+                }
+                hide_values(&mut n.notes);
+            }
+            Event::Warning(w) => hide(&mut w.message),
+            Event::Verdict(v) => crate::redact::json(&mut v.body),
+            Event::Profile(p) => hide(&mut p.cell),
+            Event::RunEnded(_) => {}
+        }
+        Cow::Owned(e)
+    }
+}
+
 /// A consumer of events. An error stops the run (a store that cannot
 /// write must not let measurements go on unrecorded).
 pub trait Sink {
     fn event(&mut self, e: &Event) -> anyhow::Result<()>;
 }
 
-/// Several sinks, each given every event in order.
+/// Several sinks, each given every event in order, its secrets hidden.
 pub struct Tee<'a>(pub Vec<&'a mut dyn Sink>);
 
 impl Sink for Tee<'_> {
+    /// Every sink gets the event [redacted](Event::redacted) once.
     fn event(&mut self, e: &Event) -> anyhow::Result<()> {
+        let e = e.redacted();
         for s in self.0.iter_mut() {
-            s.event(e)?;
+            s.event(&e)?;
         }
         Ok(())
     }

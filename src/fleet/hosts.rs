@@ -59,8 +59,7 @@ struct File {
 /// relative to the file, `~/` to the home directory.
 pub fn load(path: &Path) -> anyhow::Result<Vec<Host>> {
     let p = path.display();
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| bad_input!("{p}: cannot read hosts file: {e}"))?;
+    let text = crate::input::read_text(path, "a hosts file", crate::input::TEXT)?;
     let base = path.parent().unwrap_or(Path::new("."));
     parse(&text, &p.to_string(), base)
 }
@@ -77,10 +76,36 @@ fn turns_off_key_check(o: &str) -> bool {
         && ["no", "off"].contains(&v.trim().to_ascii_lowercase().as_str())
 }
 
+/// Why `ssh` is no destination for ssh(1), or `None`. A password in it
+/// is refused (ssh never reads one from there; it would only be shown
+/// and stored): it is registered as a secret first, so no message shows
+/// it either.
+fn bad_destination(ssh: &str) -> Option<&'static str> {
+    let userinfo = ssh
+        .strip_prefix("ssh://")
+        .and_then(|rest| rest.rsplit_once('@'))
+        .map(|(u, _)| u);
+    if let Some((_, pw)) = userinfo.and_then(|u| u.split_once(':')) {
+        crate::redact::register(pw);
+        return Some(
+            "holds a password, which ssh never uses and kbench would not show or store: give a key (`identity`) or an ssh-agent",
+        );
+    }
+    if ssh.starts_with('-') || ssh.contains(char::is_whitespace) || ssh.contains(char::is_control) {
+        return Some("is not a destination (user@address)");
+    }
+    if ssh.chars().count() > 1024 {
+        return Some("is over 1024 characters, not a destination");
+    }
+    None
+}
+
 pub fn parse(text: &str, name: &str, base: &Path) -> anyhow::Result<Vec<Host>> {
     let f: File = toml::from_str(text).map_err(|e| {
         let line = e.span().map(|s| line_of(text, s.start)).unwrap_or(1);
-        bad_input!("{name}:{line}: {}", e.message().trim())
+        let msg = e.message().trim().replace('\n', " ");
+        let msg = crate::plan::huge_integer(&msg).unwrap_or(msg);
+        bad_input!("{name}:{line}: {}", crate::redact::text(&msg))
     })?;
     if f.defaults.name.is_some() || f.defaults.ssh.is_some() {
         return Err(bad_input!(
@@ -107,12 +132,15 @@ pub fn parse(text: &str, name: &str, base: &Path) -> anyhow::Result<Vec<Host>> {
             .clone()
             .filter(|s| !s.trim().is_empty())
             .ok_or_else(|| bad_input!("{name}: host #{n} has no `name`"))?;
+        crate::record::check_name("host name", &hname)
+            .map_err(|e| bad_input!("{name}: host #{n}: {e}"))?;
         if !hname
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
         {
             return Err(bad_input!(
-                "{name}: host `{hname}`: a name may hold letters, digits, `-`, `_` and `.`"
+                "{name}: host `{}`: a name may hold letters, digits, `-`, `_` and `.`",
+                crate::record::quoted_name(&hname)
             ));
         }
         if hosts.iter().any(|x| x.name == hname) {
@@ -123,9 +151,10 @@ pub fn parse(text: &str, name: &str, base: &Path) -> anyhow::Result<Vec<Host>> {
             .clone()
             .filter(|s| !s.trim().is_empty())
             .ok_or_else(|| bad_input!("{name}: host `{hname}` has no `ssh` destination"))?;
-        if ssh.starts_with('-') || ssh.contains(char::is_whitespace) {
+        if let Some(why) = bad_destination(&ssh) {
             return Err(bad_input!(
-                "{name}: host `{hname}`: ssh = `{ssh}` is not a destination (user@address)"
+                "{name}: host `{hname}`: ssh = `{}` {why}",
+                crate::record::quoted_name(&crate::redact::arg(&ssh))
             ));
         }
         let mut ssh_options = d.ssh_options.clone().unwrap_or_default();
@@ -142,6 +171,10 @@ pub fn parse(text: &str, name: &str, base: &Path) -> anyhow::Result<Vec<Host>> {
         }
         let mut labels = d.labels.clone().unwrap_or_default();
         labels.extend(h.labels.clone().unwrap_or_default());
+        for (k, v) in &labels {
+            crate::record::check_label(k, v)
+                .map_err(|e| bad_input!("{name}: host `{hname}`: {e}"))?;
+        }
         if labels.contains_key("host") {
             return Err(bad_input!(
                 "{name}: host `{hname}`: `host` is not a label kbench lets you set (it is the host's name)"

@@ -88,6 +88,11 @@ struct Shared<'a> {
 
 impl Shared<'_> {
     fn set(&self, host: &str, state: &str, error: Option<String>) {
+        // Shown and stored: its secrets hidden, and never empty.
+        let error = error.map(|e| match crate::redact::text(e.trim()) {
+            t if t.is_empty() => format!("host {host}: {state}, and no reason was given"),
+            t => t.into_owned(),
+        });
         let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
         let h = s
             .entry(host.to_string())

@@ -86,11 +86,19 @@ pub fn explain(host: &Host, stderr: &str, code: Option<i32>) -> String {
         .map(str::trim)
         .rfind(|l| !l.is_empty())
         .unwrap_or("");
+    // Never an empty reason: ssh that says nothing is named by its exit.
+    let said = |s: &str| {
+        if s.is_empty() {
+            "it printed nothing (`ssh -v` shows why)".to_string()
+        } else {
+            crate::redact::text(s).into_owned()
+        }
+    };
     match code {
-        Some(255) => format!("{who}: ssh failed: {last}"),
+        Some(255) => format!("{who}: ssh failed: {}", said(last)),
         Some(c) if last.is_empty() => format!("{who}: remote command exited {c}"),
-        Some(c) => format!("{who}: remote command exited {c}: {last}"),
-        None => format!("{who}: ssh was killed: {last}"),
+        Some(c) => format!("{who}: remote command exited {c}: {}", said(last)),
+        None => format!("{who}: ssh was killed: {}", said(last)),
     }
 }
 

@@ -13,6 +13,7 @@
 //! ```toml
 //! name = "mitigation-cost"      # campaign name
 //! samples = 10                  # per cell (CLI --samples wins)
+//! max_cells = 200000            # refuse more cells (default 100000)
 //!
 //! [factors]
 //! # param: passed to benchmarks having that parameter (`param`, default
@@ -103,6 +104,8 @@ struct PlanFile {
     warmup: Option<Spanned<i64>>,
     /// Fresh processes per micro-benchmark cell (`--processes`).
     processes: Option<Spanned<i64>>,
+    /// Most cells the plan may expand to (default `validate::MAX_CELLS`).
+    max_cells: Option<Spanned<i64>>,
     /// Whole runs and boots each cell is measured in.
     repeat: Option<Spanned<RepeatFile>>,
     seed: Option<u64>,
@@ -255,7 +258,8 @@ pub fn identity(text: &str, dir: &Path) -> String {
         .flatten()
         .filter_map(|b| b.get("testcase")?.as_str())
     {
-        let content = std::fs::read(dir.join(tc)).unwrap_or_default();
+        let content =
+            crate::input::read_bounded(&dir.join(tc), crate::input::TEXT).unwrap_or_default();
         id += &format!(
             "\n\0testcase {tc} {}",
             crate::ids::plan_hash(&String::from_utf8_lossy(&content))
@@ -342,12 +346,11 @@ impl Cell {
 
 /// A campaign's name must be one an operand can name (`NAME`,
 /// `NAME:factor=value`): no `:` or `=`, not a run id, nothing a terminal
-/// would act on.
+/// would act on, at most `record::MAX_NAME` characters.
 pub fn check_campaign_name(name: &str) -> Result<(), String> {
-    let shown = crate::term::visible(name);
-    if name.is_empty() {
-        Err("a campaign name must not be empty".into())
-    } else if name.contains([':', '=']) {
+    crate::record::check_name("campaign name", name)?;
+    let shown = crate::record::quoted_name(name);
+    if name.contains([':', '=']) {
         Err(format!(
             "campaign name `{shown}` holds `:` or `=`, so no operand (`NAME:factor=value`) could name it"
         ))
@@ -355,8 +358,6 @@ pub fn check_campaign_name(name: &str) -> Result<(), String> {
         Err(format!(
             "campaign name `{shown}` is a number, which operands read as a run id"
         ))
-    } else if name.chars().any(char::is_control) {
-        Err(format!("campaign name `{shown}` holds control characters"))
     } else {
         Ok(())
     }
@@ -399,8 +400,7 @@ pub fn load_for_hosts(path: &Path) -> anyhow::Result<Plan> {
 }
 
 fn load_with(path: &Path, here: bool) -> anyhow::Result<Plan> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| bad_input!("{}: cannot read plan: {e}", path.display()))?;
+    let text = crate::input::read_text(path, "a plan", crate::input::TEXT)?;
     let abs = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
     let dir = abs.parent().map(Path::to_path_buf).unwrap_or_default();
     let mut plan = parse_in(&text, &path.display().to_string(), &dir, false, here)?;
@@ -435,7 +435,9 @@ fn parse_in(text: &str, name: &str, dir: &Path, inert: bool, here: bool) -> anyh
     };
     let file: PlanFile = toml::from_str(text).map_err(|e| {
         let msg = e.message().trim().replace('\n', " ");
-        let msg = unknown_key(&msg).unwrap_or(msg);
+        let msg = unknown_key(&msg)
+            .or_else(|| huge_integer(&msg))
+            .unwrap_or(msg);
         match e.span() {
             Some(span) => match key_before(text, span.start) {
                 Some(key) if !msg.contains(&format!("`{key}`")) => {
@@ -447,6 +449,20 @@ fn parse_in(text: &str, name: &str, dir: &Path, inert: bool, here: bool) -> anyh
         }
     })?;
     validate::validate(file, &src)
+}
+
+/// serde's "invalid type: integer `99999999999999999999` as i128,
+/// expected i64" (a number past TOML's integers) as a range.
+pub fn huge_integer(msg: &str) -> Option<String> {
+    let rest = msg.strip_prefix("invalid type: integer `")?;
+    let (n, tail) = rest.split_once('`')?;
+    tail.starts_with(" as i128").then(|| {
+        format!(
+            "integer `{n}` is too large: TOML's integers lie within {}..={}",
+            i64::MIN,
+            i64::MAX
+        )
+    })
 }
 
 /// serde's "unknown field `sampels`, expected one of `name`, `samples`,

@@ -111,6 +111,7 @@ pub(super) fn validate(file: PlanFile, src: &Source) -> anyhow::Result<Plan> {
     }
 
     factors_fit_benches(&file, src, &factors, &benches)?;
+    check_cells(&file, src, &factors, &benches)?;
     let reboot = file
         .reboot
         .as_ref()
@@ -142,6 +143,82 @@ pub(super) fn validate(file: PlanFile, src: &Source) -> anyhow::Result<Plan> {
     // cross-checks run now, before anything is measured.
     expand(&plan).map_err(|e| bad_input!("{}: {e:#}", src.name))?;
     Ok(plan)
+}
+
+/// Most cells a plan may expand to unless its `max_cells` says more: each
+/// cell is a few hundred bytes before it is measured (and every sample a
+/// row), so a plan of four env factors of 1,000 values (10^12 cells) is
+/// refused when it is read, not when memory runs out.
+pub const MAX_CELLS: u64 = 100_000;
+
+/// The plan's cells, counted without building them (saturating: a count
+/// past `u64::MAX` reads as `u64::MAX`).
+fn cell_count(factors: &[Factor], benches: &[BenchSpec]) -> u64 {
+    benches
+        .iter()
+        .map(|b| {
+            applicable(factors, b)
+                .iter()
+                .map(|f| f.levels.len() as u64)
+                .chain(b.sweep.iter().map(|(_, v)| v.len() as u64))
+                .fold(1u64, u64::saturating_mul)
+        })
+        .fold(0u64, u64::saturating_add)
+}
+
+/// More cells than the plan's `max_cells` (default [`MAX_CELLS`]) is bad
+/// input, found before any cell is built.
+fn check_cells(
+    file: &PlanFile,
+    src: &Source,
+    factors: &[Factor],
+    benches: &[BenchSpec],
+) -> anyhow::Result<()> {
+    let limit = match &file.max_cells {
+        Some(m) if *m.get_ref() < 1 => {
+            return Err(src.err(
+                m.span(),
+                format!("`max_cells` must be at least 1, found {}", m.get_ref()),
+            ));
+        }
+        Some(m) => *m.get_ref() as u64,
+        None => MAX_CELLS,
+    };
+    let n = cell_count(factors, benches);
+    if n <= limit {
+        return Ok(());
+    }
+    let count = if n == u64::MAX {
+        format!("more than {}", u64::MAX - 1)
+    } else {
+        n.to_string()
+    };
+    let remedy = if file.max_cells.is_some() {
+        "raise `max_cells`, or use fewer factor values or sweep points"
+    } else {
+        "use fewer factor values or sweep points, or set `max_cells` in the plan"
+    };
+    Err(bad_input!(
+        "{}: the plan expands to {count} cells, over the limit of {limit} ({remedy})",
+        src.name
+    ))
+}
+
+/// The factors that apply to a benchmark: every `cpus`, `shell` and
+/// `system` factor, a `param` factor naming one of its parameters, an
+/// `env` factor of a command.
+fn applicable<'a>(factors: &'a [Factor], b: &BenchSpec) -> Vec<&'a Factor> {
+    factors
+        .iter()
+        .filter(|f| match &f.apply {
+            Apply::Param { param } => b.bench.params().iter().any(|d| d.name == param),
+            Apply::Env { var } => {
+                let p = format!("env.{var}");
+                b.bench.params().iter().any(|d| d.name == p)
+            }
+            Apply::Cpus | Apply::Shell { .. } | Apply::System => true,
+        })
+        .collect()
 }
 
 /// Each factor fits the plan's benchmarks: a `param` factor names a
@@ -479,23 +556,11 @@ pub fn adhoc_plan(benches: Vec<(String, BenchSpec)>) -> anyhow::Result<Plan> {
 pub fn expand(plan: &Plan) -> anyhow::Result<Vec<Cell>> {
     let mut cells = Vec::new();
     for b in &plan.benches {
-        // Factors that apply to this benchmark.
-        let applicable: Vec<&Factor> = plan
-            .factors
-            .iter()
-            .filter(|f| match &f.apply {
-                Apply::Param { param } => b.bench.params().iter().any(|d| d.name == param),
-                Apply::Env { var } => {
-                    let p = format!("env.{var}");
-                    b.bench.params().iter().any(|d| d.name == p)
-                }
-                Apply::Cpus | Apply::Shell { .. } | Apply::System => true,
-            })
-            .collect();
+        let applicable = applicable(&plan.factors, b);
         // Dimensions: factor levels, then sweep points.
         let mut dims: Vec<usize> = applicable.iter().map(|f| f.levels.len()).collect();
         dims.extend(b.sweep.iter().map(|(_, v)| v.len()));
-        let total: usize = dims.iter().product();
+        let total = dims.iter().fold(1usize, |a, &d| a.saturating_mul(d));
         for idx in 0..total {
             let mut rem = idx;
             let mut pick = vec![0; dims.len()];
@@ -547,13 +612,17 @@ pub fn expand(plan: &Plan) -> anyhow::Result<Vec<Cell>> {
                 check_inside(&*b.bench, &params, set)
                     .map_err(|e| bad_input!("bench `{}`: {e}", b.display))?;
             }
+            // The key is shown and stored: a secret parameter (an env
+            // value of a secret name) is its mask.
             let mut key = b.display.clone();
             for (k, v) in &params.0 {
-                key.push_str(&format!("|{k}={v}"));
+                let v = v.to_string();
+                key.push_str(&format!("|{k}={}", crate::redact::value(k, &v)));
             }
             for (k, v) in &factors {
                 key.push_str(&format!("|@{k}={v}"));
             }
+            let key = crate::redact::text(&key).into_owned();
             cells.push(Cell {
                 display: b.display.clone(),
                 bench: b.bench.clone(),

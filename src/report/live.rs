@@ -27,6 +27,10 @@ pub struct Finished<W: Write> {
     cells: HashMap<String, Seen>,
     /// Lines printed: the report that follows gets a blank line first.
     printed: bool,
+    /// Output failed other than by a closed pipe (a full disk): these
+    /// lines are a courtesy, so the run goes on and stores its samples,
+    /// and the report after it says what is wrong with stdout.
+    failed: bool,
 }
 
 impl<W: Write> Finished<W> {
@@ -35,6 +39,27 @@ impl<W: Write> Finished<W> {
             out,
             cells: HashMap::new(),
             printed: false,
+            failed: false,
+        }
+    }
+
+    /// Write `text`; an error other than a closed pipe (the reader gone,
+    /// which stops the run as interrupted) stops the lines only.
+    fn say(&mut self, text: &str) -> anyhow::Result<()> {
+        if self.failed {
+            return Ok(());
+        }
+        match self
+            .out
+            .write_all(text.as_bytes())
+            .and_then(|()| self.out.flush())
+        {
+            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Err(e.into()),
+            Err(_) => {
+                self.failed = true;
+                Ok(())
+            }
+            Ok(()) => Ok(()),
         }
     }
 }
@@ -85,13 +110,12 @@ impl<W: Write> Sink for Finished<W> {
                     && d.status == CellStatus::Done
                     && !seen.values.is_empty()
                 {
-                    writeln!(self.out, "{}", line(&seen))?;
-                    self.out.flush()?;
+                    self.say(&format!("{}\n", line(&seen)))?;
                     self.printed = true;
                 }
             }
             Event::RunEnded(_) if self.printed => {
-                writeln!(self.out)?;
+                self.say("\n")?;
                 self.printed = false;
             }
             _ => {}

@@ -2,7 +2,8 @@
 //! from the command line (`--db`, `KBENCH_DB`, `store copy --from/--to`)
 //! into a [`Locator`] that every caller passes on.
 //!
-//! A URL's password never leaves this module as text: messages and stored
+//! A URL's password never leaves this module as text (and is registered
+//! with `crate::redact`, so it is hidden wherever else it turns up): messages and stored
 //! settings name the store by [`Locator::redacted`] (`postgres://kb:***@h/db`),
 //! unit files and remote command lines get [`Locator::to_arg`] (the URL
 //! without the password: the process that uses it reads the password from
@@ -160,7 +161,7 @@ impl Locator {
     pub fn redacted(&self) -> String {
         match self {
             Locator::Sqlite { path, .. } => path.display().to_string(),
-            Locator::Postgres(u) => u.shown(Some("***")),
+            Locator::Postgres(u) => u.redacted(),
         }
     }
 
@@ -240,6 +241,7 @@ impl PgUrl {
                     None => (&rest[..at], None),
                 };
                 url.password = password.map(|p| percent_decode_str(p).collect());
+                secret(password);
                 // Errors from here on name the URL with what is parsed so
                 // far, never the text after the scheme.
                 let bad =
@@ -302,6 +304,7 @@ impl PgUrl {
             let k = decode(k).map_err(|e| bad(&url, format!("parameter: {e}")))?;
             if k == "password" {
                 url.password = Some(percent_decode_str(v).collect());
+                secret(Some(v));
                 continue;
             }
             let v = decode(v).map_err(|e| bad(&url, format!("parameter `{k}`: {e}")))?;
@@ -320,7 +323,7 @@ impl PgUrl {
 
     /// The URL with its password as `***`: how messages name the store.
     pub fn redacted(&self) -> String {
-        self.shown(Some("***"))
+        self.shown(Some(crate::redact::MASK))
     }
 
     /// The URL as shown: the password replaced by `mask`, or left out.
@@ -405,71 +408,21 @@ impl PgUrl {
     }
 }
 
+/// A password as typed and as decoded: hidden wherever it turns up later
+/// (a command echoing the store's URL, a driver's message).
+fn secret(typed: Option<&str>) {
+    if let Some(p) = typed {
+        crate::redact::register(p);
+        crate::redact::register(&percent_decode_str(p).decode_utf8_lossy());
+    }
+}
+
 /// Percent-decode one part of a URL as UTF-8 text.
 fn decode(s: &str) -> Result<String, String> {
     percent_decode_str(s)
         .decode_utf8()
         .map(|c| c.into_owned())
         .map_err(|_| "percent-escapes that are not UTF-8".to_string())
-}
-
-/// Every argument naming a PostgreSQL store with its password as `***`
-/// (`--db=URL`, `--db URL`, a `KEY=URL` of any flag): the command line as
-/// a run's settings store it.
-pub fn redact_args(args: impl IntoIterator<Item = String>) -> Vec<String> {
-    args.into_iter().map(|a| redact_text(&a)).collect()
-}
-
-/// `text` with every PostgreSQL URL in it redacted: the URL runs from its
-/// scheme to the end of the text, or of its quotes (a usage error quotes
-/// the argument); one that does not parse is cut to its scheme.
-pub fn redact_text(text: &str) -> String {
-    let mut out = String::new();
-    let mut rest = text;
-    while let Some(i) = ["postgres://", "postgresql://"]
-        .iter()
-        .filter_map(|p| rest.find(p))
-        .min()
-    {
-        out.push_str(&rest[..i]);
-        let url = &rest[i..];
-        // Quoted: up to the last quote that ends a word (a password may
-        // hold quotes too).
-        let quote = rest[..i].chars().last().filter(|c| *c == '\'' || *c == '"');
-        let end = match quote {
-            Some(q) => url
-                .char_indices()
-                .filter(|&(j, c)| {
-                    c == q
-                        && url[j + 1..]
-                            .chars()
-                            .next()
-                            .is_none_or(|n| n.is_whitespace() || ",.;:)".contains(n))
-                })
-                .map(|(j, _)| j)
-                .next_back()
-                .unwrap_or(url.len()),
-            None => url.len(),
-        };
-        let shown = match Locator::parse(&url[..end], "") {
-            Ok(l) => l.redacted(),
-            Err(_) => format!("{}://***", &url[..url.find("://").unwrap_or(0)]),
-        };
-        out.push_str(&shown);
-        rest = &url[end..];
-    }
-    out.push_str(rest);
-    // A keyword string's passwords, wherever they are.
-    let mut from = 0;
-    while let Some(i) = out[from..].find("password=").map(|i| from + i) {
-        let start = i + "password=".len();
-        let end = out[start..]
-            .find(|c: char| c.is_whitespace() || c == '\'' || c == '"' || c == '`')
-            .map_or(out.len(), |e| start + e);
-        out.replace_range(start..end, "***");
-        from = start + 3;
-    }
-    out
 }
 
 #[cfg(test)]
@@ -593,8 +546,10 @@ mod tests {
         assert!(Locator::from_cli(Some(""), false).is_err());
     }
 
+    /// The one rule (`crate::redact`) hides what this module parses.
     #[test]
     fn argument_lists_and_texts_are_redacted() {
+        use crate::redact::{args as redact_args, text as redact_text};
         assert_eq!(
             redact_args([
                 "kbench".into(),
@@ -606,7 +561,7 @@ mod tests {
                 "kbench",
                 "--db=postgres://a:***@h/d",
                 "--to",
-                "postgresql://a:***@h/d"
+                "postgresql://a@h/d?password=***"
             ]
         );
         let t = redact_text("unexpected argument 'postgres://a:SE?CRET@h/d' found");

@@ -412,7 +412,8 @@ impl PgStore {
             .or_else(|| {
                 std::env::var_os("HOME").map(|h| std::path::Path::new(&h).join(".pgpass"))
             })?;
-        let text = std::fs::read_to_string(path).ok()?;
+        let text = crate::input::read_bounded(&path, crate::input::TEXT).ok()?;
+        let text = String::from_utf8(text).ok()?;
         let host = match config.get_hosts().first()? {
             postgres::config::Host::Tcp(h) => h.clone(),
             postgres::config::Host::Unix(p) => p.display().to_string(),

@@ -259,16 +259,24 @@ impl Drop for StoreSink<'_> {
 }
 
 impl Sink for StoreSink<'_> {
+    /// What is stored is [redacted](Event::redacted) (whoever produced
+    /// it: an ingested stream, an import, a fleet's host); the cells are
+    /// found by the keys the stream uses.
     fn event(&mut self, e: &Event) -> anyhow::Result<()> {
+        let redacted = match e {
+            Event::Sample(_) | Event::Warmup(_) | Event::CellDone(_) => None,
+            e => Some(e.redacted()),
+        };
+        let shown = redacted.as_deref().unwrap_or(e);
         // Samples wait in a batch; anything else writes what waits first.
         if !matches!(e, Event::Sample(_)) {
             self.flush()?;
         }
-        match e {
-            Event::RunBegun(b) => self.run_begun(b)?,
-            Event::CellPrepared(c) => {
+        match (e, shown) {
+            (_, Event::RunBegun(b)) => self.run_begun(b)?,
+            (Event::CellPrepared(c), Event::CellPrepared(shown)) => {
                 let run_id = self.run(&c.run)?.id;
-                let id = self.store.add_cell(run_id, &c.cell)?;
+                let id = self.store.add_cell(run_id, &shown.cell)?;
                 self.run(&c.run)?.cells.insert(
                     c.cell.key.clone(),
                     CellIds {
@@ -277,8 +285,8 @@ impl Sink for StoreSink<'_> {
                     },
                 );
             }
-            Event::Sample(s) => self.sample(s)?,
-            Event::Failure(f) => {
+            (Event::Sample(s), _) => self.sample(s)?,
+            (Event::Failure(f), Event::Failure(shown)) => {
                 let (run_id, cell) = self.cell(&f.run, &f.cell)?;
                 let rec = FailureRec {
                     run_id,
@@ -286,20 +294,20 @@ impl Sink for StoreSink<'_> {
                     seq: f.seq,
                     round: f.round,
                     t: f.t,
-                    message: f.message.clone(),
+                    message: shown.message.clone(),
                 };
                 self.store.add_failure(&rec)?;
             }
-            Event::Note(n) => {
+            (Event::Note(n), Event::Note(shown)) => {
                 let id = self.cell(&n.run, &n.cell)?.1.id;
                 self.store
-                    .update_cell(id, n.placement.as_deref(), &n.notes)?;
+                    .update_cell(id, shown.placement.as_deref(), &shown.notes)?;
             }
-            Event::CellDone(d) => {
+            (Event::CellDone(d), _) => {
                 let id = self.cell(&d.run, &d.cell)?.1.id;
                 self.store.finish_cell(id, d.status)?;
             }
-            Event::Verdict(v) => {
+            (_, Event::Verdict(v)) => {
                 let run_id = self.run(&v.run)?.id;
                 self.store.add_verdict(&super::VerdictRec {
                     run_id,
@@ -307,7 +315,7 @@ impl Sink for StoreSink<'_> {
                     body: v.body.clone(),
                 })?;
             }
-            Event::Profile(p) => {
+            (Event::Profile(p), _) => {
                 let cell_id = self.cell(&p.run, &p.cell)?.1.id;
                 self.store.add_profile(&super::ProfileRec {
                     cell_id,
@@ -315,13 +323,15 @@ impl Sink for StoreSink<'_> {
                     stacks: p.stacks.clone(),
                 })?;
             }
-            Event::Warmup(_) | Event::Warning(_) => {}
-            Event::RunEnded(r) => {
+            (Event::Warmup(_) | Event::Warning(_), _) => {}
+            (Event::RunEnded(r), _) => {
                 let run = self.run(&r.run)?;
                 run.ended = true;
                 let id = run.id;
                 self.store.finish_run(id, r.ended, r.status)?;
             }
+            // `redacted` keeps the variant.
+            _ => unreachable!("an event and its redacted copy differ in kind"),
         }
         Ok(())
     }

@@ -290,16 +290,76 @@ fn explain(path: &Path, e: rusqlite::Error) -> anyhow::Error {
         Some(C::NotADatabase) => bad_input!("{p}: not an SQLite database"),
         Some(C::DatabaseCorrupt) => bad_input!("{p}: the database is malformed (corrupt)"),
         Some(C::ReadOnly) => bad_input!("{p}: the store is read-only here"),
-        Some(C::CannotOpen) => bad_input!("{p}: cannot open the store ({e})"),
+        Some(C::CannotOpen) => cannot_open(path, &e),
         Some(C::DatabaseBusy | C::DatabaseLocked) => anyhow::anyhow!(
             "{p}: locked by another process for more than {} s",
             BUSY.as_secs()
         ),
-        Some(C::DiskFull) => anyhow::anyhow!(
-            "{p}: the disk is full; what was stored before is kept (free space, then `kbench run` the plan again to complete its campaign)"
-        ),
+        Some(C::DiskFull) => disk_full(path),
+        // With no byte free SQLite cannot even grow its WAL index (the
+        // `-shm` file): "disk I/O error", extended code
+        // SQLITE_IOERR_SHMSIZE, or another I/O error on a full disk.
+        Some(C::SystemIoFailure)
+            if extended(&e) == Some(SQLITE_IOERR_SHMSIZE) || nearly_full(path) =>
+        {
+            disk_full(path)
+        }
         _ => anyhow::Error::new(e).context(format!("store {p}")),
     }
+}
+
+/// `SQLITE_IOERR_SHMSIZE`: the WAL index could not grow.
+const SQLITE_IOERR_SHMSIZE: i32 = 10 | (19 << 8);
+
+/// SQLite's extended result code of an error, when it has one.
+fn extended(e: &rusqlite::Error) -> Option<i32> {
+    match e {
+        rusqlite::Error::SqliteFailure(f, _) => Some(f.extended_code),
+        _ => None,
+    }
+}
+
+/// Whether the file system of the store has less than a page of WAL left.
+fn nearly_full(path: &Path) -> bool {
+    let dir = path.parent().filter(|d| !d.as_os_str().is_empty());
+    crate::system::free_bytes(dir.unwrap_or(Path::new("."))).is_some_and(|n| n < 64 << 10)
+}
+
+/// The store's disk is full: what stays, and what to do.
+fn disk_full(path: &Path) -> anyhow::Error {
+    let p = path.display();
+    let free = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .and_then(crate::system::free_bytes)
+        .map_or(String::new(), |n| {
+            format!(" ({} free)", crate::input::size(n))
+        });
+    anyhow::anyhow!(
+        "{p}: the disk is full{free}; what was stored before is kept (free space, then `kbench run` the plan again to complete its campaign)"
+    )
+}
+
+/// SQLite could not open the store: why, in the file system's words
+/// (never the URI SQLite was given, `file:...?immutable=1`).
+fn cannot_open(path: &Path, e: &rusqlite::Error) -> anyhow::Error {
+    let p = path.display();
+    let why = match std::fs::File::open(path) {
+        Err(io) if io.kind() == std::io::ErrorKind::PermissionDenied => {
+            return bad_input!(
+                "{p}: cannot open the store: permission denied (this user may not read it: check its owner and mode, or name another store with --db)"
+            );
+        }
+        Err(io) => io.to_string(),
+        Ok(_) => {
+            let s = e.to_string();
+            match s.find(": file:") {
+                Some(i) => s[..i].to_string(),
+                None => s,
+            }
+        }
+    };
+    bad_input!("{p}: cannot open the store ({why})")
 }
 
 /// `kbench store check` of the file at `path`: opened read-only and
@@ -308,6 +368,14 @@ fn explain(path: &Path, e: rusqlite::Error) -> anyhow::Error {
 /// `foreign_key_check`; every problem, one line each.
 pub fn check(path: &Path) -> anyhow::Result<Vec<String>> {
     let p = path.display();
+    if path.is_dir() {
+        return Err(bad_input!(
+            "{p}: a directory, not a store; name the store's file (the default is kbench.db in $XDG_DATA_HOME/kbench)"
+        ));
+    }
+    if path.exists() && !path.is_file() {
+        return Err(bad_input!("{p}: not a regular file, so not a store"));
+    }
     if !path.is_file() {
         return Err(bad_input!("{p}: no such store"));
     }

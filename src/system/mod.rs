@@ -590,6 +590,21 @@ pub unsafe fn raw_brk(addr: usize) -> usize {
     unsafe { Host::raw_brk(addr) }
 }
 
+/// Bytes an unprivileged user may still write on the file system holding
+/// `path` (statvfs(3), POSIX on every OS kbench runs on), or `None` when
+/// it cannot be asked.
+pub fn free_bytes(path: &std::path::Path) -> Option<u64> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(path.as_os_str().as_bytes()).ok()?;
+    // SAFETY: plain data filled by the kernel; a valid C string.
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: as above.
+    if unsafe { libc::statvfs(c.as_ptr(), &mut st) } != 0 {
+        return None;
+    }
+    Some((st.f_bavail as u64).saturating_mul(st.f_frsize as u64))
+}
+
 /// Allocate `len` bytes at `off` of `fd`: 0, or -1 with errno.
 #[inline(always)]
 pub fn fallocate(fd: RawFd, off: libc::off_t, len: libc::off_t) -> c_int {

@@ -106,6 +106,24 @@ pub fn refuse_command_keys(src: &SourceText, d: &BenchFile) -> anyhow::Result<()
     Ok(())
 }
 
+/// An argv's first word names the program: never empty or blank.
+fn no_empty_program(
+    src: &SourceText,
+    key: &str,
+    span: std::ops::Range<usize>,
+    argv: &[String],
+) -> anyhow::Result<()> {
+    match argv.first() {
+        Some(p) if p.trim().is_empty() => Err(src.err(
+            span,
+            format!(
+                "`{key}`: the first argument, the program, is empty (name the program: [\"make\", \"-j4\"])"
+            ),
+        )),
+        _ => Ok(()),
+    }
+}
+
 /// A command or hook: a string runs through `sh -c`, a list is an argv.
 fn argv_of(src: &SourceText, key: &str, v: &Spanned<toml::Value>) -> anyhow::Result<Argv> {
     match v.get_ref() {
@@ -113,12 +131,14 @@ fn argv_of(src: &SourceText, key: &str, v: &Spanned<toml::Value>) -> anyhow::Res
         toml::Value::Array(a) if !a.is_empty() => {
             let argv: Option<Vec<String>> =
                 a.iter().map(|x| x.as_str().map(String::from)).collect();
-            argv.map(Argv::Exec).ok_or_else(|| {
+            let argv = argv.ok_or_else(|| {
                 src.err(
                     v.span(),
                     format!("`{key}`: every argument must be a string"),
                 )
-            })
+            })?;
+            no_empty_program(src, key, v.span(), &argv)?;
+            Ok(Argv::Exec(argv))
         }
         _ => Err(src.err(
             v.span(),
@@ -198,6 +218,13 @@ pub fn parse(
         }
     };
     let (measure, custom) = command_metrics(src, b, d)?;
+    // A secret in the command's environment is hidden wherever it turns
+    // up (the plan's stored text, the command's output).
+    for (k, v) in &d.env {
+        if crate::redact::is_secret_name(k) {
+            crate::redact::register(v);
+        }
+    }
     let spec = CommandSpec {
         name: name.clone(),
         run,
@@ -246,6 +273,7 @@ fn run_of(src: &SourceText, b: &Spanned<BenchFile>) -> anyhow::Result<Argv> {
             if c.get_ref().is_empty() {
                 return Err(src.err(c.span(), "`command` is empty"));
             }
+            no_empty_program(src, "command", c.span(), c.get_ref())?;
             Argv::Exec(c.get_ref().clone())
         }
         (None, Some(s)) => {

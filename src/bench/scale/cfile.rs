@@ -192,8 +192,7 @@ fn dlerror() -> String {
 /// Compile, load and check a will-it-scale-style C file; the testcase is
 /// named after the file (`foo.c`) and has the engine's parameters.
 fn load(path: &Path) -> anyhow::Result<CTestcase> {
-    let src = std::fs::read(path)
-        .map_err(|e| bad_input!("{}: cannot read C testcase: {e}", path.display()))?;
+    let src = crate::input::read(path, "a C testcase", crate::input::TEXT)?;
     let so = compile(path, &src)?;
     let cso = CString::new(so.as_os_str().as_encoded_bytes())?;
     // SAFETY: loading the library we just built; its constructors run here.
