@@ -968,7 +968,14 @@ pub fn spawn_with(
 mod tests {
     use super::*;
 
+    /// One command of these tests at a time: a timed-out command's tree
+    /// is killed through the containment every command of this process
+    /// shares (as root its cgroup), so a command of a test running beside
+    /// it would be killed too (SIGKILL where exit 0 was due).
+    static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
     fn run(argv: &[&str], timeout: Option<f64>) -> (Usage, Exit) {
+        let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
         let dir = tempfile::tempdir().unwrap();
         let err = File::create(dir.path().join("e")).unwrap();
         let argv: Vec<String> = argv.iter().map(|s| s.to_string()).collect();
