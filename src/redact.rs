@@ -172,6 +172,16 @@ fn redact(s: &str, whole: bool) -> Cow<'_, str> {
 }
 
 /// Characters of a URL scheme.
+/// Where the run of characters that `part` ends with, each one `allowed`,
+/// starts (`part.len()` when its last character is not allowed).
+fn run_start(part: &str, allowed: fn(char) -> bool) -> usize {
+    part.char_indices()
+        .rev()
+        .take_while(|&(_, c)| allowed(c))
+        .last()
+        .map_or(part.len(), |(j, _)| j)
+}
+
 fn scheme_char(c: char) -> bool {
     c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.')
 }
@@ -181,12 +191,7 @@ fn urls(s: &str, whole: bool) -> String {
     let mut out = String::with_capacity(s.len());
     let mut rest = s;
     while let Some(i) = rest.find("://") {
-        let start = rest[..i]
-            .char_indices()
-            .rev()
-            .take_while(|&(_, c)| scheme_char(c))
-            .last()
-            .map_or(i, |(j, _)| j);
+        let start = run_start(&rest[..i], scheme_char);
         let body = &rest[i + 3..];
         if start == i || !rest[start..].starts_with(|c: char| c.is_ascii_alphabetic()) {
             out.push_str(&rest[..i + 3]);
@@ -298,12 +303,7 @@ fn assignments(s: &str) -> Cow<'_, str> {
             ne -= 1;
         }
         let spaced = ne != name_end;
-        let ns = s[..ne]
-            .char_indices()
-            .rev()
-            .take_while(|&(_, c)| name_char(c))
-            .last()
-            .map_or(ne, |(j, _)| j);
+        let ns = run_start(&s[..ne], name_char);
         if ns == ne || (quoted_name && (ns == 0 || b[ns - 1] != b'"')) {
             continue;
         }

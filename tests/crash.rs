@@ -205,45 +205,6 @@ fn sigkill_at_twenty_moments_loses_and_corrupts_nothing() {
     }
 }
 
-/// A tmpfs mounted for one test, unmounted when dropped.
-struct Tmpfs(std::path::PathBuf);
-
-impl Tmpfs {
-    /// Mount a tmpfs of `size` at `dir`, or say why the test is skipped
-    /// (mounting needs root, or CAP_SYS_ADMIN in a user namespace).
-    fn mount(dir: &Path, size: &str) -> Option<Tmpfs> {
-        std::fs::create_dir_all(dir).unwrap();
-        let out = std::process::Command::new("mount")
-            .args(["-t", "tmpfs", "-o", &format!("size={size},mode=0700")])
-            .arg("kbench-test")
-            .arg(dir)
-            .output();
-        match out {
-            Ok(o) if o.status.success() => Some(Tmpfs(dir.to_path_buf())),
-            Ok(o) => {
-                eprintln!(
-                    "skipping: cannot mount a tmpfs: {}",
-                    String::from_utf8_lossy(&o.stderr).trim()
-                );
-                None
-            }
-            Err(e) => {
-                eprintln!("skipping: cannot run mount: {e}");
-                None
-            }
-        }
-    }
-}
-
-impl Drop for Tmpfs {
-    fn drop(&mut self) {
-        let _ = std::process::Command::new("umount")
-            .arg("-l")
-            .arg(&self.0)
-            .status();
-    }
-}
-
 /// Fill the file system holding `path` with `path`, then give back
 /// `free` bytes of it.
 fn fill_leaving(path: &Path, free: u64) {
@@ -286,7 +247,7 @@ use = "getppid"
 fn a_full_disk_stops_the_run_cleanly_and_a_rerun_completes_the_campaign() {
     let dir = tempfile::tempdir().unwrap();
     let mnt = dir.path().join("mnt");
-    let Some(_fs) = Tmpfs::mount(&mnt, "16m") else {
+    let Some(_fs) = common::Tmpfs::mount(&mnt, "16m") else {
         return;
     };
     let db = mnt.join("k.db");

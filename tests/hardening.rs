@@ -597,50 +597,6 @@ fn a_full_stdout_is_named_and_a_stored_run_stays_done() {
     assert_eq!((status.as_str(), n), ("done", 2));
 }
 
-/// A tmpfs mounted for one test, unmounted when dropped.
-struct Tmpfs(std::path::PathBuf);
-
-impl Tmpfs {
-    /// Mount a tmpfs of `size` at `dir`, or say why the test is skipped.
-    fn mount(dir: &Path, size: &str) -> Option<Tmpfs> {
-        std::fs::create_dir_all(dir).unwrap();
-        let out = Command::new("mount")
-            .args(["-t", "tmpfs", "-o", &format!("size={size},mode=0700")])
-            .arg("kbench-test")
-            .arg(dir)
-            .output();
-        match out {
-            Ok(o) if o.status.success() => Some(Tmpfs(dir.to_path_buf())),
-            Ok(o) => {
-                eprintln!(
-                    "skipping: cannot mount a tmpfs: {}",
-                    String::from_utf8_lossy(&o.stderr).trim()
-                );
-                None
-            }
-            Err(e) => {
-                eprintln!("skipping: cannot run mount: {e}");
-                None
-            }
-        }
-    }
-
-    /// Fill it to the last byte.
-    fn fill(&self) {
-        use std::io::Write;
-        let mut f = std::fs::File::create(self.0.join("filler")).unwrap();
-        let block = vec![0xa5u8; 64 << 10];
-        while f.write(&block).is_ok_and(|n| n > 0) {}
-        while f.write(&[0]).is_ok_and(|n| n > 0) {}
-    }
-}
-
-impl Drop for Tmpfs {
-    fn drop(&mut self) {
-        let _ = Command::new("umount").arg("-l").arg(&self.0).status();
-    }
-}
-
 /// With 0 bytes free `run` and `import` said `disk I/O error: Error code
 /// 4874`; a full `TMPDIR` made every sample "exited with status 1" with
 /// no hint. Both now name the disk and the remedy.
@@ -648,7 +604,7 @@ impl Drop for Tmpfs {
 fn a_full_disk_is_named_with_its_remedy() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let Some(mnt) = Tmpfs::mount(&d.join("mnt"), "4m") else {
+    let Some(mnt) = common::Tmpfs::mount(&d.join("mnt"), "4m") else {
         return;
     };
     let store = mnt.0.join("kbench.db");

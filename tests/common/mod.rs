@@ -254,3 +254,51 @@ pub fn as_nobody(bin: &Path) -> std::process::Command {
         .arg(bin);
     c
 }
+
+/// A tmpfs mounted for one test, unmounted when dropped.
+pub struct Tmpfs(pub PathBuf);
+
+impl Tmpfs {
+    /// Mount a tmpfs of `size` at `dir`, or say why the test is skipped
+    /// (mounting needs root, or CAP_SYS_ADMIN in a user namespace).
+    pub fn mount(dir: &Path, size: &str) -> Option<Tmpfs> {
+        std::fs::create_dir_all(dir).unwrap();
+        let out = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size},mode=0700")])
+            .arg("kbench-test")
+            .arg(dir)
+            .output();
+        match out {
+            Ok(o) if o.status.success() => Some(Tmpfs(dir.to_path_buf())),
+            Ok(o) => {
+                eprintln!(
+                    "skipping: cannot mount a tmpfs: {}",
+                    String::from_utf8_lossy(&o.stderr).trim()
+                );
+                None
+            }
+            Err(e) => {
+                eprintln!("skipping: cannot run mount: {e}");
+                None
+            }
+        }
+    }
+
+    /// Fill it to the last byte.
+    pub fn fill(&self) {
+        use std::io::Write;
+        let mut f = std::fs::File::create(self.0.join("filler")).unwrap();
+        let block = vec![0xa5u8; 64 << 10];
+        while f.write(&block).is_ok_and(|n| n > 0) {}
+        while f.write(&[0]).is_ok_and(|n| n > 0) {}
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount")
+            .arg("-l")
+            .arg(&self.0)
+            .status();
+    }
+}
