@@ -179,6 +179,10 @@ fn a_plans_gate_section_is_validated_and_sets_what_is_gated() {
 
 #[test]
 fn junit_and_markdown_are_read_by_real_readers() {
+    let readers = ["py:jsonschema", "py:junitparser", "cmark-gfm"].map(common::reader);
+    if readers.contains(&false) {
+        return;
+    }
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let cmd = script(d, 20);

@@ -302,3 +302,30 @@ impl Drop for Tmpfs {
             .status();
     }
 }
+
+/// Whether the real reader `what` (a Python module `py:NAME`, else a
+/// program on PATH) is here. Outside CI a test without it says so and
+/// passes over that part, as the server tests do (`cargo test` on a fresh
+/// machine, as the README says); under CI (`CI` set, as `.ci/run` does) a
+/// missing reader is a failure, never a skip.
+#[allow(dead_code)]
+pub fn reader(what: &str) -> bool {
+    let here = match what.strip_prefix("py:") {
+        Some(module) => std::process::Command::new("python3")
+            .args(["-c", &format!("import {module}")])
+            .output()
+            .is_ok_and(|o| o.status.success()),
+        None => std::process::Command::new(what)
+            .arg("--version")
+            .output()
+            .is_ok(),
+    };
+    if !here {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "{what} is missing under CI (.ci/run installs it)"
+        );
+        eprintln!("skipped: no {what} here (.ci/run installs it)");
+    }
+    here
+}
