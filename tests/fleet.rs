@@ -942,6 +942,101 @@ fn a_signal_stops_every_host_and_the_store_says_so() {
     assert_eq!(st["hosts"]["b"]["state"], "done", "{st}");
 }
 
+/// Issue 46: kill -9 of `kbench fleet run` left its ssh processes running,
+/// and `fleet status` showed both hosts at `checking` forever. Killed
+/// while both hosts are inside a quiet 4 s sample (an ssh whose remote
+/// writes nothing never meets the closed pipe): the watchdog ends every ssh
+/// of the coordinator within 2 s, `fleet status` tells the hosts whose
+/// coordinator is gone (its lock is free) as `interrupted`, and a re-run
+/// completes the plan exactly.
+#[test]
+fn a_coordinator_killed_with_sigkill_leaves_no_ssh_and_status_says_interrupted() {
+    if !can_run("a_coordinator_killed_with_sigkill_leaves_no_ssh_and_status_says_interrupted") {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    let lab = lab(d, "k");
+    // The sample's shell names the lab's directory, so it can be seen.
+    let text = format!(
+        "name = \"quiet\"\nsamples = 2\nwarmup = 0\n[[bench]]\nname = \"nap\"\n\
+         command = [\"sh\", \"-c\", \"sleep 4\", \"{}/nap\"]\nmeasure = [\"real\"]\n",
+        d.display()
+    );
+    let plan = common::plan(d, "quiet.toml", &text);
+    let plan = plan.to_str().unwrap();
+    let mut child = Command::new(common::bin())
+        .env("KBENCH_DB", common::db(d))
+        .env("XDG_CACHE_HOME", d.join("cache"))
+        .args(["fleet", "run", plan, "--hosts"])
+        .arg(&lab.hosts_file)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let naps = || {
+        processes_naming(d)
+            .into_iter()
+            .filter(|p| p.contains("sleep 4"))
+            .count()
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while naps() < 2 {
+        assert!(std::time::Instant::now() < deadline, "both hosts nap");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    // SAFETY: our own child, not yet waited for.
+    unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
+    child.wait().unwrap();
+    let ssh = || -> Vec<String> {
+        processes_naming(d)
+            .into_iter()
+            .filter(|p| p.contains(": ssh "))
+            .collect()
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
+    while !ssh().is_empty() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert_eq!(ssh(), Vec::<String>::new(), "ssh left after kill -9");
+    // Each host's kbench stops at its next event.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !processes_naming(d).is_empty() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "still running on the hosts: {:?}",
+            processes_naming(d)
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let st = status_json(&lab, plan);
+    for host in ["a", "b"] {
+        assert_eq!(st["hosts"][host]["state"], "interrupted", "{st}");
+        let why = st["hosts"][host]["last_error"].as_str().unwrap_or("");
+        assert!(why.contains("coordinator ended"), "{st}");
+    }
+    let out = fleet(&lab, &["run", plan]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let st = status_json(&lab, plan);
+    for host in ["a", "b"] {
+        assert_eq!(st["hosts"][host]["state"], "done", "{st}");
+        let rep = kbench(d)
+            .args(["report", &format!("quiet:host={host}"), "--json"])
+            .output()
+            .unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&rep.stdout).unwrap();
+        let n: Vec<i64> = (v["cells"].as_array().unwrap().iter())
+            .filter(|c| c["metric"] == "real")
+            .map(|c| c["n"].as_i64().unwrap())
+            .collect();
+        assert_eq!(n, vec![2], "host {host}: {v}");
+    }
+}
+
 /// A host whose stream lost samples on the way (here an ssh wrapper drops
 /// every round-1 sample of host a) ends short in the coordinator's store
 /// while its own store is complete: `fleet run` exits 1 naming the host

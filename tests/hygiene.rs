@@ -444,3 +444,74 @@ measure = ["real"]
         "exactly 4 each: {counts:?}"
     );
 }
+
+/// Issue 46: without root, kill -9 of kbench left a `setsid` child running
+/// (as root the commands' cgroup catches it; as `nobody` there is none, and
+/// the watchdog only knew the process groups). Run as `nobody`, a command's
+/// `setsid` grandchild is gone after kbench is killed with SIGKILL: the
+/// watchdog finds it by the mark every command's environment carries.
+#[test]
+fn without_root_a_setsid_child_dies_with_a_killed_kbench() {
+    if !common::can_become_nobody() {
+        return;
+    }
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let m = marker("nonroot");
+    // Everything `nobody` needs: the binary, the store's directory, TMPDIR.
+    let bin = d.join("kbench");
+    std::fs::copy(common::bin(), &bin).unwrap();
+    std::fs::create_dir_all(d.join("tmp")).unwrap();
+    for (p, mode) in [(d, 0o777), (&d.join("tmp"), 0o777), (&bin, 0o755)] {
+        std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode)).unwrap();
+    }
+    let plan = d.join("plan.toml");
+    std::fs::write(
+        &plan,
+        format!(
+            "name = \"nonroot\"\nsamples = 3\nwarmup = 0\n[[bench]]\nname = \"cmd\"\n\
+             shell = \"setsid sleep 60 & sleep 0.4\"\nenv = {{ {MARK} = \"{m}\" }}\n\
+             measure = [\"real\"]\n"
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&plan, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let mut child = common::as_nobody(&bin)
+        .args(["run", "-q"])
+        .arg(&plan)
+        .env("KBENCH_DB", common::db(d))
+        .env("HOME", d)
+        .env("XDG_STATE_HOME", d.join("state"))
+        .env("XDG_CACHE_HOME", d.join("cache"))
+        .env("TMPDIR", d.join("tmp"))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(d.join("err")).unwrap())
+        .spawn()
+        .unwrap();
+    let t0 = Instant::now();
+    while !marked(&m).iter().any(|p| p.contains("sleep 60")) {
+        assert!(
+            t0.elapsed() < Duration::from_secs(60),
+            "the command never ran: {}",
+            read(d, "err")
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    // The escaped one runs as nobody, in no cgroup of kbench's.
+    let escaped: Vec<String> = marked(&m)
+        .into_iter()
+        .filter(|p| p.contains("sleep 60"))
+        .collect();
+    assert!(!escaped.is_empty());
+    // SAFETY: signalling the child we spawned.
+    unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
+    let status = child.wait().unwrap();
+    assert_eq!(status.signal(), Some(libc::SIGKILL));
+    assert_eq!(
+        none_left(&m),
+        Vec::<String>::new(),
+        "left after kill -9 of a kbench run as nobody"
+    );
+}

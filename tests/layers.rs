@@ -119,7 +119,7 @@ const LAYERS: &[(&str, &[&str])] = &[
         "fleet",
         &[
             "campaign", "error", "event", "ids", "input", "plan", "record", "redact", "select",
-            "store",
+            "store", "system",
         ],
     ),
     // The command line and one function per subcommand.

@@ -888,6 +888,11 @@ pub fn spawn_with(
     cmd.args(args)
         .current_dir(cwd)
         .envs(env.iter().map(|(k, v)| (k, v)))
+        // Found by the watchdog however it leaves the group and the cgroup.
+        .env(
+            crate::system::CONTAINER_VAR,
+            crate::system::container_mark(),
+        )
         .stdin(Stdio::null())
         .stdout(stdout.map_or_else(Stdio::null, Stdio::from))
         .stderr(Stdio::from(stderr))

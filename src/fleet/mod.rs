@@ -165,10 +165,13 @@ pub fn run(plan_path: &Path, hosts: &[Host], o: &RunOptions<'_>) -> anyhow::Resu
     // Every file the plan names is checked here before any host is
     // contacted (a missing `cwd` is a plan error naming its line).
     let bundle = bundle::build(plan_path, &plan.text)?;
-    // The coordinator's store must open before any host is contacted.
-    let st = store::open(o.db, store::Access::Write)?;
-    let known = st.fleet_hosts(&plan.name, &plan.hash())?;
-    drop(st);
+    // The coordinator's store must open before any host is contacted. It
+    // holds the fleet's lock until the run ends, however it ends: `fleet
+    // status` tells a host whose coordinator was killed (its state left
+    // at `running`) by the lock being free.
+    let mut lock_holder = store::open(o.db, store::Access::Write)?;
+    lock_holder.lock_campaign(&coordinator_lock(&plan))?;
+    let known = lock_holder.fleet_hosts(&plan.name, &plan.hash())?;
     let shared = Shared {
         db: o.db,
         plan: &plan,
@@ -572,6 +575,14 @@ fn sha256_hex(path: &Path) -> anyhow::Result<String> {
         .to_string())
 }
 
+/// The run lock a fleet's coordinator holds (beside its plan's own).
+fn coordinator_lock(plan: &crate::plan::Plan) -> String {
+    format!("fleet {} {}", plan.name, plan.hash())
+}
+
+/// The states a host is left in while its coordinator works on it.
+const UNDER_WAY: &[&str] = &["checking", "copying kbench", "catching up", "running"];
+
 /// `fleet status`: each host's last state and error, with its progress
 /// in the coordinator's store.
 pub fn status(db: &store::Locator, plan_path: &Path, hosts: &[Host]) -> anyhow::Result<FleetState> {
@@ -584,6 +595,18 @@ pub fn status(db: &store::Locator, plan_path: &Path, hosts: &[Host]) -> anyhow::
         .into_iter()
         .map(|h| (h.host.clone(), h))
         .collect();
+    // A host still under way whose coordinator holds no lock was left so
+    // by a coordinator that was killed (SIGKILL, a crash, a reboot).
+    let orphaned = st.campaign_locked(&coordinator_lock(&plan)) == Some(false);
+    for k in known.values_mut() {
+        if orphaned && UNDER_WAY.contains(&k.state.as_str()) {
+            k.last_error = Some(format!(
+                "host {}: its coordinator ended while it was {} (killed?); re-run to resume",
+                k.host, k.state
+            ));
+            k.state = "interrupted".into();
+        }
+    }
     let progress = match crate::campaign::find(&*st, &plan)? {
         Some(c) => st.progress(c.id)?,
         None => Vec::new(),

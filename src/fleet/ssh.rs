@@ -166,10 +166,23 @@ pub fn run_file(
     }
 }
 
-/// Start `c`, unless the fleet is stopping.
+/// Start `c`, unless the fleet is stopping: in a process group of its
+/// own that kbench's watchdog kills if the coordinator is killed (SIGKILL
+/// left every ssh running). Registered by the child itself before it
+/// execs, as a command is; [`super::stop::track`] holds the group's guard.
 fn start(host: &Host, c: &mut Command) -> Result<Child, String> {
+    use std::os::unix::process::CommandExt;
     if super::stop::requested().is_some() {
         return Err(format!("host {}: interrupted", host.name));
+    }
+    let watchdog = crate::system::watchdog::writer_fd();
+    c.process_group(0);
+    // SAFETY: the hook makes only async-signal-safe calls (getpid, write).
+    unsafe {
+        c.pre_exec(move || {
+            crate::system::watchdog::register_self(watchdog);
+            Ok(())
+        });
     }
     c.spawn()
         .map_err(|e| format!("host {}: cannot start ssh: {e}", host.name))

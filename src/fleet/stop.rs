@@ -37,22 +37,30 @@ fn terminate(pid: u32) {
 }
 
 /// An ssh process, ended when the fleet stops, until dropped (drop it
-/// only after the process was waited for).
-pub struct Tracked(u32);
+/// only after the process was waited for). Its process group is the
+/// watchdog's until then.
+pub struct Tracked {
+    pid: u32,
+    _group: crate::system::watchdog::Guarded,
+}
 
-/// Track the child `pid`; when the fleet is stopping already, it is ended
-/// at once.
+/// Track the child `pid` (the leader of its own process group, which it
+/// registered with the watchdog: `ssh::start`); when the fleet is stopping
+/// already, it is ended at once.
 pub fn track(pid: u32) -> Tracked {
     lock().push(pid);
     if requested().is_some() {
         terminate(pid);
     }
-    Tracked(pid)
+    Tracked {
+        pid,
+        _group: crate::system::watchdog::registered(pid as libc::pid_t),
+    }
 }
 
 impl Drop for Tracked {
     fn drop(&mut self) {
-        lock().retain(|p| *p != self.0);
+        lock().retain(|p| *p != self.pid);
     }
 }
 

@@ -377,6 +377,12 @@ pub trait StoreWrite {
     fn lock_campaign(&mut self, _name: &str) -> anyhow::Result<()> {
         Ok(())
     }
+    /// Whether another kbench holds the run lock of `name` now
+    /// ([`StoreWrite::lock_campaign`]; a killed holder's lock is gone):
+    /// `None` where this store cannot tell.
+    fn campaign_locked(&self, _name: &str) -> Option<bool> {
+        None
+    }
     /// Find or create the campaign with this identity, atomically (two
     /// writers creating it at once get the same id).
     fn campaign(&mut self, key: &CampaignKey) -> anyhow::Result<i64>;
@@ -620,6 +626,22 @@ pub mod suite {
     /// Writes, reads back, replays, and counts progress.
     /// Two writers, each opened by `open`, create campaign `key` at the
     /// same moment: both get the same id, and neither fails.
+    /// A run lock is seen by another handle while held and gone once its
+    /// holder is dropped (as a killed holder's is); another name is free.
+    pub fn run_locks_seen<S: Store>(open: impl Fn() -> S) {
+        let watcher = open();
+        assert_eq!(watcher.campaign_locked("fleet x"), Some(false));
+        let mut holder = open();
+        holder.lock_campaign("fleet x").unwrap();
+        assert_eq!(watcher.campaign_locked("fleet x"), Some(true));
+        assert_eq!(holder.campaign_locked("fleet x"), Some(true));
+        assert_eq!(watcher.campaign_locked("fleet y"), Some(false));
+        // Asking does not take it: the holder still holds it.
+        assert_eq!(watcher.campaign_locked("fleet x"), Some(true));
+        drop(holder);
+        assert_eq!(watcher.campaign_locked("fleet x"), Some(false));
+    }
+
     pub fn create_race<S: Store>(open: impl Fn() -> S + Sync, key: &CampaignKey) {
         let barrier = std::sync::Barrier::new(2);
         let ids: Vec<i64> = std::thread::scope(|sc| {

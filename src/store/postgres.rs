@@ -813,11 +813,35 @@ impl StoreRead for PgStore {
     }
 }
 
+/// The advisory lock key of campaign `name`'s run lock.
+fn lock_key(name: &str) -> i64 {
+    u64::from_str_radix(&crate::ids::plan_hash(name), 16).unwrap_or(0) as i64
+}
+
 impl StoreWrite for PgStore {
     /// A session-level advisory lock on the campaign's name, released when
     /// the connection closes.
+    /// Tried, and at once let go: a session's advisory lock ends with
+    /// it, so a killed holder's is gone.
+    fn campaign_locked(&self, name: &str) -> Option<bool> {
+        let key = lock_key(name);
+        if self.locks.contains(&key) {
+            return Some(true);
+        }
+        let mut conn = self.conn.borrow_mut();
+        let got: bool = conn
+            .query_one("SELECT pg_try_advisory_lock($1)", &[&key])
+            .ok()?
+            .get(0);
+        if got {
+            conn.execute("SELECT pg_advisory_unlock($1)", &[&key])
+                .ok()?;
+        }
+        Some(!got)
+    }
+
     fn lock_campaign(&mut self, name: &str) -> anyhow::Result<()> {
-        let key = u64::from_str_radix(&crate::ids::plan_hash(name), 16).unwrap_or(0) as i64;
+        let key = lock_key(name);
         let got: bool = self
             .conn
             .borrow_mut()
@@ -1578,6 +1602,7 @@ mod tests {
         super::super::suite::all_or_nothing(&mut s);
         super::super::suite::fleet_state(&mut s);
         super::super::suite::ended_runs(&mut s);
+        super::super::suite::run_locks_seen(|| PgStore::open(&url, true).unwrap());
         drop(s);
         // Reopening does not re-run migrations.
         let s = PgStore::open(&url, true).unwrap();

@@ -1360,6 +1360,11 @@ impl StoreRead for SqliteStore {
     }
 }
 
+/// The byte of the lock file that stands for campaign `name`.
+fn lock_offset(name: &str) -> u64 {
+    u64::from_str_radix(&crate::ids::plan_hash(name), 16).unwrap_or(0) >> 24
+}
+
 impl StoreWrite for SqliteStore {
     /// A one-byte lock (`system::lock_byte`: on Linux an OFD lock, per open
     /// file, not per process) at an offset given by the campaign's name, in
@@ -1382,7 +1387,7 @@ impl StoreWrite for SqliteStore {
         else {
             return Ok(());
         };
-        let offset = u64::from_str_radix(&crate::ids::plan_hash(name), 16).unwrap_or(0) >> 24;
+        let offset = lock_offset(name);
         let fd = file.as_raw_fd();
         let cannot = |e| anyhow::anyhow!("{path}: cannot lock campaign `{name}`: {e}");
         if !crate::system::lock_byte(fd, offset, false).map_err(cannot)? {
@@ -1403,6 +1408,26 @@ impl StoreWrite for SqliteStore {
         // reserve (a store opened only to copy into makes no such file).
         self.keep_reserve();
         Ok(())
+    }
+
+    /// Tried, and at once let go (closing the file ends its lock).
+    fn campaign_locked(&self, name: &str) -> Option<bool> {
+        use std::os::fd::AsRawFd;
+        let path = self.locks_path()?;
+        let file = match std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(&path)
+        {
+            Ok(f) => f,
+            // No run ever locked anything on this store.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Some(false),
+            Err(_) => return None,
+        };
+        match crate::system::lock_byte(file.as_raw_fd(), lock_offset(name), false) {
+            Ok(got) => Some(!got),
+            Err(_) => None,
+        }
     }
 
     fn campaign(&mut self, key: &CampaignKey) -> anyhow::Result<i64> {
@@ -1696,6 +1721,9 @@ mod tests {
         super::super::suite::all_or_nothing(&mut s);
         super::super::suite::fleet_state(&mut s);
         super::super::suite::ended_runs(&mut s);
+        super::super::suite::run_locks_seen(|| {
+            SqliteStore::open(&dir.path().join("sub/k.db"), Access::Write).unwrap()
+        });
         drop(s);
         // Reopening does not re-run migrations.
         let s = SqliteStore::open(&dir.path().join("sub/k.db"), Access::Write).unwrap();

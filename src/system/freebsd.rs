@@ -549,8 +549,8 @@ impl Os for FreeBsd {
 
     /// FreeBSD has no cgroups: a command's descendants that left its
     /// process group are found as kbench's children (it is their reaper)
-    /// and killed after each sample, but not by the watchdog if kbench
-    /// itself is killed.
+    /// and killed after each sample, and by the watchdog, if kbench itself
+    /// is killed, by the mark in their environment.
     fn make_command_cgroup() {}
 
     fn command_cgroup() -> Option<PathBuf> {
@@ -571,6 +571,18 @@ impl Os for FreeBsd {
     }
 
     fn empty_command_cgroup() {}
+
+    fn processes_with_env(entry: &[u8]) -> Vec<libc::pid_t> {
+        let me = std::process::id() as libc::pid_t;
+        all_pids()
+            .into_iter()
+            .filter(|&pid| pid != me)
+            .filter(|&pid| {
+                let mib = [libc::CTL_KERN, libc::KERN_PROC, libc::KERN_PROC_ENV, pid];
+                raw(&mib).is_some_and(|env| env.split(|b| *b == 0).any(|e| e == entry))
+            })
+            .collect()
+    }
 
     fn die_with_parent(sig: c_int) -> std::io::Result<()> {
         let mut sig = sig;
@@ -794,4 +806,21 @@ impl Os for FreeBsd {
         // SAFETY: getppid takes no arguments.
         unsafe { libc::syscall(SYS_GETPPID) as c_long }
     }
+}
+
+/// Every process's pid (`kern.proc.proc`).
+fn all_pids() -> Vec<libc::pid_t> {
+    let mib = [libc::CTL_KERN, libc::KERN_PROC, libc::KERN_PROC_PROC, 0];
+    let Some(buf) = raw(&mib) else {
+        return Vec::new();
+    };
+    let size = std::mem::size_of::<libc::kinfo_proc>();
+    buf.chunks_exact(size)
+        .map(|c| {
+            // SAFETY: the kernel wrote whole kinfo_proc records; read
+            // unaligned from the byte buffer.
+            let k: libc::kinfo_proc = unsafe { std::ptr::read_unaligned(c.as_ptr().cast()) };
+            k.ki_pid
+        })
+        .collect()
 }

@@ -709,6 +709,22 @@ impl Os for Linux {
         own_children()
     }
 
+    fn processes_with_env(entry: &[u8]) -> Vec<libc::pid_t> {
+        let me = std::process::id() as libc::pid_t;
+        let Ok(dir) = fs::read_dir("/proc") else {
+            return Vec::new();
+        };
+        dir.flatten()
+            .filter_map(|e| e.file_name().to_str()?.parse::<libc::pid_t>().ok())
+            .filter(|&pid| pid != me)
+            .filter(|pid| {
+                // Another user's environ is unreadable (EACCES): not ours.
+                fs::read(format!("/proc/{pid}/environ"))
+                    .is_ok_and(|env| env.split(|b| *b == 0).any(|e| e == entry))
+            })
+            .collect()
+    }
+
     fn empty_command_cgroup() {
         if let Some(c) = cgroup() {
             empty_cgroup(c);

@@ -253,6 +253,9 @@ pub(crate) trait Os {
     fn enter_command_cgroup();
     /// This process's children, re-parented orphans included.
     fn children() -> BTreeSet<libc::pid_t>;
+    /// The processes this user may see whose environment holds `entry`
+    /// (`NAME=value`, whole), this process left out.
+    fn processes_with_env(entry: &[u8]) -> Vec<libc::pid_t>;
     /// Kill every process in the commands' container and wait (briefly)
     /// until it is empty; nothing where there is none.
     fn empty_command_cgroup();
@@ -711,15 +714,62 @@ impl Fingerprint {
 /// child subreaper (orphans come back to it) and, where the OS has one and
 /// kbench may make it, runs its commands in a container of their own (a
 /// Linux cgroup) that the watchdog empties if kbench is killed. Without
-/// one (FreeBSD), a process that left the group is killed after each
-/// sample, but not by the watchdog after kbench itself was killed. Once
-/// per process, before the first command.
+/// one (FreeBSD, or Linux without root), a process that left the group is
+/// killed after each sample, and after kbench itself was killed the
+/// watchdog finds it by [`container_mark`]. Once per process, before the
+/// first command.
 pub fn contain_descendants() {
     // Without it orphans go to init; the group kill still reaches them.
     let _ = Host::become_subreaper();
     Host::make_command_cgroup();
     // Started after the cgroup exists, so it knows to empty it.
     watchdog::ready();
+}
+
+/// The environment variable every command kbench runs carries:
+/// [`container_mark`]'s value names this kbench.
+pub const CONTAINER_VAR: &str = "KBENCH_CONTAINER";
+
+/// `PID.NANOS` of this kbench (its pid and when it first asked, so a
+/// reused pid is another mark). A descendant that left the command's
+/// process group (`setsid`) and, without root, any cgroup, still carries
+/// it in its environment: the watchdog finds it by it after kbench was
+/// killed (`kill_marked`). A program that clears its environment escapes
+/// this net; the cgroup (as root) still holds it.
+pub fn container_mark() -> &'static str {
+    static MARK: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    MARK.get_or_init(|| {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        format!("{}.{nanos}", std::process::id())
+    })
+}
+
+/// Kill (SIGKILL) every process whose environment holds
+/// `CONTAINER_VAR=mark`, again until none is found (a dying shell may
+/// start another; bounded against a fork bomb). How many were killed.
+pub fn kill_marked(mark: &str) -> usize {
+    if mark.is_empty() {
+        return 0;
+    }
+    let entry = format!("{CONTAINER_VAR}={mark}");
+    let mut killed = 0;
+    for _ in 0..100 {
+        let found = Host::processes_with_env(entry.as_bytes());
+        if found.is_empty() {
+            break;
+        }
+        for pid in found {
+            // SAFETY: kill(2) on a pid read just now; a pid reused since
+            // would have to carry this kbench's mark too.
+            if unsafe { libc::kill(pid, libc::SIGKILL) } == 0 {
+                killed += 1;
+            }
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    killed
 }
 
 /// Scratch files and directories (`TMPDIR/kbench-PID-*`) are removed by

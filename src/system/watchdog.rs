@@ -19,8 +19,10 @@
 //! normally its groups are already gone and the list is empty.
 //!
 //! A process that left the group (`setsid`) is not in it: where kbench
-//! could make its commands' cgroup (`system::linux`), the watchdog then
-//! kills everything in that cgroup too (`cgroup.kill`) and removes it. And
+//! could make its commands' cgroup (`system::linux`, as root), the
+//! watchdog then kills everything in that cgroup too (`cgroup.kill`) and
+//! removes it; as any user, it kills every process whose environment
+//! carries kbench's mark (`system::container_mark`, set on every command). And
 //! it removes kbench's scratch files and directories (`$TMPDIR/kbench-PID-*`),
 //! which a killed kbench cannot.
 //!
@@ -147,6 +149,8 @@ struct Leftovers {
     pid: CString,
     tmp: CString,
     cgroup: CString,
+    /// [`super::container_mark`], which every command's environment holds.
+    mark: CString,
     /// `CGROUP/cgroup.kill`, for the forked copy.
     kill: CString,
 }
@@ -161,6 +165,7 @@ impl Leftovers {
             tmp: c(std::env::temp_dir().as_os_str())?,
             kill: c(cgroup.join("cgroup.kill").as_os_str())?,
             cgroup: c(cgroup.as_os_str())?,
+            mark: c(super::container_mark().as_ref())?,
         })
     }
 }
@@ -184,6 +189,7 @@ fn start() -> std::io::Result<OwnedFd> {
         left.pid.as_ptr(),
         left.tmp.as_ptr(),
         left.cgroup.as_ptr(),
+        left.mark.as_ptr(),
         std::ptr::null(),
     ];
     let reexec = REEXEC.load(std::sync::atomic::Ordering::Relaxed);
@@ -229,8 +235,8 @@ fn start() -> std::io::Result<OwnedFd> {
     }
 }
 
-/// `kbench-watchdog PID TMPDIR CGROUP`: the re-executed binary's whole
-/// life.
+/// `kbench-watchdog PID TMPDIR CGROUP MARK`: the re-executed binary's
+/// whole life.
 pub fn main() -> ! {
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
     let arg = |i: usize| args.get(i).cloned().unwrap_or_default();
@@ -243,6 +249,9 @@ pub fn main() -> ! {
     )
     .unwrap_or_default();
     watch(&cgroup, &kill);
+    // What left the groups (`setsid`) and, without root, has no cgroup to
+    // be found in still carries kbench's mark in its environment.
+    super::kill_marked(&arg(4).to_string_lossy());
     // kbench is gone: its scratch files and directories go too.
     let prefix = format!("kbench-{}-", arg(1).to_string_lossy());
     let tmp = std::path::PathBuf::from(arg(2));
