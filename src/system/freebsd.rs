@@ -557,7 +557,7 @@ impl Os for FreeBsd {
         None
     }
 
-    fn enter_command_cgroup() {}
+    fn adopt_into_command_cgroup(_pid: libc::pid_t) {}
 
     /// From `kern.proc.proc`: every process whose parent is this one.
     fn children() -> BTreeSet<libc::pid_t> {

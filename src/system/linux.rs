@@ -700,9 +700,8 @@ impl Os for Linux {
         cgroup_dir()
     }
 
-    #[inline]
-    fn enter_command_cgroup() {
-        enter_cgroup()
+    fn adopt_into_command_cgroup(pid: libc::pid_t) {
+        adopt_into_cgroup(pid)
     }
 
     fn children() -> BTreeSet<libc::pid_t> {
@@ -802,13 +801,14 @@ fn cgroup_dir() -> Option<std::path::PathBuf> {
     CGROUP.get().and_then(Option::as_ref).map(|c| c.dir.clone())
 }
 
-/// In a forked child before exec: join the commands' cgroup. Only
-/// async-signal-safe calls (write).
-fn enter_cgroup() {
+/// Move process `pid` into the commands' cgroup (its pid written to
+/// `cgroup.procs`); nothing where there is none, or it is gone.
+fn adopt_into_cgroup(pid: libc::pid_t) {
     if let Some(c) = CGROUP.get().and_then(Option::as_ref) {
         use std::os::fd::AsRawFd;
-        // SAFETY: writing a static byte to an fd we hold.
-        unsafe { libc::write(c.procs.as_raw_fd(), b"0".as_ptr().cast(), 1) };
+        let s = pid.to_string();
+        // SAFETY: writing our buffer to an fd we hold.
+        unsafe { libc::write(c.procs.as_raw_fd(), s.as_ptr().cast(), s.len()) };
     }
 }
 

@@ -248,9 +248,10 @@ pub(crate) trait Os {
     /// The directory of that container, if one was made (the watchdog
     /// empties and removes it after kbench was killed).
     fn command_cgroup() -> Option<PathBuf>;
-    /// In a forked child before exec: join that container. Only
-    /// async-signal-safe calls.
-    fn enter_command_cgroup();
+    /// Move the just-started child `pid` into that container (from
+    /// kbench, after the spawn: nothing runs in the child between its
+    /// fork and exec, so it is started by `posix_spawn`).
+    fn adopt_into_command_cgroup(pid: libc::pid_t);
     /// This process's children, re-parented orphans included.
     fn children() -> BTreeSet<libc::pid_t>;
     /// The processes this user may see whose environment holds `entry`
@@ -791,11 +792,12 @@ pub fn children() -> BTreeSet<libc::pid_t> {
     Host::children()
 }
 
-/// In the forked child, before exec (async-signal-safe): join the
-/// commands' cgroup.
-#[inline]
-pub fn enter_command_cgroup() {
-    Host::enter_command_cgroup();
+/// Move the command just started as `pid` into the commands' cgroup
+/// (nothing where there is none). A process it forked before the move
+/// stays outside, but in its process group and with kbench's mark
+/// ([`container_mark`]), both of which are killed too.
+pub fn adopt_into_command_cgroup(pid: libc::pid_t) {
+    Host::adopt_into_command_cgroup(pid);
 }
 
 /// After a command's process group was killed and reaped: kill whatever
