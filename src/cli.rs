@@ -40,7 +40,7 @@ pub enum Command {
     /// NAME` describes one: parameters, metrics, reference tool.
     List {
         /// A benchmark's name, or a word to filter by (`pipe`, `files`,
-        /// `lmbench`).
+        /// `lmbench`); `counters` lists the counters `--counters` takes.
         word: Option<String>,
         /// Print JSON instead of text.
         #[arg(long)]
@@ -198,6 +198,9 @@ pub enum Command {
         /// differential flame graph per cell) [default: text].
         #[arg(long, value_enum, value_name = "FORMAT")]
         format: Option<crate::report::Format>,
+        /// Write the explanation to FILE instead of standard output.
+        #[arg(short = 'o', long = "output", value_name = "FILE")]
+        output: Option<std::path::PathBuf>,
     },
     /// A regression gate for CI: run the candidate and its baseline
     /// interleaved in one run (--against FACTOR=VALUE for a plan's level,

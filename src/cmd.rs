@@ -117,9 +117,10 @@ fn execute(command: Command, db: &store::Locator) -> anyhow::Result<ExitCode> {
             top,
             json,
             format,
+            output,
         } => {
             let format = one_format(json, format)?.unwrap_or(Format::Text);
-            explain(db, &a, &b, confidence, top, format)
+            explain(db, &a, &b, confidence, top, format, output.as_deref())
         }
         Command::Compare {
             operands,
@@ -190,6 +191,10 @@ fn list(word: Option<&str>, json: bool) -> anyhow::Result<ExitCode> {
     let Some(word) = word else {
         return print(&Document::Benches(&all), Format::json_if(json));
     };
+    if word == "counters" {
+        let counters = report::CounterInfo::all();
+        return print(&Document::Counters(&counters), Format::json_if(json));
+    }
     if let Some(b) = all.iter().find(|b| b.name == word) {
         return print(&Document::Bench(b), Format::json_if(json));
     }
@@ -1520,6 +1525,7 @@ fn explain(
     confidence: f64,
     top: usize,
     format: Format,
+    output: Option<&std::path::Path>,
 ) -> anyhow::Result<ExitCode> {
     if !(80.0..=99.9).contains(&confidence) {
         return Err(bad_input!(
@@ -1540,7 +1546,10 @@ fn explain(
         top,
     };
     let e = crate::explain::explain(&*st, &ask)?;
-    print(&Document::Explain(&e), format)
+    let doc = Document::Explain(&e);
+    write_with(output, &mut |w| {
+        report::write(&doc, format, w).map_err(std::io::Error::other)
+    })
 }
 
 fn compare(

@@ -63,12 +63,12 @@ pub struct MeasureArgs {
     pub processes: Option<u32>,
     /// Event counters read around the timed part of each sample of a
     /// micro-benchmark or scale cell, stored per operation as metrics
-    /// (`context-switches/op`): a comma list of task-clock,
-    /// context-switches, voluntary-switches, involuntary-switches,
-    /// cpu-migrations, minor-faults, major-faults, cycles, instructions,
-    /// cache-misses, branch-misses; `default` (the same as `software`),
-    /// `all` (the hardware ones too where the CPU's PMU is there), `none`
-    /// [default: default].
+    /// (`context-switches/op`): a comma list of perf's names and aliases
+    /// (`kbench list counters`: task-clock, context-switches or cs,
+    /// cpu-migrations or migrations, page-faults or faults, minor-faults,
+    /// cycles, ...); `default` (the same as `software`), `all` (the
+    /// hardware ones too where the CPU's PMU is there), `none` [default:
+    /// default].
     #[arg(long, value_name = "LIST")]
     pub counters: Option<String>,
     /// Record a sampled call-stack profile (`perf record -g`, kernel

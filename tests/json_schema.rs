@@ -132,6 +132,7 @@ fn every_json_document_matches_the_shipped_schema() {
     get("runs", &["runs", "--json"]);
     get("list", &["list", "--json"]);
     get("list NAME", &["list", "getppid", "--json"]);
+    get("list counters", &["list", "counters", "--json"]);
     get("sysinfo", &["sysinfo", "--json"]);
     get("plan-size", &["plan-size", "1", "--json"]);
     // A profiled run of the same plan, and what explain makes of it.

@@ -99,7 +99,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     (
         "explain",
         &[
-            "error", "profile", "report", "select", "stats", "store", "system",
+            "error", "profile", "record", "report", "select", "stats", "store", "system",
         ],
     ),
     (

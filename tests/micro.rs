@@ -616,6 +616,48 @@ fn an_unknown_counter_is_bad_input() {
     assert!(err.contains("`cycels`"), "{err}");
 }
 
+/// Issue 45: `--counters page-faults` (perf's own name) was refused.
+/// perf's names and aliases are taken, each stored under perf's name, and
+/// page-faults (minor plus major) read one per page touched, as
+/// minor-faults do beside it.
+#[test]
+fn perfs_names_and_aliases_are_counted() {
+    let _t = common::serial();
+    let dir = tempfile::tempdir().unwrap();
+    let out = kbench(dir.path())
+        .args(["run", "--counters"])
+        .arg("context-switches,cpu-migrations,page-faults,cs,migrations,faults,minor-faults")
+        .args(["--samples", "2", "--sample-time", "0.02", "--warmup", "1"])
+        .args(["--json", "--quiet", "page-fault"])
+        .assert()
+        .success();
+    let v = json(&out.get_output().stdout);
+    let faults = cell_median(&v, "page-fault", "page-faults/op", None);
+    let minor = cell_median(&v, "page-fault", "minor-faults/op", None);
+    assert!(
+        (0.9..1.5).contains(&faults),
+        "page faults per page {faults}"
+    );
+    assert!(
+        faults >= minor * 0.99,
+        "page-faults {faults} < minor {minor}"
+    );
+    for m in ["context-switches/op", "cpu-migrations/op"] {
+        assert!(cell_median(&v, "page-fault", m, None) >= 0.0);
+    }
+    let list = kbench(dir.path())
+        .args(["list", "counters"])
+        .assert()
+        .success();
+    let text = String::from_utf8_lossy(&list.get_output().stdout).to_string();
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("page-faults ") && l.contains("faults")),
+        "{text}"
+    );
+    assert!(text.lines().all(|l| l.chars().count() <= 80), "{text}");
+}
+
 #[test]
 fn counters_follow_a_cell_into_its_worker_processes() {
     let _t = common::serial();

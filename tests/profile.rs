@@ -70,10 +70,45 @@ fn explain_finds_the_function_that_got_slower_and_nothing_in_a_a() {
     let first = &cell["symbols"][0];
     assert_eq!(first["symbol"], "named_hotspot", "{e:#}");
     assert_eq!(first["changed"], true, "{e:#}");
-    // About 9 points more of the samples (from ~8% to ~17%).
+    // Ranked by CPU cost per run, not by share: the hotspot's work
+    // doubles (its cost about 2x), and the four functions whose work did
+    // not change, though their shares fell, are not flagged.
+    assert_eq!(cell["cost_unit"], "cpu-ns/op", "{e:#}");
     let lo = first["diff"]["lo"].as_f64().unwrap();
-    let mean = first["diff"]["mean"].as_f64().unwrap();
-    assert!(lo > 0.0 && (3.0..20.0).contains(&mean), "{first:#}");
+    let (ca, cb) = (
+        first["cost_a"].as_f64().unwrap(),
+        first["cost_b"].as_f64().unwrap(),
+    );
+    assert!(lo > 0.0 && (1.4..2.8).contains(&(cb / ca)), "{first:#}");
+    let others: Vec<_> = (cell["symbols"].as_array().unwrap().iter())
+        .filter(|s| s["changed"] == true && s["measure"] == "self")
+        .filter(|s| s["symbol"].as_str().unwrap().starts_with("work_"))
+        .collect();
+    assert!(
+        others.is_empty(),
+        "unchanged functions flagged: {others:#?}"
+    );
+    // `-o` writes it where `report` would.
+    let page = d.join("explain.html");
+    let out = kbench(d)
+        .args([
+            "explain",
+            "ab:variant=a",
+            "ab:variant=b",
+            "--format",
+            "html",
+            "-o",
+        ])
+        .arg(&page)
+        .output()
+        .unwrap();
+    assert_ok(&out);
+    assert!(out.stdout.is_empty());
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(
+        html.contains("named_hotspot") && html.contains("CPU"),
+        "{html}"
+    );
 
     let aa = explain(d, "aa", ["a", "a2"]);
     let changed: Vec<_> = aa["cells"][0]["symbols"]

@@ -56,12 +56,23 @@ for i in $(seq 1 "$n"); do
 done
 echo "A/A: $flagged of $n pairs show a change"
 plan ab a b
-"$kbench" run "$dir/ab.toml" --profile -q > /dev/null
-echo "A/B (load $(cut -d' ' -f1-3 /proc/loadavg)):"
-"$kbench" explain ab:variant=a ab:variant=b
-"$kbench" explain ab:variant=a ab:variant=b --json | python3 -c '
+# AB=M (default 1) A/B runs: each one's first symbol and the functions whose
+# own (self) cost it marks changed.
+ab=${AB:-1}
+first_ok=0
+for i in $(seq 1 "$ab"); do
+    "$kbench" run "$dir/ab.toml" --force --profile -q > /dev/null
+    run=$("$kbench" runs --json | python3 -c 'import json,sys; print(max(r["id"] for r in json.load(sys.stdin)["runs"]))')
+    line=$("$kbench" explain "$run:variant=a" "$run:variant=b" --json | python3 -c '
 import json, sys
-s = json.load(sys.stdin)["cells"][0]["symbols"][0]
-d, name, m = s["diff"], s["symbol"], s["measure"]
-print("A/B first: %s (%s) %.1f%% -> %.1f%%, %+.2f points [%+.2f, %+.2f], changed: %s"
-      % (name, m, s["share_a"], s["share_b"], d["mean"], d["lo"], d["hi"], s["changed"]))'
+c = json.load(sys.stdin)["cells"][0]
+s = c["symbols"][0]
+d, u = s["diff"], c.get("cost_unit") or "points"
+own = [x["symbol"] for x in c["symbols"] if x["changed"] and x["measure"] == "self"]
+print("%s (%s) %+.4g [%+.4g, %+.4g] %s, cost %.4g -> %.4g; self changed: %s"
+      % (s["symbol"], s["measure"], d["mean"], d["lo"], d["hi"], u,
+         s.get("cost_a") or s["share_a"], s.get("cost_b") or s["share_b"], ",".join(own)))')
+    echo "A/B $i (run $run, load $(cut -d' ' -f1-3 /proc/loadavg)): first $line"
+    case "$line" in "named_hotspot (self)"*"self changed: named_hotspot") first_ok=$((first_ok + 1)) ;; esac
+done
+echo "A/B: named_hotspot first and the only function whose own cost changed in $first_ok of $ab"

@@ -7,10 +7,16 @@
 //! in the same run (interleaved), else the i-th recorded round of each.
 //! Per round, every symbol's self share (samples whose leaf it is) and
 //! inclusive share (samples whose stack holds it) of the cell's profile
-//! are computed; their differences over the rounds give each symbol's
-//! change with an interval (`stats::shares`), simultaneous over the
-//! family of symbols tested, so a change inside the profile's own noise
-//! is marked as such. Counters per operation (`<counter>/op` metrics)
+//! are computed, and turned into a cost per operation: the share times
+//! the CPU time per operation the round measured (its `task-clock/op`
+//! counter, or a command's `user` + `sys` per run). Their differences
+//! over the rounds give each symbol's change with an interval
+//! (`stats::shares`), simultaneous over the family of symbols tested, so
+//! a change inside the profile's own noise is marked as such. A share is
+//! not a cost: when one function gets slower, the others' shares fall
+//! though they cost what they did, so symbols are tested and ranked by
+//! cost (by share only where a round has no CPU time to scale by, which
+//! the document says). Counters per operation (`<counter>/op` metrics)
 //! are compared the same way and listed first when they moved.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -46,6 +52,24 @@ struct Side {
 struct Round {
     profile: Option<Folded>,
     counters: BTreeMap<String, Vec<f64>>,
+    /// A command's `user` and `sys` seconds per run, summed over samples.
+    cpu_s: Vec<f64>,
+}
+
+/// The counter whose value per operation a profile's samples divide.
+const BASIS: &str = "task-clock/op";
+
+impl Round {
+    /// The CPU time per operation this round's profile stands for, in ns:
+    /// its task-clock per operation, else a command's user + sys per run.
+    fn cpu_ns_per_op(&self) -> Option<f64> {
+        let mean = |v: &[f64]| (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64);
+        match self.counters.get(BASIS) {
+            Some(v) => mean(v),
+            None => mean(&self.cpu_s).map(|s| s * 1e9),
+        }
+        .filter(|x| x.is_finite() && *x > 0.0)
+    }
 }
 
 /// Explain the difference between operands `a` (baseline) and `b`.
@@ -187,14 +211,28 @@ fn side(st: &dyn StoreRead, cells: &[&StoredCell]) -> anyhow::Result<Side> {
         for p in st.profiles(c.id)? {
             s.rounds.entry((c.run_id, p.round)).or_default().profile = Some(p.stacks);
         }
-        for x in (samples.iter()).filter(|x| crate::system::counters::is_metric(x.metric())) {
-            s.rounds
-                .entry((c.run_id, x.round))
-                .or_default()
-                .counters
-                .entry(x.metric().to_owned())
-                .or_default()
-                .push(x.value);
+        // A command's CPU time, by sample: user + sys.
+        let mut cpu: BTreeMap<(u32, u32), (f64, u8)> = BTreeMap::new();
+        for x in samples.iter() {
+            let m = x.metric();
+            if crate::system::counters::is_metric(m) {
+                s.rounds
+                    .entry((c.run_id, x.round))
+                    .or_default()
+                    .counters
+                    .entry(m.to_owned())
+                    .or_default()
+                    .push(x.value);
+            } else if c.info.kind == crate::record::Kind::Command && (m == "user" || m == "sys") {
+                let e = cpu.entry((x.round, x.seq)).or_default();
+                e.0 += x.value;
+                e.1 += 1;
+            }
+        }
+        for ((round, _), (v, n)) in cpu {
+            if n == 2 {
+                s.rounds.entry((c.run_id, round)).or_default().cpu_s.push(v);
+            }
         }
     }
     Ok(s)
@@ -232,11 +270,21 @@ fn shares(f: &Folded) -> BTreeMap<String, (f64, f64)> {
 
 fn explain_cell(name: &str, a: &Side, b: &Side, ask: &Ask<'_>) -> CellExplain {
     let (pairs, by_round) = pair_rounds(a, b);
-    let prof: Vec<(&Folded, &Folded)> = (pairs.iter())
-        .filter_map(|(x, y)| Some((x.profile.as_ref()?, y.profile.as_ref()?)))
-        .filter(|(x, y)| x.total() > 0 && y.total() > 0)
+    // Each pair's profiles and CPU ns per operation.
+    type Profiled<'r> = (&'r Folded, &'r Folded, Option<(f64, f64)>);
+    let prof: Vec<Profiled> = (pairs.iter())
+        .filter_map(|(x, y)| {
+            let (fx, fy) = (x.profile.as_ref()?, y.profile.as_ref()?);
+            let cpu = x.cpu_ns_per_op().zip(y.cpu_ns_per_op());
+            (fx.total() > 0 && fy.total() > 0).then_some((fx, fy, cpu))
+        })
         .collect();
-    let sh: Vec<_> = prof.iter().map(|(x, y)| (shares(x), shares(y))).collect();
+    let sh: Vec<_> = prof
+        .iter()
+        .map(|(x, y, _)| (shares(x), shares(y)))
+        .collect();
+    // When every pair has its CPU time: a symbol's cost is its share of it.
+    let basis: Option<Vec<(f64, f64)>> = prof.iter().map(|p| p.2).collect();
     let n = sh.len().max(1) as f64;
     // Mean shares per symbol, to choose the family.
     let mut mean: BTreeMap<&str, [f64; 4]> = BTreeMap::new();
@@ -268,46 +316,70 @@ fn explain_cell(name: &str, a: &Side, b: &Side, ask: &Ask<'_>) -> CellExplain {
             let get = |m: &BTreeMap<String, (f64, f64)>| {
                 m.get(s).map_or(0.0, |v| if own { v.0 } else { v.1 })
             };
-            let d: Vec<f64> = sh.iter().map(|(x, y)| 100.0 * (get(y) - get(x))).collect();
+            // Per pair: (A, B) as cost per op in ns, else as share in %.
+            let per: Vec<(f64, f64)> = match &basis {
+                Some(b) => (sh.iter().zip(b))
+                    .map(|((x, y), (ba, bb))| (get(x) * ba, get(y) * bb))
+                    .collect(),
+                None => (sh.iter())
+                    .map(|(x, y)| (100.0 * get(x), 100.0 * get(y)))
+                    .collect(),
+            };
+            let d: Vec<f64> = per.iter().map(|(x, y)| y - x).collect();
             let diff = paired_diff(&d, ask.confidence, family)?;
             let v = mean[s];
             let (sa, sb) = if own { (v[0], v[2]) } else { (v[1], v[3]) };
+            let cost = |i: usize| {
+                basis
+                    .as_ref()
+                    .map(|_| per.iter().map(|p| [p.0, p.1][i]).sum::<f64>() / per.len() as f64)
+            };
             Some(SymbolChange {
                 symbol: s.to_string(),
                 measure: if own { "self" } else { "incl" }.into(),
                 share_a: 100.0 * sa,
                 share_b: 100.0 * sb,
+                cost_a: cost(0),
+                cost_b: cost(1),
                 changed: diff.changed(),
                 diff,
             })
         })
         .collect();
+    // What changed first; a function's own cost before the inclusive
+    // costs of its callers (which carry the same change); then by how
+    // much it changed: the function that got slower leads.
     symbols.sort_by(|x, y| {
-        (y.changed.cmp(&x.changed)).then(y.diff.mean.abs().total_cmp(&x.diff.mean.abs()))
+        (y.changed.cmp(&x.changed))
+            .then((x.measure != "self").cmp(&(y.measure != "self")))
+            .then(y.diff.mean.abs().total_cmp(&x.diff.mean.abs()))
     });
     let shown = symbols
         .len()
         .min(ask.top.max(symbols.iter().filter(|s| s.changed).count()));
     symbols.truncate(shown);
+    let merged = prof.iter().fold(
+        Default::default(),
+        |(mut x, mut y): (Folded, Folded), (a, b, _)| {
+            x.merge(a);
+            y.merge(b);
+            (x, y)
+        },
+    );
     CellExplain {
         cell: name.to_string(),
         paired_by_round: by_round,
         rounds: sh.len(),
-        samples_a: prof.iter().map(|(x, _)| x.total()).sum(),
-        samples_b: prof.iter().map(|(_, y)| y.total()).sum(),
+        samples_a: prof.iter().map(|(x, _, _)| x.total()).sum(),
+        samples_b: prof.iter().map(|(_, y, _)| y.total()).sum(),
         family,
+        cost_unit: basis.map(|_| "cpu-ns/op".to_string()),
         counter_rounds: (pairs.iter())
             .filter(|(x, y)| !x.counters.is_empty() && !y.counters.is_empty())
             .count(),
         counters: counters(&pairs, ask.confidence),
         symbols,
-        merged: prof
-            .iter()
-            .fold(Default::default(), |(mut x, mut y), (a, b)| {
-                x.merge(a);
-                y.merge(b);
-                (x, y)
-            }),
+        merged,
     }
 }
 

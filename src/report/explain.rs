@@ -1,7 +1,8 @@
 //! `kbench explain`'s document: per pair of cells, the counters per
-//! operation that moved, then the symbols whose share of profile samples
-//! changed most, each with its simultaneous interval (`*` beyond the
-//! noise, `~` inside it). Text within 80 columns, Markdown tables, JSON
+//! operation that moved, then the symbols whose CPU cost per operation
+//! (their share of the profile times the CPU time per operation; the
+//! share alone where none was measured) changed most, each with its
+//! simultaneous interval (`*` beyond the noise, `~` inside it). Text within 80 columns, Markdown tables, JSON
 //! (kind `explain`); the model is built by `crate::explain`.
 
 use std::fmt::Write;
@@ -41,9 +42,13 @@ pub struct CellExplain {
     pub samples_b: u64,
     /// Symbol shares tested (the family of the intervals).
     pub family: usize,
+    /// The unit of the symbols' costs and changes (`cpu-ns/op`); `None`
+    /// where a round had no CPU time per operation, and symbols are
+    /// compared by share (changes in percentage points).
+    pub cost_unit: Option<String>,
     /// Counters per operation, those that moved first.
     pub counters: Vec<CounterChange>,
-    /// Symbols whose share changed most, those beyond the noise first.
+    /// Symbols whose cost changed most, those beyond the noise first.
     pub symbols: Vec<SymbolChange>,
     /// Each side's profiles over the paired rounds, merged (for the
     /// differential flame graph).
@@ -72,7 +77,11 @@ pub struct SymbolChange {
     /// Mean share, percent.
     pub share_a: f64,
     pub share_b: f64,
-    /// Change in percentage points, paired by round.
+    /// Mean cost per operation, in the cell's `cost_unit`.
+    pub cost_a: Option<f64>,
+    pub cost_b: Option<f64>,
+    /// Change of the cost in `cost_unit` (without one: of the share, in
+    /// percentage points), paired by round.
     pub diff: PairedDiff,
     /// The interval excludes 0.
     pub changed: bool,
@@ -113,6 +122,43 @@ fn fit(name: &str, w: usize) -> String {
     format!("…{tail}")
 }
 
+/// How a cell's costs are printed: every value of the cell in one
+/// prefixed unit of CPU time (`us`), the label saying so.
+struct Costs {
+    shown: String,
+    label: String,
+}
+
+impl Costs {
+    fn of(c: &CellExplain) -> Option<Costs> {
+        c.cost_unit.as_ref()?;
+        let all: Vec<f64> = (c.symbols.iter())
+            .flat_map(|s| [s.cost_a, s.cost_b])
+            .flatten()
+            .collect();
+        let shown = super::fmt::human::column_unit(&all, "ns", false);
+        Some(Costs {
+            label: format!("{shown}/op"),
+            shown,
+        })
+    }
+
+    fn num(&self, v: Option<f64>) -> String {
+        v.map_or("-".into(), |v| {
+            super::fmt::human::number_in(v, "ns", None, &self.shown, false)
+        })
+    }
+
+    fn signed(&self, v: f64) -> String {
+        let n = self.num(Some(v.abs()));
+        format!("{}{n}", if v < 0.0 { '-' } else { '+' })
+    }
+
+    fn interval(&self, d: &PairedDiff) -> String {
+        format!("[{}, {}]", self.signed(d.lo), self.signed(d.hi))
+    }
+}
+
 fn header(o: &mut String, e: &Explain, c: &CellExplain) {
     let _ = writeln!(o, "{}", c.cell);
     let how = if c.paired_by_round {
@@ -143,6 +189,14 @@ fn header(o: &mut String, e: &Explain, c: &CellExplain) {
         o,
         "  {:.0}% intervals simultaneous over them (Bonferroni)",
         100.0 * e.confidence
+    );
+    let _ = writeln!(
+        o,
+        "  {}",
+        match c.cost_unit {
+            Some(_) => "a symbol's cost: its share x the CPU time per op",
+            None => "by share of samples: no CPU time per op was recorded",
+        }
     );
 }
 
@@ -178,26 +232,50 @@ pub fn text(e: &Explain) -> String {
             );
             continue;
         }
-        let _ = writeln!(
-            o,
-            "  {:<30} {:<4} {:>6} {:>6} {:>6}  interval (points)",
-            "symbol", "of", "A", "B", "change"
-        );
-        for s in &c.symbols {
-            let _ = writeln!(
-                o,
-                "{} {:<30} {:<4} {:>5.1}% {:>5.1}% {:>6}  {}",
-                mark(s.changed),
-                fit(&s.symbol, 30),
-                s.measure,
-                s.share_a,
-                s.share_b,
-                signed(s.diff.mean),
-                interval(&s.diff)
-            );
+        match Costs::of(c) {
+            Some(k) => {
+                let _ = writeln!(
+                    o,
+                    "  {:<26} {:<4} {:>8} {:>8} {:>7}  interval, {}",
+                    "symbol", "of", "A", "B", "change", k.label
+                );
+                for s in &c.symbols {
+                    let _ = writeln!(
+                        o,
+                        "{} {:<26} {:<4} {:>8} {:>8} {:>7}  {}",
+                        mark(s.changed),
+                        fit(&s.symbol, 26),
+                        s.measure,
+                        k.num(s.cost_a),
+                        k.num(s.cost_b),
+                        k.signed(s.diff.mean),
+                        k.interval(&s.diff)
+                    );
+                }
+            }
+            None => {
+                let _ = writeln!(
+                    o,
+                    "  {:<30} {:<4} {:>6} {:>6} {:>6}  interval (points)",
+                    "symbol", "of", "A", "B", "change"
+                );
+                for s in &c.symbols {
+                    let _ = writeln!(
+                        o,
+                        "{} {:<30} {:<4} {:>5.1}% {:>5.1}% {:>6}  {}",
+                        mark(s.changed),
+                        fit(&s.symbol, 30),
+                        s.measure,
+                        s.share_a,
+                        s.share_b,
+                        signed(s.diff.mean),
+                        interval(&s.diff)
+                    );
+                }
+            }
         }
         if !c.symbols.iter().any(|s| s.changed) {
-            let _ = writeln!(o, "  no symbol's share changed beyond the profile's noise");
+            let _ = writeln!(o, "  no symbol's cost changed beyond the profile's noise");
         }
     }
     o.push_str("\n* beyond the noise (interval excludes 0), ~ inside it\n");
@@ -262,14 +340,30 @@ pub fn markdown(e: &Explain) -> String {
             );
             continue;
         }
-        o.push_str(
-            "| symbol | of | A | B | change (points) | interval |\n|---|---|--:|--:|--:|---|\n",
-        );
+        let k = Costs::of(c);
+        let _ = match &k {
+            Some(k) => writeln!(
+                o,
+                "| symbol | of | share A | share B | A ({l}) | B ({l}) | change ({l}) | interval |\n|---|---|--:|--:|--:|--:|--:|---|",
+                l = format!("CPU {}", k.label)
+            ),
+            None => writeln!(
+                o,
+                "| symbol | of | A | B | change (points) | interval |\n|---|---|--:|--:|--:|---|"
+            ),
+        };
         for s in &c.symbols {
-            let ch = signed(s.diff.mean);
+            let (ch, iv) = match &k {
+                Some(k) => (k.signed(s.diff.mean), k.interval(&s.diff)),
+                None => (signed(s.diff.mean), interval(&s.diff)),
+            };
+            let costs = match &k {
+                Some(k) => format!(" {} | {} |", k.num(s.cost_a), k.num(s.cost_b)),
+                None => String::new(),
+            };
             let _ = writeln!(
                 o,
-                "| `{}` | {} | {:.1}% | {:.1}% | {} | {} |",
+                "| `{}` | {} | {:.1}% | {:.1}% |{costs} {} | {iv} |",
                 s.symbol.replace('`', "'"),
                 s.measure,
                 s.share_a,
@@ -279,7 +373,6 @@ pub fn markdown(e: &Explain) -> String {
                 } else {
                     format!("{ch} ~")
                 },
-                interval(&s.diff)
             );
         }
         o.push('\n');
@@ -322,19 +415,36 @@ pub fn html(e: &Explain) -> String {
             }
             o.push_str("</table>\n");
         }
-        o.push_str("<table><tr><th></th><th class=\"l\">symbol</th><th class=\"l\">of</th><th>A</th><th>B</th><th>change (points)</th><th class=\"l\">interval</th></tr>\n");
+        let k = Costs::of(c);
+        let _ = match &k {
+            Some(k) => writeln!(
+                o,
+                "<table><tr><th></th><th class=\"l\">symbol</th><th class=\"l\">of</th><th>share A</th><th>share B</th><th>A ({l})</th><th>B ({l})</th><th>change ({l})</th><th class=\"l\">interval</th></tr>",
+                l = esc(&format!("CPU {}", k.label))
+            ),
+            None => writeln!(
+                o,
+                "<table><tr><th></th><th class=\"l\">symbol</th><th class=\"l\">of</th><th>A</th><th>B</th><th>change (points)</th><th class=\"l\">interval</th></tr>"
+            ),
+        };
         for s in &c.symbols {
+            let (ch, iv) = match &k {
+                Some(k) => (k.signed(s.diff.mean), k.interval(&s.diff)),
+                None => (signed(s.diff.mean), interval(&s.diff)),
+            };
+            let costs = match &k {
+                Some(k) => format!("<td>{}</td><td>{}</td>", k.num(s.cost_a), k.num(s.cost_b)),
+                None => String::new(),
+            };
             let _ = writeln!(
                 o,
-                "<tr><td>{}</td><td class=\"l\"><code>{}</code></td><td class=\"l\">{}</td><td>{:.1}%</td><td>{:.1}%</td><td{}>{}</td><td class=\"l\">{}</td></tr>",
+                "<tr><td>{}</td><td class=\"l\"><code>{}</code></td><td class=\"l\">{}</td><td>{:.1}%</td><td>{:.1}%</td>{costs}<td{}>{ch}</td><td class=\"l\">{iv}</td></tr>",
                 mark(s.changed),
                 esc(&s.symbol),
                 s.measure,
                 s.share_a,
                 s.share_b,
                 if s.changed { " class=\"sig\"" } else { "" },
-                signed(s.diff.mean),
-                interval(&s.diff)
             );
         }
         o.push_str("</table>\n");

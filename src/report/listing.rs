@@ -153,6 +153,84 @@ fn benches(o: &mut String, list: &[BenchInfo]) {
     }
 }
 
+/// `kbench list counters`: one counter `--counters` takes.
+#[derive(Clone, Debug, Serialize)]
+pub struct CounterInfo {
+    /// perf's name, also the metric's (`NAME/op`).
+    pub name: String,
+    /// perf's other names for it.
+    pub aliases: Vec<String>,
+    pub unit: String,
+    /// `software` (the kernel counts it) or `hardware` (the CPU's PMU).
+    pub source: String,
+    /// Read by a run unasked (`--counters default`).
+    pub default: bool,
+}
+
+impl CounterInfo {
+    /// Every counter, in the order reports list them.
+    pub fn all() -> Vec<CounterInfo> {
+        use crate::system::counters::{ALL, SOFTWARE};
+        ALL.iter()
+            .map(|c| CounterInfo {
+                name: c.name().to_string(),
+                aliases: c.aliases().iter().map(|a| a.to_string()).collect(),
+                unit: c.unit().to_string(),
+                source: if c.hardware() { "hardware" } else { "software" }.to_string(),
+                default: SOFTWARE.contains(c),
+            })
+            .collect()
+    }
+}
+
+fn counters(o: &mut String, list: &[CounterInfo]) {
+    let rows: Vec<Vec<String>> = list
+        .iter()
+        .map(|c| {
+            vec![
+                c.name.clone(),
+                if c.aliases.is_empty() {
+                    "-".to_string()
+                } else {
+                    c.aliases.join(", ")
+                },
+                c.unit.clone(),
+                c.source.clone(),
+                if c.default { "yes" } else { "no" }.to_string(),
+            ]
+        })
+        .collect();
+    let head = ["counter", "also", "unit", "counted by", "default"];
+    let w: Vec<usize> = (0..head.len())
+        .map(|i| {
+            rows.iter()
+                .map(|r| r[i].len())
+                .chain([head[i].len()])
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    for r in std::iter::once(head.map(String::from).to_vec()).chain(rows) {
+        let line: Vec<String> = r.iter().zip(&w).map(|(c, w)| format!("{c:<w$}")).collect();
+        let _ = writeln!(o, "{}", line.join("  ").trim_end());
+    }
+    let _ = writeln!(
+        o,
+        "
+--counters takes names and aliases, separated by commas, or a set:
+         default (the software ones marked), all, none. Each is stored per
+         operation as NAME/op; `page-faults` is minor plus major faults."
+    );
+}
+
+impl Render for [CounterInfo] {
+    const KIND: &'static str = "counters";
+
+    fn text(&self) -> String {
+        written(|o| counters(o, self))
+    }
+}
+
 /// `kbench list NAME`: everything about one benchmark, within 80 columns.
 fn bench_detail(o: &mut String, b: &BenchInfo) {
     let _ = writeln!(o, "{} ({}, {})", b.name, b.family.as_str(), b.kind.as_str());

@@ -79,6 +79,8 @@ pub enum Document<'a> {
     Benches(&'a [BenchInfo]),
     /// `kbench list NAME`: one benchmark in full.
     Bench(&'a BenchInfo),
+    /// `kbench list counters`: the counters `--counters` takes.
+    Counters(&'a [CounterInfo]),
     /// `kbench report` under a layout (`table/`).
     Tables(&'a table::TableDoc),
     /// `kbench report --format csv`: every sample (`samples.rs`).
@@ -168,6 +170,7 @@ impl Document<'_> {
             Document::Sysinfo(d) => v.visit(*d),
             Document::Benches(d) => v.visit(*d),
             Document::Bench(d) => v.visit(*d),
+            Document::Counters(d) => v.visit(*d),
             Document::Tables(d) => v.visit(*d),
             Document::Samples(d) => v.visit(*d),
             Document::History(d) => v.visit(*d),
@@ -218,7 +221,7 @@ fn in_format<D: Render + ?Sized>(d: &D, format: Format) -> anyhow::Result<Render
     })
 }
 
-pub use listing::{BenchInfo, Sysinfo};
+pub use listing::{BenchInfo, CounterInfo, Sysinfo};
 pub use run::{FailedCell, Report, Subject};
 
 /// Push `x` unless `v` holds it already (first-seen order kept).

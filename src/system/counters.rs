@@ -13,6 +13,7 @@ pub enum Counter {
     VoluntarySwitches,
     InvoluntarySwitches,
     Migrations,
+    PageFaults,
     MinorFaults,
     MajorFaults,
     Cycles,
@@ -28,6 +29,7 @@ pub const ALL: &[Counter] = &[
     Counter::VoluntarySwitches,
     Counter::InvoluntarySwitches,
     Counter::Migrations,
+    Counter::PageFaults,
     Counter::MinorFaults,
     Counter::MajorFaults,
     Counter::Cycles,
@@ -36,7 +38,9 @@ pub const ALL: &[Counter] = &[
     Counter::BranchMisses,
 ];
 
-/// The software counters: every kernel has them, a PMU is not needed.
+/// The software counters a run reads unasked (`default`): every kernel has
+/// them, a PMU is not needed. (`page-faults` is their sum of minor and
+/// major faults, asked by name.)
 pub const SOFTWARE: &[Counter] = &[
     Counter::TaskClock,
     Counter::ContextSwitches,
@@ -56,6 +60,7 @@ impl Counter {
             Counter::VoluntarySwitches => "voluntary-switches",
             Counter::InvoluntarySwitches => "involuntary-switches",
             Counter::Migrations => "cpu-migrations",
+            Counter::PageFaults => "page-faults",
             Counter::MinorFaults => "minor-faults",
             Counter::MajorFaults => "major-faults",
             Counter::Cycles => "cycles",
@@ -63,6 +68,25 @@ impl Counter {
             Counter::CacheMisses => "cache-misses",
             Counter::BranchMisses => "branch-misses",
         }
+    }
+
+    /// perf's other names for it (`perf list`), which `--counters` takes
+    /// too.
+    pub fn aliases(self) -> &'static [&'static str] {
+        match self {
+            Counter::ContextSwitches => &["cs"],
+            Counter::Migrations => &["migrations"],
+            Counter::PageFaults => &["faults"],
+            Counter::Cycles => &["cpu-cycles"],
+            _ => &[],
+        }
+    }
+
+    /// The counter `word` names, by its name or one of perf's aliases.
+    pub fn named(word: &str) -> Option<Counter> {
+        ALL.iter()
+            .copied()
+            .find(|c| c.name() == word || c.aliases().contains(&word))
     }
 
     /// The metric its per-operation values are stored as.
@@ -81,12 +105,11 @@ impl Counter {
     }
 
     /// Counted by the CPU's performance monitoring unit.
-    #[cfg_attr(
-        not(target_os = "linux"),
-        allow(dead_code, reason = "only the Linux backend counts with the PMU")
-    )]
     pub fn hardware(self) -> bool {
-        !SOFTWARE.contains(&self)
+        matches!(
+            self,
+            Counter::Cycles | Counter::Instructions | Counter::CacheMisses | Counter::BranchMisses
+        )
     }
 
     /// Not a perf event: perf counts context switches as one sum, so the
@@ -158,12 +181,12 @@ pub fn parse_list(list: &str) -> Result<Vec<Counter>, String> {
             "none" => &[],
             "default" | "software" => SOFTWARE,
             "all" => ALL,
-            w => match ALL.iter().find(|c| c.name() == w) {
+            w => match ALL.iter().find(|c| Counter::named(w) == Some(**c)) {
                 Some(c) => std::slice::from_ref(c),
                 None => {
                     let known: Vec<&str> = ALL.iter().map(|c| c.name()).collect();
                     return Err(format!(
-                        "--counters: unknown counter `{w}` (known: {}, default, software, all, none)",
+                        "--counters: unknown counter `{w}` (known: {}, default, software, all, none; `kbench list counters`)",
                         known.join(", ")
                     ));
                 }
@@ -218,12 +241,34 @@ mod tests {
     }
 
     #[test]
+    fn perf_names_and_aliases_are_taken() {
+        use Counter::*;
+        assert_eq!(
+            parse_list("context-switches,cpu-migrations,page-faults").unwrap(),
+            vec![ContextSwitches, Migrations, PageFaults]
+        );
+        assert_eq!(
+            parse_list("cs,migrations,faults,cpu-cycles,cs").unwrap(),
+            vec![ContextSwitches, Migrations, PageFaults, Cycles]
+        );
+        // Every alias names one counter only.
+        let mut seen = std::collections::BTreeSet::new();
+        for c in ALL {
+            for n in std::iter::once(c.name()).chain(c.aliases().iter().copied()) {
+                assert!(seen.insert(n), "{n} twice");
+                assert_eq!(Counter::named(n), Some(*c));
+            }
+        }
+    }
+
+    #[test]
     fn metrics_are_per_operation_and_hardware_is_told_apart() {
         assert_eq!(Counter::ContextSwitches.metric(), "context-switches/op");
         assert!(ALL.iter().all(|c| is_metric(&c.metric())) && is_metric(IPC));
         assert!(!is_metric("ns/op") && !is_metric("task-clock") && !is_metric("ops/s"));
         assert_eq!(Counter::TaskClock.unit(), "cpu-ns");
         assert!(Counter::Cycles.hardware() && !Counter::MajorFaults.hardware());
+        assert!(!Counter::PageFaults.hardware());
         assert!(!Counter::InvoluntarySwitches.hardware());
         assert!(
             Counter::VoluntarySwitches.split_switch() && !Counter::ContextSwitches.split_switch()

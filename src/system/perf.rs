@@ -34,6 +34,7 @@ fn builder(c: Counter) -> Builder<'static> {
             unreachable!("the switch split is not a perf event")
         }
         Counter::Migrations => Builder::new(Software::CPU_MIGRATIONS),
+        Counter::PageFaults => Builder::new(Software::PAGE_FAULTS),
         Counter::MinorFaults => Builder::new(Software::PAGE_FAULTS_MIN),
         Counter::MajorFaults => Builder::new(Software::PAGE_FAULTS_MAJ),
         Counter::Cycles => Builder::new(Hardware::CPU_CYCLES),
