@@ -54,6 +54,10 @@ pub struct CellExplain {
     /// differential flame graph).
     #[serde(skip)]
     pub merged: (crate::profile::Folded, crate::profile::Folded),
+    /// The contender's mean CPU time per operation over the baseline's,
+    /// when costs were measured (the flame graph colours by cost).
+    #[serde(skip)]
+    pub cpu_ratio: Option<f64>,
 }
 
 /// A counter per operation on both sides.
@@ -419,8 +423,8 @@ pub fn html(e: &Explain) -> String {
         let _ = match &k {
             Some(k) => writeln!(
                 o,
-                "<table><tr><th></th><th class=\"l\">symbol</th><th class=\"l\">of</th><th>share A</th><th>share B</th><th>A ({l})</th><th>B ({l})</th><th>change ({l})</th><th class=\"l\">interval</th></tr>",
-                l = esc(&format!("CPU {}", k.label))
+                "<p class=\"legend\">A, B, change and interval: CPU {l}</p>\n<table><tr><th></th><th class=\"l\">symbol</th><th class=\"l\">of</th><th>share A</th><th>share B</th><th>A</th><th>B</th><th>change</th><th class=\"l\">interval</th></tr>",
+                l = esc(&k.label)
             ),
             None => writeln!(
                 o,
@@ -438,7 +442,7 @@ pub fn html(e: &Explain) -> String {
             };
             let _ = writeln!(
                 o,
-                "<tr><td>{}</td><td class=\"l\"><code>{}</code></td><td class=\"l\">{}</td><td>{:.1}%</td><td>{:.1}%</td>{costs}<td{}>{ch}</td><td class=\"l\">{iv}</td></tr>",
+                "<tr><td>{}</td><td class=\"l\"><code>{}</code></td><td class=\"l\">{}</td><td>{:.1}%</td><td>{:.1}%</td>{costs}<td{}>{ch}</td><td class=\"l\" style=\"white-space:nowrap\">{iv}</td></tr>",
                 mark(s.changed),
                 esc(&s.symbol),
                 s.measure,
@@ -450,8 +454,25 @@ pub fn html(e: &Explain) -> String {
         o.push_str("</table>\n");
         let (a, b) = &c.merged;
         if b.total() > 0 {
-            o.push_str("<p class=\"legend\">Flame graph of the contender; colour: change of each frame's share from the baseline (red more, blue fewer samples, saturated at 5 points); hover a frame for its values.</p>\n");
-            o.push_str(&super::flame::svg(b, Some(a), &format!("x{i}")));
+            let what = match c.cpu_ratio {
+                Some(_) => {
+                    "change of each frame's CPU cost per operation from the baseline, in points of the baseline's whole cost (red more, blue less"
+                }
+                None => {
+                    "change of each frame's share from the baseline (red more, blue fewer samples"
+                }
+            };
+            let _ = writeln!(
+                o,
+                "<p class=\"legend\">Flame graph of the contender; colour: {what}, saturated at 5 points); hover a frame for its values.</p>"
+            );
+            let scale = c.cpu_ratio.unwrap_or(1.0);
+            o.push_str(&super::flame::scaled_svg(
+                b,
+                Some(a),
+                scale,
+                &format!("x{i}"),
+            ));
         }
     }
     o.push_str("<p class=\"legend\">* beyond the noise (interval excludes 0), ~ inside it</p>\n");

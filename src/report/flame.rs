@@ -82,6 +82,14 @@ fn diverging(delta_points: f64) -> String {
 /// The flame graph of `this`, differential against `base` when given.
 /// `id` makes the clip paths of several graphs on one page distinct.
 pub fn svg(this: &Folded, base: Option<&Folded>, id: &str) -> String {
+    scaled_svg(this, base, 1.0, id)
+}
+
+/// [`svg`], differential by cost: `scale` is the contender's CPU time per
+/// operation over the baseline's, so a frame's colour is the change of
+/// its cost per operation in points of the baseline's whole cost (a frame
+/// whose work did not change stays white though its share fell).
+pub fn scaled_svg(this: &Folded, base: Option<&Folded>, scale: f64, id: &str) -> String {
     let mut root = Node::default();
     tree(this, false, &mut root);
     let base_total = base.map_or(0, |b| b.total());
@@ -101,6 +109,7 @@ pub fn svg(this: &Folded, base: Option<&Folded>, id: &str) -> String {
         total,
         base_total,
         diff: base.is_some(),
+        scale,
         id,
     };
     let mut x = 0.0;
@@ -115,6 +124,8 @@ struct Ctx<'a> {
     total: u64,
     base_total: u64,
     diff: bool,
+    /// The contender's cost per operation over the baseline's (1: by share).
+    scale: f64,
     id: &'a str,
 }
 
@@ -128,11 +139,15 @@ fn draw(o: &mut String, c: &Ctx<'_>, name: &str, node: &Node, depth: usize, x: f
     let share = 100.0 * node.n as f64 / c.total as f64;
     let (fill, title) = if c.diff {
         let was = 100.0 * node.base as f64 / c.base_total.max(1) as f64;
-        let d = share - was;
-        (
-            diverging(d),
-            format!("{name}\n{share:.2}% of samples (baseline {was:.2}%, {d:+.2} points)"),
-        )
+        let d = share * c.scale - was;
+        let title = if c.scale == 1.0 {
+            format!("{name}\n{share:.2}% of samples (baseline {was:.2}%, {d:+.2} points)")
+        } else {
+            format!(
+                "{name}\n{share:.2}% of samples (baseline {was:.2}%); cost {d:+.2} points of the baseline's"
+            )
+        };
+        (diverging(d), title)
     } else {
         (
             warm(name),
