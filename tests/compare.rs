@@ -540,9 +540,39 @@ enum Numbers {
     BarePercent,
     /// Bare bounds that are ratios (Markdown, HTML ratio).
     BareRatio,
+    /// Bare bounds of improvements of a lower-is-better metric,
+    /// (baseline - new)/baseline: below +100%, any amount below 0.
+    BareImprovement,
 }
 
 fn check_output(what: &str, out: &str, numbers: Numbers) {
+    let seen = checked_bounds(what, out, numbers);
+    assert!(
+        numbers == Numbers::Percent || seen > 0,
+        "{what}: no interval found:\n{out}"
+    );
+}
+
+/// An improvement document, table by table: each legend says whether its
+/// numbers are changes turned (a lower-is-better metric) or not.
+fn check_improvements(what: &str, out: &str) {
+    let mut seen = 0;
+    for part in out.split("% improvement over").skip(1) {
+        let numbers = if part
+            .replace("\n  ", " ")
+            .contains("(baseline - new)/baseline")
+        {
+            Numbers::BareImprovement
+        } else {
+            Numbers::BarePercent
+        };
+        seen += checked_bounds(what, part, numbers);
+    }
+    assert!(seen > 0, "{what}: no interval found:\n{out}");
+}
+
+/// [`check_output`]'s checks; how many intervals it saw.
+fn checked_bounds(what: &str, out: &str, numbers: Numbers) -> usize {
     let bad = regex::Regex::new(r"(?i)\b(nan|inf|infinity)\b").unwrap();
     assert!(!bad.is_match(out), "{what}: NaN or inf:\n{out}");
     let pct = regex::Regex::new(r"\[([-+]?[0-9.]+)%, ([-+]?[0-9.]+)%\]").unwrap();
@@ -556,8 +586,9 @@ fn check_output(what: &str, out: &str, numbers: Numbers) {
         assert!(lo <= 0.0 && 0.0 <= hi, "{what}: `~` beside {}", &c[0]);
     }
     let reference = match numbers {
-        Numbers::Percent => return,
-        Numbers::BarePercent => 0.0,
+        // Text: its `%` bounds were checked above.
+        Numbers::Percent => return 0,
+        Numbers::BarePercent | Numbers::BareImprovement => 0.0,
         Numbers::BareRatio => 1.0,
     };
     // A marked (bold) value: its interval excludes the reference; an
@@ -591,8 +622,12 @@ fn check_output(what: &str, out: &str, numbers: Numbers) {
     };
     for (marked, lo, hi, all) in found {
         let (lo, hi): (f64, f64) = (lo.parse().unwrap(), hi.parse().unwrap());
-        let floor = if reference == 1.0 { 0.0 } else { -100.0 };
-        assert!(lo > floor, "{what}: bound {lo}");
+        if numbers == Numbers::BareImprovement {
+            assert!(hi < 100.0, "{what}: bound {hi}");
+        } else {
+            let floor = if reference == 1.0 { 0.0 } else { -100.0 };
+            assert!(lo > floor, "{what}: bound {lo}");
+        }
         assert_eq!(
             marked,
             !(lo <= reference && reference <= hi),
@@ -600,19 +635,32 @@ fn check_output(what: &str, out: &str, numbers: Numbers) {
         );
         seen += 1;
     }
-    assert!(seen > 0, "{what}: no interval found:\n{out}");
+    seen
 }
 
 /// Every compared value in a JSON document: bounds possible, mark and
 /// interval in agreement.
 fn check_json(what: &str, v: &serde_json::Value) {
+    check_json_in(what, v, false)
+}
+
+/// [`check_json`] below a table whose changes are `turned`: improvements
+/// of a lower-is-better metric, (baseline - new)/baseline, below +100%.
+fn check_json_in(what: &str, v: &serde_json::Value, turned: bool) {
     match v {
         serde_json::Value::Object(m) => {
+            let turned = turned
+                || (m.get("kind").and_then(|k| k.as_str()) == Some("improvement")
+                    && m.get("direction").and_then(|k| k.as_str()) == Some("lower"));
             let f = |k: &str| m.get(k).and_then(|x| x.as_f64());
             match m.get("type").and_then(|t| t.as_str()) {
                 Some("change") => {
                     if let (Some(lo), Some(hi)) = (f("lo"), f("hi")) {
-                        assert!(lo > -100.0, "{what}: {v}");
+                        if turned {
+                            assert!(hi < 100.0, "{what}: {v}");
+                        } else {
+                            assert!(lo > -100.0, "{what}: {v}");
+                        }
                         assert_eq!(m["significant"], !(lo <= 0.0 && 0.0 <= hi), "{what}: {v}");
                     }
                 }
@@ -639,10 +687,10 @@ fn check_json(what: &str, v: &serde_json::Value) {
                 assert!(a[0].as_f64().unwrap() > -1.0, "{what}: {v}");
             }
             for x in m.values() {
-                check_json(what, x);
+                check_json_in(what, x, turned);
             }
         }
-        serde_json::Value::Array(a) => a.iter().for_each(|x| check_json(what, x)),
+        serde_json::Value::Array(a) => a.iter().for_each(|x| check_json_in(what, x, turned)),
         _ => {}
     }
 }
@@ -672,8 +720,11 @@ fn no_impossible_bound_and_no_mark_against_its_interval_in_any_layout() {
         }
     }
     for runs in [vec!["1"], vec!["1", "2"]] {
+        // The fabricated metric is a time (lower is better): its
+        // improvements are the changes turned.
         for (table, numbers) in [
-            ("improvement", Numbers::BarePercent),
+            ("improvement", Numbers::BareImprovement),
+            ("change", Numbers::BarePercent),
             ("ratio", Numbers::BareRatio),
             ("matrix", Numbers::Percent),
         ] {
@@ -686,8 +737,16 @@ fn no_impossible_bound_and_no_mark_against_its_interval_in_any_layout() {
                 }
                 let o = out(&args);
                 let what = format!("{args:?}");
+                if table == "improvement" && format == "text" {
+                    assert!(
+                        o.replace("\n  ", " ")
+                            .contains("lower is better: positive = better"),
+                        "{o}"
+                    );
+                }
                 match format {
                     "json" => check_json(&what, &common::json(o.as_bytes())),
+                    "markdown" | "html" if table == "improvement" => check_improvements(&what, &o),
                     "markdown" | "html" if table != "matrix" => check_output(&what, &o, numbers),
                     _ => check_output(&what, &o, Numbers::Percent),
                 }
@@ -712,7 +771,7 @@ fn no_impossible_bound_and_no_mark_against_its_interval_in_any_layout() {
         "markdown",
     ]);
     assert!(md.contains("- = the baseline is 0 in every sample"), "{md}");
-    assert!(outputs >= 50, "{outputs}");
+    assert!(outputs >= 60, "{outputs}");
 }
 
 /// `--compat=2015`: each row's block is Debian's `ministat` report of the

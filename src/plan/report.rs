@@ -5,7 +5,7 @@
 //!
 //! ```toml
 //! [report]
-//! table = "improvement"         # ministat (default), improvement, ratio, matrix, scaling
+//! table = "improvement"         # ministat (default), improvement, change, ratio, matrix, scaling
 //! rows = ["chunk", "read_size"] # dimensions (factors or parameters) along the rows
 //! cols = ["pipe_size", "zero_copy"]
 //! groups = ["cpus"]             # column groups (`2way | UP`)
@@ -31,8 +31,13 @@ use crate::stats::ttest::TKind;
 pub enum TableKind {
     /// One ministat table per benchmark and metric (`N Min Max ...`).
     Ministat,
-    /// % improvement of each variant over the baseline of its group.
+    /// % improvement of each variant over the baseline of its group,
+    /// positive = better whichever way the metric points (the seeds' and
+    /// mmtests' `% imp`).
     Improvement,
+    /// % change of each variant over the baseline of its group,
+    /// new/baseline - 1 (positive = larger).
+    Change,
     /// Values, then values normalised to the baseline, with a geomean row.
     Ratio,
     /// One table per benchmark: factor columns, each metric's average
@@ -47,6 +52,7 @@ impl TableKind {
         Some(match s {
             "ministat" => TableKind::Ministat,
             "improvement" => TableKind::Improvement,
+            "change" => TableKind::Change,
             "ratio" => TableKind::Ratio,
             "matrix" => TableKind::Matrix,
             "scaling" => TableKind::Scaling,
@@ -410,6 +416,15 @@ mod tests {
         ] {
             let p = crate::plan::load(std::path::Path::new(&format!("{dir}{file}"))).unwrap();
             assert_eq!(p.layout.unwrap().table, kind, "{file}");
+        }
+        // Seed 000's rows in its order: pti off first, then pcid off first
+        // (`0 0 / 0 1 / 1 0 / 1 1`), on Linux and FreeBSD alike.
+        for file in ["mitigation-cost.toml", "mitigation-cost-freebsd.toml"] {
+            let p = crate::plan::load(std::path::Path::new(&format!("{dir}{file}"))).unwrap();
+            let order = p.layout.unwrap().order;
+            for f in ["pti", "pcid"] {
+                assert_eq!(order[f], ["off", "on"], "{file}: {f}");
+            }
         }
     }
 

@@ -483,14 +483,14 @@ fn one_sign_convention_and_no_impossible_bound() {
     let text = render(&Document::Compare(&c), Format::Text).unwrap();
     assert!(text.contains("312% slower [+312%, +312%]"), "{text}");
     assert_eq!(c.verdicts[0].outcome, "slower");
-    // The improvement table says the same change.
+    // The change table says the same change.
     let d = crate::report::table::build(
         &[crate::report::Report::of_run(testing::run_data(vec![
             mk(1, "a", &base),
             mk(2, "b", &slow),
         ]))],
         &crate::plan::report::Layout {
-            table: crate::plan::report::TableKind::Improvement,
+            table: crate::plan::report::TableKind::Change,
             baseline: crate::plan::report::parse_assign("variant=a").unwrap(),
             ..Default::default()
         },

@@ -125,6 +125,8 @@ pub fn cell_text(v: &Value, c: &Column, panel: Panel, unicode: bool) -> String {
 
 /// The reference line of a chart of changes, and its y label.
 pub const CHANGE: (f64, &str) = (0.0, "% change over the baseline");
+/// The reference line of a chart of improvements, and its y label.
+pub const IMPROVEMENT: (f64, &str) = (0.0, "% improvement over the baseline (positive = better)");
 /// The reference line of a chart of ratios, and its y label.
 pub const RATIO: (f64, &str) = (1.0, "ratio to the baseline");
 
@@ -154,7 +156,8 @@ impl Table {
     /// 1 for ratios; `None` for a layout of absolute values.
     pub fn reference(&self) -> Option<(f64, &'static str)> {
         match self.kind {
-            TableKind::Improvement => Some(CHANGE),
+            TableKind::Improvement => Some(IMPROVEMENT),
+            TableKind::Change => Some(CHANGE),
             TableKind::Ratio => Some(RATIO),
             _ => None,
         }

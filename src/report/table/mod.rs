@@ -595,6 +595,15 @@ fn ratio_of(d: &Design, mean: Option<f64>, half: Option<f64>, arms: Option<Arms>
     }
 }
 
+/// Whether a layout table shows group `g`: the benchmark's own metrics
+/// always, the event counters recorded beside them (`<counter>/op`, IPC)
+/// only with `--all-metrics`. A table and its family of comparisons (the
+/// Holm adjustment) are then the same whether counters were recorded or
+/// not.
+fn laid_out(r: &Report, g: &super::Group) -> bool {
+    r.all_metrics || !crate::system::counters::is_metric(&g.metric)
+}
+
 /// Build the tables of `report` under `layout`.
 pub fn build(reports: &[Report], layout: &Layout, unicode: bool) -> TableDoc {
     let mut doc = TableDoc {
@@ -616,9 +625,9 @@ pub fn build(reports: &[Report], layout: &Layout, unicode: bool) -> TableDoc {
         doc.title.push(title(r));
         let (hosts, only) = hosts(r);
         match layout.table {
-            TableKind::Improvement | TableKind::Ratio | TableKind::Ministat => {
+            TableKind::Improvement | TableKind::Change | TableKind::Ratio | TableKind::Ministat => {
                 for g in &r.groups {
-                    if g.direction == Direction::Info {
+                    if g.direction == Direction::Info || !laid_out(r, g) {
                         continue;
                     }
                     let cells = Cells {
@@ -678,7 +687,29 @@ pub fn build(reports: &[Report], layout: &Layout, unicode: bool) -> TableDoc {
         }
     }
     adjust_changes(&mut doc, layout);
+    turn_improvements(&mut doc);
     doc
+}
+
+/// An improvement table of a lower-is-better metric: each change and its
+/// interval turned, (baseline - new)/baseline, so positive is better as
+/// the seeds print it. The test, its p and its mark are the change's.
+fn turn_improvements(doc: &mut TableDoc) {
+    let turned =
+        |t: &&mut Table| t.kind == TableKind::Improvement && t.direction == Some(Direction::Lower);
+    for t in doc.tables.iter_mut().filter(turned) {
+        let Table { rows, summary, .. } = t;
+        for v in rows
+            .iter_mut()
+            .chain(summary.iter_mut())
+            .flat_map(|r| r.cells.iter_mut().flatten())
+        {
+            if let Value::Change { pct, lo, hi, .. } = v {
+                *pct = -*pct;
+                (*lo, *hi) = (hi.map(|h| -h), lo.map(|l| -l));
+            }
+        }
+    }
 }
 
 /// Adjust the p-values of every comparison in the document (changes and
@@ -952,16 +983,36 @@ fn improvement_table(
     } else {
         format!(" of the same {}", g.axes.groups.join(", "))
     };
+    // An improvement is positive when the variant is better: for a
+    // lower-is-better metric the change's sign (and its interval) turn,
+    // once the family's intervals are final (`turn_improvements`).
+    let improvement = layout.table == TableKind::Improvement;
+    let kind = if improvement {
+        TableKind::Improvement
+    } else {
+        TableKind::Change
+    };
     let sign = match first.direction {
         Direction::Lower => "negative = better",
         Direction::Higher => "positive = better",
         Direction::Info => "informational",
     };
-    let mut legend = vec![
-        format!(
+    let what = match (improvement, first.direction) {
+        (true, Direction::Lower) => format!(
+            "% improvement over {base_text}{per}, (baseline - new)/baseline ({}: positive = better)",
+            first.direction
+        ),
+        (true, _) => format!(
+            "% improvement over {base_text}{per}, new/baseline - 1 ({}: positive = better)",
+            first.direction
+        ),
+        (false, _) => format!(
             "% change over {base_text}{per}, new/baseline - 1 ({}: {sign})",
             first.direction
         ),
+    };
+    let mut legend = vec![
+        what,
         format!(
             "* = significant: the {}% interval excludes 0",
             layout.confidence
@@ -972,7 +1023,7 @@ fn improvement_table(
         legend,
         cols: cols.into_iter().map(|(_, c)| c).collect(),
         rows,
-        ..one_metric(TableKind::Improvement, g, layout, bench, metric, first)
+        ..one_metric(kind, g, layout, bench, metric, first)
     })
 }
 
@@ -1314,7 +1365,7 @@ fn matrix_tables(
     only: &str,
 ) -> Vec<Table> {
     let mut benches: IndexMap<String, Vec<&super::Group>> = IndexMap::new();
-    for g in &r.groups {
+    for g in r.groups.iter().filter(|g| laid_out(r, g)) {
         benches.entry(g.bench.clone()).or_default().push(g);
     }
     let mut out = Vec::new();
