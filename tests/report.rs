@@ -767,3 +767,46 @@ fn layout_tables_show_counters_only_when_asked() {
         assert!(counter(&all), "{table} --all-metrics:\n{all}");
     }
 }
+
+/// Issue 43.1: the answer got lost on the way out: `--export-markdown` and
+/// the HTML report had no verdict. A two-command run's verdict sentence,
+/// as the JSON states it, is in the Markdown and HTML exports and in the
+/// text of a layout, word for word.
+#[test]
+fn the_verdict_sentence_is_in_every_format() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let (md, html, js) = (d.join("r.md"), d.join("r.html"), d.join("r.json"));
+    kbench(d)
+        .args(["run", "sleep 0.01", "sleep 0.02", "--samples", "5", "-q"])
+        .arg("--export-markdown")
+        .arg(&md)
+        .arg("--export-json")
+        .arg(&js)
+        .assert()
+        .success();
+    let v = common::json(&std::fs::read(&js).unwrap());
+    let sentence = v["summary"]["verdicts"][0]["sentence"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{v:#}"))
+        .to_string();
+    let md = std::fs::read_to_string(&md).unwrap().replace('\\', "");
+    assert!(md.contains(&sentence), "{sentence}\n{md}");
+    kbench(d)
+        .args(["report", "1", "--format", "html", "-o"])
+        .arg(&html)
+        .assert()
+        .success();
+    let html = std::fs::read_to_string(&html).unwrap();
+    assert!(
+        html.contains(&format!(
+            "<p class=\"answer\"><strong>{sentence}</strong></p>"
+        )),
+        "{sentence}"
+    );
+    let text = stdout(kbench(d).args(["report", "1", "--table", "matrix"]));
+    assert!(
+        text.replace("\n  ", " ").contains(&sentence),
+        "{sentence}\n{text}"
+    );
+}

@@ -906,6 +906,9 @@ pub(crate) fn tables(d: &TableDoc) -> String {
     for t in &d.title {
         let _ = writeln!(o, "<h1>{}</h1>", esc(t));
     }
+    for a in &d.answers {
+        let _ = writeln!(o, "<p class=\"answer\"><strong>{}</strong></p>", esc(a));
+    }
     for t in &d.tables {
         table(&mut o, t);
     }

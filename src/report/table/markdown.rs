@@ -135,6 +135,9 @@ pub(crate) fn tables(d: &TableDoc) -> String {
     for t in &d.title {
         let _ = writeln!(o, "## {}\n", md_escape(t));
     }
+    for a in &d.answers {
+        let _ = writeln!(o, "**{}**\n", md_escape(a));
+    }
     for t in &d.tables {
         table(&mut o, t);
         o.push('\n');

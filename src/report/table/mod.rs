@@ -39,6 +39,12 @@ pub type Arms = std::sync::Arc<(Vec<Obs>, Vec<Obs>, Direction)>;
 #[derive(Clone, Debug, Serialize)]
 pub struct TableDoc {
     pub title: Vec<String>,
+    /// The answer to each question the runs ask (two or more variants of
+    /// one benchmark): the verdict sentence with its interval, as the text
+    /// report and `summary.verdicts[].sentence` state it, first in every
+    /// format.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub answers: Vec<String>,
     /// The layout (`improvement`, `ratio`, ...); `kind` names the document.
     #[serde(rename = "layout")]
     pub kind: TableKind,
@@ -608,6 +614,7 @@ fn laid_out(r: &Report, g: &super::Group) -> bool {
 pub fn build(reports: &[Report], layout: &Layout, unicode: bool) -> TableDoc {
     let mut doc = TableDoc {
         title: Vec::new(),
+        answers: Vec::new(),
         kind: layout.table,
         tables: Vec::new(),
         scaling: Vec::new(),
@@ -623,6 +630,14 @@ pub fn build(reports: &[Report], layout: &Layout, unicode: bool) -> TableDoc {
     };
     for r in reports {
         doc.title.push(title(r));
+        // (A scaling sweep's answer is its curves and flattening point.)
+        if layout.table != TableKind::Scaling {
+            doc.answers.extend(
+                (r.summary.iter())
+                    .flat_map(|s| &s.verdicts)
+                    .map(|v| v.sentence.clone()),
+            );
+        }
         let (hosts, only) = hosts(r);
         match layout.table {
             TableKind::Improvement | TableKind::Change | TableKind::Ratio | TableKind::Ministat => {

@@ -156,6 +156,12 @@ pub(crate) fn tables(o: &mut String, d: &TableDoc) {
     for t in &d.title {
         o.push_str(&wrapped("", t, "  "));
     }
+    if !d.answers.is_empty() {
+        o.push('\n');
+    }
+    for a in &d.answers {
+        o.push_str(&wrapped("", a, "  "));
+    }
     let mut sections = Sections::of(d);
     for t in &d.tables {
         o.push('\n');
