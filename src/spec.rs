@@ -44,15 +44,17 @@ pub struct MeasureArgs {
     /// a word with a space or `/`, a program on PATH, or `cmd:COMMAND`.
     pub specs: Vec<String>,
     /// Measured samples per cell (warm-ups not included) [default: 10,
-    /// or the plan's `samples`].
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    /// or the plan's `samples`]. hyperfine's `-r/--runs` too.
+    #[arg(long, short = 'r', visible_alias = "runs", value_name = "N",
+          value_parser = clap::value_parser!(u32).range(1..))]
     pub samples: Option<u32>,
     /// Target duration of one sample in seconds; the iteration count is
     /// calibrated to it [default: 0.2, or the plan's `sample_time`].
     #[arg(long, value_name = "S")]
     pub sample_time: Option<f64>,
-    /// Warm-up rounds whose samples are discarded [default: 2].
-    #[arg(long, value_name = "N")]
+    /// Warm-up rounds whose samples are discarded [default: 2]
+    /// (hyperfine's `-w` too).
+    #[arg(long, short = 'w', value_name = "N")]
     pub warmup: Option<u32>,
     /// Measure each micro-benchmark cell in N fresh processes (its samples
     /// shared out between them), varying the environment size and stack
@@ -104,12 +106,12 @@ pub struct MeasureArgs {
     #[arg(long)]
     pub quick: bool,
     /// Commands: run CMD once before a command's samples (untimed), e.g.
-    /// to build what it runs.
-    #[arg(long, value_name = "CMD")]
+    /// to build what it runs (hyperfine's `-s` too).
+    #[arg(long, short = 's', value_name = "CMD")]
     pub setup: Option<String>,
     /// Commands: run CMD before every sample (untimed), e.g. to drop
-    /// caches.
-    #[arg(long, value_name = "CMD")]
+    /// caches (hyperfine's `-p` too).
+    #[arg(long, short = 'p', value_name = "CMD")]
     pub prepare: Option<String>,
     /// Commands: run each through SHELL -c (`bash`, `bash --norc`), or
     /// `none` for never [default: directly when a command is plain words,

@@ -686,3 +686,45 @@ fn text_report_prints_benchmark_notes() {
         ))
         .stdout(predicate::str::contains("iterations").not());
 }
+
+/// Issue 43.7: hyperfine's `-r/--runs`, `-w`, `-p` and `-s` were refused.
+/// They mean what they mean there: runs per command, warm-ups, a command
+/// before every run and one before all of them.
+#[test]
+fn hyperfines_short_flags_mean_what_they_mean_there() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let marks = d.join("marks");
+    let out = kbench(d)
+        .args(["run", "-r", "3", "-w", "1", "-N", "-q", "--json"])
+        .arg("-p")
+        .arg(format!("sh -c 'echo p >> {}'", marks.display()))
+        .arg("-s")
+        .arg(format!("sh -c 'echo s >> {}'", marks.display()))
+        .arg("true")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v = json(&out.stdout);
+    let real = (v["cells"].as_array().unwrap().iter())
+        .find(|c| c["metric"] == "real")
+        .unwrap();
+    assert_eq!(real["n"], 3, "{v:#}");
+    // One setup; a prepare before each of the 1 warm-up and 3 runs.
+    let m = std::fs::read_to_string(&marks).unwrap();
+    assert_eq!(m.matches('s').count(), 1, "{m}");
+    assert_eq!(m.matches('p').count(), 4, "{m}");
+    let out = kbench(d)
+        .args(["run", "--runs", "2", "-q", "--json", "true"])
+        .output()
+        .unwrap();
+    let v = json(&out.stdout);
+    let real = (v["cells"].as_array().unwrap().iter())
+        .find(|c| c["metric"] == "real")
+        .unwrap();
+    assert_eq!(real["n"], 2, "{v:#}");
+}
