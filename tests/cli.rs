@@ -704,16 +704,16 @@ fn hyperfines_short_flags_mean_what_they_mean_there() {
         .arg("true")
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    common::assert_ok(&out);
+    // The `real` cell of a run's JSON.
+    let real = |v: &serde_json::Value| -> serde_json::Value {
+        (v["cells"].as_array().unwrap().iter())
+            .find(|c| c["metric"] == "real")
+            .unwrap()
+            .clone()
+    };
     let v = json(&out.stdout);
-    let real = (v["cells"].as_array().unwrap().iter())
-        .find(|c| c["metric"] == "real")
-        .unwrap();
-    assert_eq!(real["n"], 3, "{v:#}");
+    assert_eq!(real(&v)["n"], 3, "{v:#}");
     // One setup; a prepare before each of the 1 warm-up and 3 runs.
     let m = std::fs::read_to_string(&marks).unwrap();
     assert_eq!(m.matches('s').count(), 1, "{m}");
@@ -723,8 +723,5 @@ fn hyperfines_short_flags_mean_what_they_mean_there() {
         .output()
         .unwrap();
     let v = json(&out.stdout);
-    let real = (v["cells"].as_array().unwrap().iter())
-        .find(|c| c["metric"] == "real")
-        .unwrap();
-    assert_eq!(real["n"], 2, "{v:#}");
+    assert_eq!(real(&v)["n"], 2, "{v:#}");
 }

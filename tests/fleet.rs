@@ -832,6 +832,20 @@ fn processes_naming(dir: &Path) -> Vec<String> {
     out
 }
 
+/// Wait up to `secs` until no process names `dir` (the hosts' kbench
+/// stop at their next event); fail naming `what` and those still running.
+fn none_left_within(dir: &Path, secs: u64, what: &str) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(secs);
+    while !processes_naming(dir).is_empty() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{what}: still running on the hosts: {:?}",
+            processes_naming(dir)
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+}
+
 /// Statuses of the runs in the store at `db`.
 fn run_statuses(db: &Path) -> Vec<String> {
     let c = rusqlite::Connection::open_with_flags(db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
@@ -876,15 +890,7 @@ fn a_signal_stops_every_host_and_the_store_says_so() {
             .filter(|p| p.contains(": ssh "))
             .collect();
         assert!(ssh.is_empty(), "{name}: ssh left: {ssh:?}");
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-        while !processes_naming(d).is_empty() {
-            assert!(
-                std::time::Instant::now() < deadline,
-                "{name}: still running on the hosts: {:?}",
-                processes_naming(d)
-            );
-            std::thread::sleep(std::time::Duration::from_millis(100));
-        }
+        none_left_within(d, 20, name);
         let statuses = run_statuses(&common::db(d));
         assert!(
             statuses.iter().all(|s| s == "interrupted"),
@@ -1000,15 +1006,7 @@ fn a_coordinator_killed_with_sigkill_leaves_no_ssh_and_status_says_interrupted()
     }
     assert_eq!(ssh(), Vec::<String>::new(), "ssh left after kill -9");
     // Each host's kbench stops at its next event.
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    while !processes_naming(d).is_empty() {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "still running on the hosts: {:?}",
-            processes_naming(d)
-        );
-        std::thread::sleep(std::time::Duration::from_millis(100));
-    }
+    none_left_within(d, 30, "kill -9");
     let st = status_json(&lab, plan);
     for host in ["a", "b"] {
         assert_eq!(st["hosts"][host]["state"], "interrupted", "{st}");
@@ -1016,11 +1014,7 @@ fn a_coordinator_killed_with_sigkill_leaves_no_ssh_and_status_says_interrupted()
         assert!(why.contains("coordinator ended"), "{st}");
     }
     let out = fleet(&lab, &["run", plan]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    common::assert_ok(&out);
     let st = status_json(&lab, plan);
     for host in ["a", "b"] {
         assert_eq!(st["hosts"][host]["state"], "done", "{st}");

@@ -373,10 +373,10 @@ fn explain_cell(name: &str, a: &Side, b: &Side, ask: &Ask<'_>) -> CellExplain {
         samples_a: prof.iter().map(|(x, _, _)| x.total()).sum(),
         samples_b: prof.iter().map(|(_, y, _)| y.total()).sum(),
         family,
+        // The ratio of the two sides' means: of their sums.
         cpu_ratio: basis.as_ref().map(|b| {
-            let n = b.len().max(1) as f64;
             let (a, c) = b.iter().fold((0.0, 0.0), |s, p| (s.0 + p.0, s.1 + p.1));
-            (c / n) / (a / n)
+            c / a
         }),
         cost_unit: basis.map(|_| "cpu-ns/op".to_string()),
         counter_rounds: (pairs.iter())

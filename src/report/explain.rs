@@ -2,8 +2,9 @@
 //! operation that moved, then the symbols whose CPU cost per operation
 //! (their share of the profile times the CPU time per operation; the
 //! share alone where none was measured) changed most, each with its
-//! simultaneous interval (`*` beyond the noise, `~` inside it). Text within 80 columns, Markdown tables, JSON
-//! (kind `explain`); the model is built by `crate::explain`.
+//! simultaneous interval (`*` beyond the noise, `~` inside it). Text
+//! within 80 columns, Markdown tables, JSON (kind `explain`); the model
+//! is built by `crate::explain`.
 
 use std::fmt::Write;
 
@@ -126,40 +127,53 @@ fn fit(name: &str, w: usize) -> String {
     format!("…{tail}")
 }
 
-/// How a cell's costs are printed: every value of the cell in one
-/// prefixed unit of CPU time (`us`), the label saying so.
-struct Costs {
-    shown: String,
-    label: String,
+/// How a cell's symbols read, the same in every format: their costs,
+/// every value of the cell in one prefixed unit of CPU time (`us`), or,
+/// where no CPU time was measured, their shares, changes in points.
+struct Scale {
+    /// The prefixed unit of the costs; `None`: by share.
+    cost: Option<String>,
 }
 
-impl Costs {
-    fn of(c: &CellExplain) -> Option<Costs> {
-        c.cost_unit.as_ref()?;
-        let all: Vec<f64> = (c.symbols.iter())
-            .flat_map(|s| [s.cost_a, s.cost_b])
-            .flatten()
-            .collect();
-        let shown = super::fmt::human::column_unit(&all, "ns", false);
-        Some(Costs {
-            label: format!("{shown}/op"),
-            shown,
-        })
+impl Scale {
+    fn of(c: &CellExplain) -> Scale {
+        let cost = c.cost_unit.as_ref().map(|_| {
+            let all: Vec<f64> = (c.symbols.iter())
+                .flat_map(|s| [s.cost_a, s.cost_b])
+                .flatten()
+                .collect();
+            super::fmt::human::column_unit(&all, "ns", false)
+        });
+        Scale { cost }
     }
 
+    /// `us/op`, by cost.
+    fn label(&self) -> Option<String> {
+        self.cost.as_ref().map(|u| format!("{u}/op"))
+    }
+
+    /// A cost in the cell's unit.
     fn num(&self, v: Option<f64>) -> String {
-        v.map_or("-".into(), |v| {
-            super::fmt::human::number_in(v, "ns", None, &self.shown, false)
-        })
+        match (v, &self.cost) {
+            (Some(v), Some(u)) => super::fmt::human::number_in(v, "ns", None, u, false),
+            _ => "-".into(),
+        }
     }
 
-    fn signed(&self, v: f64) -> String {
-        let n = self.num(Some(v.abs()));
-        format!("{}{n}", if v < 0.0 { '-' } else { '+' })
+    /// A change, signed: of the cost, else in points.
+    fn change(&self, v: f64) -> String {
+        match self.cost {
+            Some(_) => format!(
+                "{}{}",
+                if v < 0.0 { '-' } else { '+' },
+                self.num(Some(v.abs()))
+            ),
+            None => signed(v),
+        }
     }
 
     fn interval(&self, d: &PairedDiff) -> String {
-        format!("[{}, {}]", self.signed(d.lo), self.signed(d.hi))
+        format!("[{}, {}]", self.change(d.lo), self.change(d.hi))
     }
 }
 
@@ -236,47 +250,32 @@ pub fn text(e: &Explain) -> String {
             );
             continue;
         }
-        match Costs::of(c) {
-            Some(k) => {
-                let _ = writeln!(
-                    o,
-                    "  {:<26} {:<4} {:>8} {:>8} {:>7}  interval, {}",
-                    "symbol", "of", "A", "B", "change", k.label
-                );
-                for s in &c.symbols {
-                    let _ = writeln!(
-                        o,
-                        "{} {:<26} {:<4} {:>8} {:>8} {:>7}  {}",
-                        mark(s.changed),
-                        fit(&s.symbol, 26),
-                        s.measure,
-                        k.num(s.cost_a),
-                        k.num(s.cost_b),
-                        k.signed(s.diff.mean),
-                        k.interval(&s.diff)
-                    );
-                }
-            }
-            None => {
-                let _ = writeln!(
-                    o,
-                    "  {:<30} {:<4} {:>6} {:>6} {:>6}  interval (points)",
-                    "symbol", "of", "A", "B", "change"
-                );
-                for s in &c.symbols {
-                    let _ = writeln!(
-                        o,
-                        "{} {:<30} {:<4} {:>5.1}% {:>5.1}% {:>6}  {}",
-                        mark(s.changed),
-                        fit(&s.symbol, 30),
-                        s.measure,
-                        s.share_a,
-                        s.share_b,
-                        signed(s.diff.mean),
-                        interval(&s.diff)
-                    );
-                }
-            }
+        // Costs in 8 columns, shares in 6 (`12.3%`), with room for longer
+        // symbol names.
+        let k = Scale::of(c);
+        let (sw, nw, cw, tail) = match k.label() {
+            Some(l) => (26, 8, 7, format!("interval, {l}")),
+            None => (30, 6, 6, "interval (points)".to_string()),
+        };
+        let _ = writeln!(
+            o,
+            "  {:<sw$} {:<4} {:>nw$} {:>nw$} {:>cw$}  {tail}",
+            "symbol", "of", "A", "B", "change"
+        );
+        for s in &c.symbols {
+            let (a, b) = match k.cost {
+                Some(_) => (k.num(s.cost_a), k.num(s.cost_b)),
+                None => (format!("{:.1}%", s.share_a), format!("{:.1}%", s.share_b)),
+            };
+            let _ = writeln!(
+                o,
+                "{} {:<sw$} {:<4} {a:>nw$} {b:>nw$} {:>cw$}  {}",
+                mark(s.changed),
+                fit(&s.symbol, sw),
+                s.measure,
+                k.change(s.diff.mean),
+                k.interval(&s.diff)
+            );
         }
         if !c.symbols.iter().any(|s| s.changed) {
             let _ = writeln!(o, "  no symbol's cost changed beyond the profile's noise");
@@ -344,12 +343,12 @@ pub fn markdown(e: &Explain) -> String {
             );
             continue;
         }
-        let k = Costs::of(c);
-        let _ = match &k {
-            Some(k) => writeln!(
+        let k = Scale::of(c);
+        let _ = match k.label() {
+            Some(l) => writeln!(
                 o,
                 "| symbol | of | share A | share B | A ({l}) | B ({l}) | change ({l}) | interval |\n|---|---|--:|--:|--:|--:|--:|---|",
-                l = format!("CPU {}", k.label)
+                l = format!("CPU {l}")
             ),
             None => writeln!(
                 o,
@@ -357,12 +356,9 @@ pub fn markdown(e: &Explain) -> String {
             ),
         };
         for s in &c.symbols {
-            let (ch, iv) = match &k {
-                Some(k) => (k.signed(s.diff.mean), k.interval(&s.diff)),
-                None => (signed(s.diff.mean), interval(&s.diff)),
-            };
-            let costs = match &k {
-                Some(k) => format!(" {} | {} |", k.num(s.cost_a), k.num(s.cost_b)),
+            let (ch, iv) = (k.change(s.diff.mean), k.interval(&s.diff));
+            let costs = match k.cost {
+                Some(_) => format!(" {} | {} |", k.num(s.cost_a), k.num(s.cost_b)),
                 None => String::new(),
             };
             let _ = writeln!(
@@ -419,12 +415,12 @@ pub fn html(e: &Explain) -> String {
             }
             o.push_str("</table>\n");
         }
-        let k = Costs::of(c);
-        let _ = match &k {
-            Some(k) => writeln!(
+        let k = Scale::of(c);
+        let _ = match k.label() {
+            Some(l) => writeln!(
                 o,
                 "<p class=\"legend\">A, B, change and interval: CPU {l}</p>\n<table><tr><th></th><th class=\"l\">symbol</th><th class=\"l\">of</th><th>share A</th><th>share B</th><th>A</th><th>B</th><th>change</th><th class=\"l\">interval</th></tr>",
-                l = esc(&k.label)
+                l = esc(&l)
             ),
             None => writeln!(
                 o,
@@ -432,12 +428,9 @@ pub fn html(e: &Explain) -> String {
             ),
         };
         for s in &c.symbols {
-            let (ch, iv) = match &k {
-                Some(k) => (k.signed(s.diff.mean), k.interval(&s.diff)),
-                None => (signed(s.diff.mean), interval(&s.diff)),
-            };
-            let costs = match &k {
-                Some(k) => format!("<td>{}</td><td>{}</td>", k.num(s.cost_a), k.num(s.cost_b)),
+            let (ch, iv) = (k.change(s.diff.mean), k.interval(&s.diff));
+            let costs = match k.cost {
+                Some(_) => format!("<td>{}</td><td>{}</td>", k.num(s.cost_a), k.num(s.cost_b)),
                 None => String::new(),
             };
             let _ = writeln!(

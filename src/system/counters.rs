@@ -177,12 +177,16 @@ pub fn is_metric(metric: &str) -> bool {
 pub fn parse_list(list: &str) -> Result<Vec<Counter>, String> {
     let mut out: Vec<Counter> = Vec::new();
     for word in list.split(',').map(str::trim).filter(|w| !w.is_empty()) {
+        let one: [Counter; 1];
         let add: &[Counter] = match word {
             "none" => &[],
             "default" | "software" => SOFTWARE,
             "all" => ALL,
-            w => match ALL.iter().find(|c| Counter::named(w) == Some(**c)) {
-                Some(c) => std::slice::from_ref(c),
+            w => match Counter::named(w) {
+                Some(c) => {
+                    one = [c];
+                    &one
+                }
                 None => {
                     let known: Vec<&str> = ALL.iter().map(|c| c.name()).collect();
                     return Err(format!(

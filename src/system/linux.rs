@@ -802,13 +802,18 @@ fn cgroup_dir() -> Option<std::path::PathBuf> {
 }
 
 /// Move process `pid` into the commands' cgroup (its pid written to
-/// `cgroup.procs`); nothing where there is none, or it is gone.
+/// `cgroup.procs`); nothing where there is none, or it is gone. Done while
+/// the command runs: its digits go through a buffer on the stack.
 fn adopt_into_cgroup(pid: libc::pid_t) {
     if let Some(c) = CGROUP.get().and_then(Option::as_ref) {
+        use std::io::Write;
         use std::os::fd::AsRawFd;
-        let s = pid.to_string();
+        let mut buf = [0u8; 16];
+        let mut w = &mut buf[..];
+        let _ = write!(w, "{pid}");
+        let len = 16 - w.len();
         // SAFETY: writing our buffer to an fd we hold.
-        unsafe { libc::write(c.procs.as_raw_fd(), s.as_ptr().cast(), s.len()) };
+        unsafe { libc::write(c.procs.as_raw_fd(), buf.as_ptr().cast(), len) };
     }
 }
 
